@@ -1,0 +1,27 @@
+# syntax=docker/dockerfile:1
+
+# Build stage: install everything, compile TypeScript, then drop the dev dependencies.
+FROM node:20-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --ignore-scripts --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json ./
+COPY src ./src
+RUN npx tsc -p tsconfig.build.json && npm prune --omit=dev --ignore-scripts
+
+# Runtime stage: only the compiled code and production dependencies, run as the unprivileged `node` user.
+FROM node:20-bookworm-slim
+ENV NODE_ENV=production PORT=8080 HOST=0.0.0.0
+WORKDIR /app
+COPY --from=build --chown=node:node /app/node_modules ./node_modules
+COPY --from=build --chown=node:node /app/dist ./dist
+COPY --chown=node:node package.json ./
+COPY --chown=node:node config/keygate.example.yaml ./config/keygate.example.yaml
+# The embedded analytics engine keeps its data here (analytics.path defaults to ./data/analytics).
+RUN mkdir -p /app/data/analytics && chown -R node:node /app/data
+VOLUME /app/data
+USER node
+EXPOSE 8080
+HEALTHCHECK --interval=10s --timeout=3s --start-period=15s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 8080) + '/v2/liveness').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+CMD ["node", "--enable-source-maps", "dist/server.js"]
