@@ -1,0 +1,187 @@
+import { mkdirSync } from "node:fs";
+import { resolve } from "node:path";
+import { AnalyticsEngineError, type AnalyticsConnection } from "../domain/analytics/engine.js";
+import { safeId } from "../domain/analytics/sql.js";
+import { RAW_TABLE_NAME, type AnalyticsEngine } from "./engine.js";
+import type { VerificationEvent } from "../domain/analytics/events.js";
+import { toRow } from "./rows.js";
+
+type Chdb = typeof import("chdb");
+type Session = InstanceType<Chdb["Session"]>;
+
+/**
+ * ClickHouse in the keygate process (chDB), with its data in a directory that survives restarts.
+ *
+ * chDB runs one statement at a time per connection. Events are written on a long-lived connection of their own, so
+ * a long query never holds up the event writer; every analytics request gets a fresh connection (they cost well
+ * under a millisecond) that is closed when it is done. A fresh connection per request is also a safety measure:
+ * chDB 3.4 was seen handing a connection the result of its previous statement after a failed one, and no request
+ * must ever see another's result. All connections share the one directory; libchdb binds a single directory per
+ * process, so a second engine in the same process must use the same path.
+ */
+export class EmbeddedEngine implements AnalyticsEngine {
+  readonly kind = "embedded";
+  readonly database: string;
+  readonly location: string;
+
+  private readonly chdb: Chdb;
+  private writer: Session;
+  private readonly open = new Set<Session>();
+  private closed = false;
+
+  private constructor(chdb: Chdb, location: string, database: string, writer: Session) {
+    this.chdb = chdb;
+    this.location = location;
+    this.database = database;
+    this.writer = writer;
+    this.open.add(writer);
+  }
+
+  /** Opens (creating when needed) the data directory and `database` in it. */
+  static async open(path: string, database: string): Promise<EmbeddedEngine> {
+    const location = resolve(path);
+    mkdirSync(location, { recursive: true });
+    // Loaded on demand: the library is large and only this engine needs it.
+    const chdb = await import("chdb").catch((error: unknown) => {
+      throw new Error(
+        `the embedded analytics engine (chDB) cannot be loaded on ${process.platform}-${process.arch}: ${(error as Error).message}; set analytics.engine to 'clickhouse' or 'off'`,
+        { cause: error },
+      );
+    });
+    claimDirectory(location);
+    let writer: Session | undefined;
+    try {
+      writer = new chdb.Session(location);
+      await writer.queryAsync(`CREATE DATABASE IF NOT EXISTS ${safeId(database, "database")}`);
+      return new EmbeddedEngine(chdb, location, database, writer);
+    } catch (error) {
+      writer?.close();
+      await chdb.drainPending();
+      releaseDirectory(location);
+      throw new Error(`cannot open the embedded analytics engine in ${location}: ${(error as Error).message}`, { cause: error });
+    }
+  }
+
+  async withConnection<T>(work: (connection: AnalyticsConnection) => Promise<T>): Promise<T> {
+    this.assertOpen();
+    const session = new this.chdb.Session(this.location);
+    this.open.add(session);
+    try {
+      // Unqualified table names in customers' queries resolve in the analytics database.
+      await session.queryAsync(`USE ${this.database}`).catch(engineError);
+      return await work({
+        text: async (sql, params) => (await run(session, sql, params, "TSVRaw")).text(),
+        rows: async (sql, params) =>
+          (await run(session, sql, params, "JSONEachRow"))
+            .text()
+            .split("\n")
+            .filter((line) => line !== "")
+            .map((line) => JSON.parse(line) as Record<string, unknown>),
+      });
+    } finally {
+      // Every statement of `work` has settled, so closing cannot cut one short.
+      this.open.delete(session);
+      session.close();
+    }
+  }
+
+  async version(): Promise<string> {
+    this.assertOpen();
+    return (await this.writer.queryAsync("SELECT version()", { format: "TSVRaw" }).catch(engineError)).text().trim();
+  }
+
+  async command(sql: string): Promise<void> {
+    this.assertOpen();
+    await this.writer.queryAsync(sql).catch((error: unknown) => this.writerFailed(error));
+  }
+
+  async insert(events: readonly VerificationEvent[], region: string): Promise<void> {
+    this.assertOpen();
+    if (events.length === 0) return;
+    // JSONEachRow bytes handed to the engine's own parser: event values never become SQL text.
+    const payload = await encodeInSlices(events, region);
+    await this.writer.insert({ table: `${this.database}.${RAW_TABLE_NAME}`, values: payload, format: "JSONEachRow", settings: INSERT_SETTINGS }).catch((error: unknown) => this.writerFailed(error));
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    for (const session of this.open) session.close();
+    this.open.clear();
+    await this.chdb.drainPending();
+    releaseDirectory(this.location);
+  }
+
+  /** After a failure the writer's connection is replaced, so nothing of the failed statement lingers on it. */
+  private writerFailed(error: unknown): never {
+    this.open.delete(this.writer);
+    this.writer.close();
+    this.writer = new this.chdb.Session(this.location);
+    this.open.add(this.writer);
+    return engineError(error);
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw new AnalyticsEngineError("unavailable", "the embedded analytics engine is closed");
+  }
+}
+
+/**
+ * Nice value of the engine threads that write events (and keep the aggregates): on a busy machine the CPU goes to
+ * serving requests first, while analytics still gets a share (at 19 it would starve and drop events). Lowering a
+ * thread's priority needs no privilege.
+ */
+const BACKGROUND_PRIORITY = 10;
+
+/**
+ * Event writes run on one engine thread, at background priority: measured on 2 cores, letting an insert (and the
+ * views it feeds) spread over every core stalled the event loop for 60-110 ms at times at 50,000 events/s, while
+ * one thread kept up with the same rate with stalls of 15-25 ms at most.
+ */
+const INSERT_SETTINGS = { os_thread_priority: BACKGROUND_PRIORITY, max_threads: 1, max_insert_threads: 1 };
+
+/** Rows encoded per turn of the event loop (a fraction of a millisecond), so a large batch never holds up requests. */
+const ENCODE_SLICE = 200;
+
+async function encodeInSlices(events: readonly VerificationEvent[], region: string): Promise<Buffer> {
+  const parts: Buffer[] = [];
+  for (let start = 0; start < events.length; start += ENCODE_SLICE) {
+    if (start > 0) await new Promise((resolve) => setImmediate(resolve));
+    const slice = events.slice(start, start + ENCODE_SLICE);
+    parts.push(Buffer.from(`${slice.map((event) => JSON.stringify(toRow(event, region))).join("\n")}\n`));
+  }
+  return Buffer.concat(parts);
+}
+
+async function run(session: Session, sql: string, params: Record<string, string> | undefined, format: string) {
+  try {
+    return params ? await session.queryBindAsync(sql, params, { format }) : await session.queryAsync(sql, { format });
+  } catch (error) {
+    return engineError(error);
+  }
+}
+
+function engineError(error: unknown): never {
+  if (error instanceof AnalyticsEngineError) throw error;
+  const cause = error as { clickhouseCode?: unknown; code?: unknown; message?: unknown };
+  if (typeof cause.clickhouseCode === "number") {
+    throw new AnalyticsEngineError("query", String(cause.message), { code: cause.clickhouseCode, cause: error });
+  }
+  throw new AnalyticsEngineError("unavailable", `embedded analytics engine: ${String(cause.message ?? error)}`, { cause: error });
+}
+
+/** The directory this process's chDB is bound to, and how many engines use it. */
+let boundDirectory: { path: string; users: number } | undefined;
+
+function claimDirectory(path: string): void {
+  if (boundDirectory && boundDirectory.path !== path) {
+    throw new Error(`the embedded analytics engine of this process already uses ${boundDirectory.path}; chDB binds one directory per process`);
+  }
+  boundDirectory = { path, users: (boundDirectory?.users ?? 0) + 1 };
+}
+
+function releaseDirectory(path: string): void {
+  if (!boundDirectory || boundDirectory.path !== path) return;
+  boundDirectory.users -= 1;
+  if (boundDirectory.users === 0) boundDirectory = undefined;
+}

@@ -1,0 +1,159 @@
+import type { AnalyticsConfig } from "../config/schema.js";
+import { AnalyticsEngineError, type AnalyticsQueryEngine } from "../domain/analytics/engine.js";
+import type { VerificationEvent, VerificationEventSink } from "../domain/analytics/events.js";
+import type { Clock } from "../lib/clock.js";
+import { EmbeddedEngine } from "./embedded-engine.js";
+import type { AnalyticsEngine } from "./engine.js";
+import { EventPipeline, type EventPipelineStats, type PipelineLog, type Scheduler } from "./pipeline.js";
+import { schemaStatements } from "./schema.js";
+import { ServerEngine, type ServerEngineOptions } from "./server-engine.js";
+
+/** The embedded engine's database; a ClickHouse server's is configured (analytics.clickhouse.database). */
+export const EMBEDDED_DATABASE = "keygate";
+
+/** A batch that failed this many times in a row (one try per flush interval) is dropped. */
+export const MAX_WRITE_ATTEMPTS = 10;
+
+/** The oldest ClickHouse that has everything the query guard relies on (the analyzer by default, formatQuery…). */
+export const MINIMUM_SERVER_VERSION = [24, 3] as const;
+
+/** Analytics as the process runs it: the engine (if any), the event sink, its counters and its shutdown. */
+export interface AnalyticsRuntime {
+  readonly mode: AnalyticsConfig["engine"];
+  /** undefined when analytics is off. */
+  readonly engine: AnalyticsQueryEngine | undefined;
+  readonly sink: VerificationEventSink;
+  stats(): EventPipelineStats;
+  /** Writes every event buffered now; resolves when the engine has them (tests and tools; the timer does it anyway). */
+  flush(): Promise<void>;
+  /** One line for the start-up banner. */
+  describe(): string;
+  /** Writes what is buffered, then releases the engine. Idempotent. */
+  close(): Promise<void>;
+}
+
+export interface OpenAnalyticsOptions {
+  clock: Clock;
+  log?: PipelineLog;
+  scheduler?: Scheduler;
+  /** Test hook for the clickhouse engine, see ServerEngineOptions.createClient. */
+  createClickHouseClient?: ServerEngineOptions["createClient"];
+}
+
+export async function openAnalytics(config: AnalyticsConfig, options: OpenAnalyticsOptions): Promise<AnalyticsRuntime> {
+  if (config.engine === "off") return disabledAnalytics();
+
+  const engine: AnalyticsEngine =
+    config.engine === "embedded"
+      ? await EmbeddedEngine.open(config.path, EMBEDDED_DATABASE)
+      : new ServerEngine({
+          url: config.clickhouse.url as string,
+          database: config.clickhouse.database,
+          username: config.clickhouse.username,
+          password: config.clickhouse.password,
+          requestTimeoutMs: config.clickhouse.requestTimeoutMs,
+          maxConcurrentQueries: config.query.maxConcurrent,
+          ...(options.createClickHouseClient ? { createClient: options.createClickHouseClient } : {}),
+        });
+  const ready = new SchemaGate(engine, schemaStatements(engine.database, config.retentionDays), engine.kind === "clickhouse");
+  if (engine.kind === "embedded") {
+    // The embedded engine is local: a schema it cannot create is a broken installation, so start-up stops.
+    await ready.ensure().catch(async (error: unknown) => {
+      await engine.close();
+      throw new Error(`cannot create the analytics schema in ${engine.location}: ${(error as Error).message}`, { cause: error });
+    });
+  } else {
+    // A ClickHouse server may come later; until it does, queries answer 503 and events wait in the buffer.
+    await ready.ensure().catch((error: unknown) => options.log?.warn(`analytics: ClickHouse at ${engine.location} is not ready yet: ${(error as Error).message}`));
+  }
+
+  const write = async (events: VerificationEvent[]) => {
+    await ready.ensure();
+    await engine.insert(events, config.region);
+  };
+  const pipeline = new EventPipeline(
+    write,
+    { ...config.buffer, maxWriteAttempts: MAX_WRITE_ATTEMPTS },
+    { clock: options.clock, ...(options.scheduler ? { scheduler: options.scheduler } : {}), ...(options.log ? { log: options.log } : {}) },
+  );
+  const gatedEngine: AnalyticsQueryEngine = {
+    database: engine.database,
+    withConnection: async (work) => {
+      await ready.ensure();
+      return engine.withConnection(work);
+    },
+  };
+
+  let closing: Promise<void> | undefined;
+  return {
+    mode: config.engine,
+    engine: gatedEngine,
+    sink: pipeline,
+    stats: () => pipeline.stats(),
+    flush: () => pipeline.flush(),
+    describe: () => (engine.kind === "embedded" ? `analytics: embedded ClickHouse (chDB), data in ${engine.location}` : `analytics: ClickHouse server at ${engine.location}`),
+    close: () => (closing ??= pipeline.close().finally(() => engine.close())),
+  };
+}
+
+/**
+ * Creates the schema once, before the first read or write. A failure is remembered only until the next attempt,
+ * so a ClickHouse server that comes up later is picked up without a restart.
+ */
+class SchemaGate {
+  private readonly engine: AnalyticsEngine;
+  private readonly statements: readonly string[];
+  private readonly checkVersion: boolean;
+  private done = false;
+  private attempt: Promise<void> | undefined;
+
+  constructor(engine: AnalyticsEngine, statements: readonly string[], checkVersion: boolean) {
+    this.engine = engine;
+    this.statements = statements;
+    this.checkVersion = checkVersion;
+  }
+
+  async ensure(): Promise<void> {
+    if (this.done) return;
+    this.attempt ??= this.create().then(
+      () => {
+        this.done = true;
+      },
+      (error: unknown) => {
+        this.attempt = undefined;
+        throw error instanceof AnalyticsEngineError ? new AnalyticsEngineError("unavailable", error.message, { cause: error }) : error;
+      },
+    );
+    return this.attempt;
+  }
+
+  private async create(): Promise<void> {
+    if (this.checkVersion) {
+      const version = await this.engine.version();
+      const [major = 0, minor = 0] = version.split(".").map(Number);
+      const [needMajor, needMinor] = MINIMUM_SERVER_VERSION;
+      if (major < needMajor || (major === needMajor && minor < needMinor)) {
+        throw new AnalyticsEngineError("unavailable", `ClickHouse ${version} is too old; keygate needs ${needMajor}.${needMinor} or newer`);
+      }
+    }
+    for (const statement of this.statements) await this.engine.command(statement);
+  }
+}
+
+/** analytics.engine: off (and processes such as the CLI that never open analytics). Events are dropped and counted. */
+export function disabledAnalytics(): AnalyticsRuntime {
+  let recorded = 0;
+  return {
+    mode: "off",
+    engine: undefined,
+    sink: {
+      record() {
+        recorded++;
+      },
+    },
+    stats: () => ({ recorded, written: 0, buffered: 0, dropped: { bufferFull: 0, writeFailed: 0, afterClose: 0, disabled: recorded }, batchesWritten: 0, failedWrites: 0 }),
+    flush: async () => {},
+    describe: () => "analytics: off (analytics.getVerifications answers 412)",
+    close: async () => {},
+  };
+}

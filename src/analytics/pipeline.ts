@@ -1,0 +1,225 @@
+import type { VerificationEvent, VerificationEventSink } from "../domain/analytics/events.js";
+import type { Clock } from "../lib/clock.js";
+
+export interface EventPipelineOptions {
+  /** Events buffered at most (a batch waiting for a retry included); beyond it new events are dropped and counted. */
+  maxEvents: number;
+  /** A batch is written as soon as this many events wait, and a batch never holds more. */
+  batchSize: number;
+  /** Whatever waits is written at least this often; a failed batch is retried at this pace. */
+  flushIntervalMs: number;
+  /** A batch that failed this many times is dropped (and counted). */
+  maxWriteAttempts: number;
+}
+
+export interface EventPipelineStats {
+  /** Events handed to record(). */
+  recorded: number;
+  /** Events the engine accepted. */
+  written: number;
+  /** Events in memory now: waiting, being written, or waiting for a retry. Never more than maxEvents. */
+  buffered: number;
+  /**
+   * Events dropped, by reason: the buffer was full, their batch kept failing, they came after close(), or
+   * analytics is off.
+   */
+  dropped: { bufferFull: number; writeFailed: number; afterClose: number; disabled: number };
+  batchesWritten: number;
+  failedWrites: number;
+}
+
+/** Timers, injectable so tests can tick them. */
+export interface Scheduler {
+  /** Calls `task` every `ms`; returns a function that stops it. Must not keep the process alive. */
+  every(ms: number, task: () => void): () => void;
+  /** Calls `task` soon, after the current call stack (off the request path). */
+  soon(task: () => void): void;
+}
+
+export const nodeScheduler: Scheduler = {
+  every(ms, task) {
+    const timer = setInterval(task, ms);
+    timer.unref();
+    return () => clearInterval(timer);
+  },
+  soon(task) {
+    setImmediate(task);
+  },
+};
+
+export interface PipelineLog {
+  warn(message: string): void;
+}
+
+/** How often at most a dropped-events or failed-write warning is logged. */
+const WARNING_INTERVAL_MS = 10_000;
+
+/**
+ * The verification event sink: events are buffered in memory and written in batches off the request path, when a
+ * batch is full or on the flush interval, one batch at a time. The buffer is bounded; whatever cannot be kept is
+ * counted in stats() and reported in the log, never lost silently. close() writes what is buffered.
+ */
+export class EventPipeline implements VerificationEventSink {
+  private readonly write: (events: VerificationEvent[]) => Promise<void>;
+  private readonly options: EventPipelineOptions;
+  private readonly scheduler: Scheduler;
+  private readonly clock: Clock;
+  private readonly log: PipelineLog | undefined;
+
+  private buffer: VerificationEvent[] = [];
+  private retry: { events: VerificationEvent[]; attempts: number } | undefined;
+  private inFlight = 0;
+  private draining: Promise<void> | undefined;
+  private drainRequested = false;
+  private closed = false;
+  private readonly stopTimer: () => void;
+  private readonly counters = { recorded: 0, written: 0, bufferFull: 0, writeFailed: 0, afterClose: 0, batchesWritten: 0, failedWrites: 0 };
+  private readonly lastWarningAt = { drop: Number.NEGATIVE_INFINITY, write: Number.NEGATIVE_INFINITY };
+  private droppedSinceWarning = 0;
+
+  constructor(
+    write: (events: VerificationEvent[]) => Promise<void>,
+    options: EventPipelineOptions,
+    dependencies: { scheduler?: Scheduler; clock: Clock; log?: PipelineLog },
+  ) {
+    if (options.batchSize > options.maxEvents) throw new Error("batchSize must not exceed maxEvents");
+    this.write = write;
+    this.options = options;
+    this.scheduler = dependencies.scheduler ?? nodeScheduler;
+    this.clock = dependencies.clock;
+    this.log = dependencies.log;
+    this.stopTimer = this.scheduler.every(options.flushIntervalMs, () => this.startDrain(true));
+  }
+
+  record(event: VerificationEvent): void {
+    this.counters.recorded++;
+    if (this.closed) {
+      this.counters.afterClose++;
+      this.noteDrop(1, "keygate is closing");
+      return;
+    }
+    if (this.held() >= this.options.maxEvents) {
+      this.counters.bufferFull++;
+      this.noteDrop(1, "the buffer is full");
+      return;
+    }
+    this.buffer.push(event);
+    if (this.buffer.length >= this.options.batchSize && !this.retry && !this.drainRequested) {
+      this.drainRequested = true;
+      this.scheduler.soon(() => {
+        this.drainRequested = false;
+        this.startDrain(false);
+      });
+    }
+  }
+
+  /** Writes everything buffered now (a batch waiting for a retry included) and resolves when done. */
+  async flush(): Promise<void> {
+    await this.draining;
+    await this.startDrain(true);
+  }
+
+  /** Stops the timer and writes what is buffered, each batch once; what fails then is dropped and counted. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.stopTimer();
+    await this.draining;
+    const remaining = [...(this.retry?.events ?? []), ...this.buffer];
+    this.retry = undefined;
+    this.buffer = [];
+    for (let start = 0; start < remaining.length; start += this.options.batchSize) {
+      const batch = remaining.slice(start, start + this.options.batchSize);
+      if (!(await this.tryWrite(batch))) {
+        this.counters.writeFailed += batch.length;
+        this.noteDrop(batch.length, "their batch could not be written while closing");
+      }
+    }
+  }
+
+  stats(): EventPipelineStats {
+    const { recorded, written, bufferFull, writeFailed, afterClose, batchesWritten, failedWrites } = this.counters;
+    return {
+      recorded,
+      written,
+      buffered: this.held(),
+      dropped: { bufferFull, writeFailed, afterClose, disabled: 0 },
+      batchesWritten,
+      failedWrites,
+    };
+  }
+
+  private held(): number {
+    // A batch waiting for a retry is not in flight; one being written is in neither of the other two.
+    return this.buffer.length + (this.retry?.events.length ?? 0) + this.inFlight;
+  }
+
+  /** One drain at a time. `everything`: also a partial batch (the timer); otherwise full batches only. */
+  private startDrain(everything: boolean): Promise<void> {
+    if (this.closed) return Promise.resolve();
+    if (!this.draining) {
+      this.draining = this.drain(everything).finally(() => {
+        this.draining = undefined;
+      });
+    }
+    return this.draining;
+  }
+
+  private async drain(everything: boolean): Promise<void> {
+    if (this.retry) {
+      // A failed batch is retried only on the timer's pace, so a broken engine is not hammered.
+      if (!everything) return;
+      const retry = this.retry;
+      if (!(await this.tryWrite(retry.events))) {
+        retry.attempts++;
+        if (retry.attempts >= this.options.maxWriteAttempts) {
+          this.retry = undefined;
+          this.counters.writeFailed += retry.events.length;
+          this.noteDrop(retry.events.length, `their batch failed ${retry.attempts} times`);
+        }
+        return;
+      }
+      this.retry = undefined;
+    }
+    while (this.buffer.length >= this.options.batchSize || (everything && this.buffer.length > 0)) {
+      const batch = this.buffer.splice(0, this.options.batchSize);
+      if (!(await this.tryWrite(batch))) {
+        this.retry = { events: batch, attempts: 1 };
+        return;
+      }
+    }
+  }
+
+  private async tryWrite(batch: VerificationEvent[]): Promise<boolean> {
+    const retrying = batch === this.retry?.events;
+    if (!retrying) this.inFlight += batch.length;
+    try {
+      await this.write(batch);
+      this.counters.written += batch.length;
+      this.counters.batchesWritten++;
+      return true;
+    } catch (error) {
+      this.counters.failedWrites++;
+      this.warn("write", `analytics: writing ${batch.length} verification events failed: ${(error as Error).message}`);
+      return false;
+    } finally {
+      if (!retrying) this.inFlight -= batch.length;
+    }
+  }
+
+  private noteDrop(count: number, reason: string): void {
+    this.droppedSinceWarning += count;
+    this.warn("drop", `analytics: dropped ${this.droppedSinceWarning} verification events (latest because ${reason}); see keygate_analytics_events_dropped_total`, () => {
+      this.droppedSinceWarning = 0;
+    });
+  }
+
+  /** Logs at most one warning of each kind per WARNING_INTERVAL_MS, so an outage cannot flood the log. */
+  private warn(kind: "drop" | "write", message: string, onLogged?: () => void): void {
+    const now = this.clock.now();
+    if (!this.log || now - this.lastWarningAt[kind] < WARNING_INTERVAL_MS) return;
+    this.lastWarningAt[kind] = now;
+    this.log.warn(message);
+    onLogged?.();
+  }
+}

@@ -1,0 +1,39 @@
+import type { VerificationEvent } from "../domain/analytics/events.js";
+
+/** One row of `key_verifications_v1`, column for column. */
+export interface VerificationRow {
+  request_id: string;
+  time: number;
+  workspace_id: string;
+  key_space_id: string;
+  identity_id: string;
+  external_id: string;
+  key_id: string;
+  region: string;
+  outcome: string;
+  tags: string[];
+  spent_credits: number;
+  latency: number;
+}
+
+/** Numbers that are not finite would fail the whole batch in the engine; they are written as 0. */
+function finite(value: number): number {
+  return Number.isFinite(value) ? value : 0;
+}
+
+export function toRow(event: VerificationEvent, region: string): VerificationRow {
+  return {
+    request_id: event.requestId,
+    time: Math.trunc(finite(event.time)),
+    workspace_id: event.workspaceId,
+    key_space_id: event.keySpaceId,
+    identity_id: event.identityId,
+    external_id: event.externalId,
+    key_id: event.keyId,
+    region,
+    outcome: event.outcome,
+    tags: event.tags,
+    spent_credits: Math.trunc(finite(event.spentCredits)),
+    latency: finite(event.latencyMs),
+  };
+}

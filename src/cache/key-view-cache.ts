@@ -1,0 +1,49 @@
+import type { KeyView } from "../domain/verification/key-view.js";
+import type { Clock } from "../lib/clock.js";
+import type { InvalidationMessage } from "./invalidation-bus.js";
+import { SwrCache } from "./swr-cache.js";
+
+export interface KeyViewCacheOptions {
+  max: number;
+  freshMs: number;
+  staleMs: number;
+  /** How long an unknown hash is remembered as unknown (creating a key invalidates it at once anyway). */
+  negativeMs: number;
+  clock: Clock;
+  onRefreshError?: (error: unknown) => void;
+}
+
+/**
+ * Verification's in-process cache of key views by workspace and hash, in front of the stores. A changed key is
+ * evicted; a change that touches many keys of a workspace moves the workspace to a new epoch, which makes all
+ * of its entries unreachable at once (they then age out of the LRU).
+ */
+export class KeyViewCache {
+  private readonly cache: SwrCache<KeyView>;
+  private readonly epochs = new Map<string, number>();
+
+  constructor(options: KeyViewCacheOptions) {
+    this.cache = new SwrCache<KeyView>({
+      max: options.max,
+      freshMs: options.freshMs,
+      staleMs: options.staleMs,
+      negativeMs: options.negativeMs,
+      clock: options.clock,
+      ...(options.onRefreshError ? { onRefreshError: options.onRefreshError } : {}),
+    });
+  }
+
+  get(workspaceId: string, hash: string, load: () => Promise<KeyView | null>): Promise<KeyView | null> {
+    return this.cache.get(this.cacheKey(workspaceId, hash), load);
+  }
+
+  invalidate(message: InvalidationMessage): void {
+    if (message.kind === "key") this.cache.delete(this.cacheKey(message.workspaceId, message.hash));
+    else if (message.kind === "workspace") this.epochs.set(message.workspaceId, (this.epochs.get(message.workspaceId) ?? 0) + 1);
+    else this.cache.clear();
+  }
+
+  private cacheKey(workspaceId: string, hash: string): string {
+    return `${workspaceId}\u0000${this.epochs.get(workspaceId) ?? 0}\u0000${hash}`;
+  }
+}

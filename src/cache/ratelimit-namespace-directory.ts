@@ -1,0 +1,93 @@
+import { OverrideMatcher } from "../domain/ratelimit/override-matcher.js";
+import { NAMESPACE_FRESH_MS, type NamespaceDirectory, type ResolvedNamespace } from "../domain/ratelimit/namespace-directory.js";
+import type { Clock } from "../lib/clock.js";
+import type { RatelimitNamespaceStore } from "../storage/interfaces.js";
+import { SwrCache } from "./swr-cache.js";
+
+/** Sizes and ages of the two caches; see CachedNamespaceDirectory. */
+export const NAMESPACE_CACHE = {
+  max: 100_000,
+  freshMs: NAMESPACE_FRESH_MS,
+  /** While the store does not answer (Redis down), the last known namespace keeps serving for this long. */
+  staleIfErrorMs: 24 * 60 * 60 * 1_000,
+  /** A name never changes its id (there is no rename, and deletion is soft), so the mapping is kept long. */
+  nameFreshMs: 60 * 60 * 1_000,
+} as const;
+
+/**
+ * Namespaces with their overrides, in process. Two caches, both "stale-if-error":
+ * - name → id, kept an hour (names do not move); unknown names are not cached, so a namespace created on another
+ *   instance is found at once;
+ * - id → namespace and overrides, fresh for NAMESPACE_FRESH_MS. Revalidation is one read of the namespace and
+ *   its overrides' version token; the overrides themselves are reloaded only when the token changed.
+ * When the store cannot answer, the last known state is used (for up to a day), so the rate limiter keeps
+ * knowing its namespaces and overrides through a Redis outage.
+ */
+export class CachedNamespaceDirectory implements NamespaceDirectory {
+  private readonly store: RatelimitNamespaceStore;
+  private readonly ids: SwrCache<string>;
+  private readonly namespaces: SwrCache<ResolvedNamespace>;
+
+  constructor(store: RatelimitNamespaceStore, clock: Clock) {
+    this.store = store;
+    this.ids = new SwrCache({
+      max: NAMESPACE_CACHE.max,
+      freshMs: NAMESPACE_CACHE.nameFreshMs,
+      staleMs: NAMESPACE_CACHE.nameFreshMs + NAMESPACE_CACHE.staleIfErrorMs,
+      negativeMs: 0,
+      mode: "stale-if-error",
+      clock,
+    });
+    this.namespaces = new SwrCache({
+      max: NAMESPACE_CACHE.max,
+      freshMs: NAMESPACE_CACHE.freshMs,
+      staleMs: NAMESPACE_CACHE.freshMs + NAMESPACE_CACHE.staleIfErrorMs,
+      negativeMs: 0,
+      mode: "stale-if-error",
+      clock,
+    });
+  }
+
+  async find(workspaceId: string, nameOrId: string): Promise<ResolvedNamespace | null> {
+    if (nameOrId.startsWith("rlns_")) {
+      const byId = await this.byId(workspaceId, nameOrId);
+      if (byId) return byId;
+    }
+    const nameKey = key(workspaceId, nameOrId);
+    const loadId = async () => (await this.store.findNamespaceByName(workspaceId, nameOrId))?.id ?? null;
+    const id = await this.ids.get(nameKey, loadId);
+    if (id === null) return null;
+    const namespace = await this.byId(workspaceId, id);
+    if (namespace) return namespace;
+    // The id this name had is gone: the store lost its data (a Redis restarted without persistence). Ask afresh.
+    this.ids.delete(nameKey);
+    const current = await this.ids.get(nameKey, loadId);
+    return current === null || current === id ? null : this.byId(workspaceId, current);
+  }
+
+  forget(workspaceId: string, namespaceId: string, name: string): void {
+    this.namespaces.delete(key(workspaceId, namespaceId));
+    this.ids.delete(key(workspaceId, name));
+  }
+
+  forgetAll(): void {
+    this.namespaces.clear();
+    this.ids.clear();
+  }
+
+  private byId(workspaceId: string, namespaceId: string): Promise<ResolvedNamespace | null> {
+    return this.namespaces.get(key(workspaceId, namespaceId), async (previous) => {
+      const state = await this.store.namespaceState(workspaceId, namespaceId);
+      if (!state) return null;
+      if (previous && previous.overridesVersion === state.overridesVersion) {
+        return { namespace: state.namespace, overrides: previous.overrides, overridesVersion: state.overridesVersion };
+      }
+      const overrides = await this.store.allOverrides(workspaceId, namespaceId);
+      return { namespace: state.namespace, overrides: new OverrideMatcher(overrides), overridesVersion: state.overridesVersion };
+    });
+  }
+}
+
+function key(workspaceId: string, nameOrId: string): string {
+  return `${workspaceId}\u0000${nameOrId}`;
+}

@@ -1,0 +1,198 @@
+import { existsSync, readFileSync } from "node:fs";
+import { resolve } from "node:path";
+import { Ajv } from "ajv";
+import { parseDocument } from "yaml";
+import { RouteTable, RouteTableError } from "../gateway/route-table.js";
+import { deepFreeze } from "../lib/freeze.js";
+import { hashKey } from "../lib/hash.js";
+import { toValidationIssues } from "../http/validation-issues.js";
+import { ConfigSchema, DEFAULTS, type KeygateConfig } from "./schema.js";
+
+/** The file read when KEYGATE_CONFIG is not set, if it exists. */
+export const DEFAULT_CONFIG_PATH = "config/keygate.yaml";
+
+/** An invalid configuration. Each problem names the path in the file (or the environment variable) at fault. */
+export class ConfigError extends Error {
+  readonly problems: readonly string[];
+  constructor(source: string, problems: string[]) {
+    super(`invalid configuration (${source}):\n${problems.map((problem) => `  - ${problem}`).join("\n")}`);
+    this.name = "ConfigError";
+    this.problems = problems;
+  }
+}
+
+export interface LoadConfigOptions {
+  env?: Record<string, string | undefined>;
+  cwd?: string;
+}
+
+type RawConfig = Record<string, unknown>;
+
+/**
+ * Reads the YAML file (KEYGATE_CONFIG, else config/keygate.yaml when present, else nothing), applies the
+ * environment overrides, validates, fills defaults and freezes. Throws ConfigError; never returns a bad config.
+ */
+export function loadConfig(options: LoadConfigOptions = {}): KeygateConfig {
+  const env = options.env ?? process.env;
+  const cwd = options.cwd ?? process.cwd();
+  const explicit = nonEmpty(env.KEYGATE_CONFIG);
+  const path = configPath(options);
+  if (explicit && !existsSync(path as string)) {
+    throw new ConfigError("KEYGATE_CONFIG", [`KEYGATE_CONFIG: file not found: ${path}`]);
+  }
+  const source = path ?? "defaults and environment";
+  const raw = path ? readYaml(path) : {};
+  const fromEnv = applyEnvironment(raw, env, source);
+  return validateConfig(raw, source, fromEnv);
+}
+
+/** The configuration file loadConfig reads: KEYGATE_CONFIG, else config/keygate.yaml when present, else none. */
+export function configPath(options: LoadConfigOptions = {}): string | undefined {
+  const env = options.env ?? process.env;
+  const cwd = options.cwd ?? process.cwd();
+  const explicit = nonEmpty(env.KEYGATE_CONFIG);
+  if (explicit) return resolve(cwd, explicit);
+  const fallback = resolve(cwd, DEFAULT_CONFIG_PATH);
+  return existsSync(fallback) ? fallback : undefined;
+}
+
+/** Validates an already parsed configuration object (used by loadConfig, tests and the CLI). */
+export function validateConfig(raw: unknown, source = "configuration", fromEnv: ReadonlyMap<string, string> = new Map()): KeygateConfig {
+  const config = structuredClone(raw ?? {});
+  if (!validate(config)) {
+    const problems = toValidationIssues(validate.errors ?? [], "").map((issue) => {
+      const variable = [...fromEnv].find(([path]) => issue.location === path || issue.location.startsWith(`${path}.`));
+      return `${issue.location || "(top level)"}${variable ? ` (from ${variable[1]})` : ""}: ${issue.message}`;
+    });
+    throw new ConfigError(source, problems);
+  }
+  const problems = checkConsistency(config);
+  if (problems.length > 0) throw new ConfigError(source, problems);
+  return deepFreeze(config);
+}
+
+const validate = new Ajv({ allErrors: true, useDefaults: true, allowUnionTypes: true, strict: false }).compile<KeygateConfig>(ConfigSchema);
+
+function readYaml(path: string): RawConfig {
+  const text = readFileSync(path, "utf8");
+  const document = parseDocument(text);
+  if (document.errors.length > 0) {
+    throw new ConfigError(
+      path,
+      document.errors.map((error) => {
+        const where = error.linePos?.[0];
+        // With line positions known, the message's own trailing " at line L, column C:" would repeat them.
+        const message = (error.message.split("\n")[0] as string).replace(/ at line \d+, column \d+:?$/, "");
+        return `${where ? `line ${where.line}, column ${where.col}: ` : ""}${message}`;
+      }),
+    );
+  }
+  const value: unknown = document.toJS();
+  if (value === null || value === undefined) return {};
+  if (typeof value !== "object" || Array.isArray(value)) {
+    throw new ConfigError(path, ["(top level): must be a mapping of sections (server, storage, ...)"]);
+  }
+  // A section left with only comments under it (`vault:`) parses as null; it means "use the defaults".
+  return Object.fromEntries(Object.entries(value).filter(([, section]) => section !== null));
+}
+
+/**
+ * PORT, HOST, REDIS_URL, KEYGATE_ROOT_KEY, KEYGATE_VAULT_KEY, KEYGATE_ANALYTICS_ENGINE and KEYGATE_ANALYTICS_PATH
+ * override the file. Returns which config paths
+ * came from which variable, so a validation message can name the variable the user actually set.
+ */
+function applyEnvironment(raw: RawConfig, env: Record<string, string | undefined>, source: string): Map<string, string> {
+  const fromEnv = new Map<string, string>();
+  const section = (name: string): RawConfig => {
+    const current = raw[name];
+    if (current === undefined || current === null) raw[name] = {};
+    else if (typeof current !== "object" || Array.isArray(current)) throw new ConfigError(source, [`${name}: must be an object`]);
+    return raw[name] as RawConfig;
+  };
+
+  const port = nonEmpty(env.PORT);
+  if (port !== undefined) {
+    if (!/^\d+$/.test(port)) throw new ConfigError("environment", [`PORT: must be a whole number, got '${port}'`]);
+    section("server").port = Number(port);
+    fromEnv.set("server.port", "PORT");
+  }
+  const host = nonEmpty(env.HOST);
+  if (host !== undefined) {
+    section("server").host = host;
+    fromEnv.set("server.host", "HOST");
+  }
+  const redisUrl = nonEmpty(env.REDIS_URL);
+  if (redisUrl !== undefined) {
+    const storage = section("storage");
+    const redis = storage.redis && typeof storage.redis === "object" ? (storage.redis as RawConfig) : {};
+    storage.redis = { ...redis, url: redisUrl };
+    fromEnv.set("storage.redis.url", "REDIS_URL");
+  }
+  const rootKey = nonEmpty(env.KEYGATE_ROOT_KEY);
+  if (rootKey !== undefined) {
+    const rootKeys = Array.isArray(raw.rootKeys) ? raw.rootKeys : [];
+    raw.rootKeys = [...rootKeys, { key: rootKey, name: "KEYGATE_ROOT_KEY", workspaceId: DEFAULTS.bootstrapWorkspaceId, permissions: ["*"] }];
+    fromEnv.set(`rootKeys[${rootKeys.length}]`, "KEYGATE_ROOT_KEY");
+  }
+  const analyticsEngine = nonEmpty(env.KEYGATE_ANALYTICS_ENGINE);
+  if (analyticsEngine !== undefined) {
+    section("analytics").engine = analyticsEngine;
+    fromEnv.set("analytics.engine", "KEYGATE_ANALYTICS_ENGINE");
+  }
+  const analyticsPath = nonEmpty(env.KEYGATE_ANALYTICS_PATH);
+  if (analyticsPath !== undefined) {
+    section("analytics").path = analyticsPath;
+    fromEnv.set("analytics.path", "KEYGATE_ANALYTICS_PATH");
+  }
+  const vaultKey = nonEmpty(env.KEYGATE_VAULT_KEY);
+  if (vaultKey !== undefined) {
+    section("vault").key = vaultKey;
+    fromEnv.set("vault.key", "KEYGATE_VAULT_KEY");
+  }
+  return fromEnv;
+}
+
+/**
+ * Rules a schema cannot express: one of key/hash, unique root keys and API ids, a 32-byte vault key, a ClickHouse
+ * URL for the clickhouse engine, a batch no larger than the buffer.
+ */
+function checkConsistency(config: KeygateConfig): string[] {
+  const problems: string[] = [];
+  const hashes = new Map<string, number>();
+  config.rootKeys.forEach((rootKey, index) => {
+    if ((rootKey.key === undefined) === (rootKey.hash === undefined)) {
+      problems.push(`rootKeys[${index}]: give exactly one of 'key' or 'hash'`);
+      return;
+    }
+    const hash = rootKey.hash ?? hashKey(rootKey.key as string);
+    const earlier = hashes.get(hash);
+    if (earlier !== undefined) problems.push(`rootKeys[${index}]: the same root key as rootKeys[${earlier}]`);
+    hashes.set(hash, index);
+  });
+  const apiIds = new Map<string, number>();
+  config.apis.forEach((api, index) => {
+    const earlier = apiIds.get(api.id);
+    if (earlier !== undefined) problems.push(`apis[${index}].id: '${api.id}' is declared twice (also apis[${earlier}])`);
+    apiIds.set(api.id, index);
+  });
+  if (config.vault.key !== undefined && Buffer.from(config.vault.key, "base64").length !== 32) {
+    problems.push("vault.key: must be 32 bytes encoded as base64 (e.g. `openssl rand -base64 32`)");
+  }
+  if (config.analytics.engine === "clickhouse" && config.analytics.clickhouse.url === undefined) {
+    problems.push("analytics.clickhouse.url: is required when analytics.engine is 'clickhouse'");
+  }
+  if (config.analytics.buffer.batchSize > config.analytics.buffer.maxEvents) {
+    problems.push("analytics.buffer.batchSize: must not be larger than analytics.buffer.maxEvents");
+  }
+  try {
+    RouteTable.compile(config.routes);
+  } catch (error) {
+    if (!(error instanceof RouteTableError)) throw error;
+    problems.push(...error.problems);
+  }
+  return problems;
+}
+
+function nonEmpty(value: string | undefined): string | undefined {
+  return value === undefined || value.trim() === "" ? undefined : value.trim();
+}

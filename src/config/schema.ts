@@ -1,0 +1,189 @@
+import { Type, type Static } from "typebox";
+import { DEFAULT_DOCS_URL } from "../errors/catalogue.js";
+import { GatewaySettingsSchema, RouteSchema } from "../gateway/route-config.js";
+import { EXTERNAL_ID_PATTERN, ID_PATTERN, NAME_PATTERN, Strict, StringEnum } from "../http/schemas.js";
+
+/**
+ * The configuration file's schema. Fields with a `default` may be left out of the file; Ajv fills them in
+ * (nested objects included), so the static type below is the fully resolved configuration.
+ * docs/configuration.md describes every field; a test checks that the example file validates.
+ */
+export const DEFAULTS = {
+  host: "0.0.0.0",
+  port: 8080,
+  bodyLimitBytes: 10 * 1024 * 1024,
+  logLevel: "info",
+  redisPrefix: "keygate",
+  redisCommandTimeoutMs: 500,
+  redisConnectTimeoutMs: 5_000,
+  /** Consecutive failed or late Redis calls after which the rate limiter stops calling Redis for a while. */
+  redisBreakerFailureThreshold: 3,
+  /** How long the rate limiter leaves Redis alone before probing it again (PING, in the background). */
+  redisBreakerOpenMs: 1_000,
+  /**
+   * What the rate limiter answers while Redis is unavailable. `local` keeps limits enforced on each instance's own
+   * counters: an outage neither refuses all traffic (`closed`) nor removes all protection (`open`).
+   */
+  ratelimitFail: "local",
+  docsUrl: DEFAULT_DOCS_URL,
+  bootstrapWorkspaceId: "ws_default",
+} as const;
+
+/**
+ * Analytics defaults. Retention follows Unkey's tables (reference §8); query limits follow its per-workspace
+ * ClickHouse user, except the result rows, which are returned in one JSON response here and so are kept modest.
+ */
+export const ANALYTICS_DEFAULTS = {
+  engine: "embedded",
+  path: "./data/analytics",
+  clickhouseDatabase: "keygate",
+  clickhouseUsername: "default",
+  clickhouseRequestTimeoutMs: 30_000,
+  region: "",
+  buffer: { maxEvents: 100_000, batchSize: 20_000, flushIntervalMs: 1_000 },
+  retentionDays: { raw: 90, perMinute: 90, perHour: 90, perDay: 365, perMonth: 1_095 },
+  query: {
+    maxExecutionMs: 10_000,
+    maxMemoryBytes: 1_000_000_000,
+    maxResultRows: 10_000,
+    maxResultBytes: 16 * 1024 * 1024,
+    maxRowsToRead: 1_000_000_000,
+    maxConcurrent: 2,
+  },
+  quota: { windowMs: 3_600_000, queries: 1_000, executionMs: 1_800_000 },
+} as const;
+
+const WorkspaceId = Type.String({ minLength: 1, maxLength: 255, pattern: ID_PATTERN });
+
+const EMPTY = { default: {} };
+
+export const ServerConfigSchema = Strict({
+  host: Type.String({ minLength: 1, default: DEFAULTS.host }),
+  port: Type.Integer({ minimum: 0, maximum: 65535, default: DEFAULTS.port }),
+  bodyLimit: Type.Integer({ minimum: 1024, maximum: 1024 * 1024 * 1024, default: DEFAULTS.bodyLimitBytes }),
+}, EMPTY);
+
+export const LoggingConfigSchema = Strict({
+  level: StringEnum(["fatal", "error", "warn", "info", "debug", "trace", "silent"], { default: DEFAULTS.logLevel }),
+  /** One log line per request. Off by default: the gateway's hot path should not pay for access logs unasked. */
+  requests: Type.Boolean({ default: false }),
+}, EMPTY);
+
+export const RedisConfigSchema = Strict({
+  url: Type.String({ pattern: "^rediss?://" }),
+  /** Every key keygate writes starts with `<prefix>:`, so several deployments can share one Redis. */
+  prefix: Type.String({ minLength: 1, maxLength: 64, pattern: "^[A-Za-z0-9_.:-]+$", default: DEFAULTS.redisPrefix }),
+  /** Deadline for each Redis command; a slower answer counts as a failure. */
+  commandTimeoutMs: Type.Integer({ minimum: 10, maximum: 60_000, default: DEFAULTS.redisCommandTimeoutMs }),
+  /** How long start-up waits for Redis before giving up. */
+  connectTimeoutMs: Type.Integer({ minimum: 100, maximum: 300_000, default: DEFAULTS.redisConnectTimeoutMs }),
+  /** The circuit breaker in front of the rate limiter's Redis calls. */
+  breaker: Strict({
+    failureThreshold: Type.Integer({ minimum: 1, maximum: 1_000, default: DEFAULTS.redisBreakerFailureThreshold }),
+    openMs: Type.Integer({ minimum: 50, maximum: 600_000, default: DEFAULTS.redisBreakerOpenMs }),
+  }, EMPTY),
+});
+
+export const RATELIMIT_FAIL_MODES = ["closed", "open", "local"] as const;
+
+export const RatelimitConfigSchema = Strict({
+  /** closed: refuse with 503; open: allow; local: decide on this instance's own counters. */
+  fail: Type.Unsafe<(typeof RATELIMIT_FAIL_MODES)[number]>({ type: "string", enum: [...RATELIMIT_FAIL_MODES], default: DEFAULTS.ratelimitFail }),
+}, EMPTY);
+
+export const RootKeyConfigSchema = Strict({
+  /** The plaintext root key. Give either this or `hash`. */
+  key: Type.Optional(Type.String({ minLength: 8, maxLength: 512 })),
+  /** base64 SHA-256 of the root key, so the file need not hold the secret (`printf %s "$KEY" | openssl dgst -sha256 -binary | base64`). */
+  hash: Type.Optional(Type.String({ pattern: "^[A-Za-z0-9+/]{43}=$" })),
+  name: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
+  workspaceId: WorkspaceId,
+  permissions: Type.Array(Type.String({ minLength: 1, maxLength: 512 }), { minItems: 1, maxItems: 1000 }),
+  /** Unix ms after which the key is refused. */
+  expires: Type.Optional(Type.Integer({ minimum: 0 })),
+});
+
+export const DeclaredApiSchema = Strict({
+  id: Type.String({ minLength: 8, maxLength: 255, pattern: ID_PATTERN }),
+  name: Type.String({ minLength: 3, maxLength: 255, pattern: NAME_PATTERN }),
+  workspaceId: WorkspaceId,
+  /** When true, apis.deleteApi answers 412 protected_resource. */
+  deleteProtection: Type.Boolean({ default: false }),
+});
+
+const Days = (fallback: number) => Type.Integer({ minimum: 1, maximum: 3_650, default: fallback });
+const AD = ANALYTICS_DEFAULTS;
+
+export const AnalyticsConfigSchema = Strict({
+  /** Where verification events go and analytics.getVerifications reads: in-process chDB, a ClickHouse server, or nowhere. */
+  engine: Type.Union([Type.Literal("embedded"), Type.Literal("clickhouse"), Type.Literal("off")], { default: AD.engine }),
+  /** Data directory of the embedded engine, relative to the working directory. Kept across restarts. */
+  path: Type.String({ minLength: 1, default: AD.path }),
+  clickhouse: Strict({
+    url: Type.Optional(Type.String({ pattern: "^https?://" })),
+    database: Type.String({ minLength: 1, maxLength: 64, pattern: "^[A-Za-z_][A-Za-z0-9_]*$", default: AD.clickhouseDatabase }),
+    username: Type.String({ minLength: 1, default: AD.clickhouseUsername }),
+    password: Type.String({ default: "" }),
+    requestTimeoutMs: Type.Integer({ minimum: 100, maximum: 600_000, default: AD.clickhouseRequestTimeoutMs }),
+  }, EMPTY),
+  /** Written into the `region` column of every event this instance records. */
+  region: Type.String({ maxLength: 64, default: AD.region }),
+  buffer: Strict({
+    /** Events held in memory at most; beyond it new events are dropped and counted. */
+    maxEvents: Type.Integer({ minimum: 1, maximum: 10_000_000, default: AD.buffer.maxEvents }),
+    /** A batch is written as soon as this many events wait. */
+    batchSize: Type.Integer({ minimum: 1, maximum: 1_000_000, default: AD.buffer.batchSize }),
+    /** Whatever waits is written at least this often. */
+    flushIntervalMs: Type.Integer({ minimum: 10, maximum: 600_000, default: AD.buffer.flushIntervalMs }),
+  }, EMPTY),
+  /** How long each table keeps rows (TTL), and how far back queries may look. */
+  retentionDays: Strict({
+    raw: Days(AD.retentionDays.raw),
+    perMinute: Days(AD.retentionDays.perMinute),
+    perHour: Days(AD.retentionDays.perHour),
+    perDay: Days(AD.retentionDays.perDay),
+    perMonth: Days(AD.retentionDays.perMonth),
+  }, EMPTY),
+  query: Strict({
+    maxExecutionMs: Type.Integer({ minimum: 10, maximum: 3_600_000, default: AD.query.maxExecutionMs }),
+    maxMemoryBytes: Type.Integer({ minimum: 1_000_000, maximum: 1_000_000_000_000, default: AD.query.maxMemoryBytes }),
+    /** Rows returned at most; a larger or missing LIMIT is clamped to it. */
+    maxResultRows: Type.Integer({ minimum: 1, maximum: 10_000_000, default: AD.query.maxResultRows }),
+    maxResultBytes: Type.Integer({ minimum: 1_024, maximum: 1024 * 1024 * 1024, default: AD.query.maxResultBytes }),
+    maxRowsToRead: Type.Integer({ minimum: 1, maximum: 1_000_000_000_000, default: AD.query.maxRowsToRead }),
+    /** Analytics queries this instance runs at once; more wait their turn. */
+    maxConcurrent: Type.Integer({ minimum: 1, maximum: 64, default: AD.query.maxConcurrent }),
+  }, EMPTY),
+  /** Per workspace, in fixed windows; shared by every instance when Redis is configured. */
+  quota: Strict({
+    windowMs: Type.Integer({ minimum: 1_000, maximum: 86_400_000, default: AD.quota.windowMs }),
+    queries: Type.Integer({ minimum: 1, maximum: 100_000_000, default: AD.quota.queries }),
+    executionMs: Type.Integer({ minimum: 1, maximum: 86_400_000_000, default: AD.quota.executionMs }),
+  }, EMPTY),
+}, EMPTY);
+
+export const ConfigSchema = Strict({
+  server: ServerConfigSchema,
+  logging: LoggingConfigSchema,
+  storage: Strict({ redis: Type.Optional(RedisConfigSchema) }, EMPTY),
+  ratelimit: RatelimitConfigSchema,
+  errors: Strict({ docsUrl: Type.String({ pattern: "^https?://", default: DEFAULTS.docsUrl }) }, EMPTY),
+  /** Key-encryption key for recoverable keys: 32 bytes, base64. */
+  vault: Strict({ key: Type.Optional(Type.String({ minLength: 1 })) }, EMPTY),
+  rootKeys: Type.Array(RootKeyConfigSchema, { default: [] }),
+  apis: Type.Array(DeclaredApiSchema, { default: [] }),
+  analytics: AnalyticsConfigSchema,
+  /** The gateway: requests matching a route are verified and, when allowed, proxied to its upstream. */
+  routes: Type.Array(RouteSchema, { default: [] }),
+  gateway: GatewaySettingsSchema,
+});
+
+export type KeygateConfig = Static<typeof ConfigSchema>;
+export type RedisConfig = Static<typeof RedisConfigSchema>;
+export type RatelimitFailMode = (typeof RATELIMIT_FAIL_MODES)[number];
+export type RootKeyConfig = Static<typeof RootKeyConfigSchema>;
+export type DeclaredApi = Static<typeof DeclaredApiSchema>;
+export type AnalyticsConfig = Static<typeof AnalyticsConfigSchema>;
+
+/** Exported for tests and tools that check identifier shapes the same way the config does. */
+export const PATTERNS = { id: ID_PATTERN, externalId: EXTERNAL_ID_PATTERN, name: NAME_PATTERN } as const;

@@ -1,0 +1,108 @@
+import { KeygateError } from "../../errors/keygate-error.js";
+import type { Clock } from "../../lib/clock.js";
+import { newId } from "../../lib/ids.js";
+import type { ApiStore } from "../../storage/interfaces.js";
+import type { ApiRecord } from "../../storage/records.js";
+import type { Caller } from "../caller.js";
+import type { CacheInvalidator } from "../invalidation.js";
+import { requireApi } from "../root-keys/permissions.js";
+
+export interface DeclaredApi {
+  id: string;
+  name: string;
+  workspaceId: string;
+  deleteProtection: boolean;
+}
+
+/** APIs group keys: each has one key space (`ks_…`); keys of one API cannot be used for another. */
+export class ApiService {
+  private readonly apis: ApiStore;
+  private readonly invalidator: CacheInvalidator;
+  private readonly clock: Clock;
+
+  constructor(apis: ApiStore, invalidator: CacheInvalidator, clock: Clock) {
+    this.apis = apis;
+    this.invalidator = invalidator;
+    this.clock = clock;
+  }
+
+  async createApi(caller: Caller, input: { name: string }): Promise<{ apiId: string }> {
+    caller.authorize(requireApi("create_api"));
+    const now = this.clock.now();
+    const api: ApiRecord = {
+      id: newId("api", now),
+      workspaceId: caller.workspaceId,
+      name: input.name,
+      keySpaceId: newId("ks", now),
+      createdAt: now,
+      deleteProtection: false,
+    };
+    if (!(await this.apis.create(api))) throw new Error("API id collision; try again");
+    return { apiId: api.id };
+  }
+
+  async getApi(caller: Caller, input: { apiId: string }): Promise<{ id: string; name: string }> {
+    caller.authorize(requireApi("read_api", input.apiId));
+    const api = await this.findLive(caller.workspaceId, input.apiId);
+    return { id: api.id, name: api.name };
+  }
+
+  async deleteApi(caller: Caller, input: { apiId: string }): Promise<void> {
+    caller.authorize(requireApi("delete_api", input.apiId));
+    const api = await this.findLive(caller.workspaceId, input.apiId);
+    if (api.deleteProtection) {
+      throw new KeygateError("err:unkey:application:protected_resource", `The API '${api.id}' has delete protection and cannot be deleted.`);
+    }
+    // A concurrent delete may win the race; the loser reports 404, as a second delete would.
+    if (!(await this.apis.markDeleted(caller.workspaceId, api.id, this.clock.now()))) throw apiNotFound(api.id);
+    // Its keys verify as NOT_FOUND from now on, on every instance.
+    await this.invalidator.workspaceChanged(caller.workspaceId);
+  }
+
+  /**
+   * The live API with this id in the workspace. Absent, deleted and other-workspace APIs are all 404, so a
+   * caller cannot learn what exists elsewhere.
+   */
+  async findLive(workspaceId: string, apiId: string): Promise<ApiRecord> {
+    const api = await this.apis.get(workspaceId, apiId);
+    if (!api || api.deletedAt !== undefined) throw apiNotFound(apiId);
+    return api;
+  }
+
+  /** Which workspace owns an API id, or null when no API has it (the gateway knows only the id). */
+  workspaceOf(apiId: string): Promise<string | null> {
+    return this.apis.workspaceOf(apiId);
+  }
+
+  /** Whether the API exists in the workspace and is not deleted (its keys are gone with it). */
+  async isLive(workspaceId: string, apiId: string): Promise<boolean> {
+    const api = await this.apis.get(workspaceId, apiId);
+    return api !== null && api.deletedAt === undefined;
+  }
+
+  /**
+   * Creates an API declared in the configuration unless it exists. Idempotent across restarts and instances;
+   * an id taken by another workspace is a configuration error.
+   */
+  async declare(declared: DeclaredApi): Promise<"created" | "exists"> {
+    const owner = await this.apis.workspaceOf(declared.id);
+    if (owner !== null && owner !== declared.workspaceId) {
+      throw new Error(`apis: '${declared.id}' already belongs to workspace '${owner}', not '${declared.workspaceId}'`);
+    }
+    if (owner !== null && (await this.apis.get(declared.workspaceId, declared.id))) return "exists";
+    const now = this.clock.now();
+    const created = await this.apis.create({
+      id: declared.id,
+      workspaceId: declared.workspaceId,
+      name: declared.name,
+      keySpaceId: newId("ks", now),
+      createdAt: now,
+      deleteProtection: declared.deleteProtection,
+    });
+    return created ? "created" : "exists";
+  }
+}
+
+function apiNotFound(apiId: string): KeygateError {
+  return new KeygateError("err:unkey:data:api_not_found", `The API '${apiId}' does not exist or has been deleted.`);
+}

@@ -1,0 +1,139 @@
+import { KeygateError } from "../../errors/keygate-error.js";
+import type { Clock } from "../../lib/clock.js";
+import { newId } from "../../lib/ids.js";
+import type { IdentityStore } from "../../storage/interfaces.js";
+import type { IdentityRecord } from "../../storage/records.js";
+import type { Caller } from "../caller.js";
+import type { CacheInvalidator } from "../invalidation.js";
+import { checkMetaSize, MAX_IDENTITY_META_BYTES } from "../meta.js";
+import { replaceNamedLimits, viewNamedLimits, type NamedLimitInput, type NamedLimitView } from "../named-limits.js";
+import { page, pagination, type ListInput, type Listed } from "../rbac/rbac-service.js";
+import { requireIdentity } from "../root-keys/permissions.js";
+
+export interface IdentityView {
+  id: string;
+  externalId: string;
+  meta?: Record<string, unknown>;
+  ratelimits?: NamedLimitView[];
+}
+
+/**
+ * Identities group the keys of one owner (a user, an organisation) under the caller's `externalId`. Their named
+ * rate limits are shared by all their keys. An identity is addressed by its id or its externalId.
+ */
+export class IdentityService {
+  private readonly identities: IdentityStore;
+  private readonly invalidator: CacheInvalidator;
+  private readonly clock: Clock;
+
+  constructor(identities: IdentityStore, invalidator: CacheInvalidator, clock: Clock) {
+    this.identities = identities;
+    this.invalidator = invalidator;
+    this.clock = clock;
+  }
+
+  async createIdentity(caller: Caller, input: { externalId: string; meta?: Record<string, unknown>; ratelimits?: NamedLimitInput[] }): Promise<{ identityId: string }> {
+    caller.authorize(requireIdentity("create_identity"));
+    checkMetaSize(input.meta, MAX_IDENTITY_META_BYTES, "body.meta");
+    const now = this.clock.now();
+    const identity: IdentityRecord = {
+      id: newId("id", now),
+      workspaceId: caller.workspaceId,
+      externalId: input.externalId,
+      ...(input.meta !== undefined ? { meta: input.meta } : {}),
+      ratelimits: replaceNamedLimits([], input.ratelimits ?? [], "body.ratelimits", now),
+      createdAt: now,
+    };
+    if (!(await this.identities.create(identity))) {
+      throw new KeygateError("err:unkey:data:identity_already_exists", `An identity with the externalId '${input.externalId}' already exists.`);
+    }
+    return { identityId: identity.id };
+  }
+
+  async getIdentity(caller: Caller, input: { identity: string }): Promise<IdentityView> {
+    const identity = await this.findLive(caller.workspaceId, input.identity);
+    caller.authorize(requireIdentity("read_identity", identity.id));
+    return viewIdentity(identity);
+  }
+
+  /** Every listed identity must be readable by the caller; one that is not makes the whole call a 403. */
+  async listIdentities(caller: Caller, input: ListInput): Promise<Listed<IdentityView>> {
+    const found = await this.identities.list(caller.workspaceId, page(input));
+    for (const identity of found.items) caller.authorize(requireIdentity("read_identity", identity.id));
+    if (found.items.length === 0) caller.authorize(requireIdentity("read_identity"));
+    return { items: found.items.map(viewIdentity), pagination: pagination(found) };
+  }
+
+  async updateIdentity(caller: Caller, input: { identity: string; meta?: Record<string, unknown>; ratelimits?: NamedLimitInput[] }): Promise<IdentityView> {
+    const identity = await this.findLive(caller.workspaceId, input.identity);
+    caller.authorize(requireIdentity("update_identity", identity.id));
+    checkMetaSize(input.meta, MAX_IDENTITY_META_BYTES, "body.meta");
+    const now = this.clock.now();
+    const updated = await this.identities.update(caller.workspaceId, identity.id, (current) => ({
+      ...current,
+      ...(input.meta !== undefined ? { meta: input.meta } : {}),
+      ...(input.ratelimits !== undefined ? { ratelimits: replaceNamedLimits(current.ratelimits, input.ratelimits, "body.ratelimits", now) } : {}),
+    }));
+    if (!updated) throw identityNotFound(input.identity);
+    await this.invalidator.workspaceChanged(caller.workspaceId);
+    return viewIdentity(updated);
+  }
+
+  /** Soft-deletes the identity; its externalId is free again at once, and its keys keep working without it. */
+  async deleteIdentity(caller: Caller, input: { identity: string }): Promise<void> {
+    const identity = await this.findLive(caller.workspaceId, input.identity);
+    caller.authorize(requireIdentity("delete_identity", identity.id));
+    if (!(await this.identities.markDeleted(caller.workspaceId, identity.id, this.clock.now()))) throw identityNotFound(input.identity);
+    await this.invalidator.workspaceChanged(caller.workspaceId);
+  }
+
+  /** The live identity with this externalId, created when there is none (keys.createKey, updateKey). */
+  async findOrCreate(workspaceId: string, externalId: string): Promise<IdentityRecord> {
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const existing = await this.identities.findByExternalId(workspaceId, externalId);
+      if (existing) return existing;
+      const now = this.clock.now();
+      const created: IdentityRecord = { id: newId("id", now), workspaceId, externalId, ratelimits: [], createdAt: now };
+      if (await this.identities.create(created)) return created;
+    }
+    throw new Error(`could not find or create the identity '${externalId}'`);
+  }
+
+  /** Live identities by id; deleted or unknown ids are absent from the map. */
+  async liveById(workspaceId: string, ids: readonly string[]): Promise<Map<string, IdentityRecord>> {
+    const found = await this.identities.getMany(workspaceId, ids);
+    return new Map(found.filter((identity) => identity.deletedAt === undefined).map((identity) => [identity.id, identity]));
+  }
+
+  /** The live identity with exactly this externalId, or null. */
+  findByExternalId(workspaceId: string, externalId: string): Promise<IdentityRecord | null> {
+    return this.identities.findByExternalId(workspaceId, externalId);
+  }
+
+  /** The live identity with this id or externalId, or null. */
+  async find(workspaceId: string, idOrExternalId: string): Promise<IdentityRecord | null> {
+    const byId = await this.identities.get(workspaceId, idOrExternalId);
+    if (byId && byId.deletedAt === undefined) return byId;
+    return this.identities.findByExternalId(workspaceId, idOrExternalId);
+  }
+
+  private async findLive(workspaceId: string, idOrExternalId: string): Promise<IdentityRecord> {
+    const identity = await this.find(workspaceId, idOrExternalId);
+    if (!identity) throw identityNotFound(idOrExternalId);
+    return identity;
+  }
+}
+
+export function viewIdentity(identity: IdentityRecord): IdentityView {
+  const ratelimits = viewNamedLimits(identity.ratelimits);
+  return {
+    id: identity.id,
+    externalId: identity.externalId,
+    ...(identity.meta !== undefined ? { meta: identity.meta } : {}),
+    ...(ratelimits ? { ratelimits } : {}),
+  };
+}
+
+function identityNotFound(what: string): KeygateError {
+  return new KeygateError("err:unkey:data:identity_not_found", `The identity '${what}' does not exist.`);
+}

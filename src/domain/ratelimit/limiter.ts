@@ -1,0 +1,90 @@
+import type { RatelimitFailMode } from "../../config/schema.js";
+import { KeygateError } from "../../errors/keygate-error.js";
+import type { Clock } from "../../lib/clock.js";
+import { windowEnd, windowSequence } from "../../lib/sliding-window.js";
+import type { CounterOutcome, CreditCheck, RatelimitCounterStore, WindowCheck } from "../../storage/interfaces.js";
+import { isStoreUnavailable, type StoreUnavailableError } from "../../storage/unavailable.js";
+
+export interface LimiterOutcome extends CounterOutcome {
+  /**
+   * Set when the shared counters could not be reached and the answer follows `ratelimit.fail`: "open" (allowed
+   * without counting) or "local" (decided on this instance's own counters). Absent for exact answers.
+   */
+  degraded?: "open" | "local";
+}
+
+export interface LimiterOptions {
+  /** The counters every instance shares (Redis), or the only ones (memory). */
+  counters: RatelimitCounterStore;
+  /** This instance's own counters, used while `counters` is unavailable in fail mode `local`. */
+  localCounters: RatelimitCounterStore;
+  failMode: RatelimitFailMode;
+  clock: Clock;
+  /**
+   * true: windows follow `clock` (tests inject one). false: the shared store decides on its own clock (Redis
+   * TIME), so instances whose clocks disagree still agree on every window.
+   */
+  windowsFollowClock: boolean;
+}
+
+/**
+ * Checks several sliding-window limits and consumes them all-or-nothing, for every kind of limit keygate has:
+ * namespace limits (ratelimit.limit, the gateway) and, through their own buckets, key and identity limits. When the
+ * shared counters are unavailable, `failMode` decides: closed → a 503 that says so, open → allow, local → this
+ * instance's counters. A limit of 0 never passes, in any mode: that needs no counter.
+ */
+export class Limiter {
+  private readonly options: LimiterOptions;
+
+  constructor(options: LimiterOptions) {
+    this.options = options;
+  }
+
+  /**
+   * `credit`, when given, joins the same all-or-nothing step (verification's credits). Balances are shared by
+   * every instance, so no instance can decide them alone: while the counters are unavailable, a credit check is
+   * let through without taking anything in mode `open`, and refused (503) in `closed` and `local`.
+   */
+  async checkAndConsume(workspaceId: string, checks: readonly WindowCheck[], credit?: CreditCheck): Promise<LimiterOutcome> {
+    const now = this.options.windowsFollowClock ? this.options.clock.now() : undefined;
+    try {
+      return await this.options.counters.checkAndConsume(workspaceId, checks, now, credit);
+    } catch (error) {
+      if (!isStoreUnavailable(error)) throw error;
+      return this.fallBack(workspaceId, checks, credit, error);
+    }
+  }
+
+  private async fallBack(workspaceId: string, checks: readonly WindowCheck[], credit: CreditCheck | undefined, error: StoreUnavailableError): Promise<LimiterOutcome> {
+    const now = this.options.clock.now();
+    const retryAfterSeconds = Math.max(1, Math.ceil((error.retryAfterMs ?? 0) / 1_000));
+    if (credit && credit.cost > 0 && this.options.failMode !== "open") {
+      throw new KeygateError(
+        "err:unkey:data:credits_unavailable",
+        `Credits cannot be checked right now: balances are kept in Redis, which does not answer, and this keygate refuses requests that spend credits then (ratelimit.fail: ${this.options.failMode}). Try again shortly.`,
+        { cause: error, headers: { "retry-after": String(retryAfterSeconds) } },
+      );
+    }
+    const unlimited = credit ? { credit: { passed: true, remaining: null } } : {};
+    switch (this.options.failMode) {
+      case "closed": {
+        throw new KeygateError(
+          "err:unkey:data:ratelimit_unavailable",
+          "Rate limits cannot be checked right now: their counters in Redis do not answer, and this keygate is configured to refuse requests then (ratelimit.fail: closed). Try again shortly.",
+          { cause: error, headers: { "retry-after": String(retryAfterSeconds) } },
+        );
+      }
+      case "open": {
+        const results = checks.map((check) => ({
+          // Nothing is counted; only what is certain without counters still denies.
+          passed: check.limit > 0 && check.cost <= check.limit,
+          remaining: Math.max(0, check.limit - check.cost),
+          resetAt: windowEnd(windowSequence(now, check.durationMs), check.durationMs),
+        }));
+        return { passed: results.every((result) => result.passed), results, now, ...unlimited, degraded: "open" };
+      }
+      case "local":
+        return { ...(await this.options.localCounters.checkAndConsume(workspaceId, checks, now)), ...unlimited, degraded: "local" };
+    }
+  }
+}

@@ -1,0 +1,328 @@
+import { KeygateError } from "../../errors/keygate-error.js";
+import type { Clock } from "../../lib/clock.js";
+import { newId } from "../../lib/ids.js";
+import type { RatelimitNamespaceStore, WindowCheck } from "../../storage/interfaces.js";
+import type { RatelimitNamespaceRecord, RatelimitOverrideRecord } from "../../storage/records.js";
+import type { Caller } from "../caller.js";
+import { allOf } from "../permissions/query.js";
+import { requireRatelimit, type RatelimitAction } from "../root-keys/permissions.js";
+import type { Limiter } from "./limiter.js";
+import type { NamespaceDirectory, ResolvedNamespace } from "./namespace-directory.js";
+
+/** One check of ratelimit.limit / multiLimit, or of a gateway route's namespace limit. */
+export interface LimitRequest {
+  /** Namespace name, or its `rlns_` id. */
+  namespace: string;
+  identifier: string;
+  limit: number;
+  durationMs: number;
+  /** Units to take; 1 when absent, 0 checks without consuming. */
+  cost?: number;
+}
+
+export interface LimitResult {
+  /** The namespace as the request named it. */
+  namespace: string;
+  namespaceId: string;
+  identifier: string;
+  /** The limit and duration applied: the request's, or those of the override that matched. */
+  limit: number;
+  durationMs: number;
+  remaining: number;
+  /** Unix ms at which the current fixed window ends. */
+  resetAt: number;
+  passed: boolean;
+  overrideId?: string;
+}
+
+export interface LimitOutcome {
+  /** Every check passed, and all of them were consumed; when false, none was. */
+  passed: boolean;
+  results: LimitResult[];
+  /** See LimiterOutcome.degraded: the shared counters were unavailable and `ratelimit.fail` answered. */
+  degraded?: "open" | "local";
+}
+
+/** A namespace limit resolved to the counter check it becomes (its override applied), not yet decided. */
+export interface ResolvedLimit {
+  request: LimitRequest;
+  namespaceId: string;
+  check: WindowCheck;
+  overrideId?: string;
+}
+
+export interface OverrideView {
+  overrideId: string;
+  namespaceId: string;
+  identifier: string;
+  limit: number;
+  durationMs: number;
+  createdAt: number;
+}
+
+export interface NamespaceTarget {
+  /** Namespace name, or its `rlns_` id. */
+  namespace: string;
+}
+
+export interface RatelimitServiceOptions {
+  namespaces: RatelimitNamespaceStore;
+  directory: NamespaceDirectory;
+  limiter: Limiter;
+  clock: Clock;
+}
+
+/**
+ * Namespace rate limiting: limit and multiLimit over the shared counters (all-or-nothing), namespaces created on
+ * first use, and per-identifier overrides. `check` is the core without root keys (the gateway calls it); the
+ * methods taking a Caller add the root-key permissions of the /v2 procedures on top.
+ */
+export class RatelimitService {
+  private readonly namespaces: RatelimitNamespaceStore;
+  private readonly directory: NamespaceDirectory;
+  private readonly limiter: Limiter;
+  private readonly clock: Clock;
+
+  constructor(options: RatelimitServiceOptions) {
+    this.namespaces = options.namespaces;
+    this.directory = options.directory;
+    this.limiter = options.limiter;
+    this.clock = options.clock;
+  }
+
+  /**
+   * Applies every request all-or-nothing within one workspace, overrides included. Unknown namespaces are created
+   * when `createMissingNamespaces`, else they are 404; deleted ones are 410.
+   */
+  async check(workspaceId: string, requests: readonly LimitRequest[], options: { createMissingNamespaces: boolean }): Promise<LimitOutcome> {
+    return this.decide(workspaceId, await this.resolve(workspaceId, requests, options));
+  }
+
+  /**
+   * The counter checks `requests` become (namespaces found or created as `check` does, overrides applied), without
+   * deciding them: the gateway decides them in one step with a key's own limits and credits.
+   */
+  async resolve(workspaceId: string, requests: readonly LimitRequest[], options: { createMissingNamespaces: boolean }): Promise<ResolvedLimit[]> {
+    const resolved = await this.findAll(workspaceId, requests);
+    const missing = missingNames(resolved);
+    if (missing.length > 0) {
+      if (!options.createMissingNamespaces) throw namespaceNotFound(missing[0] as string);
+      await this.createAll(workspaceId, missing, resolved);
+    }
+    return applyOverrides(requests, resolved as Map<string, ResolvedNamespace>);
+  }
+
+  /** ratelimit.limit: needs `ratelimit.*.limit` or `ratelimit.<namespaceId>.limit`. */
+  async limit(caller: Caller, request: LimitRequest): Promise<LimitResult> {
+    const outcome = await this.limitAsCaller(caller, [request]);
+    return outcome.results[0] as LimitResult;
+  }
+
+  /** ratelimit.multiLimit: all-or-nothing; needs the limit permission for every namespace of the batch. */
+  multiLimit(caller: Caller, requests: readonly LimitRequest[]): Promise<LimitOutcome> {
+    return this.limitAsCaller(caller, requests);
+  }
+
+  /** ratelimit.setOverride: an upsert on (namespace, identifier) that keeps the override's id. */
+  async setOverride(caller: Caller, input: NamespaceTarget & { identifier: string; limit: number; durationMs: number }): Promise<{ overrideId: string }> {
+    const namespace = await this.liveNamespace(caller, input.namespace, "set_override");
+    const now = this.clock.now();
+    const stored = await this.namespaces.setOverride({
+      id: newId("rlor", now),
+      workspaceId: caller.workspaceId,
+      namespaceId: namespace.id,
+      identifier: input.identifier,
+      limit: input.limit,
+      durationMs: input.durationMs,
+      createdAt: now,
+    });
+    this.directory.forget(caller.workspaceId, namespace.id, namespace.name);
+    return { overrideId: stored.id };
+  }
+
+  /** ratelimit.getOverride: the override stored under exactly this identifier or pattern. */
+  async getOverride(caller: Caller, input: NamespaceTarget & { identifier: string }): Promise<OverrideView> {
+    const namespace = await this.liveNamespace(caller, input.namespace, "read_override");
+    const override = await this.namespaces.getOverride(caller.workspaceId, namespace.id, input.identifier);
+    if (!override) throw overrideNotFound(input.identifier, input.namespace);
+    return overrideView(override);
+  }
+
+  /** ratelimit.listOverrides: a keyset page ordered by override id; `cursor` is the first id of the page. */
+  async listOverrides(
+    caller: Caller,
+    input: NamespaceTarget & { cursor?: string; limit: number },
+  ): Promise<{ overrides: OverrideView[]; cursor?: string; hasMore: boolean }> {
+    const namespace = await this.liveNamespace(caller, input.namespace, "read_override");
+    const page = await this.namespaces.listOverrides(caller.workspaceId, namespace.id, {
+      ...(input.cursor !== undefined ? { cursor: input.cursor } : {}),
+      limit: input.limit + 1,
+    });
+    const next = page[input.limit];
+    return { overrides: page.slice(0, input.limit).map(overrideView), ...(next ? { cursor: next.id } : {}), hasMore: next !== undefined };
+  }
+
+  /** ratelimit.deleteOverride: removes the override stored under exactly this identifier or pattern. */
+  async deleteOverride(caller: Caller, input: NamespaceTarget & { identifier: string }): Promise<void> {
+    const namespace = await this.liveNamespace(caller, input.namespace, "delete_override");
+    const deleted = await this.namespaces.deleteOverride(caller.workspaceId, namespace.id, input.identifier);
+    if (!deleted) throw overrideNotFound(input.identifier, input.namespace);
+    this.directory.forget(caller.workspaceId, namespace.id, namespace.name);
+  }
+
+  /** Every namespace of a workspace, deleted ones included (the operator CLI). */
+  listNamespaces(workspaceId: string): Promise<RatelimitNamespaceRecord[]> {
+    return this.namespaces.listNamespaces(workspaceId);
+  }
+
+  /**
+   * Soft-deletes a namespace (the operator CLI; no /v2 procedure deletes namespaces). limit and multiLimit then
+   * answer 410 for it, and the override procedures 404; its name stays taken.
+   */
+  async deleteNamespace(workspaceId: string, nameOrId: string): Promise<RatelimitNamespaceRecord> {
+    const namespace = await this.lookUp(workspaceId, nameOrId);
+    const deleted = namespace && (await this.namespaces.markNamespaceDeleted(workspaceId, namespace.id, this.clock.now()));
+    if (!deleted) throw namespaceNotFound(nameOrId);
+    this.directory.forget(workspaceId, deleted.id, deleted.name);
+    return deleted;
+  }
+
+  /**
+   * Unknown namespaces are created only when the root key may create them and then limit in them (so a 403 leaves
+   * nothing behind); then the limit permission is needed for every namespace, and a deleted one is 410.
+   */
+  private async limitAsCaller(caller: Caller, requests: readonly LimitRequest[]): Promise<LimitOutcome> {
+    const workspaceId = caller.workspaceId;
+    const resolved = await this.findAll(workspaceId, requests);
+    const missing = missingNames(resolved);
+    if (missing.length > 0) {
+      try {
+        caller.authorize(allOf(requireRatelimit("create_namespace"), requireRatelimit("limit")));
+      } catch (error) {
+        if (!(error instanceof KeygateError)) throw error;
+        const names = missing.map((name) => `'${name}'`).join(", ");
+        const noun = missing.length === 1 ? "namespace" : "namespaces";
+        throw new KeygateError(error.code, `${error.detail.replace(/\.$/, "")} (to create the ${noun} ${names}, which do${missing.length === 1 ? "es" : ""} not exist yet).`);
+      }
+      await this.createAll(workspaceId, missing, resolved);
+    }
+    const namespaces = [...new Set([...resolved.values()].map((namespace) => (namespace as ResolvedNamespace).namespace.id))];
+    caller.authorize(allOf(...namespaces.map((id) => requireRatelimit("limit", id))));
+    return this.decide(workspaceId, applyOverrides(requests, resolved as Map<string, ResolvedNamespace>));
+  }
+
+  /** Each distinct namespace the requests name, or null when it does not exist. */
+  private async findAll(workspaceId: string, requests: readonly LimitRequest[]): Promise<Map<string, ResolvedNamespace | null>> {
+    const names = [...new Set(requests.map((request) => request.namespace))];
+    const found = await Promise.all(names.map((name) => this.directory.find(workspaceId, name)));
+    return new Map(names.map((name, index) => [name, found[index] ?? null]));
+  }
+
+  /** Creates the missing namespaces; one created meanwhile by another caller (or instance) is used instead. */
+  private async createAll(workspaceId: string, names: string[], resolved: Map<string, ResolvedNamespace | null>): Promise<void> {
+    await Promise.all(
+      names.map(async (name) => {
+        const now = this.clock.now();
+        const id = newId("rlns", now);
+        await this.namespaces.createNamespace({ id, workspaceId, name, createdAt: now });
+        this.directory.forget(workspaceId, id, name);
+        const namespace = await this.directory.find(workspaceId, name);
+        if (!namespace) throw new Error(`the rate limit namespace '${name}' was created but cannot be read back`);
+        resolved.set(name, namespace);
+      }),
+    );
+  }
+
+  private async decide(workspaceId: string, applied: readonly ResolvedLimit[]): Promise<LimitOutcome> {
+    const outcome = await this.limiter.checkAndConsume(
+      workspaceId,
+      applied.map(({ check }) => check),
+    );
+    const results = applied.map(({ request, namespaceId, overrideId, check }, index): LimitResult => {
+      const result = outcome.results[index] as { passed: boolean; remaining: number; resetAt: number };
+      return {
+        namespace: request.namespace,
+        namespaceId,
+        identifier: request.identifier,
+        limit: check.limit,
+        durationMs: check.durationMs,
+        remaining: result.remaining,
+        resetAt: result.resetAt,
+        passed: result.passed,
+        ...(overrideId !== undefined ? { overrideId } : {}),
+      };
+    });
+    return { passed: outcome.passed, results, ...(outcome.degraded ? { degraded: outcome.degraded } : {}) };
+  }
+
+  /**
+   * A live namespace of the caller's workspace, read from the store (not the cache: management answers what is
+   * stored now), and the caller's permission for `action` on it. Absent and deleted namespaces are 404.
+   */
+  private async liveNamespace(caller: Caller, nameOrId: string, action: RatelimitAction): Promise<RatelimitNamespaceRecord> {
+    const namespace = await this.lookUp(caller.workspaceId, nameOrId);
+    if (!namespace || namespace.deletedAt !== undefined) throw namespaceNotFound(nameOrId);
+    caller.authorize(requireRatelimit(action, namespace.id));
+    return namespace;
+  }
+
+  private async lookUp(workspaceId: string, nameOrId: string): Promise<RatelimitNamespaceRecord | null> {
+    if (nameOrId.startsWith("rlns_")) {
+      const byId = await this.namespaces.getNamespace(workspaceId, nameOrId);
+      if (byId) return byId;
+    }
+    return this.namespaces.findNamespaceByName(workspaceId, nameOrId);
+  }
+}
+
+/**
+ * The names of namespaces to create. An `rlns_` id that matches nothing is 404, never a new namespace of that
+ * name: ids are made by keygate, and another workspace's id must not quietly become a namespace here.
+ */
+function missingNames(resolved: Map<string, ResolvedNamespace | null>): string[] {
+  const missing = [...resolved].filter(([, namespace]) => namespace === null).map(([name]) => name);
+  const unknownId = missing.find((name) => name.startsWith("rlns_"));
+  if (unknownId !== undefined) throw namespaceNotFound(unknownId);
+  return missing;
+}
+
+/** Each request with its namespace's override applied (the override replaces limit and duration); 410 for deleted namespaces. */
+function applyOverrides(requests: readonly LimitRequest[], resolved: Map<string, ResolvedNamespace>): ResolvedLimit[] {
+  return requests.map((request) => {
+    const { namespace, overrides } = resolved.get(request.namespace) as ResolvedNamespace;
+    if (namespace.deletedAt !== undefined) {
+      throw new KeygateError("err:unkey:data:ratelimit_namespace_gone", `The rate limit namespace '${request.namespace}' has been deleted.`);
+    }
+    const override = overrides.match(request.identifier);
+    return {
+      request,
+      namespaceId: namespace.id,
+      check: {
+        bucket: `ns:${namespace.id}:${request.identifier}`,
+        limit: override ? override.limit : request.limit,
+        durationMs: override ? override.durationMs : request.durationMs,
+        cost: request.cost ?? 1,
+      },
+      ...(override ? { overrideId: override.id } : {}),
+    };
+  });
+}
+
+function overrideView(override: RatelimitOverrideRecord): OverrideView {
+  return {
+    overrideId: override.id,
+    namespaceId: override.namespaceId,
+    identifier: override.identifier,
+    limit: override.limit,
+    durationMs: override.durationMs,
+    createdAt: override.createdAt,
+  };
+}
+
+function namespaceNotFound(nameOrId: string): KeygateError {
+  return new KeygateError("err:unkey:data:ratelimit_namespace_not_found", `The rate limit namespace '${nameOrId}' does not exist.`);
+}
+
+function overrideNotFound(identifier: string, namespace: string): KeygateError {
+  return new KeygateError("err:unkey:data:ratelimit_override_not_found", `There is no override for '${identifier}' in the namespace '${namespace}'.`);
+}

@@ -1,0 +1,165 @@
+import { randomBytes } from "node:crypto";
+import { KeygateError } from "../../errors/keygate-error.js";
+import { base58Encode } from "../../lib/base58.js";
+import type { Clock } from "../../lib/clock.js";
+import { hashKey } from "../../lib/hash.js";
+import { newId } from "../../lib/ids.js";
+import type { RootKeyStore } from "../../storage/interfaces.js";
+import type { RootKeyRecord } from "../../storage/records.js";
+import type { Caller } from "../caller.js";
+import type { CacheInvalidator } from "../invalidation.js";
+import { PermissionSet } from "../permissions/permission-set.js";
+import type { PermissionQuery } from "../permissions/query.js";
+import { normaliseRootPermission } from "./permissions.js";
+
+/** A root key given in the configuration or the environment: never stored, matched by hash. */
+export interface ConfiguredRootKey {
+  /** Either the plaintext or its base64 SHA-256. */
+  key?: string;
+  hash?: string;
+  name?: string;
+  workspaceId: string;
+  permissions: readonly string[];
+  expires?: number;
+}
+
+export interface NewRootKey {
+  workspaceId: string;
+  permissions: string[];
+  name?: string;
+  expires?: number;
+}
+
+const ROOT_KEY_PREFIX = "root";
+const ROOT_KEY_BYTES = 32;
+
+/** Authenticates root keys (from configuration first, then the store) and creates new ones for the CLI. */
+export class RootKeyService {
+  private readonly configured = new Map<string, RootKeyRecord>();
+  private readonly permissionSets = new WeakMap<RootKeyRecord, PermissionSet>();
+  private readonly heldPermissions = new WeakMap<RootKeyRecord, readonly string[]>();
+
+  private readonly store: RootKeyStore;
+  private readonly invalidator: CacheInvalidator;
+  private readonly clock: Clock;
+
+  constructor(store: RootKeyStore, invalidator: CacheInvalidator, clock: Clock, configured: readonly ConfiguredRootKey[] = []) {
+    this.store = store;
+    this.invalidator = invalidator;
+    this.clock = clock;
+    configured.forEach((rootKey, index) => {
+      const hash = rootKey.hash ?? hashKey(rootKey.key as string);
+      this.configured.set(hash, {
+        id: `config_root_key_${index}`,
+        hash,
+        workspaceId: rootKey.workspaceId,
+        permissions: [...rootKey.permissions],
+        ...(rootKey.name !== undefined ? { name: rootKey.name } : {}),
+        ...(rootKey.expires !== undefined ? { expires: rootKey.expires } : {}),
+        createdAt: 0,
+      });
+    });
+  }
+
+  get hasConfiguredKeys(): boolean {
+    return this.configured.size > 0;
+  }
+
+  /** The caller behind a presented root key, or a 401 that says why not. */
+  async authenticate(plaintext: string): Promise<Caller> {
+    const hash = hashKey(plaintext);
+    const record = this.configured.get(hash) ?? (await this.store.findByHash(hash));
+    if (!record) throw unauthorized("The provided root key is invalid.");
+    if (record.revokedAt !== undefined) throw unauthorized("The provided root key has been revoked.");
+    if (record.expires !== undefined && record.expires <= this.clock.now()) throw unauthorized("The provided root key has expired.");
+    return new RootKeyCaller(record, this.permissionSetOf(record), this.heldOf(record));
+  }
+
+  /** Creates and stores a root key; the plaintext is returned once and never kept. */
+  async create(input: NewRootKey): Promise<{ id: string; key: string; record: RootKeyRecord }> {
+    const key = `${ROOT_KEY_PREFIX}_${base58Encode(randomBytes(ROOT_KEY_BYTES))}`;
+    const now = this.clock.now();
+    const record: RootKeyRecord = {
+      id: newId("key", now),
+      hash: hashKey(key),
+      workspaceId: input.workspaceId,
+      permissions: [...input.permissions],
+      createdAt: now,
+      ...(input.name !== undefined ? { name: input.name } : {}),
+      ...(input.expires !== undefined ? { expires: input.expires } : {}),
+    };
+    if (!(await this.store.create(record))) throw new Error("root key id or hash collision; try again");
+    // An instance may have just been asked for this key and remember it as unknown.
+    await this.invalidator.rootKeyChanged(record.hash);
+    return { id: record.id, key, record };
+  }
+
+  list(workspaceId?: string): Promise<RootKeyRecord[]> {
+    return this.store.list(workspaceId);
+  }
+
+  async revoke(id: string): Promise<RootKeyRecord | null> {
+    const revoked = await this.store.revoke(id, this.clock.now());
+    if (revoked) await this.invalidator.rootKeyChanged(revoked.hash);
+    return revoked;
+  }
+
+  private permissionSetOf(record: RootKeyRecord): PermissionSet {
+    let set = this.permissionSets.get(record);
+    if (!set) {
+      set = new PermissionSet(this.heldOf(record));
+      this.permissionSets.set(record, set);
+    }
+    return set;
+  }
+
+  private heldOf(record: RootKeyRecord): readonly string[] {
+    let held = this.heldPermissions.get(record);
+    if (!held) {
+      held = record.permissions.map(normaliseRootPermission);
+      this.heldPermissions.set(record, held);
+    }
+    return held;
+  }
+}
+
+class RootKeyCaller implements Caller {
+  readonly rootKeyId: string;
+  readonly workspaceId: string;
+  private readonly permissions: PermissionSet;
+  private readonly held: readonly string[];
+
+  constructor(record: RootKeyRecord, permissions: PermissionSet, held: readonly string[]) {
+    this.permissions = permissions;
+    this.held = held;
+    this.rootKeyId = record.id;
+    this.workspaceId = record.workspaceId;
+    this.held = record.permissions.map(normaliseRootPermission);
+  }
+
+  namedResourceIds(resourceType: string): string[] {
+    const ids = new Set<string>();
+    for (const permission of this.held) {
+      const [type, id] = permission.split(".");
+      if (type === resourceType && id !== undefined && id !== "*" && id !== "") ids.add(id);
+    }
+    return [...ids];
+  }
+
+  authorize(requirement: PermissionQuery): void {
+    const missing = this.permissions.explainMissing(requirement);
+    if (missing !== undefined) throw new KeygateError("err:unkey:authorization:insufficient_permissions", `${missing}.`);
+  }
+
+  can(requirement: PermissionQuery): boolean {
+    return this.permissions.satisfies(requirement);
+  }
+
+  holdsAny(test: (permission: string) => boolean): boolean {
+    return this.held.some(test);
+  }
+}
+
+function unauthorized(detail: string): KeygateError {
+  return new KeygateError("err:unkey:authentication:key_not_found", detail);
+}

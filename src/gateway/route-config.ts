@@ -1,0 +1,72 @@
+import { Type, type Static } from "typebox";
+import { ID_PATTERN, Strict, StringEnum } from "../http/schemas.js";
+
+/** HTTP methods a route can be limited to. */
+export const ROUTE_METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"] as const;
+
+const HEADER_NAME = Type.String({ minLength: 1, maxLength: 128, pattern: "^[A-Za-z0-9!#$%&'*+.^_`|~-]+$" });
+
+export const RouteKeySchema = Strict({
+  /** Read the key from this request header... */
+  header: Type.Optional(HEADER_NAME),
+  /** ...after this scheme (`Authorization: Bearer <key>`); without a scheme the whole header value is the key. */
+  scheme: Type.Optional(Type.String({ minLength: 1, maxLength: 64, pattern: "^[A-Za-z0-9._-]+$" })),
+  /** Or read it from this query parameter. */
+  query: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })),
+});
+
+export const NamespaceLimitSchema = Strict({
+  namespace: Type.String({ minLength: 1, maxLength: 255 }),
+  /** What is counted: the key, its identity (the key when it has none), the client IP, or a request header. */
+  identifier: Type.String({ pattern: "^(key|identity|ip|header:[A-Za-z0-9!#$%&'*+.^_`|~-]+)$" }),
+  limit: Type.Integer({ minimum: 1, maximum: 1_000_000 }),
+  duration: Type.Integer({ minimum: 1_000, maximum: 2_592_000_000 }),
+  cost: Type.Integer({ minimum: 0, maximum: 1_000, default: 1 }),
+});
+
+export const RouteSchema = Strict({
+  name: Type.String({ minLength: 1, maxLength: 100, pattern: "^[A-Za-z0-9_.-]+$" }),
+  match: Strict({
+    /** A path prefix on segment boundaries: `/orders` matches `/orders` and `/orders/1`, not `/orders-old`. */
+    prefix: Type.String({ minLength: 1, maxLength: 1024, pattern: "^/" }),
+    methods: Type.Optional(Type.Array(StringEnum(ROUTE_METHODS), { minItems: 1, uniqueItems: true })),
+  }),
+  /** Where allowed requests go; the request path is appended to the upstream's own path. */
+  upstream: Type.String({ pattern: "^https?://[^\\s]+$" }),
+  /** Keys of other APIs are refused. */
+  apiId: Type.String({ minLength: 3, maxLength: 255, pattern: ID_PATTERN }),
+  key: Type.Optional(RouteKeySchema),
+  /** A permission query the key must satisfy, e.g. "orders.read OR admin". */
+  permissions: Type.Optional(Type.String({ minLength: 1, maxLength: 1000 })),
+  /** The key's (or its identity's) named limits to apply, with their cost. */
+  ratelimits: Type.Optional(Type.Array(Strict({ name: Type.String({ minLength: 3, maxLength: 255 }), cost: Type.Integer({ minimum: 0, maximum: 1_000, default: 1 }) }), { maxItems: 50 })),
+  credits: Type.Optional(Strict({ cost: Type.Integer({ minimum: 0, maximum: 1_000_000_000 }) })),
+  namespaceLimits: Type.Optional(Type.Array(NamespaceLimitSchema, { maxItems: 20 })),
+  /** Headers added to the upstream request (any incoming header of the same name is dropped first). */
+  forward: Type.Optional(
+    Strict({
+      keyId: Type.Optional(HEADER_NAME),
+      identity: Type.Optional(HEADER_NAME),
+      externalId: Type.Optional(HEADER_NAME),
+    }),
+  ),
+  /** Overrides gateway.upstreamTimeoutMs for this route. */
+  timeoutMs: Type.Optional(Type.Integer({ minimum: 100, maximum: 3_600_000 })),
+});
+
+export const GatewaySettingsSchema = Strict(
+  {
+    /** How long an upstream may take to start answering (and between body chunks) before the client gets 504. */
+    upstreamTimeoutMs: Type.Integer({ minimum: 100, maximum: 3_600_000, default: 30_000 }),
+    /** Give credits back when the upstream fails with 5xx or never answers. */
+    refundCreditsOnUpstreamFailure: Type.Boolean({ default: true }),
+    /** Take the client IP (identifier `ip`, X-Forwarded-For) from X-Forwarded-For when keygate sits behind a proxy. */
+    trustProxy: Type.Boolean({ default: false }),
+    /** Reload `routes` when the configuration file changes (SIGHUP always reloads). */
+    watchConfig: Type.Boolean({ default: true }),
+  },
+  { default: {} },
+);
+
+export type RouteConfig = Static<typeof RouteSchema>;
+export type GatewaySettings = Static<typeof GatewaySettingsSchema>;

@@ -1,0 +1,72 @@
+import { request as httpRequest, STATUS_CODES, type IncomingHttpHeaders, type IncomingMessage } from "node:http";
+import { request as httpsRequest } from "node:https";
+import type { Duplex } from "node:stream";
+
+/**
+ * Writes a complete HTTP response on a raw socket (an upgrade request never reaches Fastify's reply) and closes
+ * it once written.
+ */
+export function writeRawResponse(socket: Duplex, status: number, headers: Record<string, string>, body: string): void {
+  if (socket.destroyed) return;
+  const lines = [`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ""}`];
+  const all: Record<string, string> = { ...headers, "content-length": String(Buffer.byteLength(body)), connection: "close" };
+  for (const [name, value] of Object.entries(all)) lines.push(`${name}: ${value}`);
+  socket.end(`${lines.join("\r\n")}\r\n\r\n${body}`);
+}
+
+export interface UpgradeRelayOptions {
+  /** The upstream URL (http: or https:) the upgrade is sent to. */
+  target: string;
+  headers: IncomingHttpHeaders;
+  timeoutMs: number;
+  /** Called when the upstream cannot be reached or does not answer in time; must answer on the socket. */
+  onUpstreamFailure: (kind: "unreachable" | "timeout", error: unknown) => void;
+}
+
+/**
+ * Relays a WebSocket (or any HTTP/1.1 upgrade) to the upstream after the gateway's checks passed: the same
+ * upgrade request goes upstream, its 101 answer comes back, and from then on bytes flow both ways untouched. An
+ * upstream that refuses the upgrade has its answer passed through as it is.
+ */
+export function relayUpgrade(client: IncomingMessage, clientSocket: Duplex, head: Buffer, options: UpgradeRelayOptions): void {
+  const url = new URL(options.target);
+  const send = url.protocol === "https:" ? httpsRequest : httpRequest;
+  const upstream = send(url, { method: client.method ?? "GET", headers: options.headers, timeout: options.timeoutMs });
+
+  upstream.on("upgrade", (response: IncomingMessage, upstreamSocket: Duplex, upstreamHead: Buffer) => {
+    upstream.setTimeout(0);
+    const lines = [`HTTP/1.1 ${response.statusCode ?? 101} ${response.statusMessage ?? "Switching Protocols"}`];
+    for (let i = 0; i < response.rawHeaders.length; i += 2) lines.push(`${response.rawHeaders[i]}: ${response.rawHeaders[i + 1]}`);
+    clientSocket.write(`${lines.join("\r\n")}\r\n\r\n`);
+    if (upstreamHead.length > 0) clientSocket.write(upstreamHead);
+    if (head.length > 0) upstreamSocket.write(head);
+    const closeBoth = () => {
+      clientSocket.destroy();
+      upstreamSocket.destroy();
+    };
+    upstreamSocket.on("error", closeBoth);
+    clientSocket.on("error", closeBoth);
+    upstreamSocket.on("close", closeBoth);
+    clientSocket.on("close", closeBoth);
+    upstreamSocket.pipe(clientSocket);
+    clientSocket.pipe(upstreamSocket);
+  });
+
+  upstream.on("response", (response: IncomingMessage) => {
+    // The upstream answered without upgrading (e.g. 404 or 426): pass its answer on and close.
+    const lines = [`HTTP/1.1 ${response.statusCode ?? 502} ${response.statusMessage ?? ""}`];
+    for (let i = 0; i < response.rawHeaders.length; i += 2) lines.push(`${response.rawHeaders[i]}: ${response.rawHeaders[i + 1]}`);
+    clientSocket.write(`${lines.join("\r\n")}\r\n\r\n`);
+    response.pipe(clientSocket);
+  });
+
+  upstream.on("timeout", () => {
+    upstream.destroy();
+    options.onUpstreamFailure("timeout", new Error(`no answer from ${url.origin} within ${options.timeoutMs} ms`));
+  });
+  upstream.on("error", (error) => {
+    if (!clientSocket.destroyed && !clientSocket.writableEnded) options.onUpstreamFailure("unreachable", error);
+  });
+  clientSocket.on("error", () => upstream.destroy());
+  upstream.end();
+}

@@ -1,0 +1,75 @@
+import type { FastifyInstance } from "fastify";
+import type { Caller } from "../../domain/caller.js";
+import { parseBearer } from "../../http/bearer.js";
+import getVerifications from "./analytics/get-verifications.js";
+import createApi from "./apis/create-api.js";
+import deleteApi from "./apis/delete-api.js";
+import getApi from "./apis/get-api.js";
+import listKeys from "./apis/list-keys.js";
+import createIdentity from "./identities/create-identity.js";
+import deleteIdentity from "./identities/delete-identity.js";
+import getIdentity from "./identities/get-identity.js";
+import listIdentities from "./identities/list-identities.js";
+import updateIdentity from "./identities/update-identity.js";
+import addPermissions from "./keys/add-permissions.js";
+import addRoles from "./keys/add-roles.js";
+import createKey from "./keys/create-key.js";
+import deleteKey from "./keys/delete-key.js";
+import getKey from "./keys/get-key.js";
+import removePermissions from "./keys/remove-permissions.js";
+import removeRoles from "./keys/remove-roles.js";
+import rerollKey from "./keys/reroll-key.js";
+import setPermissions from "./keys/set-permissions.js";
+import setRoles from "./keys/set-roles.js";
+import updateCredits from "./keys/update-credits.js";
+import updateKey from "./keys/update-key.js";
+import verifyKey from "./keys/verify-key.js";
+import whoami from "./keys/whoami.js";
+import createPermission from "./permissions/create-permission.js";
+import createRole from "./permissions/create-role.js";
+import deletePermission from "./permissions/delete-permission.js";
+import deleteRole from "./permissions/delete-role.js";
+import getPermission from "./permissions/get-permission.js";
+import getRole from "./permissions/get-role.js";
+import listPermissions from "./permissions/list-permissions.js";
+import listRoles from "./permissions/list-roles.js";
+import setRolePermissions from "./permissions/set-role-permissions.js";
+import { registerProcedures, type AnyProcedure } from "./procedure.js";
+import deleteOverride from "./ratelimit/delete-override.js";
+import getOverride from "./ratelimit/get-override.js";
+import limit from "./ratelimit/limit.js";
+import listOverrides from "./ratelimit/list-overrides.js";
+import multiLimit from "./ratelimit/multi-limit.js";
+import setOverride from "./ratelimit/set-override.js";
+
+declare module "fastify" {
+  interface FastifyRequest {
+    /** The authenticated root key; set for every /v2 procedure before its body is read. */
+    caller: Caller;
+  }
+}
+
+export const PROCEDURES: readonly AnyProcedure[] = [
+  createApi, getApi, deleteApi, listKeys,
+  createKey, verifyKey, getKey, whoami, updateKey, updateCredits, deleteKey, rerollKey,
+  addPermissions, removePermissions, setPermissions, addRoles, removeRoles, setRoles,
+  createPermission, getPermission, listPermissions, deletePermission,
+  createRole, getRole, listRoles, deleteRole, setRolePermissions,
+  createIdentity, getIdentity, listIdentities, updateIdentity, deleteIdentity,
+  limit, multiLimit, setOverride, getOverride, listOverrides, deleteOverride,
+  getVerifications,
+];
+
+/** The /v2 RPC API: liveness without auth, every procedure behind root-key authentication. */
+export async function v2Routes(app: FastifyInstance): Promise<void> {
+  app.get("/v2/liveness", async (request) => ({ meta: { requestId: request.id }, data: { message: "we're cooking" } }));
+
+  await app.register(async (authenticated) => {
+    authenticated.decorateRequest("caller", null as unknown as Caller);
+    // Authentication runs first, before the body is read or validated: an unauthenticated caller learns nothing.
+    authenticated.addHook("onRequest", async (request) => {
+      request.caller = await app.services.rootKeys.authenticate(parseBearer(request.headers.authorization));
+    });
+    registerProcedures(authenticated, PROCEDURES);
+  });
+}

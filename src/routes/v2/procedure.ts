@@ -1,0 +1,112 @@
+import type { FastifyInstance } from "fastify";
+
+declare module "fastify" {
+  interface FastifyContextConfig {
+    /** See ProcedureDefinition.problemJsonErrors; read by the error handler. */
+    problemJsonErrors?: boolean;
+  }
+}
+import { Type, type Static, type TSchema } from "typebox";
+import type { Caller } from "../../domain/caller.js";
+import { Envelope, type PaginationData } from "../../http/schemas.js";
+import type { Services } from "../../services.js";
+
+export interface ProcedureContext<Body> {
+  body: Body;
+  caller: Caller;
+  services: Services;
+  requestId: string;
+}
+
+interface BaseDefinition<B extends TSchema> {
+  /** `service.procedure`; served at `POST /v2/<name>`. */
+  name: string;
+  /** Other names served by the same handler (e.g. `ratelimits.limit` for `ratelimit.limit`). */
+  aliases?: readonly string[];
+  /**
+   * Send every error of this procedure as application/problem+json, not only 429s: the official SDK expects
+   * that for some procedures (identities.deleteIdentity) and treats any other media type as an unknown error.
+   */
+  problemJsonErrors?: boolean;
+  body: B;
+}
+
+export interface ProcedureDefinition<B extends TSchema, D extends TSchema> extends BaseDefinition<B> {
+  data: D;
+  handler(context: ProcedureContext<Static<B>>): Promise<Static<D>>;
+}
+
+export interface PaginatedProcedureDefinition<B extends TSchema, D extends TSchema> extends BaseDefinition<B> {
+  data: D;
+  handler(context: ProcedureContext<Static<B>>): Promise<{ data: Static<D>; pagination: PaginationData }>;
+}
+
+export interface ListProcedureDefinition<B extends TSchema, I extends TSchema> extends BaseDefinition<B> {
+  item: I;
+  handler(context: ProcedureContext<Static<B>>): Promise<{ items: Static<I>[]; pagination: PaginationData }>;
+}
+
+export type AnyProcedure = {
+  name: string;
+  aliases?: readonly string[];
+  problemJsonErrors?: boolean;
+  body: TSchema;
+  response: TSchema;
+  run(context: ProcedureContext<unknown>): Promise<{ data: unknown; pagination?: PaginationData }>;
+};
+
+/** A procedure whose answer is `{ meta, data }`. */
+export function defineProcedure<B extends TSchema, D extends TSchema>(definition: ProcedureDefinition<B, D>): AnyProcedure {
+  return {
+    name: definition.name,
+    ...(definition.aliases ? { aliases: definition.aliases } : {}),
+    ...(definition.problemJsonErrors ? { problemJsonErrors: true } : {}),
+    body: definition.body,
+    response: Envelope(definition.data),
+    run: async (context) => ({ data: await definition.handler(context as ProcedureContext<Static<B>>) }),
+  };
+}
+
+/** A procedure whose answer is `{ meta, data, pagination }`, whatever the shape of `data`. */
+export function definePaginatedProcedure<B extends TSchema, D extends TSchema>(definition: PaginatedProcedureDefinition<B, D>): AnyProcedure {
+  return {
+    name: definition.name,
+    ...(definition.aliases ? { aliases: definition.aliases } : {}),
+    body: definition.body,
+    response: Envelope(definition.data, { paginated: true }),
+    run: (context) => definition.handler(context as ProcedureContext<Static<B>>),
+  };
+}
+
+/** A list procedure whose answer is `{ meta, data: [...], pagination }`. */
+export function defineListProcedure<B extends TSchema, I extends TSchema>(definition: ListProcedureDefinition<B, I>): AnyProcedure {
+  return definePaginatedProcedure({
+    name: definition.name,
+    ...(definition.aliases ? { aliases: definition.aliases } : {}),
+    body: definition.body,
+    data: Type.Array(definition.item),
+    handler: async (context) => {
+      const { items, pagination } = await definition.handler(context);
+      return { data: items, pagination };
+    },
+  });
+}
+
+/**
+ * Registers procedures as `POST /v2/<name>`: the body is validated against the schema, the response serialised
+ * by its schema (so nothing outside it can leak), and the result wrapped in the envelope.
+ */
+export function registerProcedures(app: FastifyInstance, procedures: readonly AnyProcedure[]): void {
+  for (const procedure of procedures) {
+    for (const name of [procedure.name, ...(procedure.aliases ?? [])]) {
+      app.post(
+        `/v2/${name}`,
+        { schema: { body: procedure.body, response: { 200: procedure.response } }, config: { problemJsonErrors: procedure.problemJsonErrors ?? false } },
+        async (request) => {
+          const result = await procedure.run({ body: request.body, caller: request.caller, services: app.services, requestId: request.id });
+          return { meta: { requestId: request.id }, ...result };
+        },
+      );
+    }
+  }
+}

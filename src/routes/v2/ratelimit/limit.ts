@@ -1,0 +1,19 @@
+import { Type } from "typebox";
+import { defineProcedure } from "../procedure.js";
+import { LimitBody, limitFields, ratelimitProcedure, toLimitRequest } from "./wire.js";
+
+export default defineProcedure({
+  ...ratelimitProcedure("limit"),
+  body: LimitBody,
+  data: Type.Object({
+    limit: Type.Integer(),
+    remaining: Type.Integer(),
+    reset: Type.Integer(),
+    success: Type.Boolean(),
+    overrideId: Type.Optional(Type.String()),
+  }),
+  handler: async ({ body, caller, services }) => {
+    const result = await services.ratelimit.limit(caller, toLimitRequest(body));
+    return { ...limitFields(result), success: result.passed };
+  },
+});

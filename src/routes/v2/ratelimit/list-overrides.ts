@@ -1,0 +1,28 @@
+import { Type } from "typebox";
+import { Strict } from "../../../http/schemas.js";
+import { definePaginatedProcedure } from "../procedure.js";
+import { NamespaceField, OverrideData, overrideData, ratelimitProcedure } from "./wire.js";
+
+/** Spec §4.4: `data` is an object holding `overrides` (the hosted service sends a bare array here). */
+export default definePaginatedProcedure({
+  ...ratelimitProcedure("listOverrides"),
+  body: Strict({
+    namespace: NamespaceField,
+    /** The `pagination.cursor` of the previous page. */
+    cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 1_024 })),
+    /** Page size. */
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 10 })),
+  }),
+  data: Type.Object({ overrides: Type.Array(OverrideData) }),
+  handler: async ({ body, caller, services }) => {
+    const page = await services.ratelimit.listOverrides(caller, {
+      namespace: body.namespace,
+      limit: body.limit ?? 10,
+      ...(body.cursor !== undefined ? { cursor: body.cursor } : {}),
+    });
+    return {
+      data: { overrides: page.overrides.map(overrideData) },
+      pagination: { ...(page.cursor !== undefined ? { cursor: page.cursor } : {}), hasMore: page.hasMore },
+    };
+  },
+});

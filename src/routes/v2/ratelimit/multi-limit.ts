@@ -1,0 +1,29 @@
+import { Type } from "typebox";
+import { defineProcedure } from "../procedure.js";
+import { LimitBody, limitFields, ratelimitProcedure, toLimitRequest } from "./wire.js";
+
+export default defineProcedure({
+  ...ratelimitProcedure("multiLimit"),
+  body: Type.Array(LimitBody, { minItems: 1, maxItems: 100 }),
+  data: Type.Object({
+    passed: Type.Boolean(),
+    limits: Type.Array(
+      Type.Object({
+        namespace: Type.String(),
+        identifier: Type.String(),
+        limit: Type.Integer(),
+        remaining: Type.Integer(),
+        reset: Type.Integer(),
+        passed: Type.Boolean(),
+        overrideId: Type.Optional(Type.String()),
+      }),
+    ),
+  }),
+  handler: async ({ body, caller, services }) => {
+    const outcome = await services.ratelimit.multiLimit(caller, body.map(toLimitRequest));
+    return {
+      passed: outcome.passed,
+      limits: outcome.results.map((result) => ({ namespace: result.namespace, identifier: result.identifier, ...limitFields(result), passed: result.passed })),
+    };
+  },
+});

@@ -1,0 +1,67 @@
+import { Type, type Static } from "typebox";
+import type { LimitRequest, LimitResult, OverrideView } from "../../../domain/ratelimit/ratelimit-service.js";
+import { Strict } from "../../../http/schemas.js";
+
+/**
+ * Fields and shapes shared by the ratelimit procedures (reference §2.3, api-decisions.md "Rate limiting"), and the
+ * translation between their wire names (`duration`, `reset`, `success`) and the domain's (`durationMs`, ...).
+ */
+
+/** Every procedure is served under both spellings: `ratelimit.<name>` and `ratelimits.<name>`. */
+export function ratelimitProcedure(name: string): { name: string; aliases: string[] } {
+  return { name: `ratelimit.${name}`, aliases: [`ratelimits.${name}`] };
+}
+
+/** A namespace name, or its `rlns_` id. */
+export const NamespaceField = Type.String({ minLength: 1, maxLength: 255 });
+export const IdentifierField = Type.String({ minLength: 1, maxLength: 255 });
+/** Milliseconds: one second to 30 days. */
+export const DurationField = Type.Integer({ minimum: 1_000, maximum: 2_592_000_000 });
+
+export const LimitBody = Strict({
+  namespace: NamespaceField,
+  identifier: IdentifierField,
+  limit: Type.Integer({ minimum: 1, maximum: 1_000_000 }),
+  duration: DurationField,
+  cost: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000, default: 1 })),
+});
+
+export const OverrideData = Type.Object({
+  overrideId: Type.String(),
+  namespaceId: Type.String(),
+  identifier: Type.String(),
+  limit: Type.Integer(),
+  duration: Type.Integer(),
+  createdAt: Type.Integer(),
+});
+
+export function toLimitRequest(body: Static<typeof LimitBody>): LimitRequest {
+  return {
+    namespace: body.namespace,
+    identifier: body.identifier,
+    limit: body.limit,
+    durationMs: body.duration,
+    ...(body.cost !== undefined ? { cost: body.cost } : {}),
+  };
+}
+
+/** The fields limit and multiLimit share; overrideId only when an override applied. */
+export function limitFields(result: LimitResult): { limit: number; remaining: number; reset: number; overrideId?: string } {
+  return {
+    limit: result.limit,
+    remaining: result.remaining,
+    reset: result.resetAt,
+    ...(result.overrideId !== undefined ? { overrideId: result.overrideId } : {}),
+  };
+}
+
+export function overrideData(override: OverrideView): Static<typeof OverrideData> {
+  return {
+    overrideId: override.overrideId,
+    namespaceId: override.namespaceId,
+    identifier: override.identifier,
+    limit: override.limit,
+    duration: override.durationMs,
+    createdAt: override.createdAt,
+  };
+}

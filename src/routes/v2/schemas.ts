@@ -1,0 +1,105 @@
+import { Type } from "typebox";
+import { EXTERNAL_ID_PATTERN, ID_PATTERN, JsonObject, Nullable, Strict, StringEnum } from "../../http/schemas.js";
+
+/**
+ * Schemas several procedures share: what a named rate limit, credits, a key, a permission, a role and an
+ * identity look like on the wire (reference §2.8, the SDK's models). Bounds come from spec §8 and reference §2.
+ */
+
+/** Characters of permission slugs; the same as the permission query language accepts in a name. */
+export const PERMISSION_SLUG_PATTERN = "^[a-zA-Z0-9_:\\-\\.\\*/]+$";
+export const ROLE_NAME_PATTERN = "^[a-zA-Z0-9_:\\-\\.\\*]+$";
+export const MAX_EXPIRES = 4_102_444_800_000;
+
+export const KeyId = Type.String({ minLength: 3, maxLength: 255, pattern: ID_PATTERN });
+export const ApiId = Type.String({ minLength: 3, maxLength: 255, pattern: ID_PATTERN });
+export const ExternalId = Type.String({ minLength: 1, maxLength: 255, pattern: EXTERNAL_ID_PATTERN });
+export const Expires = Type.Integer({ minimum: 0, maximum: MAX_EXPIRES });
+export const Cursor = Type.String({ minLength: 1, maxLength: 1024 });
+export const Search = Type.String({ minLength: 1, maxLength: 256 });
+export const PageLimit = Type.Integer({ minimum: 1, maximum: 100, default: 100 });
+export const Meta = JsonObject;
+
+export const PermissionSlug = Type.String({ minLength: 1, maxLength: 100, pattern: PERMISSION_SLUG_PATTERN });
+export const RoleName = Type.String({ minLength: 1, maxLength: 512, pattern: ROLE_NAME_PATTERN });
+
+export const RatelimitRequest = Strict({
+  name: Type.String({ minLength: 3, maxLength: 128 }),
+  limit: Type.Integer({ minimum: 1, maximum: 1_000_000 }),
+  duration: Type.Integer({ minimum: 1_000, maximum: 2_592_000_000 }),
+  autoApply: Type.Boolean({ default: false }),
+});
+export const RatelimitsInput = Type.Array(RatelimitRequest, { maxItems: 50 });
+
+export const RatelimitResponse = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  limit: Type.Integer(),
+  duration: Type.Integer(),
+  autoApply: Type.Boolean(),
+});
+
+/** Balances stay exact integers in JSON and in the Lua step (they are written in full there). */
+export const CreditAmount = Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER });
+
+export const Refill = Strict({
+  interval: StringEnum(["daily", "monthly"]),
+  amount: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER }),
+  refillDay: Type.Optional(Type.Integer({ minimum: 1, maximum: 31 })),
+});
+
+export const CreditsCreate = Strict({
+  remaining: Nullable(CreditAmount),
+  refill: Type.Optional(Refill),
+});
+
+export const CreditsUpdate = Strict({
+  remaining: Type.Optional(Nullable(CreditAmount)),
+  refill: Type.Optional(Nullable(Refill)),
+});
+
+export const CreditsResponse = Type.Object({
+  remaining: Nullable(Type.Integer()),
+  refill: Type.Optional(Type.Object({ interval: Type.String(), amount: Type.Integer(), refillDay: Type.Optional(Type.Integer()) })),
+});
+
+export const PermissionResponse = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  slug: Type.String(),
+  description: Type.Optional(Type.String()),
+});
+
+export const RoleResponse = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  description: Type.Optional(Type.String()),
+  permissions: Type.Optional(Type.Array(PermissionResponse)),
+});
+
+export const IdentityResponse = Type.Object({
+  id: Type.String(),
+  externalId: Type.String(),
+  meta: Type.Optional(Meta),
+  ratelimits: Type.Optional(Type.Array(RatelimitResponse)),
+});
+
+/** A key as getKey, whoami and listKeys show it. There is deliberately no field for the hash. */
+export const KeyResponse = Type.Object({
+  keyId: Type.String(),
+  start: Type.String(),
+  enabled: Type.Boolean(),
+  name: Type.Optional(Type.String()),
+  meta: Type.Optional(Meta),
+  createdAt: Type.Integer(),
+  updatedAt: Type.Optional(Type.Integer()),
+  expires: Type.Optional(Type.Integer()),
+  permissions: Type.Optional(Type.Array(Type.String())),
+  roles: Type.Optional(Type.Array(Type.String())),
+  credits: Type.Optional(CreditsResponse),
+  identity: Type.Optional(IdentityResponse),
+  plaintext: Type.Optional(Type.String()),
+  ratelimits: Type.Optional(Type.Array(RatelimitResponse)),
+});
+
+export const Empty = Type.Object({});

@@ -1,0 +1,120 @@
+import { disabledAnalytics, type AnalyticsRuntime } from "./analytics/index.js";
+import { CachedRootKeyStore } from "./cache/cached-root-key-store.js";
+import { InvalidationBus } from "./cache/invalidation-bus.js";
+import { KeyViewCache } from "./cache/key-view-cache.js";
+import { CachedNamespaceDirectory } from "./cache/ratelimit-namespace-directory.js";
+import { SwrCache } from "./cache/swr-cache.js";
+import type { KeygateConfig } from "./config/schema.js";
+import { AnalyticsService } from "./domain/analytics/analytics-service.js";
+import { ApiService } from "./domain/apis/api-service.js";
+import { IdentityService } from "./domain/identities/identity-service.js";
+import { generateKey } from "./domain/keys/key-material.js";
+import { KeyService } from "./domain/keys/key-service.js";
+import { Limiter } from "./domain/ratelimit/limiter.js";
+import { RatelimitService } from "./domain/ratelimit/ratelimit-service.js";
+import { RbacService } from "./domain/rbac/rbac-service.js";
+import { RootKeyService } from "./domain/root-keys/root-key-service.js";
+import { loadKeyView } from "./domain/verification/key-view.js";
+import { VerificationService } from "./domain/verification/verification-service.js";
+import type { Clock } from "./lib/clock.js";
+import { Vault } from "./lib/vault.js";
+import type { Stores } from "./storage/interfaces.js";
+import { MemoryRatelimitCounterStore } from "./storage/memory/ratelimit-counter-store.js";
+import type { RootKeyRecord } from "./storage/records.js";
+
+/** Everything the HTTP layer and the CLI call into. Built once per process from the stores and the config. */
+export interface Services {
+  /** Carries cache invalidations to this instance's caches and, with Redis, to every other instance. */
+  readonly invalidations: InvalidationBus;
+  readonly rootKeys: RootKeyService;
+  readonly apis: ApiService;
+  readonly keys: KeyService;
+  readonly rbac: RbacService;
+  readonly identities: IdentityService;
+  /** Namespace rate limits and overrides (ratelimit.*, the gateway's namespace limits). */
+  readonly ratelimit: RatelimitService;
+  /** All-or-nothing sliding-window checks with the configured fail mode, for any kind of limit (key limits too). */
+  readonly limiter: Limiter;
+  /** The one verification path: keys.verifyKey and the gateway. */
+  readonly verification: VerificationService;
+  /** analytics.getVerifications, and `analytics.sink`, where verification records its events. */
+  readonly analytics: AnalyticsService;
+}
+
+export interface ServiceOptions {
+  /**
+   * Rate limit windows follow `clock` rather than the store's shared clock (Redis TIME). Only for an injected
+   * test clock: in production, instances whose clocks disagree must still agree on every window.
+   */
+  windowsFollowClock?: boolean;
+  /** Connected to Redis by the caller when there is one; a local-only bus otherwise. */
+  invalidations?: InvalidationBus;
+  /** The opened analytics runtime (engine and event pipeline); without one (the CLI) events are dropped, counted. */
+  analytics?: AnalyticsRuntime;
+}
+
+/**
+ * How long an authenticated root key is trusted in process before the store is asked again. Revocations reach
+ * every instance at once through the invalidation bus; the windows bound what a missed message can cost.
+ */
+export const ROOT_KEY_CACHE = { max: 10_000, freshMs: 10_000, staleMs: 60_000, negativeMs: 2_000 } as const;
+
+/** Verification's key cache: fresh and stale windows as Unkey's, bounded by the LRU size. */
+export const KEY_VIEW_CACHE = { max: 100_000, freshMs: 10_000, staleMs: 60_000, negativeMs: 10_000 } as const;
+
+export function createServices(stores: Stores, config: KeygateConfig, clock: Clock, options: ServiceOptions = {}): Services {
+  const invalidations = options.invalidations ?? new InvalidationBus();
+  const analytics = options.analytics ?? disabledAnalytics();
+  const { maxConcurrent, ...queryLimits } = config.analytics.query;
+  const rootKeyStore = new CachedRootKeyStore(stores.rootKeys, new SwrCache<RootKeyRecord>({ ...ROOT_KEY_CACHE, clock }));
+  const keyViews = new KeyViewCache({ ...KEY_VIEW_CACHE, clock });
+  invalidations.listen((message) => {
+    if (message.kind === "rootKey") rootKeyStore.invalidate(message.hash);
+    else if (message.kind === "everything") rootKeyStore.invalidateAll();
+    keyViews.invalidate(message);
+  });
+  const limiter = new Limiter({
+    counters: stores.ratelimitCounters,
+    localCounters: new MemoryRatelimitCounterStore(clock),
+    failMode: config.ratelimit.fail,
+    clock,
+    windowsFollowClock: options.windowsFollowClock ?? false,
+  });
+  const directory = new CachedNamespaceDirectory(stores.ratelimitNamespaces, clock);
+  // A Redis that answers again after an outage may have restarted without its data: start from what it holds.
+  stores.breaker?.onStateChange((state) => {
+    if (state === "closed") directory.forgetAll();
+  });
+  const apis = new ApiService(stores.apis, invalidations, clock);
+  const rbac = new RbacService(stores.permissions, stores.roles, invalidations, clock);
+  const identities = new IdentityService(stores.identities, invalidations, clock);
+  const vault = config.vault.key === undefined ? undefined : new Vault(config.vault.key);
+  const keyViewSources = { keys: stores.keys, apis, rbac, identities };
+  const verification = new VerificationService(
+    { find: (workspaceId, hash) => keyViews.get(workspaceId, hash, () => loadKeyView(keyViewSources, workspaceId, hash)) },
+    limiter,
+    analytics.sink,
+    clock,
+  );
+  return {
+    invalidations,
+    rootKeys: new RootKeyService(rootKeyStore, invalidations, clock, config.rootKeys),
+    apis,
+    keys: new KeyService({ keys: stores.keys, apis, rbac, identities, vault, invalidator: invalidations, clock, generateKey }),
+    rbac,
+    identities,
+    ratelimit: new RatelimitService({ namespaces: stores.ratelimitNamespaces, directory, limiter, clock }),
+    limiter,
+    verification,
+    analytics: new AnalyticsService({
+      engine: analytics.engine,
+      sink: analytics.sink,
+      apis: stores.apis,
+      quota: stores.analyticsQuota,
+      clock,
+      limits: { ...queryLimits, maxConcurrent },
+      quotaLimits: config.analytics.quota,
+      retentionDays: config.analytics.retentionDays,
+    }),
+  };
+}

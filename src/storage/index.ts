@@ -1,0 +1,106 @@
+import type { Redis } from "ioredis";
+import { DEFAULTS, type KeygateConfig } from "../config/schema.js";
+import { systemClock, type Clock } from "../lib/clock.js";
+import type { Stores } from "./interfaces.js";
+import { MemoryAnalyticsQuotaStore } from "./memory/analytics-quota-store.js";
+import { MemoryApiStore } from "./memory/api-store.js";
+import { MemoryIdentityStore } from "./memory/identity-store.js";
+import { MemoryKeyStore } from "./memory/key-store.js";
+import { MemoryPermissionStore } from "./memory/permission-store.js";
+import { MemoryRatelimitCounterStore } from "./memory/ratelimit-counter-store.js";
+import { MemoryRatelimitNamespaceStore } from "./memory/ratelimit-namespace-store.js";
+import { MemoryRoleStore } from "./memory/role-store.js";
+import { MemoryRootKeyStore } from "./memory/root-key-store.js";
+import { RedisAnalyticsQuotaStore } from "./redis/analytics-quota-store.js";
+import { RedisApiStore } from "./redis/api-store.js";
+import { connectRedis } from "./redis/connection.js";
+import { guardedClient, RedisGuard, redisBreaker, type BreakerSettings } from "./redis/guard.js";
+import { RedisIdentityStore } from "./redis/identity-store.js";
+import { RedisKeyStore } from "./redis/key-store.js";
+import { createRedisKeys } from "./redis/keys.js";
+import { RedisPermissionStore } from "./redis/permission-store.js";
+import { RedisRatelimitCounterStore } from "./redis/ratelimit-counter-store.js";
+import { RedisRatelimitNamespaceStore } from "./redis/ratelimit-namespace-store.js";
+import { RedisRoleStore } from "./redis/role-store.js";
+import { RedisRootKeyStore } from "./redis/root-key-store.js";
+
+export interface StoreOptions {
+  /** Time for the breaker and for in-memory counters (tests inject one); the system clock otherwise. */
+  clock?: Clock;
+}
+
+export function createMemoryStores(options: StoreOptions = {}): Stores {
+  const keys = new MemoryKeyStore();
+  return {
+    kind: "memory",
+    rootKeys: new MemoryRootKeyStore(),
+    apis: new MemoryApiStore(),
+    keys,
+    permissions: new MemoryPermissionStore(),
+    roles: new MemoryRoleStore(),
+    identities: new MemoryIdentityStore(),
+    ratelimitNamespaces: new MemoryRatelimitNamespaceStore(),
+    // Counters and balances live side by side so that limits and credits are decided in one step.
+    ratelimitCounters: new MemoryRatelimitCounterStore(options.clock ?? systemClock, keys),
+    analyticsQuota: new MemoryAnalyticsQuotaStore(),
+    close: async () => {},
+  };
+}
+
+/** Stores kept in Redis, with the connection and key prefix other Redis users (pub/sub) share. */
+export interface RedisBackedStores extends Stores {
+  readonly kind: "redis";
+  readonly redis: Redis;
+  readonly prefix: string;
+  readonly ratelimitCounters: RedisRatelimitCounterStore;
+  readonly breaker: NonNullable<Stores["breaker"]>;
+}
+
+export function isRedisBacked(stores: Stores): stores is RedisBackedStores {
+  return stores.kind === "redis" && "redis" in stores;
+}
+
+const DEFAULT_BREAKER: BreakerSettings = { failureThreshold: DEFAULTS.redisBreakerFailureThreshold, openMs: DEFAULTS.redisBreakerOpenMs };
+
+/** Stores over an open connection. `ownsConnection`: close() also quits the connection. */
+export function createRedisStores(
+  redis: Redis,
+  prefix: string,
+  ownsConnection: boolean,
+  options: StoreOptions & { breaker?: BreakerSettings } = {},
+): RedisBackedStores {
+  const keys = createRedisKeys(prefix);
+  const clock = options.clock ?? systemClock;
+  // One breaker per connection, shared by every store: when Redis stops answering, the rate limiter falls back at
+  // once for every namespace, and every other read or write fails fast with StoreUnavailableError.
+  const guard = new RedisGuard(redisBreaker(redis, options.breaker ?? DEFAULT_BREAKER, clock));
+  const guarded = guardedClient(redis, guard);
+  let closed = false;
+  return {
+    kind: "redis",
+    redis,
+    prefix,
+    rootKeys: new RedisRootKeyStore(guarded, keys),
+    apis: new RedisApiStore(guarded, keys),
+    keys: new RedisKeyStore(guarded, keys),
+    permissions: new RedisPermissionStore(guarded, keys),
+    roles: new RedisRoleStore(guarded, keys),
+    identities: new RedisIdentityStore(guarded, keys),
+    ratelimitNamespaces: new RedisRatelimitNamespaceStore(redis, keys, guard),
+    ratelimitCounters: new RedisRatelimitCounterStore(redis, keys, guard, clock),
+    breaker: guard.breaker,
+    analyticsQuota: new RedisAnalyticsQuotaStore(guarded, keys),
+    close: async () => {
+      if (closed || !ownsConnection) return;
+      closed = true;
+      await redis.quit().catch(() => redis.disconnect());
+    },
+  };
+}
+
+/** Redis stores when `storage.redis` is configured, in-memory stores otherwise. */
+export async function openStores(storage: KeygateConfig["storage"], options: StoreOptions = {}): Promise<Stores> {
+  if (!storage.redis) return createMemoryStores(options);
+  const redis = await connectRedis(storage.redis);
+  return createRedisStores(redis, storage.redis.prefix, true, { ...options, breaker: storage.redis.breaker });
+}

@@ -1,0 +1,262 @@
+import type { CircuitBreaker } from "../lib/circuit-breaker.js";
+import type {
+  ApiRecord,
+  CreditRecord,
+  IdentityRecord,
+  KeyRecord,
+  PermissionRecord,
+  RatelimitNamespaceRecord,
+  RatelimitOverrideRecord,
+  RoleRecord,
+  RootKeyRecord,
+} from "./records.js";
+
+/**
+ * One interface per kind of record. Each has an in-memory and a Redis implementation, and both pass the same
+ * contract suite (test/storage/contract.ts). Methods that write several things do so atomically.
+ */
+
+export interface RootKeyStore {
+  /** The root key with this hash, revoked or not; null when there is none. */
+  findByHash(hash: string): Promise<RootKeyRecord | null>;
+  /** Stores a new root key. Returns false (and changes nothing) when one with the same id or hash exists. */
+  create(record: RootKeyRecord): Promise<boolean>;
+  /** Every stored root key, optionally of one workspace, ordered by id. */
+  list(workspaceId?: string): Promise<RootKeyRecord[]>;
+  /** Marks the key revoked at `at`. Returns the updated record, or null when there is no live key with this id. */
+  revoke(id: string, at: number): Promise<RootKeyRecord | null>;
+}
+
+export interface ApiStore {
+  /** Stores a new API. Returns false (and changes nothing) when an API with this id exists in any workspace. */
+  create(api: ApiRecord): Promise<boolean>;
+  /** The API with this id in this workspace, deleted or not; null when absent or in another workspace. */
+  get(workspaceId: string, apiId: string): Promise<ApiRecord | null>;
+  /** Which workspace owns an API id (the gateway knows an API id before it knows a workspace). */
+  workspaceOf(apiId: string): Promise<string | null>;
+  /** Soft-deletes a live API. Returns the deleted record, or null when it was absent or already deleted. */
+  markDeleted(workspaceId: string, apiId: string, at: number): Promise<ApiRecord | null>;
+  /**
+   * The API whose key space is `keySpaceId` in this workspace, deleted or not; null when no API of this workspace
+   * has it. Analytics rows name key spaces, and permissions name APIs.
+   */
+  findByKeySpace(workspaceId: string, keySpaceId: string): Promise<ApiRecord | null>;
+}
+
+/** Usage of one workspace's analytics query quota in one fixed window. */
+export interface QuotaUsage {
+  queries: number;
+  executionMs: number;
+}
+
+/**
+ * Per-workspace analytics query quota in fixed windows (`windowStart` is the window's start, unix ms). Shared by
+ * every instance when it lives in Redis.
+ */
+export interface AnalyticsQuotaStore {
+  /**
+   * Counts one query in the window unless the window already holds `limits.queries` queries or `limits.executionMs`
+   * of execution time; atomically. Returns whether it was counted and the usage afterwards.
+   */
+  acquire(workspaceId: string, windowStart: number, windowMs: number, limits: QuotaUsage): Promise<{ allowed: boolean; usage: QuotaUsage }>;
+  /** Adds the execution time of a finished query to the window's usage. */
+  addExecutionMs(workspaceId: string, windowStart: number, windowMs: number, ms: number): Promise<void>;
+}
+
+/** A keyset page request: items with id >= cursor, in id order. */
+export interface PageRequest {
+  cursor?: string;
+  limit: number;
+}
+
+/** `nextCursor` is the id of the first item of the next page (inclusive), absent on the last page. */
+export interface Page<T> {
+  items: T[];
+  nextCursor?: string;
+}
+
+/** What a change function decides: the new state to write (undefined fields are left as they are), and a result. */
+export interface KeyChange<R> {
+  key?: KeyRecord;
+  /** null removes the credit balance (unlimited); undefined leaves it. */
+  credits?: CreditRecord | null;
+  result: R;
+}
+
+export interface KeyStore {
+  /** Stores a key with its credit balance (null: unlimited). False when the id or hash exists already. */
+  create(key: KeyRecord, credits: CreditRecord | null): Promise<boolean>;
+  /** The key with this id in the workspace, soft-deleted ones included; null when absent. */
+  get(workspaceId: string, keyId: string): Promise<KeyRecord | null>;
+  /** The key with this hash in the workspace, soft-deleted ones included. */
+  findByHash(workspaceId: string, hash: string): Promise<KeyRecord | null>;
+  getCredits(workspaceId: string, keyId: string): Promise<CreditRecord | null>;
+  /** Credit balances of several keys, by key id (keys without one are absent from the map). */
+  getCreditsMany(workspaceId: string, keyIds: readonly string[]): Promise<Map<string, CreditRecord>>;
+  /**
+   * Changes a key and its credits together, atomically: `change` sees the current state and says what to write.
+   * It may run more than once when another writer changes the key at the same time. Null when the key is absent.
+   */
+  update<R>(workspaceId: string, keyId: string, change: (key: KeyRecord, credits: CreditRecord | null) => KeyChange<R>): Promise<R | null>;
+  /** Live keys of an API (optionally of one identity), by id. */
+  list(workspaceId: string, apiId: string, page: PageRequest & { identityId?: string }): Promise<Page<KeyRecord>>;
+  /** Removes a key, its credits and its indexes for good. False when absent. */
+  remove(workspaceId: string, keyId: string): Promise<boolean>;
+}
+
+export interface PermissionStore {
+  /** False (nothing written) when the slug is taken in the workspace. */
+  create(permission: PermissionRecord): Promise<boolean>;
+  get(workspaceId: string, id: string): Promise<PermissionRecord | null>;
+  findBySlug(workspaceId: string, slug: string): Promise<PermissionRecord | null>;
+  /** The permissions with these ids, in the order given; ids that do not resolve are skipped. */
+  getMany(workspaceId: string, ids: readonly string[]): Promise<PermissionRecord[]>;
+  /** Permissions by slug; slugs that do not exist are absent from the map. */
+  findManyBySlugs(workspaceId: string, slugs: readonly string[]): Promise<Map<string, PermissionRecord>>;
+  /** By id; `search` keeps those whose name or slug contains it, ignoring case. */
+  list(workspaceId: string, page: PageRequest & { search?: string }): Promise<Page<PermissionRecord>>;
+  /** False when absent. */
+  delete(workspaceId: string, id: string): Promise<boolean>;
+}
+
+export interface RoleStore {
+  /** False (nothing written) when the name is taken in the workspace, ignoring case. */
+  create(role: RoleRecord): Promise<boolean>;
+  get(workspaceId: string, id: string): Promise<RoleRecord | null>;
+  /** By name, ignoring case. */
+  findByName(workspaceId: string, name: string): Promise<RoleRecord | null>;
+  getMany(workspaceId: string, ids: readonly string[]): Promise<RoleRecord[]>;
+  /** By id; `search` keeps those whose name contains it, ignoring case. */
+  list(workspaceId: string, page: PageRequest & { search?: string }): Promise<Page<RoleRecord>>;
+  /** Atomically replaces a role's permissions. Null when the role is absent. */
+  setPermissions(workspaceId: string, id: string, permissionIds: readonly string[]): Promise<RoleRecord | null>;
+  delete(workspaceId: string, id: string): Promise<boolean>;
+}
+
+export interface IdentityStore {
+  /** False (nothing written) when a live identity of the workspace has this externalId. */
+  create(identity: IdentityRecord): Promise<boolean>;
+  /** By id, deleted ones included. */
+  get(workspaceId: string, id: string): Promise<IdentityRecord | null>;
+  /** The live identity with this externalId. */
+  findByExternalId(workspaceId: string, externalId: string): Promise<IdentityRecord | null>;
+  getMany(workspaceId: string, ids: readonly string[]): Promise<IdentityRecord[]>;
+  /** Live identities by id; `search` keeps those whose externalId contains it, ignoring case. */
+  list(workspaceId: string, page: PageRequest & { search?: string }): Promise<Page<IdentityRecord>>;
+  /** Atomically changes a live identity's meta and rate limits. Null when absent or deleted. */
+  update(workspaceId: string, id: string, change: (identity: IdentityRecord) => IdentityRecord): Promise<IdentityRecord | null>;
+  /** Soft-deletes a live identity and frees its externalId. False when absent or already deleted. */
+  markDeleted(workspaceId: string, id: string, at: number): Promise<boolean>;
+}
+
+export interface RatelimitNamespaceStore {
+  /** Stores a new namespace. Returns false (and changes nothing) when its id, or its name in the workspace, is taken. */
+  createNamespace(namespace: RatelimitNamespaceRecord): Promise<boolean>;
+  /** The namespace with this id in this workspace, deleted or not; null when absent or in another workspace. */
+  getNamespace(workspaceId: string, namespaceId: string): Promise<RatelimitNamespaceRecord | null>;
+  /** The namespace with this name in this workspace, deleted or not. */
+  findNamespaceByName(workspaceId: string, name: string): Promise<RatelimitNamespaceRecord | null>;
+  /** Every namespace of the workspace, deleted ones included, ordered by id. */
+  listNamespaces(workspaceId: string): Promise<RatelimitNamespaceRecord[]>;
+  /** Soft-deletes a live namespace. Returns the deleted record, or null when it was absent or already deleted. */
+  markNamespaceDeleted(workspaceId: string, namespaceId: string, at: number): Promise<RatelimitNamespaceRecord | null>;
+  /**
+   * The namespace and a token that changes whenever one of its overrides is set or deleted, read together in one
+   * step so a cache can revalidate cheaply and reload the overrides only when they changed.
+   */
+  namespaceState(workspaceId: string, namespaceId: string): Promise<{ namespace: RatelimitNamespaceRecord; overridesVersion: string } | null>;
+  /**
+   * Upsert on (namespace, identifier), atomically: an existing override keeps its id and createdAt and takes the
+   * new limit and duration; otherwise `override` is stored as given. Returns the stored record.
+   */
+  setOverride(override: RatelimitOverrideRecord): Promise<RatelimitOverrideRecord>;
+  /** The override stored under exactly this identifier or pattern (no wildcard matching). */
+  getOverride(workspaceId: string, namespaceId: string, identifier: string): Promise<RatelimitOverrideRecord | null>;
+  /** Deletes the override stored under exactly this identifier or pattern. Returns it, or null when there was none. */
+  deleteOverride(workspaceId: string, namespaceId: string, identifier: string): Promise<RatelimitOverrideRecord | null>;
+  /** A keyset page: overrides whose id is >= `cursor` (all when absent), ordered by id, at most `limit`. */
+  listOverrides(workspaceId: string, namespaceId: string, page: { cursor?: string; limit: number }): Promise<RatelimitOverrideRecord[]>;
+  /** Every override of the namespace, in no particular order (for matching identifiers). */
+  allOverrides(workspaceId: string, namespaceId: string): Promise<RatelimitOverrideRecord[]>;
+}
+
+/** One sliding-window limit to check (lib/sliding-window.ts has the algorithm). */
+export interface WindowCheck {
+  /**
+   * What is counted, unique within the workspace, e.g. `ns:<namespaceId>:<identifier>`. Checks of one bucket
+   * with another limit or duration count separately, so a changed limit starts afresh.
+   */
+  bucket: string;
+  /** Units admitted per sliding window; 0 blocks everything. */
+  limit: number;
+  durationMs: number;
+  /** Units this request takes; 0 checks without consuming (denied only when the window is already over). */
+  cost: number;
+}
+
+export interface WindowResult {
+  /** This check on its own would pass (with the cost of earlier checks of the same bucket in this call). */
+  passed: boolean;
+  /** Units the window still admits after this call. A call that was denied consumed nothing, for any of its checks. */
+  remaining: number;
+  /** Unix ms at which the current fixed window ends. */
+  resetAt: number;
+}
+
+/**
+ * A credit deduction decided together with the limits of a call: the call passes only when the key's balance
+ * (refilled as due) covers `cost`, and then both are consumed; otherwise neither is.
+ */
+export interface CreditCheck {
+  keyId: string;
+  /** Credits this request takes; 0 checks without taking any (and always passes). */
+  cost: number;
+}
+
+export interface CreditOutcome {
+  /** The balance covers the cost. */
+  passed: boolean;
+  /** The balance after the call (unchanged when the call was denied); null when the key has no balance (unlimited). */
+  remaining: number | null;
+}
+
+export interface CounterOutcome {
+  /** True when every check passed and each one's cost was consumed; false when none was consumed. */
+  passed: boolean;
+  /** One result per check, in order. */
+  results: WindowResult[];
+  /** The instant the decision was made at (unix ms): the `now` given, or the store's own clock. */
+  now: number;
+  /** The credit check's result, when the call had one (absent when a denial was certain without reading it). */
+  credit?: CreditOutcome;
+}
+
+/**
+ * Rate limit counters. Checking and consuming is one atomic step across every instance that shares the store:
+ * the limits of a call are all-or-nothing, so a denial by one consumes none of the others.
+ */
+export interface RatelimitCounterStore {
+  /**
+   * Checks every limit and, only if all pass, consumes each one's cost. `now` (unix ms) is the time to decide
+   * at (tests pass an injected clock's time); without it the store uses one clock that every instance shares
+   * (Redis: the server's TIME). Throws StoreUnavailableError when the store cannot answer in time.
+   */
+  checkAndConsume(workspaceId: string, checks: readonly WindowCheck[], now?: number, credit?: CreditCheck): Promise<CounterOutcome>;
+}
+
+export interface Stores {
+  readonly kind: "memory" | "redis";
+  readonly rootKeys: RootKeyStore;
+  readonly apis: ApiStore;
+  readonly keys: KeyStore;
+  readonly permissions: PermissionStore;
+  readonly roles: RoleStore;
+  readonly identities: IdentityStore;
+  readonly ratelimitNamespaces: RatelimitNamespaceStore;
+  readonly ratelimitCounters: RatelimitCounterStore;
+  /** Redis only: the circuit breaker guarding the rate limit stores' calls (its state says whether Redis answers). */
+  readonly breaker?: CircuitBreaker;
+  readonly analyticsQuota: AnalyticsQuotaStore;
+  /** Releases connections. Idempotent. */
+  close(): Promise<void>;
+}

@@ -1,0 +1,115 @@
+import type { Clock } from "../../lib/clock.js";
+import { withRefills } from "../../lib/credit-refill.js";
+import { alignToStored, countsFor, estimateUsed, windowEnd, type StoredWindow } from "../../lib/sliding-window.js";
+import type { CounterOutcome, CreditCheck, CreditOutcome, RatelimitCounterStore, WindowCheck, WindowResult } from "../interfaces.js";
+import type { CreditRecord } from "../records.js";
+
+/** Credit balances held in the same process (the in-memory key store), read and written without awaiting. */
+export interface CreditLedger {
+  readBalance(workspaceId: string, keyId: string): CreditRecord | null;
+  writeBalance(workspaceId: string, keyId: string, balance: CreditRecord): void;
+}
+
+/** Entries whose windows have both ended are dropped at most this often (a sweep is linear in the entries). */
+const SWEEP_INTERVAL_MS = 60_000;
+
+/** A counter as one call sees it: its window, the estimate before the call, and what the call's checks took. */
+interface Counter {
+  stored: StoredWindow;
+  base: number;
+  taken: number;
+  durationMs: number;
+}
+
+interface Entry extends StoredWindow {
+  /** When this entry stops mattering: the end of the window after the stored one. */
+  expiresAt: number;
+}
+
+/**
+ * Counters in process memory: the store of a keygate without Redis, and the rate limiter's `local` fallback
+ * while Redis is unavailable. A call runs without awaiting anything, so it is atomic in Node's single thread.
+ * The arithmetic is the Lua script's (storage/redis/ratelimit-script.ts), written with lib/sliding-window.ts.
+ */
+export class MemoryRatelimitCounterStore implements RatelimitCounterStore {
+  private readonly windows = new Map<string, Entry>();
+  private readonly clock: Clock;
+  /** Where credit checks read and take balances; absent for the rate limiter's local fallback, which has none. */
+  private readonly ledger: CreditLedger | undefined;
+  private lastSweep = Number.NEGATIVE_INFINITY;
+
+  constructor(clock: Clock, ledger?: CreditLedger) {
+    this.clock = clock;
+    this.ledger = ledger;
+  }
+
+  async checkAndConsume(workspaceId: string, checks: readonly WindowCheck[], now: number = this.clock.now(), credit?: CreditCheck): Promise<CounterOutcome> {
+    this.sweep(now);
+    // Per distinct counter: where its window stands and what earlier checks of this call took from it.
+    const counters = new Map<string, Counter>();
+    const evaluated: { key: string; before: number; passed: boolean }[] = [];
+    let passed = true;
+    for (const check of checks) {
+      const key = `${workspaceId}\u0000${check.limit}\u0000${check.durationMs}\u0000${check.bucket}`;
+      let counter = counters.get(key);
+      if (!counter) {
+        const existing = this.windows.get(key);
+        const { sequence, at } = alignToStored(now, check.durationMs, existing);
+        const counts = countsFor(existing, sequence);
+        counter = { stored: { sequence, ...counts }, base: estimateUsed(at, sequence, check.durationMs, counts), taken: 0, durationMs: check.durationMs };
+        counters.set(key, counter);
+      }
+      const before = counter.base + counter.taken;
+      const ok = check.limit > 0 && before + check.cost <= check.limit;
+      if (ok) counter.taken += check.cost;
+      else passed = false;
+      evaluated.push({ key, before, passed: ok });
+    }
+
+    // The balance, refilled as due, must cover the cost; it is taken only when every limit passes too.
+    let balance: { stored: CreditRecord; refilled: CreditRecord } | undefined;
+    if (credit) {
+      if (!this.ledger) throw new Error("these counters hold no credit balances");
+      const stored = this.ledger.readBalance(workspaceId, credit.keyId);
+      if (stored) {
+        balance = { stored, refilled: withRefills(stored, now) };
+        if (credit.cost > 0 && balance.refilled.remaining < credit.cost) passed = false;
+      }
+    }
+
+    if (passed) {
+      if (credit && balance && (credit.cost > 0 || balance.refilled !== balance.stored)) {
+        (this.ledger as CreditLedger).writeBalance(workspaceId, credit.keyId, { ...balance.refilled, remaining: balance.refilled.remaining - credit.cost });
+      }
+      for (const [key, counter] of counters) {
+        if (counter.taken === 0) continue;
+        const { sequence, current, previous } = counter.stored;
+        this.windows.set(key, { sequence, current: current + counter.taken, previous, expiresAt: windowEnd(sequence + 1, counter.durationMs) });
+      }
+    }
+
+    const results: WindowResult[] = checks.map((check, index) => {
+      const { key, before, passed: checkPassed } = evaluated[index] as { key: string; before: number; passed: boolean };
+      const counter = counters.get(key) as Counter;
+      // A denied call consumed nothing, so every check reports the room its window had before the call.
+      const used = passed ? before + check.cost : counter.base;
+      return { passed: checkPassed, remaining: Math.max(0, check.limit - used), resetAt: windowEnd(counter.stored.sequence, check.durationMs) };
+    });
+    if (!credit) return { passed, results, now };
+    const creditOutcome: CreditOutcome = balance
+      ? { passed: credit.cost === 0 || balance.refilled.remaining >= credit.cost, remaining: passed ? balance.refilled.remaining - credit.cost : balance.refilled.remaining }
+      : { passed: true, remaining: null };
+    return { passed, results, now, credit: creditOutcome };
+  }
+
+  /** Number of counters held (tests). */
+  get size(): number {
+    return this.windows.size;
+  }
+
+  private sweep(now: number): void {
+    if (now - this.lastSweep < SWEEP_INTERVAL_MS) return;
+    this.lastSweep = now;
+    for (const [key, entry] of this.windows) if (entry.expiresAt <= now) this.windows.delete(key);
+  }
+}

@@ -1,0 +1,154 @@
+import type { Redis, Result } from "ioredis";
+
+/**
+ * Applies a batch of writes only if every check holds, in one script, so writes that touch several keys are
+ * atomic. All keys of a batch must share a hash tag (see keys.ts) for Redis Cluster.
+ *
+ * KEYS: the keys the batch reads or writes.
+ * ARGV[1]: JSON { c: [[keyIndex, "absent"|"present"|"equals", value?]], w: [[op, keyIndex, arg?]] }
+ *   ops: "set" (value), "del", "zadd" (member, score 0), "zrem" (member), "sadd" (member), "srem" (member).
+ * Returns 0 when applied, else the 1-based index of the first check that failed (nothing is written then).
+ */
+const APPLY_BATCH_LUA = `
+local spec = cjson.decode(ARGV[1])
+for i, check in ipairs(spec.c) do
+  local key = KEYS[check[1]]
+  local kind = check[2]
+  if kind == "absent" then
+    if redis.call("EXISTS", key) == 1 then return i end
+  elseif kind == "present" then
+    if redis.call("EXISTS", key) == 0 then return i end
+  elseif kind == "equals" then
+    if redis.call("GET", key) ~= check[3] then return i end
+  end
+end
+for _, write in ipairs(spec.w) do
+  local op, key = write[1], KEYS[write[2]]
+  if op == "set" then redis.call("SET", key, write[3])
+  elseif op == "del" then redis.call("DEL", key)
+  elseif op == "zadd" then redis.call("ZADD", key, 0, write[3])
+  elseif op == "zrem" then redis.call("ZREM", key, write[3])
+  elseif op == "sadd" then redis.call("SADD", key, write[3])
+  elseif op == "srem" then redis.call("SREM", key, write[3])
+  end
+end
+return 0
+`;
+
+declare module "ioredis" {
+  interface RedisCommander<Context> {
+    keygateApplyBatch(numberOfKeys: number, ...args: string[]): Result<number, Context>;
+  }
+}
+
+/** Registers the script once per connection; ioredis sends EVALSHA and reloads the script after NOSCRIPT. */
+export function defineAtomicCommands(redis: Redis): void {
+  if (typeof (redis as Partial<Redis>).keygateApplyBatch === "function") return;
+  redis.defineCommand("keygateApplyBatch", { lua: APPLY_BATCH_LUA });
+}
+
+type Check = [number, "absent" | "present" | "equals", string?];
+type Write = [string, number, string?];
+
+export class Batch {
+  private readonly keys: string[] = [];
+  private readonly positions = new Map<string, number>();
+  private readonly checks: Check[] = [];
+  private readonly writes: Write[] = [];
+
+  private position(key: string): number {
+    let position = this.positions.get(key);
+    if (position === undefined) {
+      this.keys.push(key);
+      position = this.keys.length;
+      this.positions.set(key, position);
+    }
+    return position;
+  }
+
+  /** The key must not exist. */
+  absent(key: string): this {
+    this.checks.push([this.position(key), "absent"]);
+    return this;
+  }
+
+  /** The key must exist. */
+  present(key: string): this {
+    this.checks.push([this.position(key), "present"]);
+    return this;
+  }
+
+  /** The key must hold exactly this string (compare-and-set on a record read earlier). */
+  equals(key: string, value: string): this {
+    this.checks.push([this.position(key), "equals", value]);
+    return this;
+  }
+
+  set(key: string, value: string): this {
+    this.writes.push(["set", this.position(key), value]);
+    return this;
+  }
+
+  del(key: string): this {
+    this.writes.push(["del", this.position(key)]);
+    return this;
+  }
+
+  zadd(key: string, member: string): this {
+    this.writes.push(["zadd", this.position(key), member]);
+    return this;
+  }
+
+  zrem(key: string, member: string): this {
+    this.writes.push(["zrem", this.position(key), member]);
+    return this;
+  }
+
+  sadd(key: string, member: string): this {
+    this.writes.push(["sadd", this.position(key), member]);
+    return this;
+  }
+
+  srem(key: string, member: string): this {
+    this.writes.push(["srem", this.position(key), member]);
+    return this;
+  }
+
+  get hasWrites(): boolean {
+    return this.writes.length > 0;
+  }
+
+  /** True when applied; false when a check failed and nothing was written. */
+  async apply(redis: Redis): Promise<boolean> {
+    const failedCheck = await redis.keygateApplyBatch(this.keys.length, ...this.keys, JSON.stringify({ c: this.checks, w: this.writes }));
+    return failedCheck === 0;
+  }
+}
+
+/** Reads a JSON record; null when the key is absent. */
+export async function readJson<T>(redis: Redis, key: string): Promise<{ record: T; raw: string } | null> {
+  const raw = await redis.get(key);
+  return raw === null ? null : { record: JSON.parse(raw) as T, raw };
+}
+
+/**
+ * Read-modify-write of one JSON record with optimistic concurrency. `change` gets the current record (null when
+ * absent) and a batch already guarded by a compare-and-set on that exact record; it adds the writes of the new
+ * state (or none) and returns its result. When another writer got there first the whole step is retried.
+ */
+export async function updateJson<T, R>(
+  redis: Redis,
+  key: string,
+  change: (current: T | null, batch: Batch) => R,
+  maxAttempts = 50,
+): Promise<R> {
+  for (let attempt = 0; attempt < maxAttempts; attempt++) {
+    const current = await readJson<T>(redis, key);
+    const batch = new Batch();
+    if (current) batch.equals(key, current.raw);
+    else batch.absent(key);
+    const result = change(current?.record ?? null, batch);
+    if (!batch.hasWrites || (await batch.apply(redis))) return result;
+  }
+  throw new Error(`gave up updating ${key}: other writers kept changing it`);
+}

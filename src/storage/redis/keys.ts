@@ -1,0 +1,56 @@
+/**
+ * Every Redis key keygate uses is built here. Records of a workspace carry the workspace id as the hash tag
+ * (`{ws_…}`), so a script or transaction touching several of them stays in one Cluster slot. Root keys and the
+ * API→workspace index are looked up before the workspace is known, so they have their own fixed tags.
+ */
+export type RedisKeys = ReturnType<typeof createRedisKeys>;
+
+export function createRedisKeys(prefix: string) {
+  const workspace = (workspaceId: string): string => `${prefix}:{${workspaceId}}`;
+  return {
+    prefix,
+    rootKeyByHash: (hash: string) => `${prefix}:{rootkeys}:hash:${hash}`,
+    rootKeyHashById: (id: string) => `${prefix}:{rootkeys}:id:${id}`,
+    rootKeyIds: () => `${prefix}:{rootkeys}:ids`,
+
+    apiWorkspace: (apiId: string) => `${prefix}:{apis}:ws:${apiId}`,
+    api: (workspaceId: string, apiId: string) => `${workspace(workspaceId)}:api:${apiId}`,
+
+    key: (workspaceId: string, keyId: string) => `${workspace(workspaceId)}:key:${keyId}`,
+    keyCredits: (workspaceId: string, keyId: string) => `${workspace(workspaceId)}:key-credits:${keyId}`,
+    keyIdByHash: (workspaceId: string, hash: string) => `${workspace(workspaceId)}:key-hash:${hash}`,
+    liveKeysOfApi: (workspaceId: string, apiId: string) => `${workspace(workspaceId)}:api-keys:${apiId}`,
+    liveKeysOfIdentity: (workspaceId: string, apiId: string, identityId: string) => `${workspace(workspaceId)}:api-identity-keys:${apiId}:${identityId}`,
+
+    permission: (workspaceId: string, id: string) => `${workspace(workspaceId)}:permission:${id}`,
+    permissionIdBySlug: (workspaceId: string, slug: string) => `${workspace(workspaceId)}:permission-slug:${slug}`,
+    permissionIds: (workspaceId: string) => `${workspace(workspaceId)}:permissions`,
+
+    role: (workspaceId: string, id: string) => `${workspace(workspaceId)}:role:${id}`,
+    /** Role names are unique regardless of case, so the index holds the lower-cased name. */
+    roleIdByName: (workspaceId: string, name: string) => `${workspace(workspaceId)}:role-name:${name.toLowerCase()}`,
+    roleIds: (workspaceId: string) => `${workspace(workspaceId)}:roles`,
+
+    identity: (workspaceId: string, id: string) => `${workspace(workspaceId)}:identity:${id}`,
+    liveIdentityIdByExternalId: (workspaceId: string, externalId: string) => `${workspace(workspaceId)}:identity-external:${externalId}`,
+    liveIdentityIds: (workspaceId: string) => `${workspace(workspaceId)}:identities`,
+    // Rate limit namespaces and overrides. Names, identifiers and buckets may hold any character, so each is the
+    // last part of its key, after parts that cannot contain ':'.
+    ratelimitNamespace: (workspaceId: string, namespaceId: string) => `${workspace(workspaceId)}:rlns:${namespaceId}`,
+    ratelimitNamespaceByName: (workspaceId: string, name: string) => `${workspace(workspaceId)}:rlns-name:${name}`,
+    ratelimitNamespaceIds: (workspaceId: string) => `${workspace(workspaceId)}:rlns-ids`,
+    ratelimitOverride: (workspaceId: string, namespaceId: string, overrideId: string) => `${workspace(workspaceId)}:rlor:${namespaceId}:${overrideId}`,
+    ratelimitOverrideByIdentifier: (workspaceId: string, namespaceId: string, identifier: string) =>
+      `${workspace(workspaceId)}:rlor-ident:${namespaceId}:${identifier}`,
+    ratelimitOverrideIds: (workspaceId: string, namespaceId: string) => `${workspace(workspaceId)}:rlor-ids:${namespaceId}`,
+    /** Changes whenever an override of the namespace is set or deleted (see RatelimitNamespaceStore.namespaceState). */
+    ratelimitOverridesVersion: (workspaceId: string, namespaceId: string) => `${workspace(workspaceId)}:rlor-version:${namespaceId}`,
+    /** One sliding-window counter (a hash, always with a TTL): see ratelimit-script.ts. */
+    ratelimitWindow: (workspaceId: string, limit: number, durationMs: number, bucket: string) =>
+      `${workspace(workspaceId)}:rlw:${limit}:${durationMs}:${bucket}`,
+    /** key space id → API id, written with the API record (same hash tag). */
+    apiByKeySpace: (workspaceId: string, keySpaceId: string) => `${workspace(workspaceId)}:keyspace:${keySpaceId}`,
+    /** Hash of one analytics quota window: fields `queries` and `executionMs`; expires after the window. */
+    analyticsQuota: (workspaceId: string, windowStart: number) => `${workspace(workspaceId)}:analytics-quota:${windowStart}`,
+  };
+}

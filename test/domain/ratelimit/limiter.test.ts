@@ -1,0 +1,58 @@
+import t from "tap";
+import { Redis } from "ioredis";
+import { Limiter } from "../../../src/domain/ratelimit/limiter.js";
+import { KeygateError } from "../../../src/errors/keygate-error.js";
+import { createRedisStores } from "../../../src/storage/index.js";
+import { MemoryRatelimitCounterStore } from "../../../src/storage/memory/ratelimit-counter-store.js";
+import { ManualClock } from "../../helpers/clock.js";
+import { freePort } from "../../helpers/redis-server.js";
+
+/** Counters in a Redis nobody listens for: every call fails as unavailable (after the deadline, then at once). */
+async function unreachableCounters(t: { teardown(fn: () => unknown): void }) {
+  const redis = new Redis(`redis://127.0.0.1:${await freePort()}`, { lazyConnect: true, commandTimeout: 100, maxRetriesPerRequest: 1 });
+  redis.on("error", () => {});
+  redis.connect().catch(() => {});
+  t.teardown(() => redis.disconnect());
+  return createRedisStores(redis, "kgtest:unreachable", true, { breaker: { failureThreshold: 1, openMs: 60_000 } }).ratelimitCounters;
+}
+
+const check = (limit: number, cost = 1) => ({ bucket: "b", limit, durationMs: 10_000, cost });
+
+t.test("fail: closed refuses with 503 ratelimit_unavailable and a Retry-After", async (t) => {
+  const clock = new ManualClock();
+  const limiter = new Limiter({ counters: await unreachableCounters(t), localCounters: new MemoryRatelimitCounterStore(clock), failMode: "closed", clock, windowsFollowClock: true });
+  for (let i = 0; i < 2; i++) {
+    const error = await limiter.checkAndConsume("ws_a", [check(5)]).catch((failure: unknown) => failure);
+    t.ok(error instanceof KeygateError);
+    t.equal((error as KeygateError).code, "err:unkey:data:ratelimit_unavailable");
+    t.equal((error as KeygateError).status, 503);
+    t.match((error as KeygateError).detail, /ratelimit\.fail: closed/);
+    t.match((error as KeygateError).headers?.["retry-after"], /^[1-9]\d*$/);
+  }
+});
+
+t.test("fail: open allows without counting, except what is certain without counters", async (t) => {
+  const clock = new ManualClock(10_000 * 1_000 + 5);
+  const limiter = new Limiter({ counters: await unreachableCounters(t), localCounters: new MemoryRatelimitCounterStore(clock), failMode: "open", clock, windowsFollowClock: true });
+  for (let i = 0; i < 3; i++) {
+    t.same(await limiter.checkAndConsume("ws_a", [check(1)]), {
+      passed: true,
+      results: [{ passed: true, remaining: 0, resetAt: 10_000 * 1_001 }],
+      now: clock.now(),
+      degraded: "open",
+    });
+  }
+  t.equal((await limiter.checkAndConsume("ws_a", [check(0)])).passed, false, "a limit of 0 still blocks");
+  t.equal((await limiter.checkAndConsume("ws_a", [check(3, 4)])).passed, false, "a cost above the limit never fits");
+});
+
+t.test("fail: local decides on this instance's own counters", async (t) => {
+  const clock = new ManualClock(10_000 * 1_000);
+  const local = new MemoryRatelimitCounterStore(clock);
+  const limiter = new Limiter({ counters: await unreachableCounters(t), localCounters: local, failMode: "local", clock, windowsFollowClock: false });
+  const outcomes = [];
+  for (let i = 0; i < 3; i++) outcomes.push(await limiter.checkAndConsume("ws_a", [check(2)]));
+  t.same(outcomes.map((outcome) => [outcome.passed, outcome.degraded]), [[true, "local"], [true, "local"], [false, "local"]]);
+  clock.advance(20_000);
+  t.equal((await limiter.checkAndConsume("ws_a", [check(2)])).passed, true, "local windows move with this instance's clock");
+});

@@ -1,0 +1,58 @@
+import t from "tap";
+import { upstreamHeaders, upstreamUrl } from "../../src/gateway/forwarding.js";
+import { ratelimitHeaders } from "../../src/gateway/ratelimit-headers.js";
+import { RouteTable } from "../../src/gateway/route-table.js";
+import type { RouteConfig } from "../../src/gateway/route-config.js";
+
+const compile = (extra: Partial<RouteConfig>) =>
+  RouteTable.compile([{ name: "r", match: { prefix: "/orders" }, upstream: "http://127.0.0.1:9001", apiId: "api_orders", ...extra } as RouteConfig]).routes[0]!;
+
+t.test("the upstream URL keeps the path and query, minus a key given as a query parameter", async (t) => {
+  t.equal(upstreamUrl(compile({}), "/orders/1?x=1&y=2"), "http://127.0.0.1:9001/orders/1?x=1&y=2");
+  t.equal(upstreamUrl(compile({ upstream: "http://h:1/base/" }), "/orders"), "http://h:1/base/orders");
+  const byQuery = compile({ key: { query: "api_key" } });
+  t.equal(upstreamUrl(byQuery, "/orders?api_key=sk_1&page=2"), "http://127.0.0.1:9001/orders?page=2");
+  t.equal(upstreamUrl(byQuery, "/orders?api_key=sk_1"), "http://127.0.0.1:9001/orders");
+});
+
+t.test("upstream headers drop the key and forged identity headers, and add the real ones", async (t) => {
+  const route = compile({ forward: { keyId: "X-Keygate-Key-Id", identity: "x-keygate-identity", externalId: "x-keygate-external-id" } });
+  const headers = upstreamHeaders(
+    route,
+    { authorization: "Bearer sk_secret", "x-keygate-key-id": "key_forged", "x-keygate-identity": "id_forged", "x-keygate-external-id": "forged", accept: "application/json", "x-forwarded-for": "10.0.0.1" },
+    { keyId: "key_real", identityId: "id_real" },
+    { ip: "192.0.2.7", protocol: "https", host: "api.example.com" },
+  );
+  t.equal(headers.authorization, undefined, "the key does not reach the upstream");
+  t.equal(headers["x-keygate-key-id"], "key_real");
+  t.equal(headers["x-keygate-identity"], "id_real");
+  t.equal(headers["x-keygate-external-id"], undefined, "a forged header is dropped even when there is no real value");
+  t.equal(headers.accept, "application/json");
+  t.equal(headers["x-forwarded-for"], "10.0.0.1, 192.0.2.7");
+  t.equal(headers["x-forwarded-proto"], "https");
+  t.equal(headers["x-forwarded-host"], "api.example.com");
+});
+
+t.test("rate limit headers name every applied limit, or only the one that denied", async (t) => {
+  const now = 1_000_000;
+  const requests = { name: "requests", limit: 100, remaining: 40, durationMs: 60_000, resetAt: now + 30_500, passed: true };
+  const burst = { name: "burst", limit: 10, remaining: 1, durationMs: 1_000, resetAt: now + 400, passed: true };
+  t.same(ratelimitHeaders([requests, burst], now), {
+    "ratelimit-policy": '"requests";q=100;w=60, "burst";q=10;w=1',
+    ratelimit: '"requests";r=40;t=31, "burst";r=1;t=1',
+    "x-ratelimit-limit": "10",
+    "x-ratelimit-remaining": "1",
+    "x-ratelimit-reset": String(Math.ceil((now + 400) / 1000)),
+  });
+  const denied = { ...burst, remaining: 0, passed: false };
+  t.same(ratelimitHeaders([requests, denied], now), {
+    "ratelimit-policy": '"burst";q=10;w=1',
+    ratelimit: '"burst";r=0;t=1',
+    "x-ratelimit-limit": "10",
+    "x-ratelimit-remaining": "0",
+    "x-ratelimit-reset": String(Math.ceil((now + 400) / 1000)),
+    "retry-after": "1",
+  });
+  t.same(ratelimitHeaders([], now), {});
+  t.match(ratelimitHeaders([{ ...requests, name: 'a"b' }], now)["ratelimit-policy"], /^"a\\"b";/, "names are quoted structured strings");
+});

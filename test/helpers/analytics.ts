@@ -1,0 +1,36 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { VerificationEvent } from "../../src/domain/analytics/events.js";
+
+interface Teardown {
+  teardown(fn: () => unknown): void;
+}
+
+/** A temporary data directory for an embedded engine, removed when the test ends. */
+export function analyticsDir(t: Teardown): string {
+  const path = mkdtempSync(join(tmpdir(), "keygate-analytics-test-"));
+  t.teardown(() => rmSync(path, { recursive: true, force: true }));
+  return path;
+}
+
+let sequence = 0;
+
+/** A verification event with plausible defaults; override what the test is about. */
+export function event(overrides: Partial<VerificationEvent> = {}): VerificationEvent {
+  sequence++;
+  return {
+    requestId: `req_test${sequence}`,
+    time: Date.now(),
+    workspaceId: "ws_test",
+    keySpaceId: "ks_test",
+    keyId: "key_test",
+    identityId: "",
+    externalId: "",
+    outcome: "VALID",
+    tags: [],
+    spentCredits: 0,
+    latencyMs: 1,
+    ...overrides,
+  };
+}

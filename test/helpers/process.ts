@@ -1,0 +1,117 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { REDIS_URL, uniquePrefix } from "./redis.js";
+
+/** The compiled entry points under build/ (npm test compiles before it runs tap). */
+export const SERVER_ENTRY = fileURLToPath(new URL("../../src/server.js", import.meta.url));
+export const CLI_ENTRY = fileURLToPath(new URL("../../src/cli/main.js", import.meta.url));
+
+interface Teardown {
+  teardown(fn: () => unknown): void;
+}
+
+export interface RunningServer {
+  child: ChildProcess;
+  baseUrl: string;
+  stdout: () => string;
+  stop(): Promise<number | null>;
+}
+
+/** A fresh directory for a server's embedded analytics engine, removed on teardown (never the repository's data/). */
+export function analyticsDirectory(t: Teardown): string {
+  const path = mkdtempSync(join(tmpdir(), "keygate-analytics-"));
+  t.teardown(() => rmSync(path, { recursive: true, force: true }));
+  return path;
+}
+
+/**
+ * Starts `node server.js` with `env` and waits for its start-up banner; killed on teardown. Its embedded analytics
+ * engine gets a temporary directory unless `env` names one.
+ */
+export async function startServer(t: Teardown, env: Record<string, string>, timeoutMs = 15_000): Promise<RunningServer> {
+  const child = spawn(process.execPath, [SERVER_ENTRY], {
+    env: { PATH: process.env.PATH ?? "", PORT: "0", HOST: "127.0.0.1", KEYGATE_ANALYTICS_PATH: env.KEYGATE_ANALYTICS_PATH ?? analyticsDirectory(t), ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let out = "";
+  let err = "";
+  child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString()));
+  child.stderr.on("data", (chunk: Buffer) => (err += chunk.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  t.teardown(() => {
+    if (child.exitCode === null) child.kill("SIGKILL");
+  });
+  const baseUrl = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server did not start in ${timeoutMs} ms:\n${out}\n${err}`)), timeoutMs);
+    const check = () => {
+      const match = /keygate is listening on (http:\/\/[^\s]+)/.exec(out);
+      if (match) {
+        clearTimeout(timer);
+        resolve(match[1] as string);
+      }
+    };
+    child.stdout.on("data", check);
+    void exited.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`server exited with ${code} before listening:\n${out}\n${err}`));
+    });
+  });
+  return {
+    child,
+    baseUrl,
+    stdout: () => out,
+    stop: async () => {
+      child.kill("SIGTERM");
+      return exited;
+    },
+  };
+}
+
+/** Runs a command to completion and returns its exit code and output. */
+export function run(entry: string, args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [entry, ...args], { env: { PATH: process.env.PATH ?? "", ...env }, stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+    child.on("exit", (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+/** POST /v2/<procedure> over real HTTP. */
+export async function post(baseUrl: string, procedure: string, rootKey: string, body: unknown): Promise<{ status: number; body: any }> {
+  const response = await fetch(`${baseUrl}/v2/${procedure}`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${rootKey}`, "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
+  return { status: response.status, body: await response.json() };
+}
+
+/** Root key held (with `*`, in workspace ws_cluster) by every instance started by startInstances. */
+export const CLUSTER_ROOT_KEY = "root_cluster_test_all";
+
+/**
+ * `count` keygate processes on one Redis and one key prefix (unique to the test, cleaned up), with
+ * CLUSTER_ROOT_KEY and any `extraYaml` configuration appended to the file they share.
+ */
+export async function startInstances(t: Teardown, count: number, extraYaml = ""): Promise<RunningServer[]> {
+  const prefix = uniquePrefix(t, "cluster");
+  const path = join(mkdtempSync(join(tmpdir(), "keygate-cluster-")), "keygate.yaml");
+  writeFileSync(
+    path,
+    `storage:\n  redis: { url: "${REDIS_URL}", prefix: "${prefix}" }\nrootKeys:\n  - { key: "${CLUSTER_ROOT_KEY}", workspaceId: ws_cluster, permissions: ["*"] }\nlogging:\n  level: warn\n${extraYaml}`,
+  );
+  return Promise.all(Array.from({ length: count }, () => startServer(t, { KEYGATE_CONFIG: path })));
+}
+
+/** Two instances as startInstances makes them. */
+export async function startPair(t: Teardown, extraYaml = ""): Promise<[RunningServer, RunningServer]> {
+  const [a, b] = await startInstances(t, 2, extraYaml);
+  if (!a || !b) throw new Error("two instances were asked for");
+  return [a, b];
+}

@@ -1,0 +1,94 @@
+import { createHash } from "node:crypto";
+import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { WebSocketServer } from "ws";
+
+export interface SeenRequest {
+  method: string;
+  url: string;
+  headers: IncomingHttpHeaders;
+}
+
+export interface Upstream {
+  url: string;
+  server: Server;
+  /** Every request the upstream received, in order. */
+  seen: SeenRequest[];
+  /** Body bytes received by /echo and sent by /bytes so far (to see streams move while they are under way). */
+  progress: { received: number; sent: number };
+  close(): Promise<void>;
+}
+
+interface Teardown {
+  teardown(fn: () => unknown): void;
+}
+
+/**
+ * A real upstream on a loopback port. Paths (the segments may follow any prefix, e.g. /svc/echo):
+ *  /status/<code>   answers that status
+ *  /slow/<ms>       answers after <ms>
+ *  /echo            streams the request body back, with its SHA-256 in x-body-sha256
+ *  /bytes/<n>       streams n bytes (in 64 KiB chunks)
+ *  anything else    200 JSON { method, url, headers }
+ * WebSocket upgrades are accepted on any path and echo every message, prefixed "echo:".
+ */
+export async function startUpstream(t: Teardown): Promise<Upstream> {
+  const seen: SeenRequest[] = [];
+  const progress = { received: 0, sent: 0 };
+  const server = createServer((request, response) => {
+    seen.push({ method: request.method ?? "", url: request.url ?? "", headers: request.headers });
+    const url = request.url ?? "/";
+    const status = /\/status\/(\d{3})/.exec(url);
+    const slow = /\/slow\/(\d+)/.exec(url);
+    const bytes = /\/bytes\/(\d+)/.exec(url);
+    if (status) {
+      request.resume();
+      response.writeHead(Number(status[1]), { "content-type": "application/json" }).end(JSON.stringify({ status: Number(status[1]) }));
+    } else if (slow) {
+      request.resume();
+      const timer = setTimeout(() => response.writeHead(200).end("late"), Number(slow[1]));
+      response.on("close", () => clearTimeout(timer));
+    } else if (/\/echo(\/|\?|$)/.test(url)) {
+      const hash = createHash("sha256");
+      let length = 0;
+      request.on("data", (chunk: Buffer) => {
+        hash.update(chunk);
+        length += chunk.length;
+        progress.received += chunk.length;
+      });
+      request.on("end", () => response.end(JSON.stringify({ length, sha256: hash.digest("hex") })));
+    } else if (bytes) {
+      request.resume();
+      let left = Number(bytes[1]);
+      const chunk = Buffer.alloc(64 * 1024, 7);
+      response.writeHead(200, { "content-type": "application/octet-stream" });
+      const pump = () => {
+        while (left > 0) {
+          const piece = left >= chunk.length ? chunk : chunk.subarray(0, left);
+          left -= piece.length;
+          progress.sent += piece.length;
+          if (!response.write(piece)) return void response.once("drain", pump);
+        }
+        response.end();
+      };
+      pump();
+    } else {
+      request.resume();
+      response.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ method: request.method, url, headers: request.headers }));
+    }
+  });
+  const sockets = new WebSocketServer({ noServer: true });
+  server.on("upgrade", (request, socket, head) => {
+    seen.push({ method: request.method ?? "", url: request.url ?? "", headers: request.headers });
+    sockets.handleUpgrade(request, socket, head, (ws) => ws.on("message", (message) => ws.send(`echo:${message.toString()}`)));
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const close = () =>
+    new Promise<void>((resolve) => {
+      for (const client of sockets.clients) client.terminate();
+      server.closeAllConnections();
+      server.close(() => resolve());
+    });
+  t.teardown(close);
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server, seen, progress, close };
+}

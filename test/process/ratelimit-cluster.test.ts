@@ -1,0 +1,48 @@
+import { setTimeout as sleep } from "node:timers/promises";
+import t from "tap";
+import { NAMESPACE_FRESH_MS } from "../../src/domain/ratelimit/namespace-directory.js";
+import { CLUSTER_ROOT_KEY, post, startPair } from "../helpers/process.js";
+
+const ROOT_KEY = CLUSTER_ROOT_KEY;
+
+/** Two keygate processes on one Redis and one key prefix. */
+const twoInstances = (t: { teardown(fn: () => unknown): void }) => startPair(t);
+
+t.test("1,000 concurrent requests against a limit of 100, split over two keygate processes: exactly 100 succeed", async (t) => {
+  const [a, b] = await twoInstances(t);
+  // A 30-day window, so the burst cannot straddle a window boundary.
+  const body = { namespace: "burst", identifier: "everyone", limit: 100, duration: 2_592_000_000 };
+  // Both processes know the namespace before the burst (a cost-0 check consumes nothing).
+  for (const instance of [a, b]) t.equal((await post(instance.baseUrl, "ratelimit.limit", ROOT_KEY, { ...body, cost: 0 })).body.data.remaining, 100);
+  const results = await Promise.all(Array.from({ length: 1_000 }, (_, i) => post(i % 2 === 0 ? a.baseUrl : b.baseUrl, "ratelimit.limit", ROOT_KEY, body)));
+  t.same([...new Set(results.map((result) => result.status))], [200]);
+  const admitted = results.filter((result) => result.body.data.success);
+  t.equal(admitted.length, 100);
+  t.same(
+    admitted.map((result) => result.body.data.remaining as number).sort((x, y) => x - y),
+    Array.from({ length: 100 }, (_, i) => i),
+    "each admitted request saw a different remaining, 99 down to 0: no two took the same unit",
+  );
+  const [onA, onB] = [0, 1].map((parity) => results.filter((result, index) => index % 2 === parity && result.body.data.success).length) as [number, number];
+  t.equal(onA + onB, 100, `admitted per instance: ${onA} + ${onB}`);
+  await Promise.all([a.stop(), b.stop()]);
+});
+
+t.test("an override set through one process applies on the other within 1 s", async (t) => {
+  const [a, b] = await twoInstances(t);
+  const body = { namespace: "plans", identifier: "vip", limit: 1, duration: 60_000 };
+  t.equal((await post(b.baseUrl, "ratelimit.limit", ROOT_KEY, body)).body.data.limit, 1, "b knows the namespace, and no override");
+  const set = await post(a.baseUrl, "ratelimit.setOverride", ROOT_KEY, { namespace: "plans", identifier: "vip", limit: 1_000, duration: 60_000 });
+  const setAt = performance.now();
+  let seenAfter = Number.POSITIVE_INFINITY;
+  while (performance.now() - setAt < NAMESPACE_FRESH_MS + 2_000) {
+    const answer = await post(b.baseUrl, "ratelimit.limit", ROOT_KEY, body);
+    if (answer.body.data.overrideId === set.body.data.overrideId) {
+      seenAfter = performance.now() - setAt;
+      break;
+    }
+    await sleep(20);
+  }
+  t.ok(seenAfter <= 1_000, `the other process applied it after ${Math.round(seenAfter)} ms (cache fresh for ${NAMESPACE_FRESH_MS} ms)`);
+  await Promise.all([a.stop(), b.stop()]);
+});

@@ -1,0 +1,88 @@
+import type { Test } from "tap";
+import { setTimeout as sleep } from "node:timers/promises";
+import { assertError } from "../../helpers/assertions.js";
+import { harness, type CallResult, type Harness } from "../../helpers/harness.js";
+import { privateRedis, type PrivateRedis } from "../../helpers/redis-server.js";
+
+export const DEADLINE_MS = 200;
+const BREAKER = { failureThreshold: 3, openMs: 200 };
+const DURATION = 60_000;
+
+/** One app on a private Redis, with short deadlines so failures show quickly. */
+async function appOn(t: Test, server: PrivateRedis, fail: string): Promise<Harness> {
+  return harness(t, {
+    storage: "redis",
+    config: {
+      storage: { redis: { url: server.url, prefix: "kgtest:outage", commandTimeoutMs: DEADLINE_MS, connectTimeoutMs: 2_000, breaker: BREAKER } },
+      ratelimit: { fail },
+    },
+  });
+}
+
+async function timedLimit(h: Harness, identifier: string, limit: number): Promise<CallResult & { ms: number }> {
+  const started = performance.now();
+  const result = await h.call("ratelimit.limit", { namespace: "outage", identifier, limit, duration: DURATION });
+  return { ...result, ms: performance.now() - started };
+}
+
+/** Sends requests (which drive the breaker's probes) until the breaker has closed again. */
+async function waitUntilRedisAnswers(h: Harness): Promise<void> {
+  const started = Date.now();
+  while (h.app.stores.breaker?.state !== "closed") {
+    if (Date.now() - started > 20_000) throw new Error("keygate did not notice that Redis is back");
+    await h.call("ratelimit.limit", { namespace: "outage", identifier: "probe", limit: 1_000_000, duration: DURATION });
+    await sleep(50);
+  }
+}
+
+/**
+ * For each fail mode: Redis breaks (`breakRedis`), requests get the mode's answer with bounded added latency (one
+ * deadline at most while the breaker learns, nothing after), then Redis returns (`restoreRedis`) and, without a
+ * restart, limits are exact again across two instances.
+ */
+export async function outageScenarios(
+  t: Test,
+  failure: { name: string; breakRedis: (server: PrivateRedis) => Promise<void> | void; restoreRedis: (server: PrivateRedis) => Promise<void> | void },
+): Promise<void> {
+  const expectations: Record<string, (t: Test, results: CallResult[]) => void> = {
+    closed: (t, results) => {
+      for (const result of results) {
+        assertError(t, result, "err:unkey:data:ratelimit_unavailable", /ratelimit\.fail: closed/);
+        t.match(result.headers["retry-after"], /^[1-9]\d*$/, "Retry-After says when to try again");
+      }
+    },
+    open: (t, results) => t.same(results.map((result) => [result.status, result.body.data.success]), results.map(() => [200, true]), "every request is allowed"),
+    local: (t, results) =>
+      t.same(
+        results.map((result) => result.body.data.success),
+        results.map((_, index) => index < 2),
+        "this instance's own counters: the limit of 2 still holds",
+      ),
+  };
+
+  for (const fail of ["closed", "open", "local"]) {
+    await t.test(`fail: ${fail} — ${failure.name}: the configured answer, bounded latency, exact again once Redis is back`, async (t) => {
+      const server = await privateRedis(t);
+      const a = await appOn(t, server, fail);
+      t.equal((await timedLimit(a, "warm-up", 5)).body.data.success, true);
+
+      await failure.breakRedis(server);
+      const during = [];
+      for (let i = 0; i < 8; i++) during.push(await timedLimit(a, "during", 2));
+      expectations[fail]?.(t, during);
+      const slowest = Math.max(...during.map((result) => result.ms));
+      t.ok(slowest < 1_500, `no request waited much longer than the ${DEADLINE_MS} ms deadline (slowest ${Math.round(slowest)} ms)`);
+      const tail = during.slice(3).reduce((sum, result) => sum + result.ms, 0);
+      t.ok(tail < 2.5 * DEADLINE_MS, `once the breaker opened, the last 5 requests together took ${Math.round(tail)} ms: none waited for a deadline`);
+      t.equal(a.app.stores.breaker?.state === "closed", false, "the breaker is open");
+
+      await failure.restoreRedis(server);
+      await waitUntilRedisAnswers(a);
+      const b = await appOn(t, server, fail);
+      const answers = [];
+      for (let i = 0; i < 10; i++) answers.push(await timedLimit(i % 2 === 0 ? a : b, "after", 5));
+      t.same(answers.map((result) => result.status), answers.map(() => 200));
+      t.equal(answers.filter((result) => result.body.data.success).length, 5, "two instances share the limit of 5 exactly again");
+    });
+  }
+}

@@ -1,0 +1,159 @@
+import t from "tap";
+import { createRedisStores } from "../../src/storage/index.js";
+import { connectRedis } from "../../src/storage/redis/connection.js";
+import { REDIS_URL, redisClient, uniquePrefix } from "../helpers/redis.js";
+import { storeContract } from "./contract.js";
+
+t.test("Redis stores meet the store contract", (t) =>
+  storeContract(t, async (t) => {
+    const redis = await connectRedis({ url: REDIS_URL, commandTimeoutMs: 2_000, connectTimeoutMs: 2_000 });
+    const stores = createRedisStores(redis, uniquePrefix(t, "contract"), true);
+    t.teardown(() => stores.close());
+    return stores;
+  }),
+);
+
+t.test("every key a workspace's records use carries the workspace as its hash tag", async (t) => {
+  const prefix = uniquePrefix(t, "tags");
+  const redis = await connectRedis({ url: REDIS_URL, commandTimeoutMs: 2_000, connectTimeoutMs: 2_000 });
+  const stores = createRedisStores(redis, prefix, true);
+  t.teardown(() => stores.close());
+  await stores.apis.create({ id: "api_tagged", workspaceId: "ws_tagged", name: "tagged", keySpaceId: "ks_1", createdAt: 1, deleteProtection: false });
+  const inspect = await redisClient(t);
+  const keys = await inspect.keys(`${prefix}:*`);
+  t.ok(keys.length >= 2);
+  for (const key of keys) t.match(key, new RegExp(`^${prefix}:\\{(ws_tagged|apis)\\}:`), `${key} has a hash tag`);
+});
+
+t.test("writes still work after Redis forgets its scripts (SCRIPT FLUSH)", async (t) => {
+  const redis = await connectRedis({ url: REDIS_URL, commandTimeoutMs: 2_000, connectTimeoutMs: 2_000 });
+  const stores = createRedisStores(redis, uniquePrefix(t, "noscript"), true);
+  t.teardown(() => stores.close());
+  await stores.apis.create({ id: "api_before", workspaceId: "ws_a", name: "before", keySpaceId: "ks_1", createdAt: 1, deleteProtection: false });
+  const inspect = await redisClient(t);
+  await inspect.script("FLUSH");
+  t.equal(await stores.apis.create({ id: "api_after", workspaceId: "ws_a", name: "after", keySpaceId: "ks_2", createdAt: 1, deleteProtection: false }), true);
+  t.equal((await stores.apis.get("ws_a", "api_after"))?.name, "after");
+});
+
+t.test("rate limit counters: keys carry the workspace tag and a TTL of at most twice the duration; denials write nothing", async (t) => {
+  const prefix = uniquePrefix(t, "counters");
+  const redis = await connectRedis({ url: REDIS_URL, commandTimeoutMs: 2_000, connectTimeoutMs: 2_000 });
+  const stores = createRedisStores(redis, prefix, true);
+  t.teardown(() => stores.close());
+  const inspect = await redisClient(t);
+  const check = { bucket: "ns:rlns_1:alice", limit: 1, durationMs: 30_000, cost: 1 };
+  await stores.ratelimitCounters.checkAndConsume("ws_tagged", [{ ...check, cost: 0 }]);
+  t.same(await inspect.keys(`${prefix}:*`), [], "a cost-0 check writes nothing");
+  await stores.ratelimitCounters.checkAndConsume("ws_tagged", [check]);
+  const keys = await inspect.keys(`${prefix}:*`);
+  t.same(keys, [`${prefix}:{ws_tagged}:rlw:1:30000:ns:rlns_1:alice`]);
+  const ttl = await inspect.pttl(keys[0] as string);
+  t.ok(ttl > 0 && ttl <= 60_000, `TTL ${ttl} ms`);
+  await inspect.pexpire(keys[0] as string, 5_000_000);
+  t.equal((await stores.ratelimitCounters.checkAndConsume("ws_tagged", [check])).passed, false);
+  t.ok((await inspect.pttl(keys[0] as string)) > 60_000, "a denial did not write (the TTL set by hand is still there)");
+});
+
+t.test("rate limit counters: without an injected time, windows follow the Redis server's clock", async (t) => {
+  const redis = await connectRedis({ url: REDIS_URL, commandTimeoutMs: 2_000, connectTimeoutMs: 2_000 });
+  const stores = createRedisStores(redis, uniquePrefix(t, "time"), true);
+  t.teardown(() => stores.close());
+  const inspect = await redisClient(t);
+  const toMs = ([seconds, micros]: number[]) => Number(seconds) * 1_000 + Math.floor(Number(micros) / 1_000);
+  const before = toMs(await inspect.time());
+  const outcome = await stores.ratelimitCounters.checkAndConsume("ws_a", [{ bucket: "b", limit: 5, durationMs: 1_000, cost: 1 }]);
+  const after = toMs(await inspect.time());
+  t.ok(outcome.now >= before && outcome.now <= after, `decided at ${outcome.now}, Redis said ${before}..${after}`);
+  t.equal(outcome.results[0]?.resetAt, (Math.floor(outcome.now / 1_000) + 1) * 1_000);
+});
+
+t.test("rate limit counters still work after Redis forgets its scripts (SCRIPT FLUSH)", async (t) => {
+  const redis = await connectRedis({ url: REDIS_URL, commandTimeoutMs: 2_000, connectTimeoutMs: 2_000 });
+  const stores = createRedisStores(redis, uniquePrefix(t, "flush"), true);
+  t.teardown(() => stores.close());
+  const check = { bucket: "b", limit: 2, durationMs: 60_000, cost: 1 };
+  t.equal((await stores.ratelimitCounters.checkAndConsume("ws_a", [check], 1_000_000)).passed, true);
+  await (await redisClient(t)).script("FLUSH");
+  t.equal((await stores.ratelimitCounters.checkAndConsume("ws_a", [check], 1_000_001)).results[0]?.remaining, 0, "reloaded, and the count survived");
+});
+
+t.test("rate limit counters: a window known to be exhausted is denied without asking Redis, exactly as Redis would", async (t) => {
+  const prefix = uniquePrefix(t, "fastpath");
+  const open = async () => {
+    const redis = await connectRedis({ url: REDIS_URL, commandTimeoutMs: 2_000, connectTimeoutMs: 2_000 });
+    const stores = createRedisStores(redis, prefix, true);
+    t.teardown(() => stores.close());
+    return stores.ratelimitCounters;
+  };
+  const first = await open();
+  const second = await open();
+  const check = { bucket: "b", limit: 5, durationMs: 10_000, cost: 1 };
+  const now = 1_000 * 10_000 + 100;
+
+  for (let i = 0; i < 3; i++) await first.checkAndConsume("ws_a", [check], now);
+  for (let i = 0; i < 2; i++) await second.checkAndConsume("ws_a", [check], now);
+  t.equal(first.stats.scriptCalls, 3);
+  const deniedByRedis = await first.checkAndConsume("ws_a", [check], now + 1);
+  t.same([deniedByRedis.passed, first.stats.scriptCalls, first.stats.localDenials], [false, 4, 0], "3 seen here is not enough to know: Redis decides");
+
+  const deniedLocally = await first.checkAndConsume("ws_a", [check], now + 2);
+  t.same(deniedLocally.results, deniedByRedis.results, "the same answer");
+  t.same([first.stats.scriptCalls, first.stats.localDenials], [4, 1], "now known exhausted: no round trip");
+  t.equal((await first.checkAndConsume("ws_a", [{ ...check, cost: 0 }], now + 3)).passed, true, "a cost-0 check at the limit still goes to Redis and passes");
+  t.equal(first.stats.scriptCalls, 5);
+
+  // Halfway through the next window the old counts have faded enough for Redis to admit again.
+  const later = await first.checkAndConsume("ws_a", [check], now + 10_000 + 5_000);
+  t.same([later.passed, first.stats.scriptCalls], [true, 6], "a window that may admit goes to Redis");
+});
+
+t.test("rate limit counters: concurrent calls share script executions and are decided in order, each on its own", async (t) => {
+  const redis = await connectRedis({ url: REDIS_URL, commandTimeoutMs: 2_000, connectTimeoutMs: 2_000 });
+  const stores = createRedisStores(redis, uniquePrefix(t, "batch"), true);
+  t.teardown(() => stores.close());
+  const counters = stores.ratelimitCounters;
+  const now = 2_000 * 60_000;
+  const check = (bucket: string, limit: number, cost = 1) => ({ bucket, limit, durationMs: 60_000, cost });
+
+  const outcomes = await Promise.all([
+    counters.checkAndConsume("ws_a", [check("shared", 3, 2)], now),
+    counters.checkAndConsume("ws_a", [check("shared", 3, 2)], now),
+    counters.checkAndConsume("ws_a", [check("other", 5), check("shared", 3, 1)], now),
+    counters.checkAndConsume("ws_b", [check("shared", 3, 2)], now),
+    counters.checkAndConsume("ws_a", [check("shared", 3, 0)], now + 1),
+  ]);
+  t.same(
+    outcomes.map((outcome) => [outcome.passed, ...outcome.results.map((result) => result.remaining)]),
+    [
+      [true, 1],
+      [false, 1],
+      [true, 4, 0],
+      [true, 1],
+      [true, 0],
+    ],
+    "as if sent one by one: the second call is denied and consumes nothing, the third takes the last unit",
+  );
+  t.equal(counters.stats.redisDecisions, 5);
+  t.equal(counters.stats.scriptCalls, 3, "one execution per workspace and time: ws_a at now, ws_b at now, ws_a at now + 1");
+
+  const wide = Array.from({ length: 100 }, (_, i) => check(`wide-${i}`, 25));
+  const many = await Promise.all(Array.from({ length: 25 }, () => counters.checkAndConsume("ws_a", wide, now)));
+  t.same([...new Set(many.map((outcome) => outcome.passed))], [true]);
+  t.same(many.at(-1)?.results.map((result) => result.remaining), wide.map(() => 0), "all 25 calls of 100 checks were applied: each bucket is exactly full");
+  t.ok(counters.stats.scriptCalls >= 3 + 3, `2,500 keys went out in executions of at most 1,000 (${counters.stats.scriptCalls - 3} executions)`);
+});
+
+t.test("an analytics quota window expires in Redis after its window", async (t) => {
+  const prefix = uniquePrefix(t, "quota");
+  const redis = await connectRedis({ url: REDIS_URL, commandTimeoutMs: 2_000, connectTimeoutMs: 2_000 });
+  const stores = createRedisStores(redis, prefix, true);
+  t.teardown(() => stores.close());
+  const windowStart = Date.now();
+  await stores.analyticsQuota.acquire("ws_q", windowStart, 5_000, { queries: 10, executionMs: 10_000 });
+  const inspect = await redisClient(t);
+  const [key] = await inspect.keys(`${prefix}:*`);
+  t.equal(key, `${prefix}:{ws_q}:analytics-quota:${windowStart}`, "built by keys.ts, with the workspace as hash tag");
+  const ttl = await inspect.pttl(key as string);
+  t.ok(ttl > 0 && ttl <= 5_000 + 60_000, `expires with the window (pttl ${ttl})`);
+});
