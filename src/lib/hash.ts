@@ -1,8 +1,10 @@
-import { createHash } from "node:crypto";
+import { hash } from "node:crypto";
 
 /** How every key (end-user and root) is stored and looked up: standard base64 of its SHA-256, as Unkey does. */
 export function hashKey(plaintext: string): string {
-  return createHash("sha256").update(plaintext).digest("base64");
+  // The one-shot hash (Node >= 20.12) costs about a third of createHash().update().digest(); it runs twice per
+  // verification (root key and key).
+  return hash("sha256", plaintext, "base64");
 }
 
 /** A base64 SHA-256 digest: 32 bytes, 44 characters with padding. */
