@@ -1,0 +1,82 @@
+/**
+ * The gateway against a bare @fastify/http-proxy, side by side in one run, both in front of the same upstream:
+ * the upstream directly, through the bare proxy, and through keygate with a cached key, a permission query and
+ * one Redis-backed named limit.
+ *
+ *   npm run bench:gateway -- [--duration 30] [--slice 2] [--connections 50] [--analytics embedded|off]
+ *
+ * Three processes: the upstream, the two proxies, and the load generator (this one). See bench/README.md.
+ */
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import httpProxy from "@fastify/http-proxy";
+import Fastify from "fastify";
+import { REDIS_URL, deleteByPrefix, forkServing, interleave, printRatio, printTargets, runOptions, serve, servingRole, startKeygate, type Target } from "./side-by-side.js";
+
+const API_ID = "api_bench_gateway";
+
+/** The upstream: a plain node:http server answering every request with a small fixed JSON body. */
+async function startUpstream() {
+  const body = JSON.stringify({ orders: [{ id: 1, total: 42 }] });
+  const server = createServer((request, response) => {
+    request.resume();
+    response.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(body) }).end(body);
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    served: { upstream: `http://127.0.0.1:${(server.address() as AddressInfo).port}` },
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+/** The proxies: a bare @fastify/http-proxy, and keygate with one route, its key created (the warm-up caches it). */
+async function startProxies() {
+  const upstream = process.env.BENCH_UPSTREAM as string;
+  const bare = Fastify({ logger: false });
+  await bare.register(httpProxy, { upstream, prefix: "/orders", rewritePrefix: "/orders" });
+  const bareUrl = await bare.listen({ host: "127.0.0.1", port: 0 });
+
+  const keygate = await startKeygate({
+    apiId: API_ID,
+    routes: [{ name: "orders", match: { prefix: "/orders" }, upstream, apiId: API_ID, permissions: "orders.read OR admin", ratelimits: [{ name: "requests", cost: 1 }] }],
+    gateway: { watchConfig: false },
+  });
+  const created = await keygate.call("keys.createKey", { apiId: API_ID, permissions: ["orders.read"], ratelimits: [{ name: "requests", limit: 1_000_000, duration: 60_000 }] });
+  return {
+    served: { bare: bareUrl, keygate: keygate.url, prefix: keygate.prefix, key: String(created.key), engine: keygate.analytics },
+    close: async () => {
+      await Promise.all([bare.close(), keygate.close()]);
+    },
+  };
+}
+
+async function drive(): Promise<void> {
+  const options = runOptions();
+  const upstreamChild = await forkServing(import.meta.url, "upstream");
+  const { upstream } = upstreamChild.served as { upstream: string };
+  process.env.BENCH_UPSTREAM = upstream;
+  const proxies = await forkServing(import.meta.url, "proxies");
+  const { bare, keygate, prefix, key, engine } = proxies.served as { bare: string; keygate: string; prefix: string; key: string; engine: string };
+
+  const direct: Target = { label: "upstream directly", url: `${upstream}/orders/7`, servedBy: upstreamChild };
+  const bareProxy: Target = { label: "bare @fastify/http-proxy", url: `${bare}/orders/7`, servedBy: proxies };
+  const gateway: Target = { label: "keygate (key, permission query, named limit)", url: `${keygate}/orders/7`, servedBy: proxies, headers: { authorization: `Bearer ${key}` } };
+
+  console.log(
+    `GET through the gateway vs a bare @fastify/http-proxy: ${options.connections} connections, ${options.duration} s per target in ${options.slice} s slices, interleaved; Redis ${REDIS_URL}; analytics ${engine}`,
+  );
+  const runs = await interleave([direct, bareProxy, gateway], options);
+  printTargets(runs);
+  console.log();
+  printRatio(runs, gateway, bareProxy, 0.85);
+  printRatio(runs, bareProxy, direct);
+
+  await proxies.stop();
+  await upstreamChild.stop();
+  await deleteByPrefix(prefix);
+}
+
+const role = servingRole();
+if (role === "upstream") await serve(startUpstream);
+else if (role === "proxies") await serve(startProxies);
+else await drive();

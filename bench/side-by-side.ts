@@ -1,0 +1,313 @@
+/**
+ * What every benchmark here shares: targets served by child processes (so the load generator never shares an
+ * event loop with what it measures), autocannon driving them in short slices that take turns, and a report of
+ * requests per second, p50 and p99 per target and ratios between them. See bench/README.md.
+ */
+import { fork, type ChildProcess } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import autocannon from "autocannon";
+import type { FastifyInstance } from "fastify";
+import { Redis } from "ioredis";
+import { buildApp } from "../src/app.js";
+import { validateConfig } from "../src/config/load.js";
+
+export const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
+
+export interface RunOptions {
+  /** Seconds of load each target gets in all. */
+  duration: number;
+  /** Seconds per measurement; slices of all targets alternate until each has had `duration`. */
+  slice: number;
+  connections: number;
+}
+
+/** --duration, --slice and --connections from the command line (defaults: 30 s, 2 s, 50). */
+export function runOptions(): RunOptions {
+  const { values } = parseArgs({
+    options: { duration: { type: "string", default: "30" }, slice: { type: "string", default: "2" }, connections: { type: "string", default: "50" } },
+    strict: false,
+  });
+  return { duration: Number(values.duration), slice: Number(values.slice), connections: Number(values.connections) };
+}
+
+/** --analytics embedded|off: whether the keygate under load records verifications (default: embedded, as deployed). */
+export function analyticsEngineOption(): "embedded" | "off" {
+  const { values } = parseArgs({ options: { analytics: { type: "string", default: "embedded" } }, strict: false });
+  if (values.analytics !== "embedded" && values.analytics !== "off") throw new Error("--analytics is embedded or off");
+  return values.analytics;
+}
+
+export const ROOT_KEY = "root_bench_all_permissions";
+export const BENCH_WORKSPACE = "ws_bench";
+
+export interface BenchKeygate {
+  app: FastifyInstance;
+  url: string;
+  /** The Redis prefix it writes under (deleteByPrefix removes it afterwards). */
+  prefix: string;
+  /** The analytics engine it records verifications in. */
+  analytics: string;
+  /** Calls a /v2 procedure in-process with the root key; throws on anything but 200. */
+  call(procedure: string, body: object): Promise<Record<string, unknown>>;
+  close(): Promise<void>;
+}
+
+/**
+ * keygate as a benchmark runs it: Redis stores under a fresh prefix, a root key holding `*`, the given APIs and
+ * other settings, analytics as --analytics says (in a temporary directory), listening on a port the OS picks.
+ */
+export async function startKeygate(settings: { apiId?: string } & Record<string, unknown>): Promise<BenchKeygate> {
+  const { apiId, ...rest } = settings;
+  const prefix = `kgbench:${randomBytes(4).toString("hex")}`;
+  const dataDir = await mkdtemp(join(tmpdir(), "keygate-bench-"));
+  const config = validateConfig({
+    storage: { redis: { url: REDIS_URL, prefix } },
+    rootKeys: [{ key: ROOT_KEY, workspaceId: BENCH_WORKSPACE, permissions: ["*"] }],
+    apis: apiId === undefined ? [] : [{ id: apiId, name: "bench", workspaceId: BENCH_WORKSPACE }],
+    analytics: { engine: analyticsEngineOption(), path: join(dataDir, "analytics") },
+    logging: { level: "silent" },
+    ...rest,
+  });
+  const app = await buildApp(config, { logger: false });
+  const url = await app.listen({ host: "127.0.0.1", port: 0 });
+  return {
+    app,
+    url,
+    prefix,
+    analytics: config.analytics.engine,
+    call: async (procedure, body) => {
+      const response = await app.inject({ method: "POST", url: `/v2/${procedure}`, headers: { authorization: `Bearer ${ROOT_KEY}` }, payload: body });
+      if (response.statusCode !== 200) throw new Error(`${procedure}: ${response.statusCode} ${response.body}`);
+      return response.json().data;
+    },
+    close: async () => {
+      await app.close();
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+// ---- processes ------------------------------------------------------------------------------------------------
+
+/** What a serving child reports once it listens (its URLs and whatever else the driver needs). */
+export type Served = Record<string, string>;
+
+/** The role this process was forked for (`--serve <role>`), or undefined in the driving process. */
+export function servingRole(): string | undefined {
+  const at = process.argv.indexOf("--serve");
+  return at === -1 ? undefined : process.argv[at + 1];
+}
+
+/** Messages between the driver and a serving child. */
+type ToChild = { type: "cpu" } | { type: "stop" };
+type FromChild = { type: "served"; served: Served } | { type: "cpu"; micros: number };
+
+/**
+ * In a serving child: starts the servers, reports what `start` returns to the parent, answers the parent's
+ * questions about the CPU time it used, and closes the servers when the parent says so.
+ */
+export async function serve(start: () => Promise<{ served: Served; close(): Promise<void> }>): Promise<void> {
+  const { served, close } = await start();
+  const send = (message: FromChild) => process.send?.(message);
+  send({ type: "served", served });
+  process.on("message", async (message: ToChild) => {
+    if (message.type === "cpu") {
+      const usage = process.cpuUsage();
+      send({ type: "cpu", micros: usage.user + usage.system });
+      return;
+    }
+    await close();
+    process.exit(0);
+  });
+}
+
+export interface Child {
+  served: Served;
+  /** CPU time (user + system) the child has used so far, in microseconds. */
+  cpuMicros(): Promise<number>;
+  stop(): Promise<void>;
+}
+
+/** Forks the benchmark script `moduleUrl` as a child serving `role`, and waits until it listens. */
+export async function forkServing(moduleUrl: string, role: string): Promise<Child> {
+  const child: ChildProcess = fork(fileURLToPath(moduleUrl), ["--serve", role], { stdio: "inherit" });
+  const next = <T extends FromChild["type"]>(type: T) =>
+    new Promise<Extract<FromChild, { type: T }>>((resolve, reject) => {
+      const onMessage = (message: FromChild) => {
+        if (message.type !== type) return;
+        child.off("message", onMessage);
+        child.off("exit", onExit);
+        resolve(message as Extract<FromChild, { type: T }>);
+      };
+      const onExit = (code: number | null) => reject(new Error(`the ${role} child exited (${code})`));
+      child.on("message", onMessage);
+      child.once("exit", onExit);
+    });
+  const { served } = await next("served");
+  return {
+    served,
+    cpuMicros: async () => {
+      const answer = next("cpu");
+      child.send({ type: "cpu" } satisfies ToChild);
+      return (await answer).micros;
+    },
+    stop: async () => {
+      const exited = new Promise((resolve) => child.once("exit", resolve));
+      child.send({ type: "stop" } satisfies ToChild);
+      await exited;
+    },
+  };
+}
+
+/** CPU time (user + system) the Redis server has used so far, in microseconds, from INFO cpu. */
+async function readRedisCpuMicros(redis: Redis): Promise<number> {
+  const info = await redis.info("cpu");
+  const seconds = (field: string) => Number(new RegExp(`^${field}:([0-9.]+)`, "m").exec(info)?.[1] ?? 0);
+  return Math.round((seconds("used_cpu_user") + seconds("used_cpu_sys")) * 1e6);
+}
+
+/** Removes what a benchmark wrote to Redis under its own prefix. */
+export async function deleteByPrefix(prefix: string): Promise<void> {
+  const redis = new Redis(REDIS_URL);
+  let cursor = "0";
+  do {
+    const [next, keys] = await redis.scan(cursor, "MATCH", `${prefix}:*`, "COUNT", 1_000);
+    cursor = next;
+    if (keys.length > 0) await redis.del(...keys);
+  } while (cursor !== "0");
+  redis.disconnect();
+}
+
+// ---- load -----------------------------------------------------------------------------------------------------
+
+/**
+ * One thing to load: a URL and the request sent to it (a body function is called per request), and the child
+ * that serves it, whose CPU time per request is measured alongside Redis's.
+ */
+export interface Target {
+  label: string;
+  url: string;
+  servedBy: Child;
+  method?: "GET" | "POST";
+  headers?: Record<string, string>;
+  body?: () => string;
+}
+
+export interface Measurement {
+  requests: number;
+  seconds: number;
+  p50: number;
+  p99: number;
+  non2xx: number;
+  errors: number;
+  /** CPU time the serving child and Redis used during the measurement, in microseconds. */
+  serverCpuMicros: number;
+  redisCpuMicros: number;
+}
+
+async function measure(target: Target, duration: number, connections: number, redis: Redis): Promise<Measurement> {
+  const { body } = target;
+  const cpuBefore = await target.servedBy.cpuMicros();
+  const redisBefore = await readRedisCpuMicros(redis);
+  const result = await autocannon({
+    url: target.url,
+    connections,
+    duration,
+    requests: [
+      {
+        method: target.method ?? "GET",
+        headers: target.headers ?? {},
+        ...(body ? { setupRequest: (request: autocannon.Request) => ({ ...request, body: body() }) } : {}),
+      },
+    ],
+  });
+  const serverCpuMicros = (await target.servedBy.cpuMicros()) - cpuBefore;
+  return {
+    requests: result.requests.total,
+    seconds: result.duration,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    non2xx: result.non2xx,
+    errors: result.errors,
+    serverCpuMicros,
+    redisCpuMicros: (await readRedisCpuMicros(redis)) - redisBefore,
+  };
+}
+
+/** Every target's slices, in the order of the targets. */
+export type Runs = Map<Target, Measurement[]>;
+
+/**
+ * Loads each target for 2 s to warm it up, then measures the targets in turn, `slice` seconds each, until each has
+ * had `duration` seconds: drift on a shared machine (other work starting or stopping) then hits all of them alike.
+ */
+export async function interleave(targets: Target[], options: RunOptions): Promise<Runs> {
+  const redis = new Redis(REDIS_URL);
+  try {
+    for (const target of targets) await measure(target, 2, options.connections, redis);
+    const runs: Runs = new Map(targets.map((target) => [target, []]));
+    const slices = Math.max(1, Math.round(options.duration / options.slice));
+    for (let i = 0; i < slices; i++) {
+      for (const target of targets) runs.get(target)?.push(await measure(target, options.slice, options.connections, redis));
+      process.stdout.write(".");
+    }
+    process.stdout.write("\n\n");
+    return runs;
+  } finally {
+    redis.disconnect();
+  }
+}
+
+// ---- report ---------------------------------------------------------------------------------------------------
+
+const median = (values: number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number;
+const total = (slices: Measurement[]): number => slices.reduce((sum, m) => sum + m.requests, 0);
+
+/** CPU microseconds per request the server and Redis spent over all slices. */
+function cpuPerRequest(slices: Measurement[]): { server: number; redis: number } {
+  const requests = total(slices);
+  return {
+    server: slices.reduce((sum, m) => sum + m.serverCpuMicros, 0) / requests,
+    redis: slices.reduce((sum, m) => sum + m.redisCpuMicros, 0) / requests,
+  };
+}
+
+/**
+ * One line per target: requests per second over all its slices, the median slice's p50 and p99, and the CPU time
+ * per request of the serving process and of Redis.
+ */
+export function printTargets(runs: Runs): void {
+  const width = Math.max(...[...runs.keys()].map((target) => target.label.length)) + 2;
+  for (const [target, slices] of runs) {
+    const seconds = slices.reduce((sum, m) => sum + m.seconds, 0);
+    const failures = slices.reduce((sum, m) => sum + m.non2xx + m.errors, 0);
+    const rps = (total(slices) / seconds).toFixed(0).padStart(7);
+    const p50 = String(median(slices.map((m) => m.p50))).padStart(3);
+    const p99 = String(median(slices.map((m) => m.p99))).padStart(3);
+    const cpu = cpuPerRequest(slices);
+    const cpuText = `cpu/req ${cpu.server.toFixed(1).padStart(6)} us + Redis ${cpu.redis.toFixed(1).padStart(5)} us`;
+    console.log(`${target.label.padEnd(width)} ${rps} req/s   p50 ${p50} ms   p99 ${p99} ms   ${cpuText}${failures > 0 ? `   (${failures} non-2xx or errors)` : ""}`);
+  }
+}
+
+/**
+ * The ratio of `target` to `baseline` (total requests in equal time), with the spread of the per-slice ratios
+ * and the goal it is held against.
+ */
+export function printRatio(runs: Runs, target: Target, baseline: Target, goal?: number): void {
+  const ours = runs.get(target) ?? [];
+  const theirs = runs.get(baseline) ?? [];
+  const perSlice = ours.map((m, i) => m.requests / (theirs[i] as Measurement).requests).sort((a, b) => a - b);
+  const spread = `per slice ${(perSlice[0] as number).toFixed(2)}..${(perSlice.at(-1) as number).toFixed(2)}, median ${median(perSlice).toFixed(2)}`;
+  const goalText = goal === undefined ? "" : `, target >= ${goal.toFixed(2)}`;
+  console.log(`ratio ${target.label} / ${baseline.label}: ${(total(ours) / total(theirs)).toFixed(2)} (${spread}${goalText})`);
+  const ourCpu = cpuPerRequest(ours);
+  const theirCpu = cpuPerRequest(theirs);
+  const cost = (theirCpu.server + theirCpu.redis) / (ourCpu.server + ourCpu.redis);
+  console.log(`  by CPU per request (server + Redis): ${cost.toFixed(2)}`);
+}
