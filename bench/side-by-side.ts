@@ -186,7 +186,7 @@ export async function deleteByPrefix(prefix: string): Promise<void> {
 // ---- load -----------------------------------------------------------------------------------------------------
 
 /**
- * One thing to load: a URL and the request sent to it (a body function is called per request), and the child
+ * One thing to load: a URL and the request sent to it, and the child
  * that serves it, whose CPU time per request is measured alongside Redis's.
  */
 export interface Target {
@@ -195,7 +195,11 @@ export interface Target {
   servedBy: Child;
   method?: "GET" | "POST";
   headers?: Record<string, string>;
-  body?: () => string;
+  /**
+   * A fixed body, or a function called per request for bodies that must differ. A function costs the load
+   * generator rebuilding every request, CPU that the servers then lack on a small machine: use it only when needed.
+   */
+  body?: string | (() => string);
 }
 
 export interface Measurement {
@@ -222,7 +226,8 @@ async function measure(target: Target, duration: number, connections: number, re
       {
         method: target.method ?? "GET",
         headers: target.headers ?? {},
-        ...(body ? { setupRequest: (request: autocannon.Request) => ({ ...request, body: body() }) } : {}),
+        ...(typeof body === "string" ? { body } : {}),
+        ...(typeof body === "function" ? { setupRequest: (request: autocannon.Request) => ({ ...request, body: body() }) } : {}),
       },
     ],
   });

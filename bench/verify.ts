@@ -4,20 +4,24 @@
  *
  *   npm run bench:verify -- [--duration 30] [--slice 2] [--connections 50] [--analytics embedded|off]
  *
- * A child process serves both targets on Redis stores; the parent drives the load. See bench/README.md.
+ * The bare route and keygate (on Redis stores) run in child processes of their own; the parent drives the load. See bench/README.md.
  */
 import Fastify from "fastify";
 import { REDIS_URL, ROOT_KEY, deleteByPrefix, forkServing, interleave, printRatio, printTargets, runOptions, serve, servingRole, startKeygate, type Target } from "./side-by-side.js";
 
 const API_ID = "api_bench_verify";
 
-/** The child: the bare route, and keygate with the two keys created (the warm-up caches them). */
-async function startServers() {
+/** The bare route, in a process of its own. */
+async function startBare() {
   const bare = Fastify({ logger: false });
   const fixed = { meta: { requestId: "req_bench" }, data: { valid: true, code: "VALID", keyId: "key_bench", enabled: true, permissions: [], roles: [] } };
   bare.post("/v2/keys.verifyKey", async () => fixed);
-  const bareUrl = await bare.listen({ host: "127.0.0.1", port: 0 });
+  const url = await bare.listen({ host: "127.0.0.1", port: 0 });
+  return { served: { url }, close: () => bare.close() };
+}
 
+/** keygate, in a process of its own, with the two keys created (the warm-up caches them). */
+async function startKeygateWithKeys() {
   const keygate = await startKeygate({ apiId: API_ID });
   const plain = await keygate.call("keys.createKey", { apiId: API_ID });
   const limited = await keygate.call("keys.createKey", {
@@ -26,24 +30,24 @@ async function startServers() {
     ratelimits: [{ name: "requests", limit: 1_000_000, duration: 60_000, autoApply: false }],
   });
   return {
-    served: { bare: bareUrl, keygate: keygate.url, prefix: keygate.prefix, plainKey: String(plain.key), limitedKey: String(limited.key), engine: keygate.analytics },
-    close: async () => {
-      await Promise.all([bare.close(), keygate.close()]);
-    },
+    served: { url: keygate.url, prefix: keygate.prefix, plainKey: String(plain.key), limitedKey: String(limited.key), engine: keygate.analytics },
+    close: () => keygate.close(),
   };
 }
 
 async function drive(): Promise<void> {
   const options = runOptions();
-  const child = await forkServing(import.meta.url, "servers");
-  const { bare, keygate, prefix, plainKey, limitedKey, engine } = child.served as { bare: string; keygate: string; prefix: string; plainKey: string; limitedKey: string; engine: string };
+  const bareChild = await forkServing(import.meta.url, "bare");
+  const keygateChild = await forkServing(import.meta.url, "keygate");
+  const bare = bareChild.served.url as string;
+  const { url: keygate, prefix, plainKey, limitedKey, engine } = keygateChild.served as { url: string; prefix: string; plainKey: string; limitedKey: string; engine: string };
   const headers = { "content-type": "application/json", authorization: `Bearer ${ROOT_KEY}` };
   const plainBody = JSON.stringify({ key: plainKey });
   const limitedBody = JSON.stringify({ key: limitedKey, ratelimits: [{ name: "requests" }], credits: { cost: 1 } });
 
-  const bareRoute: Target = { label: "bare Fastify route", url: `${bare}/v2/keys.verifyKey`, servedBy: child, method: "POST", headers, body: () => plainBody };
-  const verify: Target = { label: "keys.verifyKey, no limits", url: `${keygate}/v2/keys.verifyKey`, servedBy: child, method: "POST", headers, body: () => plainBody };
-  const verifyLimited: Target = { label: "keys.verifyKey, named limit + credits", url: verify.url, servedBy: child, method: "POST", headers, body: () => limitedBody };
+  const bareRoute: Target = { label: "bare Fastify route", url: `${bare}/v2/keys.verifyKey`, servedBy: bareChild, method: "POST", headers, body: plainBody };
+  const verify: Target = { label: "keys.verifyKey, no limits", url: `${keygate}/v2/keys.verifyKey`, servedBy: keygateChild, method: "POST", headers, body: plainBody };
+  const verifyLimited: Target = { label: "keys.verifyKey, named limit + credits", url: verify.url, servedBy: keygateChild, method: "POST", headers, body: limitedBody };
 
   console.log(
     `keys.verifyKey (cached key) vs a bare Fastify route: ${options.connections} connections, ${options.duration} s per target in ${options.slice} s slices, interleaved; Redis ${REDIS_URL}; analytics ${engine}`,
@@ -54,9 +58,11 @@ async function drive(): Promise<void> {
   printRatio(runs, verify, bareRoute, 0.7);
   printRatio(runs, verifyLimited, bareRoute, 0.5);
 
-  await child.stop();
+  await Promise.all([bareChild.stop(), keygateChild.stop()]);
   await deleteByPrefix(prefix);
 }
 
-if (servingRole()) await serve(startServers);
+const role = servingRole();
+if (role === "bare") await serve(startBare);
+else if (role === "keygate") await serve(startKeygateWithKeys);
 else await drive();
