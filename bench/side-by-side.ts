@@ -15,8 +15,11 @@ import type { FastifyInstance } from "fastify";
 import { Redis } from "ioredis";
 import { buildApp } from "../src/app.js";
 import { validateConfig } from "../src/config/load.js";
+import { REDIS_URL } from "../test/helpers/redis.js";
 
-export const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
+// The tests' Redis URL and prefix cleanup serve the benchmarks too.
+export { REDIS_URL };
+export { deleteByPrefix } from "../test/helpers/redis.js";
 
 export interface RunOptions {
   /** Seconds of load each target gets in all. */
@@ -32,7 +35,11 @@ export function runOptions(): RunOptions {
     options: { duration: { type: "string", default: "30" }, slice: { type: "string", default: "2" }, connections: { type: "string", default: "50" } },
     strict: false,
   });
-  return { duration: Number(values.duration), slice: Number(values.slice), connections: Number(values.connections) };
+  const options = { duration: Number(values.duration), slice: Number(values.slice), connections: Number(values.connections) };
+  for (const [name, value] of Object.entries(options)) {
+    if (!Number.isFinite(value) || value <= 0) throw new Error(`--${name} must be a positive number, not '${String(values[name])}'`);
+  }
+  return options;
 }
 
 /** --analytics embedded|off: whether the keygate under load records verifications (default: embedded, as deployed). */
@@ -135,7 +142,8 @@ export interface Child {
 
 /** Forks the benchmark script `moduleUrl` as a child serving `role`, and waits until it listens. */
 export async function forkServing(moduleUrl: string, role: string): Promise<Child> {
-  const child: ChildProcess = fork(fileURLToPath(moduleUrl), ["--serve", role], { stdio: "inherit" });
+  // The child gets the command line's options too (--analytics is read where keygate starts).
+  const child: ChildProcess = fork(fileURLToPath(moduleUrl), ["--serve", role, ...process.argv.slice(2)], { stdio: "inherit" });
   const next = <T extends FromChild["type"]>(type: T) =>
     new Promise<Extract<FromChild, { type: T }>>((resolve, reject) => {
       const onMessage = (message: FromChild) => {
@@ -169,18 +177,6 @@ async function readRedisCpuMicros(redis: Redis): Promise<number> {
   const info = await redis.info("cpu");
   const seconds = (field: string) => Number(new RegExp(`^${field}:([0-9.]+)`, "m").exec(info)?.[1] ?? 0);
   return Math.round((seconds("used_cpu_user") + seconds("used_cpu_sys")) * 1e6);
-}
-
-/** Removes what a benchmark wrote to Redis under its own prefix. */
-export async function deleteByPrefix(prefix: string): Promise<void> {
-  const redis = new Redis(REDIS_URL);
-  let cursor = "0";
-  do {
-    const [next, keys] = await redis.scan(cursor, "MATCH", `${prefix}:*`, "COUNT", 1_000);
-    cursor = next;
-    if (keys.length > 0) await redis.del(...keys);
-  } while (cursor !== "0");
-  redis.disconnect();
 }
 
 // ---- load -----------------------------------------------------------------------------------------------------
