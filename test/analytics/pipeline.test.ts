@@ -105,6 +105,33 @@ t.test("a full batch is written as soon as it is full; a partial one on the flus
   t.match(pipeline.stats(), { recorded: 6, written: 6, buffered: 0, batchesWritten: 2 });
 });
 
+t.test("events that arrive while the interval's write runs wait for the next interval or a full batch", async (t) => {
+  const { pipeline, writer, scheduler } = setup();
+  const first = event();
+  pipeline.record(first);
+  writer.hold = true;
+  await scheduler.tick();
+  const during = [event(), event()];
+  for (const e of during) pipeline.record(e);
+  writer.hold = false;
+  writer.release();
+  await settle();
+  t.same(writer.batches, [[first]], "one insert per interval, not one per write's duration");
+  t.equal(pipeline.stats().buffered, 2);
+  await scheduler.tick();
+  t.same(writer.batches, [[first], during], "the rest on the next interval");
+
+  writer.hold = true;
+  pipeline.record(event());
+  await scheduler.tick();
+  const full = Array.from({ length: 4 }, () => event());
+  for (const e of full) pipeline.record(e);
+  writer.hold = false;
+  writer.release();
+  await settle();
+  t.same(writer.batches.at(-1), full, "a batch that fills during a write is written after it");
+});
+
 t.test("the buffer is bounded: what does not fit is dropped, counted and reported", async (t) => {
   const { pipeline, writer, scheduler, warnings } = setup();
   writer.hold = true;
