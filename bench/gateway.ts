@@ -5,7 +5,7 @@
  *
  *   npm run bench:gateway -- [--duration 30] [--slice 2] [--connections 50] [--analytics embedded|off]
  *
- * Three processes: the upstream, the two proxies, and the load generator (this one). See bench/README.md.
+ * Four processes: the upstream, the bare proxy, keygate, and the load generator (this one). See bench/README.md.
  */
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -29,13 +29,17 @@ async function startUpstream() {
   };
 }
 
-/** The proxies: a bare @fastify/http-proxy, and keygate with one route, its key created (the warm-up caches it). */
-async function startProxies() {
-  const upstream = process.env.BENCH_UPSTREAM as string;
+/** The bare @fastify/http-proxy, in a process of its own. */
+async function startBareProxy() {
   const bare = Fastify({ logger: false });
-  await bare.register(httpProxy, { upstream, prefix: "/orders", rewritePrefix: "/orders" });
-  const bareUrl = await bare.listen({ host: "127.0.0.1", port: 0 });
+  await bare.register(httpProxy, { upstream: upstreamUrl(), prefix: "/orders", rewritePrefix: "/orders" });
+  const url = await bare.listen({ host: "127.0.0.1", port: 0 });
+  return { served: { url }, close: () => bare.close() };
+}
 
+/** keygate with one route, in a process of its own, its key created (the warm-up caches it). */
+async function startKeygateWithRoute() {
+  const upstream = upstreamUrl();
   const keygate = await startKeygate({
     apiId: API_ID,
     routes: [{ name: "orders", match: { prefix: "/orders" }, upstream, apiId: API_ID, permissions: "orders.read OR admin", ratelimits: [{ name: "requests", cost: 1 }] }],
@@ -43,11 +47,16 @@ async function startProxies() {
   });
   const created = await keygate.call("keys.createKey", { apiId: API_ID, permissions: ["orders.read"], ratelimits: [{ name: "requests", limit: 1_000_000, duration: 60_000 }] });
   return {
-    served: { bare: bareUrl, keygate: keygate.url, prefix: keygate.prefix, key: String(created.key), engine: keygate.analytics },
-    close: async () => {
-      await Promise.all([bare.close(), keygate.close()]);
-    },
+    served: { url: keygate.url, prefix: keygate.prefix, key: String(created.key), engine: keygate.analytics },
+    close: () => keygate.close(),
   };
+}
+
+/** The upstream's URL, handed to the proxies' processes by the driver. */
+function upstreamUrl(): string {
+  const url = process.env.BENCH_UPSTREAM;
+  if (!url) throw new Error("BENCH_UPSTREAM is not set: the proxies are started by the driving process");
+  return url;
 }
 
 async function drive(): Promise<void> {
@@ -55,12 +64,18 @@ async function drive(): Promise<void> {
   const upstreamChild = await forkServing(import.meta.url, "upstream");
   const { upstream } = upstreamChild.served as { upstream: string };
   process.env.BENCH_UPSTREAM = upstream;
-  const proxies = await forkServing(import.meta.url, "proxies");
-  const { bare, keygate, prefix, key, engine } = proxies.served as { bare: string; keygate: string; prefix: string; key: string; engine: string };
+  const bareChild = await forkServing(import.meta.url, "bare-proxy");
+  const keygateChild = await forkServing(import.meta.url, "keygate");
+  const { prefix, key, engine } = keygateChild.served as { prefix: string; key: string; engine: string };
 
   const direct: Target = { label: "upstream directly", url: `${upstream}/orders/7`, servedBy: upstreamChild };
-  const bareProxy: Target = { label: "bare @fastify/http-proxy", url: `${bare}/orders/7`, servedBy: proxies };
-  const gateway: Target = { label: "keygate (key, permission query, named limit)", url: `${keygate}/orders/7`, servedBy: proxies, headers: { authorization: `Bearer ${key}` } };
+  const bareProxy: Target = { label: "bare @fastify/http-proxy", url: `${bareChild.served.url as string}/orders/7`, servedBy: bareChild };
+  const gateway: Target = {
+    label: "keygate (key, permission query, named limit)",
+    url: `${keygateChild.served.url as string}/orders/7`,
+    servedBy: keygateChild,
+    headers: { authorization: `Bearer ${key}` },
+  };
 
   console.log(
     `GET through the gateway vs a bare @fastify/http-proxy: ${options.connections} connections, ${options.duration} s per target in ${options.slice} s slices, interleaved; Redis ${REDIS_URL}; analytics ${engine}`,
@@ -71,12 +86,13 @@ async function drive(): Promise<void> {
   printRatio(runs, gateway, bareProxy, 0.85);
   printRatio(runs, bareProxy, direct);
 
-  await proxies.stop();
+  await Promise.all([bareChild.stop(), keygateChild.stop()]);
   await upstreamChild.stop();
   await deleteByPrefix(prefix);
 }
 
 const role = servingRole();
 if (role === "upstream") await serve(startUpstream);
-else if (role === "proxies") await serve(startProxies);
+else if (role === "bare-proxy") await serve(startBareProxy);
+else if (role === "keygate") await serve(startKeygateWithRoute);
 else await drive();
