@@ -4,7 +4,7 @@ import { AnalyticsEngineError, type AnalyticsConnection } from "../domain/analyt
 import { safeId } from "../domain/analytics/sql.js";
 import { RAW_TABLE_NAME, type AnalyticsEngine } from "./engine.js";
 import type { VerificationEvent } from "../domain/analytics/events.js";
-import { toRow } from "./rows.js";
+import { ROW_COLUMNS, toRowValues } from "./rows.js";
 
 type Chdb = typeof import("chdb");
 type Session = InstanceType<Chdb["Session"]>;
@@ -98,9 +98,11 @@ export class EmbeddedEngine implements AnalyticsEngine {
   async insert(events: readonly VerificationEvent[], region: string): Promise<void> {
     this.assertOpen();
     if (events.length === 0) return;
-    // JSONEachRow bytes handed to the engine's own parser: event values never become SQL text.
+    // JSON bytes handed to the engine's own parser, the columns named: event values never become SQL text.
     const payload = await encodeInSlices(events, region);
-    await this.writer.insert({ table: `${this.database}.${RAW_TABLE_NAME}`, values: payload, format: "JSONEachRow", settings: INSERT_SETTINGS }).catch((error: unknown) => this.writerFailed(error));
+    await this.writer
+      .insert({ table: `${this.database}.${RAW_TABLE_NAME}`, columns: [...ROW_COLUMNS], values: payload, format: "JSONCompactEachRow", settings: INSERT_SETTINGS })
+      .catch((error: unknown) => this.writerFailed(error));
   }
 
   async close(): Promise<void> {
@@ -148,7 +150,7 @@ async function encodeInSlices(events: readonly VerificationEvent[], region: stri
   for (let start = 0; start < events.length; start += ENCODE_SLICE) {
     if (start > 0) await new Promise((resolve) => setImmediate(resolve));
     const slice = events.slice(start, start + ENCODE_SLICE);
-    parts.push(Buffer.from(`${slice.map((event) => JSON.stringify(toRow(event, region))).join("\n")}\n`));
+    parts.push(Buffer.from(`${slice.map((event) => JSON.stringify(toRowValues(event, region))).join("\n")}\n`));
   }
   return Buffer.concat(parts);
 }
