@@ -55,6 +55,31 @@ t.test("rate limit counters: keys carry the workspace tag and a TTL of at most t
   t.ok((await inspect.pttl(keys[0] as string)) > 60_000, "a denial did not write (the TTL set by hand is still there)");
 });
 
+t.test("a rate limit counter expires when the window after its own ends; writes within a window keep that expiry", async (t) => {
+  const prefix = uniquePrefix(t, "expiry");
+  const redis = await connectRedis({ url: REDIS_URL, commandTimeoutMs: 2_000, connectTimeoutMs: 2_000 });
+  const stores = createRedisStores(redis, prefix, true);
+  t.teardown(() => stores.close());
+  const inspect = await redisClient(t);
+  const duration = 10_000;
+  const windowStart = 180_000_000 * duration;
+  const check = { bucket: "ns:rlns_1:bob", limit: 100, durationMs: duration, cost: 1 };
+  const key = `${prefix}:{ws_expiry}:rlw:100:10000:ns:rlns_1:bob`;
+
+  await stores.ratelimitCounters.checkAndConsume("ws_expiry", [check], windowStart + 1_000);
+  const first = await inspect.pttl(key);
+  t.ok(first > 18_000 && first <= 19_000, `1 s into its window: expires when the next one ends, 19 s later (pttl ${first})`);
+
+  await inspect.pexpire(key, 5_000_000);
+  await stores.ratelimitCounters.checkAndConsume("ws_expiry", [check], windowStart + 4_000);
+  t.ok((await inspect.pttl(key)) > 4_000_000, "a write in the same window leaves the expiry alone");
+  t.same(await inspect.hmget(key, "s", "c"), [String(windowStart / duration), "2"], "and was counted");
+
+  await stores.ratelimitCounters.checkAndConsume("ws_expiry", [check], windowStart + duration + 2_500);
+  const next = await inspect.pttl(key);
+  t.ok(next > 16_500 && next <= 17_500, `the first write of the next window sets a new expiry (pttl ${next})`);
+});
+
 t.test("rate limit counters: without an injected time, windows follow the Redis server's clock", async (t) => {
   const redis = await connectRedis({ url: REDIS_URL, commandTimeoutMs: 2_000, connectTimeoutMs: 2_000 });
   const stores = createRedisStores(redis, uniquePrefix(t, "time"), true);

@@ -35,7 +35,8 @@ import type { Redis, Result } from "ioredis";
  *              window had before the call,
  *   sequence   the fixed window decided in (reset = (sequence + 1) × duration),
  *   current, previous  the counts of that window and the one before, after the call (for the local fast path).
- * A written counter expires 2 × duration after its last write: by then both of its windows have ended.
+ * A counter expires when the window after the one it was last written in ends (at most 2 × duration after a
+ * write): then neither of its counts can matter. Its expiry is set when it starts a window.
  */
 export const RATELIMIT_LUA = `
 local DAY = 86400000
@@ -143,7 +144,7 @@ for call = 1, tonumber(ARGV[2]) do
       -- last (duration - elapsed - 1) ms of the previous one, whose count is taken as evenly spread.
       local elapsed = at - sequence * duration
       local base = current + math.floor(previous * (duration - elapsed - 1) / duration)
-      counter = { sequence = sequence, current = current, previous = previous, base = base, taken = 0, duration = duration }
+      counter = { sequence = sequence, current = current, previous = previous, base = base, taken = 0, duration = duration, at = at, stored = storedSequence }
       counters[key] = counter
     end
     local before = counter.base + counter.taken
@@ -191,7 +192,11 @@ for call = 1, tonumber(ARGV[2]) do
       if counter.taken > 0 then
         counter.current = counter.current + counter.taken
         redis.call("HSET", key, "s", counter.sequence, "c", counter.current, "p", counter.previous)
-        redis.call("PEXPIRE", key, 2 * counter.duration)
+        -- A counter is of no use once the window after its own has ended, so it expires then; writes within the
+        -- same window keep that expiry and need no command of their own.
+        if counter.stored ~= counter.sequence then
+          redis.call("PEXPIRE", key, (counter.sequence + 2) * counter.duration - counter.at)
+        end
       end
     end
   end
