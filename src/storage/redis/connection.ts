@@ -1,6 +1,7 @@
 import { Redis } from "ioredis";
 import type { RedisConfig } from "../../config/schema.js";
 import { defineAtomicCommands } from "./atomic.js";
+import { RATELIMIT_COMMAND } from "./ratelimit-script.js";
 
 /**
  * Opens a Redis connection and waits until it answers, at most `connectTimeoutMs`. Every command afterwards has
@@ -15,6 +16,9 @@ export async function connectRedis(config: Pick<RedisConfig, "url" | "commandTim
     maxRetriesPerRequest: 1,
     // Commands issued in the same tick share one write: under concurrent load, far fewer syscalls on both sides.
     enableAutoPipelining: true,
+    // ...except the rate limit script: its store already sends one execution per event-loop turn for all the calls
+    // of that turn, and wrapping that in an auto-pipeline cost the client 1 to 3 µs more per call, measured.
+    autoPipeliningIgnoredCommands: [RATELIMIT_COMMAND],
     // Keep trying to reconnect, never faster than every 100 ms nor slower than every 2 s.
     retryStrategy: (attempt) => Math.min(100 * attempt, 2_000),
   });

@@ -230,8 +230,11 @@ declare module "ioredis" {
   }
 }
 
+/** The script's command name on a connection. */
+export const RATELIMIT_COMMAND = "keygateRatelimit";
+
 /** Registers the script on a connection; ioredis sends EVALSHA and loads the script again after NOSCRIPT. */
 export function defineRatelimitCommand(redis: Redis): void {
   if (typeof (redis as Partial<Redis>).keygateRatelimit === "function") return;
-  redis.defineCommand("keygateRatelimit", { lua: RATELIMIT_LUA });
+  redis.defineCommand(RATELIMIT_COMMAND, { lua: RATELIMIT_LUA });
 }
