@@ -212,12 +212,26 @@ for (const storage of STORAGE_KINDS) {
       t.equal((await verify(h, { key, ratelimits: [{ name: "narrow" }], credits: { cost: 0 } })).code, "VALID");
       const limited = await verify(h, { key, ratelimits: [{ name: "narrow" }] });
       t.equal(limited.code, "RATE_LIMITED");
-      t.equal(limited.credits, 1, "no credit taken");
+      t.equal(limited.credits, undefined, "the balance is shown only once the limits passed, whichever path denied");
+      t.equal((await h.call("keys.getKey", { keyId })).body.data.credits.remaining, 1, "no credit taken");
       t.equal(limited.ratelimits.find((r: any) => r.name === "wide").remaining, 4, "nor any of the limit that passed");
       const short = await verify(h, { key, credits: { cost: 2 } });
       t.equal(short.code, "USAGE_EXCEEDED");
       t.equal(short.ratelimits.find((r: any) => r.name === "wide").remaining, 4, "the limits were not taken either");
       t.equal((await h.call("keys.getKey", { keyId })).body.data.credits.remaining, 1);
+    });
+
+    await t.test("a denial by one exhausted limit shows no balance, however it was decided", async (t) => {
+      const { key, keyId } = await createKey(h, apiId, { credits: { remaining: 5 }, ratelimits: [{ name: "single", limit: 1, duration: 60_000, autoApply: true }] });
+      const first = await verify(h, { key });
+      t.match(first, { code: "VALID", credits: 4 });
+      // On Redis the first denial teaches this instance that the window is full; later ones are decided without Redis.
+      for (const attempt of [1, 2, 3]) {
+        const denied = await verify(h, { key });
+        t.equal(denied.code, "RATE_LIMITED", `attempt ${attempt}`);
+        t.equal(denied.credits, undefined, `attempt ${attempt}: no balance`);
+      }
+      t.equal((await h.call("keys.getKey", { keyId })).body.data.credits.remaining, 4, "and none was taken");
     });
 
     await t.test("a root key without verify permission for the key's API gets NOT_FOUND; with none at all, 403", async (t) => {

@@ -227,7 +227,9 @@ export class VerificationService {
         valid: code === "VALID",
         code,
         ...describe(view),
-        ...(balance !== undefined && balance !== null ? { credits: balance } : {}),
+        // The balance is shown once the limits passed: a denial by a limit may come from this instance's fast path,
+        // which never reads the balance, so showing it only sometimes would make the field depend on the path taken.
+        ...(balance !== undefined && balance !== null && !rateLimited ? { credits: balance } : {}),
         ...(reports.length > 0 ? { ratelimits: reports } : {}),
       },
       key: view,
