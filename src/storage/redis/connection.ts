@@ -17,7 +17,8 @@ export async function connectRedis(config: Pick<RedisConfig, "url" | "commandTim
     // Commands issued in the same tick share one write: under concurrent load, far fewer syscalls on both sides.
     enableAutoPipelining: true,
     // ...except the rate limit script: its store already sends one execution per event-loop turn for all the calls
-    // of that turn, and wrapping that in an auto-pipeline cost the client 1 to 3 µs more per call, measured.
+    // of that turn. Wrapped in an auto-pipeline it went out a turn later: measured with a named limit and credits,
+    // keys.verifyKey served 1.3 times as many requests without it.
     autoPipeliningIgnoredCommands: [RATELIMIT_COMMAND],
     // Keep trying to reconnect, never faster than every 100 ms nor slower than every 2 s.
     retryStrategy: (attempt) => Math.min(100 * attempt, 2_000),
