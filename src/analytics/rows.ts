@@ -59,18 +59,6 @@ export const ROW_COLUMNS = [
  * rows cost about 17% less CPU to encode and insert this way than as one JSON object per row.
  */
 export function toRowValues(event: VerificationEvent, region: string): unknown[] {
-  return [
-    event.requestId,
-    Math.trunc(finite(event.time)),
-    event.workspaceId,
-    event.keySpaceId,
-    event.identityId,
-    event.externalId,
-    event.keyId,
-    region,
-    event.outcome,
-    event.tags,
-    Math.trunc(finite(event.spentCredits)),
-    finite(event.latencyMs),
-  ];
+  const row = toRow(event, region);
+  return ROW_COLUMNS.map((column) => row[column]);
 }

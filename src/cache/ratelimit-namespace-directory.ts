@@ -30,22 +30,8 @@ export class CachedNamespaceDirectory implements NamespaceDirectory {
 
   constructor(store: RatelimitNamespaceStore, clock: Clock) {
     this.store = store;
-    this.ids = new SwrCache({
-      max: NAMESPACE_CACHE.max,
-      freshMs: NAMESPACE_CACHE.nameFreshMs,
-      staleMs: NAMESPACE_CACHE.nameFreshMs + NAMESPACE_CACHE.staleIfErrorMs,
-      negativeMs: 0,
-      mode: "stale-if-error",
-      clock,
-    });
-    this.namespaces = new SwrCache({
-      max: NAMESPACE_CACHE.max,
-      freshMs: NAMESPACE_CACHE.freshMs,
-      staleMs: NAMESPACE_CACHE.freshMs + NAMESPACE_CACHE.staleIfErrorMs,
-      negativeMs: 0,
-      mode: "stale-if-error",
-      clock,
-    });
+    this.ids = staleIfErrorCache(NAMESPACE_CACHE.nameFreshMs, clock);
+    this.namespaces = staleIfErrorCache(NAMESPACE_CACHE.freshMs, clock);
   }
 
   async find(workspaceId: string, nameOrId: string): Promise<ResolvedNamespace | null> {
@@ -90,4 +76,9 @@ export class CachedNamespaceDirectory implements NamespaceDirectory {
 
 function key(workspaceId: string, nameOrId: string): string {
   return `${workspaceId}\u0000${nameOrId}`;
+}
+
+/** One of the directory's caches: fresh for `freshMs`, then served for NAMESPACE_CACHE.staleIfErrorMs only while the store fails. */
+function staleIfErrorCache<V>(freshMs: number, clock: Clock): SwrCache<V> {
+  return new SwrCache<V>({ max: NAMESPACE_CACHE.max, freshMs, staleMs: freshMs + NAMESPACE_CACHE.staleIfErrorMs, negativeMs: 0, mode: "stale-if-error", clock });
 }
