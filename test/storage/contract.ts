@@ -635,6 +635,39 @@ async function creditContract(t: Test, open: (t: Test) => Promise<Stores>): Prom
     t.same(stored, { remaining: 9, refill: { interval: "monthly", amount: 10, refillDay: 31 }, lastRefillAt: day(2026, 2, 28) }, "the refill is stored with its moment");
   });
 
+  await t.test("credits: calls at one instant on one key (one batch on Redis) are decided in order, a refill applied once", async (t) => {
+    const stores = await open(t);
+    const now = Date.UTC(2026, 2, 6, 12);
+    await withBalance(stores, "key_1", { remaining: 1, refill: { interval: "daily", amount: 12 }, lastRefillAt: Date.UTC(2026, 2, 5, 9) });
+    await withBalance(stores, "key_2", { remaining: 3, lastRefillAt: 0 });
+    const minute = (limit: number, cost = 1): WindowCheck => ({ bucket: "hot", limit, durationMs: 60_000, cost });
+    const costs = [5, 5, 5, 1, 1, 1, 0, 1];
+    const outcomes = await Promise.all([
+      ...costs.map((cost) => stores.ratelimitCounters.checkAndConsume("ws_a", [minute(10)], now, { keyId: "key_1", cost })),
+      stores.ratelimitCounters.checkAndConsume("ws_a", [minute(10, 3)], now, { keyId: "key_2", cost: 3 }),
+      stores.ratelimitCounters.checkAndConsume("ws_a", [minute(10)], now, { keyId: "key_2", cost: 1 }),
+    ]);
+    t.same(
+      outcomes.map((outcome) => [outcome.passed, outcome.results[0]?.remaining, outcome.credit?.remaining]),
+      [
+        [true, 9, 7], // refilled to 12 once, then 5 taken
+        [true, 8, 2],
+        [false, 8, 2], // 5 wanted, 2 left: the limit is not taken either
+        [true, 7, 1],
+        [true, 6, 0],
+        [false, 6, 0],
+        [true, 5, 0], // cost 0 passes on an empty balance, and takes its limit
+        [false, 5, 0],
+        [true, 2, 0], // the other key: its balance and the shared limit
+        [false, 2, 0],
+      ],
+      "each call sees what the ones before it took",
+    );
+    t.same(await stores.keys.getCredits("ws_a", "key_1"), { remaining: 0, refill: { interval: "daily", amount: 12 }, lastRefillAt: Date.UTC(2026, 2, 6) }, "the refill is stored once, with its moment");
+    t.same(await stores.keys.getCredits("ws_a", "key_2"), { remaining: 0, lastRefillAt: 0 });
+    t.equal((await stores.ratelimitCounters.checkAndConsume("ws_a", [minute(10, 0)], now + 1)).results[0]?.remaining, 2, "the counter holds what the batch took");
+  });
+
   await t.test("credits: balances beyond 14 digits are kept exactly", async (t) => {
     const stores = await open(t);
     await withBalance(stores, "key_big", { remaining: 9_007_199_254_740_000, lastRefillAt: 1_795_273_731_570 });

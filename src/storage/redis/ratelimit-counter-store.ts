@@ -10,7 +10,8 @@ import { RATELIMIT_REPLY_STRIDE, defineRatelimitCommand } from "./ratelimit-scri
 /** Exhausted windows this instance remembers for its fast path (least recently used are forgotten first). */
 const KNOWN_WINDOWS_MAX = 100_000;
 
-/** Keys one script execution may carry at most; a bigger batch is split, so no execution holds Redis for long. */
+/** Key uses (checks and balances) one script execution may carry at most; a bigger batch is split, so no execution
+ * holds Redis for long. */
 const MAX_KEYS_PER_EXECUTION = 1_000;
 
 export interface CounterStoreStats {
@@ -124,13 +125,22 @@ export class RedisRatelimitCounterStore implements RatelimitCounterStore {
 
   /** One script execution for `calls`; each call's promise settles with its own outcome (or the shared failure). */
   private async execute(now: number | undefined, calls: PendingCall[]): Promise<void> {
+    // Each key goes out once, however many calls use it; the calls refer to it by its (1-based) position.
     const keys: string[] = [];
+    const positions = new Map<string, string>();
+    const position = (key: string): string => {
+      let at = positions.get(key);
+      if (at === undefined) {
+        at = String(keys.push(key));
+        positions.set(key, at);
+      }
+      return at;
+    };
     const args: string[] = [now === undefined ? "" : String(now), String(calls.length)];
     for (const call of calls) {
-      keys.push(...call.keys);
       args.push(String(call.checks.length), call.credit ? "1" : "0");
-      for (const check of call.checks) args.push(String(check.limit), String(check.durationMs), String(check.cost));
-      if (call.credit) args.push(String(call.credit.cost));
+      call.checks.forEach((check, index) => args.push(position(call.keys[index] as string), String(check.limit), String(check.durationMs), String(check.cost)));
+      if (call.credit) args.push(position(call.keys[call.checks.length] as string), String(call.credit.cost));
     }
     const sentAt = this.clock.now();
     try {

@@ -7,25 +7,27 @@ import type { Redis, Result } from "ioredis";
  *
  * One execution may carry several such calls (a batch of the calls an instance made in the same moment). Each is
  * decided and applied on its own, in order, exactly as if it had been sent alone: a later call sees what earlier
- * ones consumed. Batching only saves round trips.
+ * ones consumed. Batching only saves work: each key is read once per execution and its final state written once at
+ * the end, so a batch of calls on one hot key (one API key's limit and balance) costs Redis about what one call
+ * does. Nothing is written before every call has been decided, so an error leaves the keys as they were.
  *
- * Each call is written in two phases (decide everything, then write everything). A call may carry a credit check
+ * Each call is decided in two phases (decide everything, then consume everything). A call may carry a credit check
  * (verification's credits): the key's balance, refilled as due (lib/credit-refill.ts's arithmetic, mirrored below),
  * must cover the cost in phase 1, and is taken in phase 2 together with the limits, so neither is taken alone.
  *
- * KEYS      the counters of every check of every call, in order (keys.ratelimitWindow). Each is a hash with fields
+ * KEYS      every key the batch uses, each once: counters (keys.ratelimitWindow), hashes with fields
  *             s = sequence number of the fixed window last written, c = its count, p = the count of the window
- *             before it. A key names its limit and duration, so checks of one key agree on both. A key may
- *             appear more than once in a call; later checks see the cost taken by earlier ones. All keys share
- *             one workspace's hash tag (one Cluster slot).
+ *             before it; and balances (keys.keyCredits: JSON {remaining, refill?: {interval, amount, refillDay?},
+ *             lastRefillAt}, written by the key store). A counter's name holds its limit and duration, so every
+ *             check of one counter agrees on both. All keys share one workspace's hash tag (one Cluster slot).
  * ARGV[1]   now in unix ms, or "" to use the Redis server's TIME. Production passes "": every instance then
  *             decides on one clock, so clock skew between instances cannot widen a window. Tests pass an
  *             injected clock's time.
  * ARGV[2]   the number of calls in this batch.
- * then per call: its number of checks n, whether it has a credit check (1 or 0), n triples: limit (0 blocks),
- *             duration in ms and cost (0 checks without consuming), and with a credit check its cost.
- * KEYS of a call: its n counters, then with a credit check the key's balance (keys.keyCredits: JSON
- *             {remaining, refill?: {interval, amount, refillDay?}, lastRefillAt}, written by the key store).
+ * then per call: its number of checks n, whether it has a credit check (1 or 0), n quadruples: the counter's
+ *             index in KEYS, limit (0 blocks), duration in ms and cost (0 checks without consuming), and with a
+ *             credit check the balance's index in KEYS and the cost. A counter may appear more than once in a
+ *             call; later checks see the cost taken by earlier ones.
  *
  * Returns { now, then per call: passed (1 or 0), then per check: passed, remaining, sequence, current, previous,
  *   then with a credit check: passed, remaining (-1 when the key has no balance) },
@@ -36,7 +38,7 @@ import type { Redis, Result } from "ioredis";
  *   sequence   the fixed window decided in (reset = (sequence + 1) × duration),
  *   current, previous  the counts of that window and the one before, after the call (for the local fast path).
  * A counter expires when the window after the one it was last written in ends (at most 2 × duration after a
- * write): then neither of its counts can matter. Its expiry is set when it starts a window.
+ * write): then neither of its counts can matter. Its expiry is set when a write starts a window.
  */
 export const RATELIMIT_LUA = `
 local DAY = 86400000
@@ -104,71 +106,96 @@ else
   now = tonumber(ARGV[1])
 end
 
+-- What the batch has read and decided so far, per index in KEYS; written back once, at the end.
+-- A counter: s, c, p as stored (nil s: none), stored = s as read, and the duration and time of its last window start.
+local counters = {}
+local function counterAt(index)
+  local counter = counters[index]
+  if counter == nil then
+    local stored = redis.call("HMGET", KEYS[index], "s", "c", "p")
+    local s = tonumber(stored[1])
+    counter = { s = s, c = tonumber(stored[2]) or 0, p = tonumber(stored[3]) or 0, stored = s, written = false }
+    counters[index] = counter
+  end
+  return counter
+end
+
+-- A balance: remaining, refill, lastRefillAt as stored, or missing = true when the key has no balance.
+local balances = {}
+local function balanceAt(index)
+  local balance = balances[index]
+  if balance == nil then
+    local raw = redis.call("GET", KEYS[index])
+    if raw then
+      local stored = cjson.decode(raw)
+      balance = { remaining = stored.remaining, refill = stored.refill, lastRefillAt = stored.lastRefillAt, written = false }
+    else
+      balance = { missing = true }
+    end
+    balances[index] = balance
+  end
+  return balance
+end
+
 local reply = { now }
-local nextKey = 1
 local nextArg = 3
 for call = 1, tonumber(ARGV[2]) do
   local checks = tonumber(ARGV[nextArg])
   local hasCredit = ARGV[nextArg + 1] == "1"
   nextArg = nextArg + 2
 
-  -- Phase 1: decide. Per distinct key: its window, the estimate before this call, and the cost taken so far.
-  local counters = {}
+  -- Phase 1: decide. Per distinct counter: its window, the estimate before this call, and the cost taken so far.
+  local windows = {}
   local decisions = {}
   local all = true
   for i = 1, checks do
-    local key = KEYS[nextKey]
-    local limit = tonumber(ARGV[nextArg])
-    local duration = tonumber(ARGV[nextArg + 1])
-    local cost = tonumber(ARGV[nextArg + 2])
-    nextKey = nextKey + 1
-    nextArg = nextArg + 3
-    local counter = counters[key]
-    if counter == nil then
-      local stored = redis.call("HMGET", key, "s", "c", "p")
-      local storedSequence = tonumber(stored[1])
+    local index = tonumber(ARGV[nextArg])
+    local limit = tonumber(ARGV[nextArg + 1])
+    local duration = tonumber(ARGV[nextArg + 2])
+    local cost = tonumber(ARGV[nextArg + 3])
+    nextArg = nextArg + 4
+    local window = windows[index]
+    if window == nil then
+      local counter = counterAt(index)
       local sequence = math.floor(now / duration)
       local at = now
       -- A clock that reads earlier than a stored window counts from that window's start: it never admits more.
-      if storedSequence ~= nil and storedSequence > sequence then
-        sequence = storedSequence
+      if counter.s ~= nil and counter.s > sequence then
+        sequence = counter.s
         at = sequence * duration
       end
       local current, previous = 0, 0
-      if storedSequence == sequence then
-        current, previous = tonumber(stored[2]), tonumber(stored[3])
-      elseif storedSequence == sequence - 1 then
-        previous = tonumber(stored[2])
+      if counter.s == sequence then
+        current, previous = counter.c, counter.p
+      elseif counter.s == sequence - 1 then
+        previous = counter.c
       end
       -- The sliding window is the last 'duration' ms up to 'at' inclusive: the current window so far and the
       -- last (duration - elapsed - 1) ms of the previous one, whose count is taken as evenly spread.
       local elapsed = at - sequence * duration
       local base = current + math.floor(previous * (duration - elapsed - 1) / duration)
-      counter = { sequence = sequence, current = current, previous = previous, base = base, taken = 0, duration = duration, at = at, stored = storedSequence }
-      counters[key] = counter
+      window = { counter = counter, sequence = sequence, current = current, previous = previous, base = base, taken = 0, duration = duration, at = at }
+      windows[index] = window
     end
-    local before = counter.base + counter.taken
+    local before = window.base + window.taken
     local ok = limit > 0 and before + cost <= limit
     if ok then
-      counter.taken = counter.taken + cost
+      window.taken = window.taken + cost
     else
       all = false
     end
-    decisions[i] = { ok = ok, before = before, limit = limit, cost = cost, counter = counter }
+    decisions[i] = { ok = ok, before = before, limit = limit, cost = cost, window = window }
   end
 
   -- The credit check: the balance, with due refills applied, must cover the cost (0 always passes).
   local credit = nil
   if hasCredit then
-    credit = { key = KEYS[nextKey], cost = tonumber(ARGV[nextArg]), ok = true }
-    nextKey = nextKey + 1
-    nextArg = nextArg + 1
-    local raw = redis.call("GET", credit.key)
-    if raw then
-      local balance = cjson.decode(raw)
+    local balance = balanceAt(tonumber(ARGV[nextArg]))
+    credit = { balance = balance, cost = tonumber(ARGV[nextArg + 1]), ok = true }
+    nextArg = nextArg + 2
+    if not balance.missing then
       credit.remaining = balance.remaining
       credit.lastRefillAt = balance.lastRefillAt
-      credit.refill = balance.refill
       if balance.refill then
         local due = lastScheduledRefill(balance.refill, now)
         if due > balance.lastRefillAt then
@@ -176,27 +203,25 @@ for call = 1, tonumber(ARGV[2]) do
           credit.lastRefillAt = due
         end
       end
-      credit.changed = credit.lastRefillAt ~= balance.lastRefillAt
       credit.ok = credit.cost == 0 or credit.remaining >= credit.cost
       if not credit.ok then all = false end
     end
   end
 
-  -- Phase 2: only when every check passed, consume them all.
+  -- Phase 2: only when every check passed, consume them all (in the batch's state; written at the end).
   if all then
-    if credit and credit.remaining and (credit.cost > 0 or credit.changed) then
+    if credit and credit.remaining and (credit.cost > 0 or credit.lastRefillAt ~= credit.balance.lastRefillAt) then
       credit.remaining = credit.remaining - credit.cost
-      redis.call("SET", credit.key, encodeBalance(credit.remaining, credit.refill, credit.lastRefillAt))
+      credit.balance.remaining = credit.remaining
+      credit.balance.lastRefillAt = credit.lastRefillAt
+      credit.balance.written = true
     end
-    for key, counter in pairs(counters) do
-      if counter.taken > 0 then
-        counter.current = counter.current + counter.taken
-        redis.call("HSET", key, "s", counter.sequence, "c", counter.current, "p", counter.previous)
-        -- A counter is of no use once the window after its own has ended, so it expires then; writes within the
-        -- same window keep that expiry and need no command of their own.
-        if counter.stored ~= counter.sequence then
-          redis.call("PEXPIRE", key, (counter.sequence + 2) * counter.duration - counter.at)
-        end
+    for _, window in pairs(windows) do
+      if window.taken > 0 then
+        local counter = window.counter
+        window.current = window.current + window.taken
+        counter.s, counter.c, counter.p = window.sequence, window.current, window.previous
+        counter.duration, counter.at, counter.written = window.duration, window.at, true
       end
     end
   end
@@ -204,18 +229,34 @@ for call = 1, tonumber(ARGV[2]) do
   reply[#reply + 1] = all and 1 or 0
   for i = 1, checks do
     local decision = decisions[i]
-    local counter = decision.counter
-    local used = counter.base
+    local window = decision.window
+    local used = window.base
     if all then used = decision.before + decision.cost end
     reply[#reply + 1] = decision.ok and 1 or 0
     reply[#reply + 1] = math.max(0, decision.limit - used)
-    reply[#reply + 1] = counter.sequence
-    reply[#reply + 1] = counter.current
-    reply[#reply + 1] = counter.previous
+    reply[#reply + 1] = window.sequence
+    reply[#reply + 1] = window.current
+    reply[#reply + 1] = window.previous
   end
   if credit then
     reply[#reply + 1] = credit.ok and 1 or 0
     reply[#reply + 1] = credit.remaining or -1
+  end
+end
+
+for index, counter in pairs(counters) do
+  if counter.written then
+    redis.call("HSET", KEYS[index], "s", counter.s, "c", counter.c, "p", counter.p)
+    -- A counter is of no use once the window after its own has ended, so it expires then; writes within the
+    -- same window keep that expiry and need no command of their own.
+    if counter.stored ~= counter.s then
+      redis.call("PEXPIRE", KEYS[index], (counter.s + 2) * counter.duration - counter.at)
+    end
+  end
+end
+for index, balance in pairs(balances) do
+  if balance.written then
+    redis.call("SET", KEYS[index], encodeBalance(balance.remaining, balance.refill, balance.lastRefillAt))
   end
 end
 return reply
