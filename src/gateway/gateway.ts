@@ -95,8 +95,7 @@ export async function gateway(app: FastifyInstance, options: GatewayOptions): Pr
       };
     }
 
-    const queryAt = request.url.indexOf("?");
-    const key = extractKey(route.keySource, request.headers, new URLSearchParams(queryAt === -1 ? "" : request.url.slice(queryAt + 1)));
+    const key = extractKey(route.keySource, request.headers, request.url);
     if (key === undefined) return deny(route, "err:keygate:gateway:missing_key", missingKeyDetail(route));
     const workspaceId = await workspaces.of(route.config.apiId);
     if (workspaceId === null) {
