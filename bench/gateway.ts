@@ -11,7 +11,7 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import httpProxy from "@fastify/http-proxy";
 import Fastify from "fastify";
-import { REDIS_URL, deleteByPrefix, forkServing, interleave, printRatio, printTargets, runOptions, serve, servingRole, startKeygate, type Target } from "./side-by-side.js";
+import { REDIS_URL, deleteByPrefix, reservationsOption, forkServing, interleave, printRatio, printTargets, runOptions, serve, servingRole, startKeygate, type Target } from "./side-by-side.js";
 
 const API_ID = "api_bench_gateway";
 
@@ -78,7 +78,7 @@ async function drive(): Promise<void> {
   };
 
   console.log(
-    `GET through the gateway vs a bare @fastify/http-proxy: ${options.connections} connections, ${options.duration} s per target in ${options.slice} s slices, interleaved; Redis ${REDIS_URL}; analytics ${engine}`,
+    `GET through the gateway vs a bare @fastify/http-proxy: ${options.connections} connections, ${options.duration} s per target in ${options.slice} s slices, interleaved; Redis ${REDIS_URL}; analytics ${engine}; reservations ${reservationsOption() ? "on" : "off"}`,
   );
   const runs = await interleave([direct, bareProxy, gateway], options);
   printTargets(runs);

@@ -6,7 +6,7 @@
  * A child process serves both targets; the parent drives the load. See bench/README.md.
  */
 import Fastify from "fastify";
-import { REDIS_URL, ROOT_KEY, deleteByPrefix, forkServing, interleave, printRatio, printTargets, runOptions, serve, servingRole, startKeygate, type Target } from "./side-by-side.js";
+import { REDIS_URL, ROOT_KEY, deleteByPrefix, forkServing, reservationsOption, interleave, printRatio, printTargets, runOptions, serve, servingRole, startKeygate, type Target } from "./side-by-side.js";
 
 /** The child: a bare route answering a fixed body, and keygate on Redis stores, on ports picked by the OS. */
 async function startServers() {
@@ -39,7 +39,7 @@ async function drive(): Promise<void> {
   const limit: Target = { label: "keygate ratelimit.limit (Redis)", url: `${keygate}/v2/ratelimit.limit`, servedBy: child, method: "POST", headers, body: admitted };
   const deniedLocally: Target = { label: "keygate, denied (local fast path)", url: limit.url, servedBy: child, method: "POST", headers, body: denied };
 
-  console.log(`ratelimit.limit vs a bare Fastify route: ${options.connections} connections, ${options.duration} s per target in ${options.slice} s slices, interleaved; Redis ${REDIS_URL}`);
+  console.log(`ratelimit.limit vs a bare Fastify route: ${options.connections} connections, ${options.duration} s per target in ${options.slice} s slices, interleaved; Redis ${REDIS_URL}; reservations ${reservationsOption() ? "on" : "off"}`);
   const runs = await interleave([bareRoute, limit, deniedLocally], options);
   printTargets(runs);
   console.log();

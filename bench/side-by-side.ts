@@ -49,6 +49,13 @@ export function analyticsEngineOption(): "embedded" | "off" {
   return values.analytics;
 }
 
+/** --reservations on|off: ratelimit.reservations of the keygate under load (default: on, as deployed). */
+export function reservationsOption(): boolean {
+  const { values } = parseArgs({ options: { reservations: { type: "string", default: "on" } }, strict: false });
+  if (values.reservations !== "on" && values.reservations !== "off") throw new Error("--reservations is on or off");
+  return values.reservations === "on";
+}
+
 export const ROOT_KEY = "root_bench_all_permissions";
 export const BENCH_WORKSPACE = "ws_bench";
 
@@ -77,6 +84,7 @@ export async function startKeygate(settings: { apiId?: string } & Record<string,
     rootKeys: [{ key: ROOT_KEY, workspaceId: BENCH_WORKSPACE, permissions: ["*"] }],
     apis: apiId === undefined ? [] : [{ id: apiId, name: "bench", workspaceId: BENCH_WORKSPACE }],
     analytics: { engine: analyticsEngineOption(), path: join(dataDir, "analytics") },
+    ratelimit: { reservations: reservationsOption() },
     logging: { level: "silent" },
     ...rest,
   });

@@ -92,6 +92,8 @@ export const RATELIMIT_FAIL_MODES = ["closed", "open", "local"] as const;
 export const RatelimitConfigSchema = Strict({
   /** closed: refuse with 503; open: allow; local: decide on this instance's own counters. */
   fail: Type.Unsafe<(typeof RATELIMIT_FAIL_MODES)[number]>({ type: "string", enum: [...RATELIMIT_FAIL_MODES], default: DEFAULTS.ratelimitFail }),
+  /** Whether an instance may admit calls from units of a large limit it reserved in Redis ahead (docs/operations.md). */
+  reservations: Type.Boolean({ default: true }),
 }, EMPTY);
 
 export const RootKeyConfigSchema = Strict({

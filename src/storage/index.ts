@@ -27,6 +27,8 @@ import { RedisRootKeyStore } from "./redis/root-key-store.js";
 export interface StoreOptions {
   /** Time for the breaker and for in-memory counters (tests inject one); the system clock otherwise. */
   clock?: Clock;
+  /** ratelimit.reservations: whether Redis counters may reserve units for this instance (default true). */
+  ratelimitReservations?: boolean;
 }
 
 export function createMemoryStores(options: StoreOptions = {}): Stores {
@@ -87,7 +89,7 @@ export function createRedisStores(
     roles: new RedisRoleStore(guarded, keys),
     identities: new RedisIdentityStore(guarded, keys),
     ratelimitNamespaces: new RedisRatelimitNamespaceStore(redis, keys, guard),
-    ratelimitCounters: new RedisRatelimitCounterStore(redis, keys, guard, clock),
+    ratelimitCounters: new RedisRatelimitCounterStore(redis, keys, guard, clock, { reservations: options.ratelimitReservations ?? true }),
     breaker: guard.breaker,
     analyticsQuota: new RedisAnalyticsQuotaStore(guarded, keys),
     close: async () => {

@@ -14,6 +14,20 @@ const KNOWN_WINDOWS_MAX = 100_000;
  * holds Redis for long. */
 const MAX_KEYS_PER_EXECUTION = 1_000;
 
+/** Limits below this are always decided on Redis: a reserved unit would be too large a share of them. */
+export const MIN_LIMIT_TO_RESERVE = 1_000;
+
+/** Units an instance reserves at a time: 1% of the limit, and never more than this. */
+export const MAX_RESERVATION = 64;
+
+/** The units a call may ask to reserve (0: none): only lone checks without credits, of limits large enough. */
+export function reservationFor(checks: readonly WindowCheck[], credit: CreditCheck | undefined): number {
+  if (credit || checks.length !== 1) return 0;
+  const check = checks[0] as WindowCheck;
+  if (check.limit < MIN_LIMIT_TO_RESERVE || check.cost < 1) return 0;
+  return Math.min(MAX_RESERVATION, Math.floor(check.limit / 100));
+}
+
 export interface CounterStoreStats {
   /** Script executions (round trips to Redis); one may carry several calls. */
   scriptCalls: number;
@@ -21,6 +35,16 @@ export interface CounterStoreStats {
   redisDecisions: number;
   /** Calls denied without asking Redis (the window was known to be exhausted, or the limit is 0). */
   localDenials: number;
+  /** Calls admitted without asking Redis, from units reserved in it before. */
+  localAdmissions: number;
+}
+
+/** Units of one counter's window that Redis counted for this instance and that it has not admitted yet. */
+interface Reservation {
+  sequence: number;
+  units: number;
+  /** What Redis had left besides these units when it last answered for this counter. */
+  remaining: number;
 }
 
 interface PendingCall {
@@ -52,34 +76,60 @@ interface Batch {
  * Redis would say. For the same reason only windows seen exhausted (remaining 0) are worth remembering: counts
  * below the limit can never prove a later denial. Time for this uses the offset to Redis's clock measured from the
  * send time of the last reply, which errs towards the future, where estimates are lower: a local denial is one
- * Redis would also give. Everything else, and every call that may pass, goes to Redis.
+ * Redis would also give.
+ *
+ * Reservations, within a stated budget: a lone check (no credit) of a limit of at least MIN_LIMIT_TO_RESERVE that
+ * Redis admits also takes up to 1% of the limit (MAX_RESERVATION at most) for this instance, as long as the window
+ * stays at most half used. The next calls on that counter in the same window are admitted here from those units,
+ * without a round trip, until they are used up. Units are counted in Redis before they are handed out, so no
+ * instance ever admits more than the limit. The price: units one instance holds are not available to the others,
+ * and units left when the window ends stay counted in it, so keygate may deny up to one reservation (plus one
+ * call's cost) per instance per window that an exact count would admit; near the limit (past half) every call is
+ * decided on Redis. `remaining` answered from a reservation is what Redis last said plus the units still held.
+ *
+ * Everything else, and every call that may pass without a reservation, goes to Redis.
  */
 export class RedisRatelimitCounterStore implements RatelimitCounterStore {
-  readonly stats: CounterStoreStats = { scriptCalls: 0, redisDecisions: 0, localDenials: 0 };
+  readonly stats: CounterStoreStats = { scriptCalls: 0, redisDecisions: 0, localDenials: 0, localAdmissions: 0 };
   private readonly redis: Redis;
   private readonly keys: RedisKeys;
   private readonly guard: RedisGuard;
   private readonly clock: Clock;
   private readonly known = new LRUCache<string, StoredWindow>({ max: KNOWN_WINDOWS_MAX });
+  private readonly reservations = new LRUCache<string, Reservation>({ max: KNOWN_WINDOWS_MAX });
+  /** Counters with a reservation asked for in an execution not answered yet: one at a time per counter. */
+  private readonly reserving = new Set<string>();
+  /** ratelimit.reservations. */
+  private readonly reserve: boolean;
   private readonly batches = new Map<string, Batch>();
   private flushScheduled = false;
   /** Redis time minus local time, measured at the last reply decided on Redis time; undefined before the first. */
   private redisClockOffsetMs: number | undefined;
 
-  constructor(redis: Redis, keys: RedisKeys, guard: RedisGuard, clock: Clock) {
+  constructor(redis: Redis, keys: RedisKeys, guard: RedisGuard, clock: Clock, options: { reservations: boolean } = { reservations: true }) {
     this.redis = redis;
     this.keys = keys;
     this.guard = guard;
     this.clock = clock;
+    this.reserve = options.reservations;
     defineRatelimitCommand(redis);
     // Counts seen before an outage may be gone if Redis restarted without its data; they are no lower bounds then.
+    // Reserved units may be gone from it too: handing them out then could pass the limit.
     guard.breaker.onStateChange((state) => {
-      if (state === "closed") this.known.clear();
+      if (state !== "closed") return;
+      this.known.clear();
+      this.reservations.clear();
     });
   }
 
   checkAndConsume(workspaceId: string, checks: readonly WindowCheck[], now?: number, credit?: CreditCheck): Promise<CounterOutcome> {
     const keys = checks.map((check) => this.keys.ratelimitWindow(workspaceId, check.limit, check.durationMs, check.bucket));
+    // Units this instance holds were counted in Redis already: handing them out needs no round trip.
+    const reserved = this.admitLocally(keys, checks, now, credit);
+    if (reserved) {
+      this.stats.localAdmissions++;
+      return Promise.resolve(reserved);
+    }
     // A limit known to be exhausted denies the call whatever the balance says, so the fast path holds with credits.
     const local = this.denyLocally(keys, checks, now);
     if (local) {
@@ -137,9 +187,20 @@ export class RedisRatelimitCounterStore implements RatelimitCounterStore {
       return at;
     };
     const args: string[] = [now === undefined ? "" : String(now), String(calls.length)];
+    let reservedBy: Set<string> | undefined;
     for (const call of calls) {
       args.push(String(call.checks.length), call.credit ? "1" : "0");
-      call.checks.forEach((check, index) => args.push(position(call.keys[index] as string), String(check.limit), String(check.durationMs), String(check.cost)));
+      // One reservation asked for at a time per counter: calls made while it is on its way go without.
+      let reserve = this.reserve ? reservationFor(call.checks, call.credit) : 0;
+      const first = call.keys[0] as string;
+      if (reserve > 0 && this.reserving.has(first)) reserve = 0;
+      if (reserve > 0) {
+        this.reserving.add(first);
+        (reservedBy ??= new Set()).add(first);
+      }
+      call.checks.forEach((check, index) =>
+        args.push(position(call.keys[index] as string), String(check.limit), String(check.durationMs), String(check.cost), index === 0 ? String(reserve) : "0"),
+      );
       if (call.credit) args.push(position(call.keys[call.checks.length] as string), String(call.credit.cost));
     }
     const sentAt = this.clock.now();
@@ -153,12 +214,13 @@ export class RedisRatelimitCounterStore implements RatelimitCounterStore {
       for (const call of calls) {
         const passed = reply[at++] === 1;
         const results = call.checks.map((check, index): WindowResult => {
-          const [checkPassed, remaining, sequence, current, previous] = reply.slice(at, at + RATELIMIT_REPLY_STRIDE) as [number, number, number, number, number];
+          const [checkPassed, remaining, sequence, current, previous, reserved] = reply.slice(at, at + RATELIMIT_REPLY_STRIDE) as [number, number, number, number, number, number];
           at += RATELIMIT_REPLY_STRIDE;
           const key = call.keys[index] as string;
           if (remaining === 0) this.known.set(key, { sequence, current, previous });
           else this.known.delete(key);
-          return { passed: checkPassed === 1, remaining, resetAt: windowEnd(sequence, check.durationMs) };
+          const held = this.holdReservation(key, sequence, remaining, reserved);
+          return { passed: checkPassed === 1, remaining: remaining + held, resetAt: windowEnd(sequence, check.durationMs) };
         });
         if (!call.credit) {
           call.resolve({ passed, results, now: decidedAt });
@@ -171,7 +233,43 @@ export class RedisRatelimitCounterStore implements RatelimitCounterStore {
     } catch (error) {
       // Calls already resolved ignore this; the others all fail the same way.
       for (const call of calls) call.reject(error);
+    } finally {
+      for (const key of reservedBy ?? []) this.reserving.delete(key);
     }
+  }
+
+  /**
+   * Records what Redis answered for a counter: the units it reserved for this instance (added to those still held
+   * for the same window; held units of an earlier window are dropped) and what it has left besides. Returns the
+   * units this instance now holds for the counter.
+   */
+  private holdReservation(key: string, sequence: number, remaining: number, reserved: number): number {
+    let reservation = this.reservations.get(key);
+    if (reservation && reservation.sequence !== sequence) {
+      this.reservations.delete(key);
+      reservation = undefined;
+    }
+    if (reserved > 0) {
+      reservation = { sequence, units: (reservation?.units ?? 0) + reserved, remaining };
+      this.reservations.set(key, reservation);
+    } else if (reservation) {
+      reservation.remaining = remaining;
+    }
+    return reservation?.units ?? 0;
+  }
+
+  /** A call admitted from the units this instance holds in its counter's current window; undefined when it cannot be. */
+  private admitLocally(keys: string[], checks: readonly WindowCheck[], now: number | undefined, credit: CreditCheck | undefined): CounterOutcome | undefined {
+    if (reservationFor(checks, credit) === 0) return undefined;
+    const key = keys[0] as string;
+    const reservation = this.reservations.get(key);
+    const check = checks[0] as WindowCheck;
+    if (!reservation || reservation.units < check.cost) return undefined;
+    // Redis's time as estimated here errs towards the future: a window it still places the call in has not ended.
+    const at = now ?? (this.redisClockOffsetMs === undefined ? undefined : this.clock.now() + this.redisClockOffsetMs);
+    if (at === undefined || windowSequence(at, check.durationMs) !== reservation.sequence) return undefined;
+    reservation.units -= check.cost;
+    return { passed: true, results: [{ passed: true, remaining: reservation.remaining + reservation.units, resetAt: windowEnd(reservation.sequence, check.durationMs) }], now: at };
   }
 
   /** A denial Redis would certainly give, decided from what this instance knows; undefined when not certain. */

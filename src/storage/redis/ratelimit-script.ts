@@ -24,17 +24,21 @@ import type { Redis, Result } from "ioredis";
  *             decides on one clock, so clock skew between instances cannot widen a window. Tests pass an
  *             injected clock's time.
  * ARGV[2]   the number of calls in this batch.
- * then per call: its number of checks n, whether it has a credit check (1 or 0), n quadruples: the counter's
- *             index in KEYS, limit (0 blocks), duration in ms and cost (0 checks without consuming), and with a
- *             credit check the balance's index in KEYS and the cost. A counter may appear more than once in a
- *             call; later checks see the cost taken by earlier ones.
+ * then per call: its number of checks n, whether it has a credit check (1 or 0), n quintuples: the counter's
+ *             index in KEYS, limit (0 blocks), duration in ms, cost (0 checks without consuming) and the units to
+ *             reserve, and with a credit check the balance's index in KEYS and the cost. A counter may appear more
+ *             than once in a call; later checks see the cost taken by earlier ones.
+ *           Reserving: a call of one check and no credit that passes may also take up to that many units more for
+ *             its instance to admit later without asking (see ratelimit-counter-store.ts), but only as long as
+ *             the window stays at most half used; they are consumed here like any cost.
  *
  * Returns { now, then per call: passed (1 or 0), then per check: passed, remaining, sequence, current, previous,
- *   then with a credit check: passed, remaining (-1 when the key has no balance) },
+ *   reserved, then with a credit check: passed, remaining (-1 when the key has no balance) },
  *   passed     (the call's) 1 when every check passed and all were consumed; (a check's) 1 when it passes on its
  *              own, after the cost of earlier checks of the call on the same key,
- *   remaining  units left after the call; when the call is denied nothing was consumed, so it is the room the
- *              window had before the call,
+ *   remaining  units left after the call (and its reservation); when the call is denied nothing was consumed, so
+ *              it is the room the window had before the call,
+ *   reserved   the units reserved for the caller's instance (0 when none),
  *   sequence   the fixed window decided in (reset = (sequence + 1) × duration),
  *   current, previous  the counts of that window and the one before, after the call (for the local fast path).
  * A counter expires when the window after the one it was last written in ends (at most 2 × duration after a
@@ -153,7 +157,8 @@ for call = 1, tonumber(ARGV[2]) do
     local limit = tonumber(ARGV[nextArg + 1])
     local duration = tonumber(ARGV[nextArg + 2])
     local cost = tonumber(ARGV[nextArg + 3])
-    nextArg = nextArg + 4
+    local reserve = tonumber(ARGV[nextArg + 4])
+    nextArg = nextArg + 5
     local window = windows[index]
     if window == nil then
       local counter = counterAt(index)
@@ -184,7 +189,7 @@ for call = 1, tonumber(ARGV[2]) do
     else
       all = false
     end
-    decisions[i] = { ok = ok, before = before, limit = limit, cost = cost, window = window }
+    decisions[i] = { ok = ok, before = before, limit = limit, cost = cost, reserve = reserve, reserved = 0, window = window }
   end
 
   -- The credit check: the balance, with due refills applied, must cover the cost (0 always passes).
@@ -208,8 +213,17 @@ for call = 1, tonumber(ARGV[2]) do
     end
   end
 
-  -- Phase 2: only when every check passed, consume them all (in the batch's state; written at the end).
+  -- Phase 2: only when every check passed, consume them all (in the batch's state; written at the end), with the
+  -- reservation a lone check asked for, as far as the window stays at most half used.
   if all then
+    if checks == 1 and not hasCredit and decisions[1].reserve > 0 then
+      local decision = decisions[1]
+      local room = math.floor(decision.limit / 2) - (decision.before + decision.cost)
+      if room > 0 then
+        decision.reserved = math.min(decision.reserve, room)
+        decision.window.taken = decision.window.taken + decision.reserved
+      end
+    end
     if credit and credit.remaining and (credit.cost > 0 or credit.lastRefillAt ~= credit.balance.lastRefillAt) then
       credit.remaining = credit.remaining - credit.cost
       credit.balance.remaining = credit.remaining
@@ -231,12 +245,13 @@ for call = 1, tonumber(ARGV[2]) do
     local decision = decisions[i]
     local window = decision.window
     local used = window.base
-    if all then used = decision.before + decision.cost end
+    if all then used = decision.before + decision.cost + decision.reserved end
     reply[#reply + 1] = decision.ok and 1 or 0
     reply[#reply + 1] = math.max(0, decision.limit - used)
     reply[#reply + 1] = window.sequence
     reply[#reply + 1] = window.current
     reply[#reply + 1] = window.previous
+    reply[#reply + 1] = decision.reserved
   end
   if credit then
     reply[#reply + 1] = credit.ok and 1 or 0
@@ -263,7 +278,7 @@ return reply
 `;
 
 /** Values per check in the script's reply, after the first two. */
-export const RATELIMIT_REPLY_STRIDE = 5;
+export const RATELIMIT_REPLY_STRIDE = 6;
 
 declare module "ioredis" {
   interface RedisCommander<Context> {
