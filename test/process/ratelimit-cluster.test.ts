@@ -28,6 +28,18 @@ t.test("1,000 concurrent requests against a limit of 100, split over two keygate
   await Promise.all([a.stop(), b.stop()]);
 });
 
+t.test("3,000 concurrent requests against a limit of 1,000 (reservations engaged), over two processes: never more than 1,000", async (t) => {
+  const [a, b] = await twoInstances(t);
+  const body = { namespace: "burst", identifier: "large", limit: 1_000, duration: 2_592_000_000 };
+  for (const instance of [a, b]) t.equal((await post(instance.baseUrl, "ratelimit.limit", ROOT_KEY, { ...body, cost: 0 })).body.data.remaining, 1_000);
+  const results = await Promise.all(Array.from({ length: 3_000 }, (_, i) => post(i % 2 === 0 ? a.baseUrl : b.baseUrl, "ratelimit.limit", ROOT_KEY, body)));
+  t.same([...new Set(results.map((result) => result.status))], [200]);
+  const admitted = results.filter((result) => result.body.data.success).length;
+  // Each process may hold back at most one reservation (1% of the limit) that the other could not use.
+  t.ok(admitted <= 1_000 && admitted >= 1_000 - 2 * 10, `${admitted} admitted`);
+  await Promise.all([a.stop(), b.stop()]);
+});
+
 t.test("an override set through one process applies on the other within 1 s", async (t) => {
   const [a, b] = await twoInstances(t);
   const body = { namespace: "plans", identifier: "vip", limit: 1, duration: 60_000 };
