@@ -260,23 +260,31 @@ export class RedisRatelimitCounterStore implements RatelimitCounterStore {
 
   /** A call admitted from the units this instance holds in its counter's current window; undefined when it cannot be. */
   private admitLocally(keys: string[], checks: readonly WindowCheck[], now: number | undefined, credit: CreditCheck | undefined): CounterOutcome | undefined {
-    if (reservationFor(checks, credit) === 0) return undefined;
+    if (!this.reserve || reservationFor(checks, credit) === 0) return undefined;
     const key = keys[0] as string;
     const reservation = this.reservations.get(key);
     const check = checks[0] as WindowCheck;
     if (!reservation || reservation.units < check.cost) return undefined;
-    // Redis's time as estimated here errs towards the future: a window it still places the call in has not ended.
-    const at = now ?? (this.redisClockOffsetMs === undefined ? undefined : this.clock.now() + this.redisClockOffsetMs);
+    // This estimate of Redis's time errs towards the future: a window it still places the call in has not ended.
+    const at = this.decisionTime(now);
     if (at === undefined || windowSequence(at, check.durationMs) !== reservation.sequence) return undefined;
     reservation.units -= check.cost;
     return { passed: true, results: [{ passed: true, remaining: reservation.remaining + reservation.units, resetAt: windowEnd(reservation.sequence, check.durationMs) }], now: at };
+  }
+
+  /**
+   * The time a call is decided at: the caller's `now`, or else Redis's time estimated from the offset measured at
+   * the last reply (undefined before the first one).
+   */
+  private decisionTime(now: number | undefined): number | undefined {
+    return now ?? (this.redisClockOffsetMs === undefined ? undefined : this.clock.now() + this.redisClockOffsetMs);
   }
 
   /** A denial Redis would certainly give, decided from what this instance knows; undefined when not certain. */
   private denyLocally(keys: string[], checks: readonly WindowCheck[], now: number | undefined): CounterOutcome | undefined {
     if (checks.length !== 1) return undefined;
     const check = checks[0] as WindowCheck;
-    const at = now ?? (this.redisClockOffsetMs === undefined ? undefined : this.clock.now() + this.redisClockOffsetMs);
+    const at = this.decisionTime(now);
     if (at === undefined) return undefined;
     const sequence = windowSequence(at, check.durationMs);
     const deny = (): CounterOutcome => ({ passed: false, results: [{ passed: false, remaining: 0, resetAt: windowEnd(sequence, check.durationMs) }], now: at });
