@@ -1,23 +1,22 @@
-import t from "tap";
+import t, { type Test } from "tap";
 import { createRedisStores } from "../../src/storage/index.js";
 import { connectRedis } from "../../src/storage/redis/connection.js";
 import { REDIS_URL, redisClient, uniquePrefix } from "../helpers/redis.js";
 import { storeContract } from "./contract.js";
 
-t.test("Redis stores meet the store contract", (t) =>
-  storeContract(t, async (t) => {
-    const redis = await connectRedis({ url: REDIS_URL, commandTimeoutMs: 2_000, connectTimeoutMs: 2_000 });
-    const stores = createRedisStores(redis, uniquePrefix(t, "contract"), true);
-    t.teardown(() => stores.close());
-    return stores;
-  }),
-);
+/** Stores on a connection of their own under `prefix`, closed when the test ends. */
+async function openStores(t: Test, prefix: string, options: Parameters<typeof createRedisStores>[3] = {}) {
+  const redis = await connectRedis({ url: REDIS_URL, commandTimeoutMs: 2_000, connectTimeoutMs: 2_000 });
+  const stores = createRedisStores(redis, prefix, true, options);
+  t.teardown(() => stores.close());
+  return stores;
+}
+
+t.test("Redis stores meet the store contract", (t) => storeContract(t, (t) => openStores(t, uniquePrefix(t, "contract"))));
 
 t.test("every key a workspace's records use carries the workspace as its hash tag", async (t) => {
   const prefix = uniquePrefix(t, "tags");
-  const redis = await connectRedis({ url: REDIS_URL, commandTimeoutMs: 2_000, connectTimeoutMs: 2_000 });
-  const stores = createRedisStores(redis, prefix, true);
-  t.teardown(() => stores.close());
+  const stores = await openStores(t, prefix);
   await stores.apis.create({ id: "api_tagged", workspaceId: "ws_tagged", name: "tagged", keySpaceId: "ks_1", createdAt: 1, deleteProtection: false });
   const inspect = await redisClient(t);
   const keys = await inspect.keys(`${prefix}:*`);
@@ -26,9 +25,7 @@ t.test("every key a workspace's records use carries the workspace as its hash ta
 });
 
 t.test("writes still work after Redis forgets its scripts (SCRIPT FLUSH)", async (t) => {
-  const redis = await connectRedis({ url: REDIS_URL, commandTimeoutMs: 2_000, connectTimeoutMs: 2_000 });
-  const stores = createRedisStores(redis, uniquePrefix(t, "noscript"), true);
-  t.teardown(() => stores.close());
+  const stores = await openStores(t, uniquePrefix(t, "noscript"));
   await stores.apis.create({ id: "api_before", workspaceId: "ws_a", name: "before", keySpaceId: "ks_1", createdAt: 1, deleteProtection: false });
   const inspect = await redisClient(t);
   await inspect.script("FLUSH");
@@ -38,9 +35,7 @@ t.test("writes still work after Redis forgets its scripts (SCRIPT FLUSH)", async
 
 t.test("rate limit counters: keys carry the workspace tag and a TTL of at most twice the duration; denials write nothing", async (t) => {
   const prefix = uniquePrefix(t, "counters");
-  const redis = await connectRedis({ url: REDIS_URL, commandTimeoutMs: 2_000, connectTimeoutMs: 2_000 });
-  const stores = createRedisStores(redis, prefix, true);
-  t.teardown(() => stores.close());
+  const stores = await openStores(t, prefix);
   const inspect = await redisClient(t);
   const check = { bucket: "ns:rlns_1:alice", limit: 1, durationMs: 30_000, cost: 1 };
   await stores.ratelimitCounters.checkAndConsume("ws_tagged", [{ ...check, cost: 0 }]);
@@ -57,9 +52,7 @@ t.test("rate limit counters: keys carry the workspace tag and a TTL of at most t
 
 t.test("a rate limit counter expires when the window after its own ends; writes within a window keep that expiry", async (t) => {
   const prefix = uniquePrefix(t, "expiry");
-  const redis = await connectRedis({ url: REDIS_URL, commandTimeoutMs: 2_000, connectTimeoutMs: 2_000 });
-  const stores = createRedisStores(redis, prefix, true);
-  t.teardown(() => stores.close());
+  const stores = await openStores(t, prefix);
   const inspect = await redisClient(t);
   const duration = 10_000;
   const windowStart = 180_000_000 * duration;
@@ -81,9 +74,7 @@ t.test("a rate limit counter expires when the window after its own ends; writes 
 });
 
 t.test("rate limit counters: without an injected time, windows follow the Redis server's clock", async (t) => {
-  const redis = await connectRedis({ url: REDIS_URL, commandTimeoutMs: 2_000, connectTimeoutMs: 2_000 });
-  const stores = createRedisStores(redis, uniquePrefix(t, "time"), true);
-  t.teardown(() => stores.close());
+  const stores = await openStores(t, uniquePrefix(t, "time"));
   const inspect = await redisClient(t);
   const toMs = ([seconds, micros]: number[]) => Number(seconds) * 1_000 + Math.floor(Number(micros) / 1_000);
   const before = toMs(await inspect.time());
@@ -94,9 +85,7 @@ t.test("rate limit counters: without an injected time, windows follow the Redis 
 });
 
 t.test("rate limit counters still work after Redis forgets its scripts (SCRIPT FLUSH)", async (t) => {
-  const redis = await connectRedis({ url: REDIS_URL, commandTimeoutMs: 2_000, connectTimeoutMs: 2_000 });
-  const stores = createRedisStores(redis, uniquePrefix(t, "flush"), true);
-  t.teardown(() => stores.close());
+  const stores = await openStores(t, uniquePrefix(t, "flush"));
   const check = { bucket: "b", limit: 2, durationMs: 60_000, cost: 1 };
   t.equal((await stores.ratelimitCounters.checkAndConsume("ws_a", [check], 1_000_000)).passed, true);
   await (await redisClient(t)).script("FLUSH");
@@ -105,12 +94,7 @@ t.test("rate limit counters still work after Redis forgets its scripts (SCRIPT F
 
 t.test("rate limit counters: a window known to be exhausted is denied without asking Redis, exactly as Redis would", async (t) => {
   const prefix = uniquePrefix(t, "fastpath");
-  const open = async () => {
-    const redis = await connectRedis({ url: REDIS_URL, commandTimeoutMs: 2_000, connectTimeoutMs: 2_000 });
-    const stores = createRedisStores(redis, prefix, true);
-    t.teardown(() => stores.close());
-    return stores.ratelimitCounters;
-  };
+  const open = async () => (await openStores(t, prefix)).ratelimitCounters;
   const first = await open();
   const second = await open();
   const check = { bucket: "b", limit: 5, durationMs: 10_000, cost: 1 };
@@ -134,9 +118,7 @@ t.test("rate limit counters: a window known to be exhausted is denied without as
 });
 
 t.test("rate limit counters: concurrent calls share script executions and are decided in order, each on its own", async (t) => {
-  const redis = await connectRedis({ url: REDIS_URL, commandTimeoutMs: 2_000, connectTimeoutMs: 2_000 });
-  const stores = createRedisStores(redis, uniquePrefix(t, "batch"), true);
-  t.teardown(() => stores.close());
+  const stores = await openStores(t, uniquePrefix(t, "batch"));
   const counters = stores.ratelimitCounters;
   const now = 2_000 * 60_000;
   const check = (bucket: string, limit: number, cost = 1) => ({ bucket, limit, durationMs: 60_000, cost });
@@ -171,9 +153,7 @@ t.test("rate limit counters: concurrent calls share script executions and are de
 
 t.test("an analytics quota window expires in Redis after its window", async (t) => {
   const prefix = uniquePrefix(t, "quota");
-  const redis = await connectRedis({ url: REDIS_URL, commandTimeoutMs: 2_000, connectTimeoutMs: 2_000 });
-  const stores = createRedisStores(redis, prefix, true);
-  t.teardown(() => stores.close());
+  const stores = await openStores(t, prefix);
   const windowStart = Date.now();
   await stores.analyticsQuota.acquire("ws_q", windowStart, 5_000, { queries: 10, executionMs: 10_000 });
   const inspect = await redisClient(t);
@@ -185,12 +165,7 @@ t.test("an analytics quota window expires in Redis after its window", async (t) 
 
 t.test("rate limit reservations: a busy counter is admitted from units reserved in Redis, counted there first", async (t) => {
   const prefix = uniquePrefix(t, "reserve");
-  const open = async () => {
-    const redis = await connectRedis({ url: REDIS_URL, commandTimeoutMs: 2_000, connectTimeoutMs: 2_000 });
-    const stores = createRedisStores(redis, prefix, true);
-    t.teardown(() => stores.close());
-    return stores.ratelimitCounters;
-  };
+  const open = async () => (await openStores(t, prefix)).ratelimitCounters;
   const counters = await open();
   const now = 5_000 * 60_000 + 10;
   const check = { bucket: "busy", limit: 10_000, durationMs: 60_000, cost: 1 };
@@ -217,9 +192,7 @@ t.test("rate limit reservations: a busy counter is admitted from units reserved 
 });
 
 t.test("rate limit reservations: none past half the limit, for small limits, credits or several checks", async (t) => {
-  const redis = await connectRedis({ url: REDIS_URL, commandTimeoutMs: 2_000, connectTimeoutMs: 2_000 });
-  const stores = createRedisStores(redis, uniquePrefix(t, "noreserve"), true);
-  t.teardown(() => stores.close());
+  const stores = await openStores(t, uniquePrefix(t, "noreserve"));
   const counters = stores.ratelimitCounters;
   const now = 5_000 * 60_000 + 10;
   const check = (bucket: string, limit: number) => ({ bucket, limit, durationMs: 60_000, cost: 1 });
@@ -246,12 +219,7 @@ t.test("rate limit reservations: none past half the limit, for small limits, cre
 
 t.test("rate limit reservations: two instances never admit more than the limit, and miss at most a reservation each", async (t) => {
   const prefix = uniquePrefix(t, "reserve-two");
-  const open = async () => {
-    const redis = await connectRedis({ url: REDIS_URL, commandTimeoutMs: 2_000, connectTimeoutMs: 2_000 });
-    const stores = createRedisStores(redis, prefix, true);
-    t.teardown(() => stores.close());
-    return stores.ratelimitCounters;
-  };
+  const open = async () => (await openStores(t, prefix)).ratelimitCounters;
   const [a, b] = [await open(), await open()];
   const now = 5_000 * 60_000 + 10;
   const check = { bucket: "shared", limit: 1_000, durationMs: 60_000, cost: 1 };
@@ -268,9 +236,7 @@ t.test("rate limit reservations: two instances never admit more than the limit, 
 
 t.test("rate limit reservations: ratelimit.reservations false decides every call on Redis", async (t) => {
   const prefix = uniquePrefix(t, "reserve-off");
-  const redis = await connectRedis({ url: REDIS_URL, commandTimeoutMs: 2_000, connectTimeoutMs: 2_000 });
-  const stores = createRedisStores(redis, prefix, true, { ratelimitReservations: false });
-  t.teardown(() => stores.close());
+  const stores = await openStores(t, prefix, { ratelimitReservations: false });
   const counters = stores.ratelimitCounters;
   const now = 5_000 * 60_000 + 10;
   const check = { bucket: "busy", limit: 10_000, durationMs: 60_000, cost: 1 };
