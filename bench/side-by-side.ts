@@ -39,21 +39,28 @@ export function runOptions(): RunOptions {
   for (const [name, value] of Object.entries(options)) {
     if (!Number.isFinite(value) || value <= 0) throw new Error(`--${name} must be a positive number, not '${String(values[name])}'`);
   }
+  // The serving children read these themselves; checked here too, so a bad value stops the run before any starts.
+  analyticsEngineOption();
+  reservationsOption();
   return options;
+}
+
+/** The value of `--<name>`, one of `choices`; the first is the default. */
+function choiceOption<C extends string>(name: string, choices: readonly [C, ...C[]]): C {
+  const { values } = parseArgs({ options: { [name]: { type: "string", default: choices[0] } }, strict: false });
+  const value = values[name];
+  if (!choices.includes(value as C)) throw new Error(`--${name} is ${choices.join(" or ")}`);
+  return value as C;
 }
 
 /** --analytics embedded|off: whether the keygate under load records verifications (default: embedded, as deployed). */
 export function analyticsEngineOption(): "embedded" | "off" {
-  const { values } = parseArgs({ options: { analytics: { type: "string", default: "embedded" } }, strict: false });
-  if (values.analytics !== "embedded" && values.analytics !== "off") throw new Error("--analytics is embedded or off");
-  return values.analytics;
+  return choiceOption("analytics", ["embedded", "off"]);
 }
 
 /** --reservations on|off: ratelimit.reservations of the keygate under load (default: on, as deployed). */
 export function reservationsOption(): boolean {
-  const { values } = parseArgs({ options: { reservations: { type: "string", default: "on" } }, strict: false });
-  if (values.reservations !== "on" && values.reservations !== "off") throw new Error("--reservations is on or off");
-  return values.reservations === "on";
+  return choiceOption("reservations", ["on", "off"]) === "on";
 }
 
 export const ROOT_KEY = "root_bench_all_permissions";
