@@ -36,8 +36,8 @@ const ROOT_KEY_BYTES = 32;
 /** Authenticates root keys (from configuration first, then the store) and creates new ones for the CLI. */
 export class RootKeyService {
   private readonly configured = new Map<string, RootKeyRecord>();
-  private readonly permissionSets = new WeakMap<RootKeyRecord, PermissionSet>();
-  private readonly heldPermissions = new WeakMap<RootKeyRecord, readonly string[]>();
+  /** One caller per record, reused while the record is (a caller holds nothing of a single request). */
+  private readonly callers = new WeakMap<RootKeyRecord, RootKeyCaller>();
 
   private readonly store: RootKeyStore;
   private readonly invalidator: CacheInvalidator;
@@ -72,7 +72,7 @@ export class RootKeyService {
     if (!record) throw unauthorized("The provided root key is invalid.");
     if (record.revokedAt !== undefined) throw unauthorized("The provided root key has been revoked.");
     if (record.expires !== undefined && record.expires <= this.clock.now()) throw unauthorized("The provided root key has expired.");
-    return new RootKeyCaller(record, this.permissionSetOf(record), this.heldOf(record));
+    return this.callerOf(record);
   }
 
   /** Creates and stores a root key; the plaintext is returned once and never kept. */
@@ -104,22 +104,13 @@ export class RootKeyService {
     return revoked;
   }
 
-  private permissionSetOf(record: RootKeyRecord): PermissionSet {
-    let set = this.permissionSets.get(record);
-    if (!set) {
-      set = new PermissionSet(this.heldOf(record));
-      this.permissionSets.set(record, set);
+  private callerOf(record: RootKeyRecord): RootKeyCaller {
+    let caller = this.callers.get(record);
+    if (!caller) {
+      caller = new RootKeyCaller(record);
+      this.callers.set(record, caller);
     }
-    return set;
-  }
-
-  private heldOf(record: RootKeyRecord): readonly string[] {
-    let held = this.heldPermissions.get(record);
-    if (!held) {
-      held = record.permissions.map(normaliseRootPermission);
-      this.heldPermissions.set(record, held);
-    }
-    return held;
+    return caller;
   }
 }
 
@@ -129,12 +120,11 @@ class RootKeyCaller implements Caller {
   private readonly permissions: PermissionSet;
   private readonly held: readonly string[];
 
-  constructor(record: RootKeyRecord, permissions: PermissionSet, held: readonly string[]) {
-    this.permissions = permissions;
-    this.held = held;
+  constructor(record: RootKeyRecord) {
     this.rootKeyId = record.id;
     this.workspaceId = record.workspaceId;
     this.held = record.permissions.map(normaliseRootPermission);
+    this.permissions = new PermissionSet(this.held);
   }
 
   namedResourceIds(resourceType: string): string[] {

@@ -1,4 +1,4 @@
-import type { KeyStore } from "../../storage/interfaces.js";
+import type { KeyStore, WindowCheck } from "../../storage/interfaces.js";
 import type { CreditRefill, RatelimitConfig } from "../../storage/records.js";
 import type { ApiService } from "../apis/api-service.js";
 import type { IdentityService } from "../identities/identity-service.js";
@@ -20,11 +20,39 @@ export interface KeyView {
   roles: string[];
   permissionSet: PermissionSet;
   identity?: { id: string; externalId: string; meta?: Record<string, unknown>; ratelimits: RatelimitConfig[] };
-  ratelimits: RatelimitConfig[];
   /** Whether the key has a credit balance (unlimited keys never touch credits). */
   hasCredits: boolean;
   /** When the balance refills (for a Retry-After once credits are exhausted). */
   creditRefill?: CreditRefill;
+  /** The key's fields every verification of it shows, worked out once per view (the view is cached). */
+  shown: KeyDescription;
+  /**
+   * The limits a verification can apply by name, at cost 1: the key's own, and its identity's where the key has
+   * none of that name (a key limit wins). Identity limits count per identity, so all its keys share them.
+   */
+  namedLimits: ReadonlyMap<string, AppliedLimit>;
+  /** Those of namedLimits that apply to every verification (autoApply), in order. */
+  autoApplied: readonly AppliedLimit[];
+}
+
+/** What keys.verifyKey shows of a key once it is known to exist (spec §2.5, reference §3), each field only when set. */
+export interface KeyDescription {
+  keyId: string;
+  name?: string;
+  meta?: Record<string, unknown>;
+  expires?: number;
+  enabled: boolean;
+  permissions?: string[];
+  roles?: string[];
+  identity?: { id: string; externalId: string; meta?: Record<string, unknown>; ratelimits?: { id: string; name: string; limit: number; duration: number; autoApply: boolean }[] };
+}
+
+/** A limit a verification applies: a configured one (`id` rl_…) or a custom one given in the request (`id` ""). */
+export interface AppliedLimit {
+  id: string;
+  name: string;
+  autoApply: boolean;
+  check: WindowCheck;
 }
 
 export interface KeyViewSources {
@@ -51,6 +79,15 @@ export async function loadKeyView(sources: KeyViewSources, workspaceId: string, 
   const permissionIds = [...new Set([...key.permissionIds, ...roles.flatMap((role) => role.permissionIds)])];
   const permissions = (await sources.rbac.permissionsById(workspaceId, permissionIds)).map((permission) => permission.slug);
   const identity = key.identityId ? identities.get(key.identityId) : undefined;
+  const roleNames = roles.map((role) => role.name);
+  const identityView = identity
+    ? { id: identity.id, externalId: identity.externalId, ...(identity.meta !== undefined ? { meta: identity.meta } : {}), ratelimits: identity.ratelimits }
+    : undefined;
+  const namedLimits = new Map<string, AppliedLimit>();
+  for (const limit of key.ratelimits) namedLimits.set(limit.name, appliedLimit(limit, `key:${key.id}:${limit.name}`));
+  const inherited = new Map<string, AppliedLimit>();
+  for (const limit of identityView?.ratelimits ?? []) inherited.set(limit.name, appliedLimit(limit, `identity:${identityView?.id}:${limit.name}`));
+  for (const [name, limit] of inherited) if (!namedLimits.has(name)) namedLimits.set(name, limit);
   return {
     keyId: key.id,
     workspaceId,
@@ -61,13 +98,36 @@ export async function loadKeyView(sources: KeyViewSources, workspaceId: string, 
     ...(key.expires !== undefined ? { expires: key.expires } : {}),
     enabled: key.enabled,
     permissions,
-    roles: roles.map((role) => role.name),
+    roles: roleNames,
     permissionSet: new PermissionSet(permissions),
-    ...(identity
-      ? { identity: { id: identity.id, externalId: identity.externalId, ...(identity.meta !== undefined ? { meta: identity.meta } : {}), ratelimits: identity.ratelimits } }
-      : {}),
-    ratelimits: key.ratelimits,
+    ...(identityView ? { identity: identityView } : {}),
     hasCredits: credits !== null,
     ...(credits?.refill ? { creditRefill: credits.refill } : {}),
+    shown: {
+      keyId: key.id,
+      ...(key.name !== undefined ? { name: key.name } : {}),
+      ...(key.meta !== undefined ? { meta: key.meta } : {}),
+      ...(key.expires !== undefined ? { expires: key.expires } : {}),
+      enabled: key.enabled,
+      ...(permissions.length > 0 ? { permissions } : {}),
+      ...(roleNames.length > 0 ? { roles: roleNames } : {}),
+      ...(identityView ? { identity: shownIdentity(identityView) } : {}),
+    },
+    namedLimits,
+    autoApplied: [...namedLimits.values()].filter((limit) => limit.autoApply),
+  };
+}
+
+function appliedLimit(limit: RatelimitConfig, bucket: string): AppliedLimit {
+  return { id: limit.id, name: limit.name, autoApply: limit.autoApply, check: { bucket, limit: limit.limit, durationMs: limit.durationMs, cost: 1 } };
+}
+
+function shownIdentity(identity: NonNullable<KeyView["identity"]>): NonNullable<KeyDescription["identity"]> {
+  const ratelimits = identity.ratelimits.map((limit) => ({ id: limit.id, name: limit.name, limit: limit.limit, duration: limit.durationMs, autoApply: limit.autoApply }));
+  return {
+    id: identity.id,
+    externalId: identity.externalId,
+    ...(identity.meta !== undefined ? { meta: identity.meta } : {}),
+    ...(ratelimits.length > 0 ? { ratelimits } : {}),
   };
 }

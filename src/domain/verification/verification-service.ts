@@ -9,7 +9,7 @@ import type { Caller } from "../caller.js";
 import { parsePermissionQuery, PermissionQuerySyntaxError, type PermissionQuery } from "../permissions/query.js";
 import type { Limiter } from "../ratelimit/limiter.js";
 import { requireApi } from "../root-keys/permissions.js";
-import type { KeyView } from "./key-view.js";
+import type { AppliedLimit, KeyDescription, KeyView } from "./key-view.js";
 
 /** Outcome codes of a verification (api-decisions.md); analytics records the same codes. Every one but VALID is a denial. */
 export type VerificationCode = VerificationOutcome;
@@ -63,19 +63,11 @@ export interface LimitReport {
 }
 
 /** What keys.verifyKey answers (spec §2.5, reference §3): key fields only once the key is known to exist. */
-export interface VerificationData {
+export interface VerificationData extends Partial<KeyDescription> {
   valid: boolean;
   code: VerificationCode;
-  keyId?: string;
-  name?: string;
-  meta?: Record<string, unknown>;
-  expires?: number;
   /** The balance after this verification. */
   credits?: number;
-  enabled?: boolean;
-  permissions?: string[];
-  roles?: string[];
-  identity?: { id: string; externalId: string; meta?: Record<string, unknown>; ratelimits?: { id: string; name: string; limit: number; duration: number; autoApply: boolean }[] };
   ratelimits?: LimitReport[];
 }
 
@@ -136,12 +128,12 @@ export class VerificationService {
    */
   async verifyKey(caller: Caller, input: VerifyKeyInput, requestId: string): Promise<Verification> {
     if (!caller.holdsAny(grantsSomeVerification)) caller.authorize(requireApi("verify_key"));
-    (input.ratelimits ?? []).forEach((limit, index) => {
+    for (const [index, limit] of (input.ratelimits ?? NO_REQUESTED_LIMITS).entries()) {
       if ((limit.limit === undefined) !== (limit.duration === undefined)) {
         const missing = limit.limit === undefined ? "limit" : "duration";
         throw invalidAt(`body.ratelimits[${index}].${missing}`, "is required when a custom limit is given (limit and duration go together)", "give both limit and duration, or neither to use the key's configured limit");
       }
-    });
+    }
     return this.verify({
       requestId,
       workspaceId: caller.workspaceId,
@@ -168,7 +160,7 @@ export class VerificationService {
       identityId: identity?.id ?? "",
       externalId: identity?.externalId ?? "",
       outcome: verification.data.code,
-      tags: [...(request.tags ?? [])],
+      tags: request.tags && request.tags.length > 0 ? [...request.tags] : [],
       spentCredits: verification.spentCredits,
       latencyMs: performance.now() - startedAt,
     });
@@ -182,19 +174,20 @@ export class VerificationService {
       return { data: { valid: false, code: "NOT_FOUND" }, limits: [], spentCredits: 0, decidedAt: now };
     }
     const query = typeof request.permissions === "string" ? parseQuery(request.permissions) : request.permissions;
-    const denied = (code: VerificationCode): Verification => ({ data: { valid: false, code, ...describe(view) }, key: view, limits: [], spentCredits: 0, decidedAt: now });
-    if (!view.enabled) return denied("DISABLED");
-    if (view.expires !== undefined && view.expires <= now) return denied("EXPIRED");
-    if (query && !view.permissionSet.satisfies(query)) return denied("INSUFFICIENT_PERMISSIONS");
+    if (!view.enabled) return refused(view, "DISABLED", now);
+    if (view.expires !== undefined && view.expires <= now) return refused(view, "EXPIRED", now);
+    if (query && !view.permissionSet.satisfies(query)) return refused(view, "INSUFFICIENT_PERMISSIONS", now);
 
-    const keyLimits = limitsToApply(view, request.ratelimits ?? []);
-    const extra = typeof request.extraLimits === "function" ? await request.extraLimits(view) : (request.extraLimits ?? []);
+    const keyLimits = limitsToApply(view, request.ratelimits ?? NO_REQUESTED_LIMITS);
+    const extra = typeof request.extraLimits === "function" ? await request.extraLimits(view) : (request.extraLimits ?? NO_EXTRA_LIMITS);
     const cost = request.credits?.cost ?? (view.hasCredits ? 1 : 0);
     const credit: CreditCheck | undefined = view.hasCredits ? { keyId: view.keyId, cost } : undefined;
-    const checks = [...keyLimits.map((limit) => limit.check), ...extra.map((limit) => limit.check)];
-    const outcome = checks.length === 0 && !credit ? undefined : await this.limiter.checkAndConsume(view.workspaceId, checks, credit);
+    // Nothing to count: the most common verification answers without touching the counters.
+    if (keyLimits.length === 0 && extra.length === 0 && !credit) return { data: { valid: true, code: "VALID", ...view.shown }, key: view, limits: [], spentCredits: 0, decidedAt: now };
 
-    const results = outcome?.results ?? [];
+    const checks = [...keyLimits.map((limit) => limit.check), ...extra.map((limit) => limit.check)];
+    const outcome = await this.limiter.checkAndConsume(view.workspaceId, checks, credit);
+    const results = outcome.results;
     const reports: LimitReport[] = keyLimits.map((limit, index) => {
       const result = results[index] as WindowResult;
       return {
@@ -219,14 +212,14 @@ export class VerificationService {
       })),
     ];
     const rateLimited = results.some((result) => !result.passed);
-    const creditDenied = outcome?.credit !== undefined && !outcome.credit.passed;
+    const creditDenied = outcome.credit !== undefined && !outcome.credit.passed;
     const code: VerificationCode = rateLimited ? "RATE_LIMITED" : creditDenied ? "USAGE_EXCEEDED" : "VALID";
-    const balance = outcome?.credit?.remaining;
+    const balance = outcome.credit?.remaining;
     return {
       data: {
         valid: code === "VALID",
         code,
-        ...describe(view),
+        ...view.shown,
         // The balance is shown once the limits passed: a denial by a limit may come from this instance's fast path,
         // which never reads the balance, so showing it only sometimes would make the field depend on the path taken.
         ...(balance !== undefined && balance !== null && !rateLimited ? { credits: balance } : {}),
@@ -234,12 +227,20 @@ export class VerificationService {
       },
       key: view,
       limits,
-      spentCredits: code === "VALID" && credit && outcome?.credit?.remaining !== null ? credit.cost : 0,
-      ...(outcome?.degraded ? { degraded: outcome.degraded } : {}),
-      decidedAt: outcome?.now ?? now,
-      ...(code === "USAGE_EXCEEDED" && view.creditRefill ? { nextRefillAt: nextScheduledRefill(view.creditRefill, outcome?.now ?? now) } : {}),
+      spentCredits: code === "VALID" && credit && balance !== null ? credit.cost : 0,
+      ...(outcome.degraded ? { degraded: outcome.degraded } : {}),
+      decidedAt: outcome.now,
+      ...(code === "USAGE_EXCEEDED" && view.creditRefill ? { nextRefillAt: nextScheduledRefill(view.creditRefill, outcome.now) } : {}),
     };
   }
+}
+
+const NO_REQUESTED_LIMITS: readonly RequestedLimit[] = [];
+const NO_EXTRA_LIMITS: readonly ExtraLimit[] = [];
+
+/** A key that exists but fails a check before the limits (DISABLED, EXPIRED, INSUFFICIENT_PERMISSIONS). */
+function refused(view: KeyView, code: VerificationCode, now: number): Verification {
+  return { data: { valid: false, code, ...view.shown }, key: view, limits: [], spentCredits: 0, decidedAt: now };
 }
 
 /** Whether a held root permission can grant `api.<some api>.verify_key`. */
@@ -260,73 +261,15 @@ function parseQuery(text: string): PermissionQuery {
   }
 }
 
-/** The key's fields a verification shows once the key is known to exist. */
-function describe(view: KeyView): Omit<VerificationData, "valid" | "code"> {
-  const identityLimits = view.identity?.ratelimits.map(viewLimit) ?? [];
-  return {
-    keyId: view.keyId,
-    ...(view.name !== undefined ? { name: view.name } : {}),
-    ...(view.meta !== undefined ? { meta: view.meta } : {}),
-    ...(view.expires !== undefined ? { expires: view.expires } : {}),
-    enabled: view.enabled,
-    ...(view.permissions.length > 0 ? { permissions: view.permissions } : {}),
-    ...(view.roles.length > 0 ? { roles: view.roles } : {}),
-    ...(view.identity
-      ? {
-          identity: {
-            id: view.identity.id,
-            externalId: view.identity.externalId,
-            ...(view.identity.meta !== undefined ? { meta: view.identity.meta } : {}),
-            ...(identityLimits.length > 0 ? { ratelimits: identityLimits } : {}),
-          },
-        }
-      : {}),
-  };
-}
-
-function viewLimit(limit: RatelimitConfig) {
-  return { id: limit.id, name: limit.name, limit: limit.limit, duration: limit.durationMs, autoApply: limit.autoApply };
-}
-
-interface KeyLimit {
-  id: string;
-  name: string;
-  autoApply: boolean;
-  check: WindowCheck;
-}
-
 /**
- * The key's and identity's limits this verification applies: every autoApply limit, plus each requested one by
- * name (with its cost), or as a custom limit when the request gives limit and duration. A key limit wins over an
- * identity limit of the same name. Identity limits count per identity, so all its keys share them.
+ * The limits this verification applies: every autoApply limit of the key and its identity, plus each requested one
+ * by name (with its cost), or as a custom limit of the key when the request gives limit and duration. A requested
+ * name replaces an autoApply limit of the same name in its place.
  */
-function limitsToApply(view: KeyView, requested: readonly RequestedLimit[]): KeyLimit[] {
-  const keyLimits = new Map(view.ratelimits.map((limit) => [limit.name, limit]));
-  const identityLimits = new Map((view.identity?.ratelimits ?? []).map((limit) => [limit.name, limit]));
-  const onKey = (limit: RatelimitConfig, cost: number): KeyLimit => ({
-    id: limit.id,
-    name: limit.name,
-    autoApply: limit.autoApply,
-    check: { bucket: `key:${view.keyId}:${limit.name}`, limit: limit.limit, durationMs: limit.durationMs, cost },
-  });
-  const onIdentity = (limit: RatelimitConfig, cost: number): KeyLimit => ({
-    id: limit.id,
-    name: limit.name,
-    autoApply: limit.autoApply,
-    check: { bucket: `identity:${view.identity?.id}:${limit.name}`, limit: limit.limit, durationMs: limit.durationMs, cost },
-  });
-  const configured = (name: string, cost: number): KeyLimit | undefined => {
-    const keyLimit = keyLimits.get(name);
-    if (keyLimit) return onKey(keyLimit, cost);
-    const identityLimit = identityLimits.get(name);
-    return identityLimit ? onIdentity(identityLimit, cost) : undefined;
-  };
-
-  const applied = new Map<string, KeyLimit>();
-  for (const name of new Set([...keyLimits.keys(), ...identityLimits.keys()])) {
-    const limit = configured(name, 1);
-    if (limit?.autoApply) applied.set(name, limit);
-  }
+function limitsToApply(view: KeyView, requested: readonly RequestedLimit[]): readonly AppliedLimit[] {
+  if (requested.length === 0) return view.autoApplied;
+  const applied = new Map<string, AppliedLimit>();
+  for (const limit of view.autoApplied) applied.set(limit.name, limit);
   for (const request of requested) {
     const cost = request.cost ?? 1;
     if (request.limit !== undefined && request.duration !== undefined) {
@@ -338,12 +281,12 @@ function limitsToApply(view: KeyView, requested: readonly RequestedLimit[]): Key
       });
       continue;
     }
-    const limit = configured(request.name, cost);
+    const limit = view.namedLimits.get(request.name);
     if (!limit) {
       const where = view.identity ? `on key '${view.keyId}' nor on its identity '${view.identity.externalId}'` : `on key '${view.keyId}', which has no identity`;
       throw new KeygateError("err:unkey:application:precondition_failed", `The rate limit '${request.name}' was requested but is not configured ${where}.`);
     }
-    applied.set(request.name, limit);
+    applied.set(request.name, cost === limit.check.cost ? limit : { ...limit, check: { ...limit.check, cost } });
   }
   return [...applied.values()];
 }
