@@ -14,22 +14,24 @@ const POOL_BYTES = 4_096;
 const pool = Buffer.allocUnsafe(POOL_BYTES);
 let poolOffset = POOL_BYTES;
 
-function randomInto(target: Buffer, at: number, length: number): void {
-  if (poolOffset + length > POOL_BYTES) {
-    randomFillSync(pool);
-    poolOffset = 0;
-  }
-  pool.copy(target, at, poolOffset, poolOffset + length);
-  poolOffset += length;
-}
+/** The bytes of the id being made; reused (ids are made synchronously). */
+const idBytes = new Uint8Array(12);
 
 /**
  * `<prefix>_<base58 of 12 bytes>`: 4 bytes of seconds since ID_EPOCH_SECONDS, big-endian, then 8 random
  * bytes. Ids made in different seconds therefore sort by creation time, which keeps keyset pages stable.
  */
 export function newId(prefix: IdPrefix, nowMs: number = Date.now()): string {
-  const bytes = Buffer.allocUnsafe(12);
-  bytes.writeUInt32BE(Math.max(0, Math.floor(nowMs / 1000) - ID_EPOCH_SECONDS), 0);
-  randomInto(bytes, 4, 8);
-  return `${prefix}_${base58Encode(bytes)}`;
+  const seconds = Math.max(0, Math.floor(nowMs / 1000) - ID_EPOCH_SECONDS);
+  idBytes[0] = seconds >>> 24;
+  idBytes[1] = seconds >>> 16;
+  idBytes[2] = seconds >>> 8;
+  idBytes[3] = seconds;
+  if (poolOffset + 8 > POOL_BYTES) {
+    randomFillSync(pool);
+    poolOffset = 0;
+  }
+  for (let i = 0; i < 8; i++) idBytes[4 + i] = pool[poolOffset + i] as number;
+  poolOffset += 8;
+  return `${prefix}_${base58Encode(idBytes)}`;
 }
