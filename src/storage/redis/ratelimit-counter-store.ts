@@ -5,7 +5,7 @@ import { countsFor, estimateUsed, windowEnd, windowSequence, type StoredWindow }
 import type { CounterOutcome, CreditCheck, RatelimitCounterStore, WindowCheck, WindowResult } from "../interfaces.js";
 import type { RedisGuard } from "./guard.js";
 import type { RedisKeys } from "./keys.js";
-import { RATELIMIT_REPLY_STRIDE, defineRatelimitCommand } from "./ratelimit-script.js";
+import { defineRatelimitCommand } from "./ratelimit-script.js";
 
 /** Exhausted windows this instance remembers for its fast path (least recently used are forgotten first). */
 const KNOWN_WINDOWS_MAX = 100_000;
@@ -175,21 +175,26 @@ export class RedisRatelimitCounterStore implements RatelimitCounterStore {
 
   /** One script execution for `calls`; each call's promise settles with its own outcome (or the shared failure). */
   private async execute(now: number | undefined, calls: PendingCall[]): Promise<void> {
-    // Each key goes out once, however many calls use it; the calls refer to it by its (1-based) position.
+    // Each key goes out once, with its limit and duration, however many calls use it; the calls refer to it by its
+    // (1-based) position. On a hot key this is most of what a call would otherwise send.
     const keys: string[] = [];
+    const limitsOfKeys: string[] = [];
     const positions = new Map<string, string>();
-    const position = (key: string): string => {
+    const position = (key: string, limit: number, durationMs: number): string => {
       let at = positions.get(key);
       if (at === undefined) {
         at = String(keys.push(key));
+        limitsOfKeys.push(String(limit), String(durationMs));
         positions.set(key, at);
       }
       return at;
     };
-    const args: string[] = [now === undefined ? "" : String(now), String(calls.length)];
+    const callArgs: string[] = [];
+    /** Per call, the units its first check asked to reserve (the reply holds what was reserved only then). */
+    const reserves: number[] = [];
     let reservedBy: Set<string> | undefined;
     for (const call of calls) {
-      args.push(String(call.checks.length), call.credit ? "1" : "0");
+      callArgs.push(String(call.checks.length * 2 + (call.credit ? 1 : 0)));
       // One reservation asked for at a time per counter: calls made while it is on its way go without.
       let reserve = this.reserve ? reservationFor(call.checks, call.credit) : 0;
       const first = call.keys[0] as string;
@@ -198,38 +203,44 @@ export class RedisRatelimitCounterStore implements RatelimitCounterStore {
         this.reserving.add(first);
         (reservedBy ??= new Set()).add(first);
       }
+      reserves.push(reserve);
       call.checks.forEach((check, index) =>
-        args.push(position(call.keys[index] as string), String(check.limit), String(check.durationMs), String(check.cost), index === 0 ? String(reserve) : "0"),
+        callArgs.push(position(call.keys[index] as string, check.limit, check.durationMs), String(check.cost), index === 0 ? String(reserve) : "0"),
       );
-      if (call.credit) args.push(position(call.keys[call.checks.length] as string), String(call.credit.cost));
+      if (call.credit) callArgs.push(position(call.keys[call.checks.length] as string, 0, 0), String(call.credit.cost));
     }
     const sentAt = this.clock.now();
     try {
-      const reply = await this.guard.run(() => this.redis.keygateRatelimit(keys.length, ...keys, ...args));
+      const reply = await this.guard.run(() =>
+        this.redis.keygateRatelimit(keys.length, ...keys, now === undefined ? "" : String(now), String(calls.length), ...limitsOfKeys, ...callArgs),
+      );
       this.stats.scriptCalls++;
       this.stats.redisDecisions += calls.length;
       const decidedAt = reply[0] as number;
       if (now === undefined) this.redisClockOffsetMs = decidedAt - sentAt;
       let at = 1;
-      for (const call of calls) {
-        const passed = reply[at++] === 1;
+      calls.forEach((call, callIndex) => {
+        let passed = true;
         const results = call.checks.map((check, index): WindowResult => {
-          const [checkPassed, remaining, sequence, current, previous, reserved] = reply.slice(at, at + RATELIMIT_REPLY_STRIDE) as [number, number, number, number, number, number];
-          at += RATELIMIT_REPLY_STRIDE;
+          const checkPassed = reply[at++] === 1;
+          const remaining = reply[at++] as number;
+          const sequence = reply[at++] as number;
+          const reserved = index === 0 && (reserves[callIndex] as number) > 0 ? (reply[at++] as number) : 0;
           const key = call.keys[index] as string;
-          if (remaining === 0) this.known.set(key, { sequence, current, previous });
+          if (remaining === 0) this.known.set(key, { sequence, current: reply[at++] as number, previous: reply[at++] as number });
           else this.known.delete(key);
+          passed &&= checkPassed;
           const held = this.holdReservation(key, sequence, remaining, reserved);
-          return { passed: checkPassed === 1, remaining: remaining + held, resetAt: windowEnd(sequence, check.durationMs) };
+          return { passed: checkPassed, remaining: remaining + held, resetAt: windowEnd(sequence, check.durationMs) };
         });
         if (!call.credit) {
           call.resolve({ passed, results, now: decidedAt });
-          continue;
+          return;
         }
         const creditPassed = reply[at++] === 1;
         const balance = reply[at++] as number;
-        call.resolve({ passed, results, now: decidedAt, credit: { passed: creditPassed, remaining: balance === -1 ? null : balance } });
-      }
+        call.resolve({ passed: passed && creditPassed, results, now: decidedAt, credit: { passed: creditPassed, remaining: balance === -1 ? null : balance } });
+      });
     } catch (error) {
       // Calls already resolved ignore this; the others all fail the same way.
       for (const call of calls) call.reject(error);

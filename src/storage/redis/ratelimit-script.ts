@@ -24,23 +24,27 @@ import type { Redis, Result } from "ioredis";
  *             decides on one clock, so clock skew between instances cannot widen a window. Tests pass an
  *             injected clock's time.
  * ARGV[2]   the number of calls in this batch.
- * then per call: its number of checks n, whether it has a credit check (1 or 0), n quintuples: the counter's
- *             index in KEYS, limit (0 blocks), duration in ms, cost (0 checks without consuming) and the units to
- *             reserve, and with a credit check the balance's index in KEYS and the cost. A counter may appear more
- *             than once in a call; later checks see the cost taken by earlier ones.
+ * then per key of KEYS, in order: a counter's limit (0 blocks) and duration in ms, as its name holds them (a
+ *             balance: 0, 0). Sent once per key, however many calls use it.
+ * then per call: 2n + c for its n checks and c = 1 with a credit check (else 0), n triples: the counter's index in
+ *             KEYS, cost (0 checks without consuming) and the units to reserve, and with a credit check the
+ *             balance's index in KEYS and the cost. A counter may appear more than once in a call; later checks
+ *             see the cost taken by earlier ones.
  *           Reserving: a call of one check and no credit that passes may also take up to that many units more for
  *             its instance to admit later without asking (see ratelimit-counter-store.ts), but only as long as
  *             the window stays at most half used; they are consumed here like any cost.
  *
- * Returns { now, then per call: passed (1 or 0), then per check: passed, remaining, sequence, current, previous,
- *   reserved, then with a credit check: passed, remaining (-1 when the key has no balance) },
- *   passed     (the call's) 1 when every check passed and all were consumed; (a check's) 1 when it passes on its
- *              own, after the cost of earlier checks of the call on the same key,
+ * Returns { now, then per call: per check: passed, remaining, sequence, [reserved], [current, previous], then with
+ *   a credit check: passed, remaining (-1 when the key has no balance) }. Only what the caller needs is sent, since
+ *   every value costs both sides (the call passed when every check and the credit did, so that is not sent):
+ *   passed     1 when the check passes on its own, after the cost of earlier checks of the call on the same key
+ *              (the credit's: when the balance covers the cost, or the key has none),
  *   remaining  units left after the call (and its reservation); when the call is denied nothing was consumed, so
  *              it is the room the window had before the call,
- *   reserved   the units reserved for the caller's instance (0 when none),
  *   sequence   the fixed window decided in (reset = (sequence + 1) × duration),
- *   current, previous  the counts of that window and the one before, after the call (for the local fast path).
+ *   reserved   only for a check that asked to reserve: the units reserved for the caller's instance (maybe 0),
+ *   current, previous  only when remaining is 0: the counts of that window and the one before, after the call
+ *              (for the local fast path, which remembers exhausted windows only).
  * A counter expires when the window after the one it was last written in ends (at most 2 × duration after a
  * write): then neither of its counts can matter. Its expiry is set when a write starts a window.
  */
@@ -141,12 +145,17 @@ local function balanceAt(index)
   return balance
 end
 
+-- Each counter's limit and duration, sent once per key (ARGV[3 + 2(k-1)] and the one after; balances "0", "0").
+local function limitOf(index) return tonumber(ARGV[1 + 2 * index]) end
+local function durationOf(index) return tonumber(ARGV[2 + 2 * index]) end
+
 local reply = { now }
-local nextArg = 3
+local nextArg = 3 + 2 * #KEYS
 for call = 1, tonumber(ARGV[2]) do
-  local checks = tonumber(ARGV[nextArg])
-  local hasCredit = ARGV[nextArg + 1] == "1"
-  nextArg = nextArg + 2
+  local header = tonumber(ARGV[nextArg])
+  local checks = math.floor(header / 2)
+  local hasCredit = header % 2 == 1
+  nextArg = nextArg + 1
 
   -- Phase 1: decide. Per distinct counter: its window, the estimate before this call, and the cost taken so far.
   local windows = {}
@@ -154,11 +163,11 @@ for call = 1, tonumber(ARGV[2]) do
   local all = true
   for i = 1, checks do
     local index = tonumber(ARGV[nextArg])
-    local limit = tonumber(ARGV[nextArg + 1])
-    local duration = tonumber(ARGV[nextArg + 2])
-    local cost = tonumber(ARGV[nextArg + 3])
-    local reserve = tonumber(ARGV[nextArg + 4])
-    nextArg = nextArg + 5
+    local cost = tonumber(ARGV[nextArg + 1])
+    local reserve = tonumber(ARGV[nextArg + 2])
+    nextArg = nextArg + 3
+    local limit = limitOf(index)
+    local duration = durationOf(index)
     local window = windows[index]
     if window == nil then
       local counter = counterAt(index)
@@ -240,18 +249,20 @@ for call = 1, tonumber(ARGV[2]) do
     end
   end
 
-  reply[#reply + 1] = all and 1 or 0
   for i = 1, checks do
     local decision = decisions[i]
     local window = decision.window
     local used = window.base
     if all then used = decision.before + decision.cost + decision.reserved end
+    local remaining = math.max(0, decision.limit - used)
     reply[#reply + 1] = decision.ok and 1 or 0
-    reply[#reply + 1] = math.max(0, decision.limit - used)
+    reply[#reply + 1] = remaining
     reply[#reply + 1] = window.sequence
-    reply[#reply + 1] = window.current
-    reply[#reply + 1] = window.previous
-    reply[#reply + 1] = decision.reserved
+    if decision.reserve > 0 then reply[#reply + 1] = decision.reserved end
+    if remaining == 0 then
+      reply[#reply + 1] = window.current
+      reply[#reply + 1] = window.previous
+    end
   end
   if credit then
     reply[#reply + 1] = credit.ok and 1 or 0
@@ -276,9 +287,6 @@ for index, balance in pairs(balances) do
 end
 return reply
 `;
-
-/** Values per check in the script's reply, after the first two. */
-export const RATELIMIT_REPLY_STRIDE = 6;
 
 declare module "ioredis" {
   interface RedisCommander<Context> {
