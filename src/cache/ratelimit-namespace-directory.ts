@@ -34,7 +34,14 @@ export class CachedNamespaceDirectory implements NamespaceDirectory {
     this.namespaces = staleIfErrorCache(NAMESPACE_CACHE.freshMs, clock);
   }
 
-  async find(workspaceId: string, nameOrId: string): Promise<ResolvedNamespace | null> {
+  find(workspaceId: string, nameOrId: string): Promise<ResolvedNamespace | null> {
+    // The usual case, the name's id and the namespace both fresh in memory, waits for nothing.
+    const id = nameOrId.startsWith("rlns_") ? nameOrId : this.ids.peek(key(workspaceId, nameOrId));
+    const known = id ? this.namespaces.peek(key(workspaceId, id)) : undefined;
+    return known ? Promise.resolve(known) : this.load(workspaceId, nameOrId);
+  }
+
+  private async load(workspaceId: string, nameOrId: string): Promise<ResolvedNamespace | null> {
     if (nameOrId.startsWith("rlns_")) {
       const byId = await this.byId(workspaceId, nameOrId);
       if (byId) return byId;

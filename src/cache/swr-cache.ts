@@ -67,6 +67,12 @@ export class SwrCache<V> {
     return this.load(key, load, entry?.value);
   }
 
+  /** The value while it is fresh (null: known absent), without loading; undefined when get() would have to load. */
+  peek(key: string): V | null | undefined {
+    const entry = this.entries.get(key);
+    return entry && this.options.clock.now() < entry.freshUntil ? entry.value : undefined;
+  }
+
   delete(key: string): void {
     this.entries.delete(key);
     this.loading.delete(key);

@@ -18,6 +18,21 @@ t.test("a fresh entry is served without loading", async (t) => {
   t.equal(loads, 1);
 });
 
+t.test("peek answers only what is fresh, and never loads", async (t) => {
+  const { cache, clock } = setup();
+  t.equal(cache.peek("k"), undefined, "nothing cached");
+  await cache.get("k", async () => "v1");
+  t.equal(cache.peek("k"), "v1", "fresh");
+  clock.advance(1_000);
+  t.equal(cache.peek("k"), undefined, "stale: get() must revalidate");
+  await cache.get("absent", async () => null);
+  t.equal(cache.peek("absent"), null, "known absent while fresh");
+  clock.advance(500);
+  t.equal(cache.peek("absent"), undefined, "absence is not trusted past negativeMs");
+  cache.delete("k");
+  t.equal(cache.peek("k"), undefined, "deleted");
+});
+
 t.test("a stale entry is served at once and refreshed in the background once", async (t) => {
   const { cache, clock } = setup();
   let loads = 0;

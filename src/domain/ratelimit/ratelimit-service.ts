@@ -206,16 +206,26 @@ export class RatelimitService {
       }
       await this.createAll(workspaceId, missing, resolved);
     }
-    const namespaces = [...new Set([...resolved.values()].map((namespace) => (namespace as ResolvedNamespace).namespace.id))];
-    caller.authorize(allOf(...namespaces.map((id) => requireRatelimit("limit", id))));
+    const namespaceIds = new Set<string>();
+    for (const namespace of resolved.values()) namespaceIds.add((namespace as ResolvedNamespace).namespace.id);
+    caller.authorize(allOf(...[...namespaceIds].map((id) => requireRatelimit("limit", id))));
     return this.decide(workspaceId, applyOverrides(requests, resolved as Map<string, ResolvedNamespace>));
   }
 
   /** Each distinct namespace the requests name, or null when it does not exist. */
   private async findAll(workspaceId: string, requests: readonly LimitRequest[]): Promise<Map<string, ResolvedNamespace | null>> {
-    const names = [...new Set(requests.map((request) => request.namespace))];
+    const resolved = new Map<string, ResolvedNamespace | null>();
+    for (const request of requests) resolved.set(request.namespace, null);
+    // ratelimit.limit and most multiLimit calls name one namespace: no need to gather several lookups then.
+    if (resolved.size === 1) {
+      const name = requests[0]?.namespace as string;
+      resolved.set(name, await this.directory.find(workspaceId, name));
+      return resolved;
+    }
+    const names = [...resolved.keys()];
     const found = await Promise.all(names.map((name) => this.directory.find(workspaceId, name)));
-    return new Map(names.map((name, index) => [name, found[index] ?? null]));
+    names.forEach((name, index) => resolved.set(name, found[index] ?? null));
+    return resolved;
   }
 
   /** Creates the missing namespaces; one created meanwhile by another caller (or instance) is used instead. */
@@ -280,7 +290,8 @@ export class RatelimitService {
  * name: ids are made by keygate, and another workspace's id must not quietly become a namespace here.
  */
 function missingNames(resolved: Map<string, ResolvedNamespace | null>): string[] {
-  const missing = [...resolved].filter(([, namespace]) => namespace === null).map(([name]) => name);
+  const missing: string[] = [];
+  for (const [name, namespace] of resolved) if (namespace === null) missing.push(name);
   const unknownId = missing.find((name) => name.startsWith("rlns_"));
   if (unknownId !== undefined) throw namespaceNotFound(unknownId);
   return missing;
