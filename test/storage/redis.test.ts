@@ -191,6 +191,24 @@ t.test("rate limit reservations: a busy counter is admitted from units reserved 
   t.equal(counters.stats.scriptCalls, calls + 1, "the next window is decided on Redis");
 });
 
+t.test("rate limit reservations: a counter's first call reserves nothing, so one-off identifiers leave no units held", async (t) => {
+  const prefix = uniquePrefix(t, "reserve-first");
+  const open = async () => (await openStores(t, prefix)).ratelimitCounters;
+  const [counters, other] = [await open(), await open()];
+  const now = 5_000 * 60_000 + 10;
+  const check = (bucket: string) => ({ bucket, limit: 10_000, durationMs: 60_000, cost: 1 });
+
+  for (let i = 0; i < 50; i++) t.equal((await counters.checkAndConsume("ws_a", [check(`caller-${i}`)], now)).passed, true);
+  const seen = await Promise.all(Array.from({ length: 50 }, (_, i) => other.checkAndConsume("ws_a", [{ ...check(`caller-${i}`), cost: 0 }], now)));
+  t.same(seen.map((outcome) => outcome.results[0]?.remaining), Array.from({ length: 50 }, () => 10_000 - 1), "each new counter took its call's unit only");
+
+  // From its second call on, a counter reserves as before.
+  await counters.checkAndConsume("ws_a", [check("caller-0")], now);
+  const calls = counters.stats.scriptCalls;
+  t.equal((await counters.checkAndConsume("ws_a", [check("caller-0")], now)).results[0]?.remaining, 10_000 - 3);
+  t.equal(counters.stats.scriptCalls, calls, "the third call is admitted from the units the second reserved");
+});
+
 t.test("rate limit reservations: none past half the limit, for small limits, credits or several checks", async (t) => {
   const stores = await openStores(t, uniquePrefix(t, "noreserve"));
   const counters = stores.ratelimitCounters;

@@ -31,8 +31,9 @@ import type { Redis, Result } from "ioredis";
  *             balance's index in KEYS and the cost. A counter may appear more than once in a call; later checks
  *             see the cost taken by earlier ones.
  *           Reserving: a call of one check and no credit that passes may also take up to that many units more for
- *             its instance to admit later without asking (see ratelimit-counter-store.ts), but only as long as
- *             the window stays at most half used; they are consumed here like any cost.
+ *             its instance to admit later without asking (see ratelimit-counter-store.ts), but only on a counter
+ *             already in use (its count before the call is above 0) and as long as the window stays at most half
+ *             used; they are consumed here like any cost.
  *
  * Returns { now, then per call: per check: passed, remaining, sequence, [reserved], [current, previous], then with
  *   a credit check: passed, remaining (-1 when the key has no balance) }. Only what the caller needs is sent, since
@@ -223,9 +224,10 @@ for call = 1, tonumber(ARGV[2]) do
   end
 
   -- Phase 2: only when every check passed, consume them all (in the batch's state; written at the end), with the
-  -- reservation a lone check asked for, as far as the window stays at most half used.
+  -- reservation a lone check asked for, as far as the window stays at most half used, and only on a counter that
+  -- was in use already: one called once (a new identifier per request) would leave units nobody admits.
   if all then
-    if checks == 1 and not hasCredit and decisions[1].reserve > 0 then
+    if checks == 1 and not hasCredit and decisions[1].reserve > 0 and decisions[1].before > 0 then
       local decision = decisions[1]
       local room = math.floor(decision.limit / 2) - (decision.before + decision.cost)
       if room > 0 then
