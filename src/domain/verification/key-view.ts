@@ -1,5 +1,5 @@
 import type { KeyStore, WindowCheck } from "../../storage/interfaces.js";
-import type { CreditRefill, RatelimitConfig } from "../../storage/records.js";
+import type { CreditRefill, IdentityRecord, RatelimitConfig } from "../../storage/records.js";
 import type { ApiService } from "../apis/api-service.js";
 import type { IdentityService } from "../identities/identity-service.js";
 import { PermissionSet } from "../permissions/permission-set.js";
@@ -11,15 +11,11 @@ export interface KeyView {
   workspaceId: string;
   apiId: string;
   keySpaceId: string;
-  name?: string;
-  meta?: Record<string, unknown>;
   expires?: number;
   enabled: boolean;
-  /** Slugs of the key's direct permissions and of its roles' permissions. */
-  permissions: string[];
-  roles: string[];
+  /** The key's direct permissions and its roles' permissions. */
   permissionSet: PermissionSet;
-  identity?: { id: string; externalId: string; meta?: Record<string, unknown>; ratelimits: RatelimitConfig[] };
+  identity?: { id: string; externalId: string };
   /** Whether the key has a credit balance (unlimited keys never touch credits). */
   hasCredits: boolean;
   /** When the balance refills (for a Retry-After once credits are exhausted). */
@@ -80,27 +76,20 @@ export async function loadKeyView(sources: KeyViewSources, workspaceId: string, 
   const permissions = (await sources.rbac.permissionsById(workspaceId, permissionIds)).map((permission) => permission.slug);
   const identity = key.identityId ? identities.get(key.identityId) : undefined;
   const roleNames = roles.map((role) => role.name);
-  const identityView = identity
-    ? { id: identity.id, externalId: identity.externalId, ...(identity.meta !== undefined ? { meta: identity.meta } : {}), ratelimits: identity.ratelimits }
-    : undefined;
   const namedLimits = new Map<string, AppliedLimit>();
   for (const limit of key.ratelimits) namedLimits.set(limit.name, appliedLimit(limit, `key:${key.id}:${limit.name}`));
   const inherited = new Map<string, AppliedLimit>();
-  for (const limit of identityView?.ratelimits ?? []) inherited.set(limit.name, appliedLimit(limit, `identity:${identityView?.id}:${limit.name}`));
+  for (const limit of identity?.ratelimits ?? []) inherited.set(limit.name, appliedLimit(limit, `identity:${identity?.id}:${limit.name}`));
   for (const [name, limit] of inherited) if (!namedLimits.has(name)) namedLimits.set(name, limit);
   return {
     keyId: key.id,
     workspaceId,
     apiId: key.apiId,
     keySpaceId: key.keySpaceId,
-    ...(key.name !== undefined ? { name: key.name } : {}),
-    ...(key.meta !== undefined ? { meta: key.meta } : {}),
     ...(key.expires !== undefined ? { expires: key.expires } : {}),
     enabled: key.enabled,
-    permissions,
-    roles: roleNames,
     permissionSet: new PermissionSet(permissions),
-    ...(identityView ? { identity: identityView } : {}),
+    ...(identity ? { identity: { id: identity.id, externalId: identity.externalId } } : {}),
     hasCredits: credits !== null,
     ...(credits?.refill ? { creditRefill: credits.refill } : {}),
     shown: {
@@ -111,7 +100,7 @@ export async function loadKeyView(sources: KeyViewSources, workspaceId: string, 
       enabled: key.enabled,
       ...(permissions.length > 0 ? { permissions } : {}),
       ...(roleNames.length > 0 ? { roles: roleNames } : {}),
-      ...(identityView ? { identity: shownIdentity(identityView) } : {}),
+      ...(identity ? { identity: shownIdentity(identity) } : {}),
     },
     namedLimits,
     autoApplied: [...namedLimits.values()].filter((limit) => limit.autoApply),
@@ -122,7 +111,7 @@ function appliedLimit(limit: RatelimitConfig, bucket: string): AppliedLimit {
   return { id: limit.id, name: limit.name, autoApply: limit.autoApply, check: { bucket, limit: limit.limit, durationMs: limit.durationMs, cost: 1 } };
 }
 
-function shownIdentity(identity: NonNullable<KeyView["identity"]>): NonNullable<KeyDescription["identity"]> {
+function shownIdentity(identity: IdentityRecord): NonNullable<KeyDescription["identity"]> {
   const ratelimits = identity.ratelimits.map((limit) => ({ id: limit.id, name: limit.name, limit: limit.limit, duration: limit.durationMs, autoApply: limit.autoApply }));
   return {
     id: identity.id,
