@@ -1,21 +1,28 @@
 import { setTimeout as sleep } from "node:timers/promises";
-import t from "tap";
+import t, { type Test } from "tap";
 import { NAMESPACE_FRESH_MS } from "../../src/domain/ratelimit/namespace-directory.js";
-import { CLUSTER_ROOT_KEY, post, startPair } from "../helpers/process.js";
+import { CLUSTER_ROOT_KEY, post, startPair, type RunningServer } from "../helpers/process.js";
 
 const ROOT_KEY = CLUSTER_ROOT_KEY;
 
 /** Two keygate processes on one Redis and one key prefix. */
 const twoInstances = (t: { teardown(fn: () => unknown): void }) => startPair(t);
 
+/**
+ * `count` concurrent ratelimit.limit requests for `body`, alternating between the two processes, after each has
+ * learnt the namespace (a cost-0 check, which consumes nothing and must see the whole limit).
+ */
+async function burst(t: Test, [a, b]: [RunningServer, RunningServer], body: { limit: number } & Record<string, unknown>, count: number) {
+  for (const instance of [a, b]) t.equal((await post(instance.baseUrl, "ratelimit.limit", ROOT_KEY, { ...body, cost: 0 })).body.data.remaining, body.limit);
+  const results = await Promise.all(Array.from({ length: count }, (_, i) => post((i % 2 === 0 ? a : b).baseUrl, "ratelimit.limit", ROOT_KEY, body)));
+  t.same([...new Set(results.map((result) => result.status))], [200]);
+  return results;
+}
+
 t.test("1,000 concurrent requests against a limit of 100, split over two keygate processes: exactly 100 succeed", async (t) => {
   const [a, b] = await twoInstances(t);
   // A 30-day window, so the burst cannot straddle a window boundary.
-  const body = { namespace: "burst", identifier: "everyone", limit: 100, duration: 2_592_000_000 };
-  // Both processes know the namespace before the burst (a cost-0 check consumes nothing).
-  for (const instance of [a, b]) t.equal((await post(instance.baseUrl, "ratelimit.limit", ROOT_KEY, { ...body, cost: 0 })).body.data.remaining, 100);
-  const results = await Promise.all(Array.from({ length: 1_000 }, (_, i) => post(i % 2 === 0 ? a.baseUrl : b.baseUrl, "ratelimit.limit", ROOT_KEY, body)));
-  t.same([...new Set(results.map((result) => result.status))], [200]);
+  const results = await burst(t, [a, b], { namespace: "burst", identifier: "everyone", limit: 100, duration: 2_592_000_000 }, 1_000);
   const admitted = results.filter((result) => result.body.data.success);
   t.equal(admitted.length, 100);
   t.same(
@@ -30,10 +37,7 @@ t.test("1,000 concurrent requests against a limit of 100, split over two keygate
 
 t.test("3,000 concurrent requests against a limit of 1,000 (reservations engaged), over two processes: never more than 1,000", async (t) => {
   const [a, b] = await twoInstances(t);
-  const body = { namespace: "burst", identifier: "large", limit: 1_000, duration: 2_592_000_000 };
-  for (const instance of [a, b]) t.equal((await post(instance.baseUrl, "ratelimit.limit", ROOT_KEY, { ...body, cost: 0 })).body.data.remaining, 1_000);
-  const results = await Promise.all(Array.from({ length: 3_000 }, (_, i) => post(i % 2 === 0 ? a.baseUrl : b.baseUrl, "ratelimit.limit", ROOT_KEY, body)));
-  t.same([...new Set(results.map((result) => result.status))], [200]);
+  const results = await burst(t, [a, b], { namespace: "burst", identifier: "large", limit: 1_000, duration: 2_592_000_000 }, 3_000);
   const admitted = results.filter((result) => result.body.data.success).length;
   // Each process may hold back at most one reservation (1% of the limit) that the other could not use.
   t.ok(admitted <= 1_000 && admitted >= 1_000 - 2 * 10, `${admitted} admitted`);
