@@ -36,6 +36,23 @@ async function waitUntilRedisAnswers(h: Harness): Promise<void> {
 }
 
 /**
+ * Ten calls against a limit of 5, alternating between two instances, on a new identifier each attempt. A call that
+ * waits its whole deadline is answered by `ratelimit.fail` (fail: open admits it even when Redis, reached late,
+ * would have refused it), so an attempt with such a call says nothing about exactness: a stall of a loaded CI
+ * machine is not a keygate fault. Up to three attempts; the test fails when none had every call answered in time.
+ */
+async function afterRecovery(a: Harness, b: Harness): Promise<(CallResult & { ms: number })[]> {
+  let slowest = 0;
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const answers = [];
+    for (let i = 0; i < 10; i++) answers.push(await timedLimit(i % 2 === 0 ? a : b, `after-${attempt}`, 5));
+    slowest = Math.max(...answers.map((result) => result.ms));
+    if (slowest < DEADLINE_MS) return answers;
+  }
+  throw new Error(`each of three attempts had a call that waited its ${DEADLINE_MS} ms deadline (the last: ${Math.round(slowest)} ms): Redis did not answer in time`);
+}
+
+/**
  * For each fail mode: Redis breaks (`breakRedis`), requests get the mode's answer with bounded added latency (one
  * deadline at most while the breaker learns, nothing after), then Redis returns (`restoreRedis`) and, without a
  * restart, limits are exact again across two instances.
@@ -79,8 +96,7 @@ export async function outageScenarios(
       await failure.restoreRedis(server);
       await waitUntilRedisAnswers(a);
       const b = await appOn(t, server, fail);
-      const answers = [];
-      for (let i = 0; i < 10; i++) answers.push(await timedLimit(i % 2 === 0 ? a : b, "after", 5));
+      const answers = await afterRecovery(a, b);
       t.same(answers.map((result) => result.status), answers.map(() => 200));
       t.equal(answers.filter((result) => result.body.data.success).length, 5, "two instances share the limit of 5 exactly again");
     });
