@@ -2,6 +2,7 @@ import type { KeyStore, WindowCheck } from "../../storage/interfaces.js";
 import type { CreditRefill, IdentityRecord, RatelimitConfig } from "../../storage/records.js";
 import type { ApiService } from "../apis/api-service.js";
 import type { IdentityService } from "../identities/identity-service.js";
+import { viewNamedLimits, type NamedLimitView } from "../named-limits.js";
 import { PermissionSet } from "../permissions/permission-set.js";
 import type { RbacService } from "../rbac/rbac-service.js";
 
@@ -40,7 +41,7 @@ export interface KeyDescription {
   enabled: boolean;
   permissions?: string[];
   roles?: string[];
-  identity?: { id: string; externalId: string; meta?: Record<string, unknown>; ratelimits?: { id: string; name: string; limit: number; duration: number; autoApply: boolean }[] };
+  identity?: { id: string; externalId: string; meta?: Record<string, unknown>; ratelimits?: NamedLimitView[] };
 }
 
 /** A limit a verification applies: a configured one (`id` rl_…) or a custom one given in the request (`id` ""). */
@@ -78,9 +79,10 @@ export async function loadKeyView(sources: KeyViewSources, workspaceId: string, 
   const roleNames = roles.map((role) => role.name);
   const namedLimits = new Map<string, AppliedLimit>();
   for (const limit of key.ratelimits) namedLimits.set(limit.name, appliedLimit(limit, `key:${key.id}:${limit.name}`));
-  const inherited = new Map<string, AppliedLimit>();
-  for (const limit of identity?.ratelimits ?? []) inherited.set(limit.name, appliedLimit(limit, `identity:${identity?.id}:${limit.name}`));
-  for (const [name, limit] of inherited) if (!namedLimits.has(name)) namedLimits.set(name, limit);
+  // Names are unique within a key and within an identity (replaceNamedLimits); a key limit wins over its identity's.
+  for (const limit of identity?.ratelimits ?? []) {
+    if (!namedLimits.has(limit.name)) namedLimits.set(limit.name, appliedLimit(limit, `identity:${identity?.id}:${limit.name}`));
+  }
   return {
     keyId: key.id,
     workspaceId,
@@ -112,11 +114,11 @@ function appliedLimit(limit: RatelimitConfig, bucket: string): AppliedLimit {
 }
 
 function shownIdentity(identity: IdentityRecord): NonNullable<KeyDescription["identity"]> {
-  const ratelimits = identity.ratelimits.map((limit) => ({ id: limit.id, name: limit.name, limit: limit.limit, duration: limit.durationMs, autoApply: limit.autoApply }));
+  const ratelimits = viewNamedLimits(identity.ratelimits);
   return {
     id: identity.id,
     externalId: identity.externalId,
     ...(identity.meta !== undefined ? { meta: identity.meta } : {}),
-    ...(ratelimits.length > 0 ? { ratelimits } : {}),
+    ...(ratelimits ? { ratelimits } : {}),
   };
 }

@@ -174,16 +174,16 @@ export class VerificationService {
       return { data: { valid: false, code: "NOT_FOUND" }, limits: [], spentCredits: 0, decidedAt: now };
     }
     const query = typeof request.permissions === "string" ? parseQuery(request.permissions) : request.permissions;
-    if (!view.enabled) return refused(view, "DISABLED", now);
-    if (view.expires !== undefined && view.expires <= now) return refused(view, "EXPIRED", now);
-    if (query && !view.permissionSet.satisfies(query)) return refused(view, "INSUFFICIENT_PERMISSIONS", now);
+    if (!view.enabled) return decidedBeforeCounters(view, "DISABLED", now);
+    if (view.expires !== undefined && view.expires <= now) return decidedBeforeCounters(view, "EXPIRED", now);
+    if (query && !view.permissionSet.satisfies(query)) return decidedBeforeCounters(view, "INSUFFICIENT_PERMISSIONS", now);
 
     const keyLimits = limitsToApply(view, request.ratelimits ?? NO_REQUESTED_LIMITS);
     const extra = typeof request.extraLimits === "function" ? await request.extraLimits(view) : (request.extraLimits ?? NO_EXTRA_LIMITS);
     const cost = request.credits?.cost ?? (view.hasCredits ? 1 : 0);
     const credit: CreditCheck | undefined = view.hasCredits ? { keyId: view.keyId, cost } : undefined;
     // Nothing to count: the most common verification answers without touching the counters.
-    if (keyLimits.length === 0 && extra.length === 0 && !credit) return { data: { valid: true, code: "VALID", ...view.shown }, key: view, limits: [], spentCredits: 0, decidedAt: now };
+    if (keyLimits.length === 0 && extra.length === 0 && !credit) return decidedBeforeCounters(view, "VALID", now);
 
     const checks = [...keyLimits.map((limit) => limit.check), ...extra.map((limit) => limit.check)];
     const outcome = await this.limiter.checkAndConsume(view.workspaceId, checks, credit);
@@ -238,9 +238,12 @@ export class VerificationService {
 const NO_REQUESTED_LIMITS: readonly RequestedLimit[] = [];
 const NO_EXTRA_LIMITS: readonly ExtraLimit[] = [];
 
-/** A key that exists but fails a check before the limits (DISABLED, EXPIRED, INSUFFICIENT_PERMISSIONS). */
-function refused(view: KeyView, code: VerificationCode, now: number): Verification {
-  return { data: { valid: false, code, ...view.shown }, key: view, limits: [], spentCredits: 0, decidedAt: now };
+/**
+ * A verification of an existing key decided without the counters: it failed a check before the limits (DISABLED,
+ * EXPIRED, INSUFFICIENT_PERMISSIONS), or it is VALID with no limit and no credits to count.
+ */
+function decidedBeforeCounters(view: KeyView, code: VerificationCode, now: number): Verification {
+  return { data: { valid: code === "VALID", code, ...view.shown }, key: view, limits: [], spentCredits: 0, decidedAt: now };
 }
 
 /** Whether a held root permission can grant `api.<some api>.verify_key`. */
