@@ -115,15 +115,42 @@ else
   now = tonumber(ARGV[1])
 end
 
+-- Each counter's limit and duration, sent once per key (ARGV[3 + 2(k-1)] and the one after; balances "0", "0").
+local function limitOf(index) return tonumber(ARGV[1 + 2 * index]) end
+local function durationOf(index) return tonumber(ARGV[2 + 2 * index]) end
+
 -- What the batch has read and decided so far, per index in KEYS; written back once, at the end.
--- A counter: s, c, p as stored (nil s: none), stored = s as read, and the duration and time of its last window start.
+-- A counter, read once: its window at 'now' (sequence, the time 'at' it is decided at, the counts current and
+-- previous, and 'carried': the part of previous that still counts), stored = the window as read (nil: none),
+-- 'taken' by the call being decided and not yet consumed, and whether the batch changed it. The window is the
+-- same for every call of the batch ('now' is), so it is worked out once; consuming only adds to 'current'.
 local counters = {}
 local function counterAt(index)
   local counter = counters[index]
   if counter == nil then
     local stored = redis.call("HMGET", KEYS[index], "s", "c", "p")
     local s = tonumber(stored[1])
-    counter = { s = s, c = tonumber(stored[2]) or 0, p = tonumber(stored[3]) or 0, stored = s, written = false }
+    local duration = durationOf(index)
+    local sequence = math.floor(now / duration)
+    local at = now
+    -- A clock that reads earlier than a stored window counts from that window's start: it never admits more.
+    if s ~= nil and s > sequence then
+      sequence = s
+      at = sequence * duration
+    end
+    local current, previous = 0, 0
+    if s == sequence then
+      current, previous = tonumber(stored[2]) or 0, tonumber(stored[3]) or 0
+    elseif s == sequence - 1 then
+      previous = tonumber(stored[2]) or 0
+    end
+    -- The sliding window is the last 'duration' ms up to 'at' inclusive: the current window so far and the
+    -- last (duration - elapsed - 1) ms of the previous one, whose count is taken as evenly spread.
+    local elapsed = at - sequence * duration
+    counter = {
+      stored = s, sequence = sequence, at = at, duration = duration, current = current, previous = previous,
+      carried = math.floor(previous * (duration - elapsed - 1) / duration), taken = 0, written = false,
+    }
     counters[index] = counter
   end
   return counter
@@ -146,11 +173,13 @@ local function balanceAt(index)
   return balance
 end
 
--- Each counter's limit and duration, sent once per key (ARGV[3 + 2(k-1)] and the one after; balances "0", "0").
-local function limitOf(index) return tonumber(ARGV[1 + 2 * index]) end
-local function durationOf(index) return tonumber(ARGV[2 + 2 * index]) end
+-- Per check of the call being decided, overwritten call after call (no tables made per call): whether it
+-- passes, its counter, the usage before it (base: before this call; before: with the call's earlier checks),
+-- its limit, cost, the units it asks to reserve and those reserved.
+local checkOk, checkCounter, checkBase, checkBefore, checkLimit, checkCost, checkReserve, checkReserved = {}, {}, {}, {}, {}, {}, {}, {}
 
 local reply = { now }
+local replied = 1
 local nextArg = 3 + 2 * #KEYS
 for call = 1, tonumber(ARGV[2]) do
   local header = tonumber(ARGV[nextArg])
@@ -158,9 +187,7 @@ for call = 1, tonumber(ARGV[2]) do
   local hasCredit = header % 2 == 1
   nextArg = nextArg + 1
 
-  -- Phase 1: decide. Per distinct counter: its window, the estimate before this call, and the cost taken so far.
-  local windows = {}
-  local decisions = {}
+  -- Phase 1: decide each check on its counter's usage, with the cost the call's earlier checks took from it.
   local all = true
   for i = 1, checks do
     local index = tonumber(ARGV[nextArg])
@@ -168,58 +195,37 @@ for call = 1, tonumber(ARGV[2]) do
     local reserve = tonumber(ARGV[nextArg + 2])
     nextArg = nextArg + 3
     local limit = limitOf(index)
-    local duration = durationOf(index)
-    local window = windows[index]
-    if window == nil then
-      local counter = counterAt(index)
-      local sequence = math.floor(now / duration)
-      local at = now
-      -- A clock that reads earlier than a stored window counts from that window's start: it never admits more.
-      if counter.s ~= nil and counter.s > sequence then
-        sequence = counter.s
-        at = sequence * duration
-      end
-      local current, previous = 0, 0
-      if counter.s == sequence then
-        current, previous = counter.c, counter.p
-      elseif counter.s == sequence - 1 then
-        previous = counter.c
-      end
-      -- The sliding window is the last 'duration' ms up to 'at' inclusive: the current window so far and the
-      -- last (duration - elapsed - 1) ms of the previous one, whose count is taken as evenly spread.
-      local elapsed = at - sequence * duration
-      local base = current + math.floor(previous * (duration - elapsed - 1) / duration)
-      window = { counter = counter, sequence = sequence, current = current, previous = previous, base = base, taken = 0, duration = duration, at = at }
-      windows[index] = window
-    end
-    local before = window.base + window.taken
+    local counter = counterAt(index)
+    local base = counter.current + counter.carried
+    local before = base + counter.taken
     local ok = limit > 0 and before + cost <= limit
     if ok then
-      window.taken = window.taken + cost
+      counter.taken = counter.taken + cost
     else
       all = false
     end
-    decisions[i] = { ok = ok, before = before, limit = limit, cost = cost, reserve = reserve, reserved = 0, window = window }
+    checkOk[i], checkCounter[i], checkBase[i], checkBefore[i] = ok, counter, base, before
+    checkLimit[i], checkCost[i], checkReserve[i], checkReserved[i] = limit, cost, reserve, 0
   end
 
   -- The credit check: the balance, with due refills applied, must cover the cost (0 always passes).
-  local credit = nil
+  local balance, creditCost, creditOk, creditRemaining, creditLastRefillAt = nil, 0, true, nil, nil
   if hasCredit then
-    local balance = balanceAt(tonumber(ARGV[nextArg]))
-    credit = { balance = balance, cost = tonumber(ARGV[nextArg + 1]), ok = true }
+    balance = balanceAt(tonumber(ARGV[nextArg]))
+    creditCost = tonumber(ARGV[nextArg + 1])
     nextArg = nextArg + 2
     if not balance.missing then
-      credit.remaining = balance.remaining
-      credit.lastRefillAt = balance.lastRefillAt
+      creditRemaining = balance.remaining
+      creditLastRefillAt = balance.lastRefillAt
       if balance.refill then
         local due = lastScheduledRefill(balance.refill, now)
         if due > balance.lastRefillAt then
-          if credit.remaining < balance.refill.amount then credit.remaining = balance.refill.amount end
-          credit.lastRefillAt = due
+          if creditRemaining < balance.refill.amount then creditRemaining = balance.refill.amount end
+          creditLastRefillAt = due
         end
       end
-      credit.ok = credit.cost == 0 or credit.remaining >= credit.cost
-      if not credit.ok then all = false end
+      creditOk = creditCost == 0 or creditRemaining >= creditCost
+      if not creditOk then all = false end
     end
   end
 
@@ -227,58 +233,65 @@ for call = 1, tonumber(ARGV[2]) do
   -- reservation a lone check asked for, as far as the window stays at most half used, and only on a counter that
   -- was in use already: one called once (a new identifier per request) would leave units nobody admits.
   if all then
-    if checks == 1 and not hasCredit and decisions[1].reserve > 0 and decisions[1].before > 0 then
-      local decision = decisions[1]
-      local room = math.floor(decision.limit / 2) - (decision.before + decision.cost)
+    if checks == 1 and not hasCredit and checkReserve[1] > 0 and checkBefore[1] > 0 then
+      local room = math.floor(checkLimit[1] / 2) - (checkBefore[1] + checkCost[1])
       if room > 0 then
-        decision.reserved = math.min(decision.reserve, room)
-        decision.window.taken = decision.window.taken + decision.reserved
+        checkReserved[1] = math.min(checkReserve[1], room)
+        checkCounter[1].taken = checkCounter[1].taken + checkReserved[1]
       end
     end
-    if credit and credit.remaining and (credit.cost > 0 or credit.lastRefillAt ~= credit.balance.lastRefillAt) then
-      credit.remaining = credit.remaining - credit.cost
-      credit.balance.remaining = credit.remaining
-      credit.balance.lastRefillAt = credit.lastRefillAt
-      credit.balance.written = true
+    if creditRemaining and (creditCost > 0 or creditLastRefillAt ~= balance.lastRefillAt) then
+      creditRemaining = creditRemaining - creditCost
+      balance.remaining = creditRemaining
+      balance.lastRefillAt = creditLastRefillAt
+      balance.written = true
     end
-    for _, window in pairs(windows) do
-      if window.taken > 0 then
-        local counter = window.counter
-        window.current = window.current + window.taken
-        counter.s, counter.c, counter.p = window.sequence, window.current, window.previous
-        counter.duration, counter.at, counter.written = window.duration, window.at, true
+  end
+  -- Each counter's take is consumed once (a counter may back several checks), or dropped when the call is denied.
+  for i = 1, checks do
+    local counter = checkCounter[i]
+    if counter.taken > 0 then
+      if all then
+        counter.current = counter.current + counter.taken
+        counter.written = true
       end
+      counter.taken = 0
     end
   end
 
   for i = 1, checks do
-    local decision = decisions[i]
-    local window = decision.window
-    local used = window.base
-    if all then used = decision.before + decision.cost + decision.reserved end
-    local remaining = math.max(0, decision.limit - used)
-    reply[#reply + 1] = decision.ok and 1 or 0
-    reply[#reply + 1] = remaining
-    reply[#reply + 1] = window.sequence
-    if decision.reserve > 0 then reply[#reply + 1] = decision.reserved end
+    local counter = checkCounter[i]
+    local used = checkBase[i]
+    if all then used = checkBefore[i] + checkCost[i] + checkReserved[i] end
+    local remaining = math.max(0, checkLimit[i] - used)
+    reply[replied + 1] = checkOk[i] and 1 or 0
+    reply[replied + 2] = remaining
+    reply[replied + 3] = counter.sequence
+    replied = replied + 3
+    if checkReserve[i] > 0 then
+      replied = replied + 1
+      reply[replied] = checkReserved[i]
+    end
     if remaining == 0 then
-      reply[#reply + 1] = window.current
-      reply[#reply + 1] = window.previous
+      reply[replied + 1] = counter.current
+      reply[replied + 2] = counter.previous
+      replied = replied + 2
     end
   end
-  if credit then
-    reply[#reply + 1] = credit.ok and 1 or 0
-    reply[#reply + 1] = credit.remaining or -1
+  if hasCredit then
+    reply[replied + 1] = creditOk and 1 or 0
+    reply[replied + 2] = creditRemaining or -1
+    replied = replied + 2
   end
 end
 
 for index, counter in pairs(counters) do
   if counter.written then
-    redis.call("HSET", KEYS[index], "s", counter.s, "c", counter.c, "p", counter.p)
+    redis.call("HSET", KEYS[index], "s", counter.sequence, "c", counter.current, "p", counter.previous)
     -- A counter is of no use once the window after its own has ended, so it expires then; writes within the
     -- same window keep that expiry and need no command of their own.
-    if counter.stored ~= counter.s then
-      redis.call("PEXPIRE", KEYS[index], (counter.s + 2) * counter.duration - counter.at)
+    if counter.stored ~= counter.sequence then
+      redis.call("PEXPIRE", KEYS[index], (counter.sequence + 2) * counter.duration - counter.at)
     end
   end
 end
