@@ -82,11 +82,12 @@ interface Batch {
  * Redis admits also takes up to 1% of the limit (MAX_RESERVATION at most) for this instance, if the counter was in
  * use already (a counter called once, as with a new identifier per request, would leave units nobody admits and
  * an entry to track) and as long as the window stays at most half used. The next calls on that counter in the
- * same window are admitted here from those units, without a round trip, until they are used up. Units are counted in Redis before they are handed out, so no
- * instance ever admits more than the limit. The price: units one instance holds are not available to the others,
- * and units left when the window ends stay counted in it, so keygate may deny up to one reservation (plus one
- * call's cost) per instance per window that an exact count would admit; near the limit (past half) every call is
- * decided on Redis. `remaining` answered from a reservation is what Redis last said plus the units still held.
+ * same window are admitted here from those units, without a round trip, until they are used up. Units are counted
+ * in Redis before they are handed out, so no instance ever admits more than the limit. The price: units one
+ * instance holds are not available to the others, and units left when the window ends stay counted in it, so
+ * keygate may deny up to one reservation (plus one call's cost) per instance per window that an exact count would
+ * admit; near the limit (past half) every call is decided on Redis. `remaining` answered from a reservation is
+ * what Redis last said plus the units still held.
  *
  * Everything else, and every call that may pass without a reservation, goes to Redis.
  */

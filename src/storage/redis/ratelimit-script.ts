@@ -269,8 +269,8 @@ for call = 1, tonumber(ARGV[2]) do
     reply[replied + 3] = counter.sequence
     replied = replied + 3
     if checkReserve[i] > 0 then
+      reply[replied + 1] = checkReserved[i]
       replied = replied + 1
-      reply[replied] = checkReserved[i]
     end
     if remaining == 0 then
       reply[replied + 1] = counter.current
