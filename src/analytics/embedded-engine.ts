@@ -1,10 +1,12 @@
-import { mkdirSync } from "node:fs";
-import { resolve } from "node:path";
+import { mkdirSync, rmSync } from "node:fs";
+import { rm, writeFile } from "node:fs/promises";
+import { join, resolve } from "node:path";
 import { AnalyticsEngineError, type AnalyticsConnection } from "../domain/analytics/engine.js";
-import { safeId } from "../domain/analytics/sql.js";
+import { quoteString, safeId, settingValue } from "../domain/analytics/sql.js";
 import { RAW_TABLE_NAME, type AnalyticsEngine } from "./engine.js";
 import type { VerificationEvent } from "../domain/analytics/events.js";
-import { ROW_COLUMNS, toRowValues } from "./rows.js";
+import { RowBinaryWriter } from "./row-binary.js";
+import { ROW_COLUMNS, ROW_STRUCTURE, toRowValues } from "./rows.js";
 
 type Chdb = typeof import("chdb");
 type Session = InstanceType<Chdb["Session"]>;
@@ -18,6 +20,11 @@ type Session = InstanceType<Chdb["Session"]>;
  * chDB 3.4 was seen handing a connection the result of its previous statement after a failed one, and no request
  * must ever see another's result. All connections share the one directory; libchdb binds a single directory per
  * process, so a second engine in the same process must use the same path.
+ *
+ * A batch of events goes to the engine as a RowBinary file in `incoming/` under the data directory, read with the
+ * `file()` table function and deleted once the insert is done: chDB's insert call takes text formats only, and
+ * parsing JSON cost the engine more than the table's own work (on chDB 3.4, 3.0 against 1.1 µs per row for the raw
+ * table). chDB locks the directory for one process, so the files there are this process's own.
  */
 export class EmbeddedEngine implements AnalyticsEngine {
   readonly kind = "embedded";
@@ -27,6 +34,8 @@ export class EmbeddedEngine implements AnalyticsEngine {
   private readonly chdb: Chdb;
   private writer: Session;
   private readonly open = new Set<Session>();
+  private readonly incoming: string;
+  private batches = 0;
   private closed = false;
 
   private constructor(chdb: Chdb, location: string, database: string, writer: Session) {
@@ -35,6 +44,10 @@ export class EmbeddedEngine implements AnalyticsEngine {
     this.database = database;
     this.writer = writer;
     this.open.add(writer);
+    // What a process that stopped mid-insert left behind was never inserted: its batch had not been acknowledged.
+    this.incoming = join(location, "incoming");
+    rmSync(this.incoming, { recursive: true, force: true });
+    mkdirSync(this.incoming);
   }
 
   /** Opens (creating when needed) the data directory and `database` in it. */
@@ -98,11 +111,22 @@ export class EmbeddedEngine implements AnalyticsEngine {
   async insert(events: readonly VerificationEvent[], region: string): Promise<void> {
     this.assertOpen();
     if (events.length === 0) return;
-    // JSON bytes handed to the engine's own parser, the columns named: event values never become SQL text.
+    // Event values go as bytes in a file, never as SQL text; the statement names only keygate's own path.
     const payload = await encodeInSlices(events, region);
-    await this.writer
-      .insert({ table: `${this.database}.${RAW_TABLE_NAME}`, columns: [...ROW_COLUMNS], values: payload, format: "JSONCompactEachRow", settings: INSERT_SETTINGS })
-      .catch((error: unknown) => this.writerFailed(error));
+    const file = join(this.incoming, `batch-${++this.batches}.bin`);
+    try {
+      await writeFile(file, payload);
+      await this.writer
+        .queryAsync(
+          `INSERT INTO ${this.database}.${RAW_TABLE_NAME} (${ROW_COLUMNS.join(", ")}) SETTINGS ${INSERT_SETTINGS} ` +
+            `SELECT * FROM file(${quoteString(file)}, 'RowBinary', ${quoteString(ROW_STRUCTURE)})`,
+        )
+        .catch((error: unknown) => this.writerFailed(error));
+    } catch (error) {
+      return engineError(error);
+    } finally {
+      await rm(file, { force: true });
+    }
   }
 
   async close(): Promise<void> {
@@ -140,19 +164,20 @@ const BACKGROUND_PRIORITY = 10;
  * views it feeds) spread over every core stalled the event loop for 60-110 ms at times at 50,000 events/s, while
  * one thread kept up with the same rate with stalls of 15-25 ms at most.
  */
-const INSERT_SETTINGS = { os_thread_priority: BACKGROUND_PRIORITY, max_threads: 1, max_insert_threads: 1 };
+const INSERT_SETTINGS = Object.entries({ os_thread_priority: BACKGROUND_PRIORITY, max_threads: 1, max_insert_threads: 1 })
+  .map(([name, value]) => `${name} = ${settingValue(value)}`)
+  .join(", ");
 
 /** Rows encoded per turn of the event loop (a fraction of a millisecond), so a large batch never holds up requests. */
-const ENCODE_SLICE = 200;
+const ENCODE_SLICE = 500;
 
 async function encodeInSlices(events: readonly VerificationEvent[], region: string): Promise<Buffer> {
-  const parts: Buffer[] = [];
-  for (let start = 0; start < events.length; start += ENCODE_SLICE) {
-    if (start > 0) await new Promise((resolve) => setImmediate(resolve));
-    const slice = events.slice(start, start + ENCODE_SLICE);
-    parts.push(Buffer.from(`${slice.map((event) => JSON.stringify(toRowValues(event, region))).join("\n")}\n`));
+  const writer = new RowBinaryWriter(events.length);
+  for (let index = 0; index < events.length; index++) {
+    if (index > 0 && index % ENCODE_SLICE === 0) await new Promise((resolve) => setImmediate(resolve));
+    writer.write(toRowValues(events[index]!, region));
   }
-  return Buffer.concat(parts);
+  return writer.bytes();
 }
 
 async function run(session: Session, sql: string, params: Record<string, string> | undefined, format: string) {

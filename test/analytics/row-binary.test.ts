@@ -1,0 +1,100 @@
+import { mkdirSync, readdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import t from "tap";
+import { AnalyticsEngineError } from "../../src/domain/analytics/engine.js";
+import { EmbeddedEngine } from "../../src/analytics/embedded-engine.js";
+import { RowBinaryWriter } from "../../src/analytics/row-binary.js";
+import { toRow, toRowValues } from "../../src/analytics/rows.js";
+import { schemaStatements } from "../../src/analytics/schema.js";
+import { analyticsDir, event } from "../helpers/analytics.js";
+
+const hex = (writer: RowBinaryWriter) => writer.bytes().toString("hex");
+
+t.test("the writer lays values out as ClickHouse's RowBinary", async (t) => {
+  const strings = new RowBinaryWriter(1);
+  strings.string("");
+  strings.string("ab");
+  strings.string("é");
+  t.equal(hex(strings), "00" + "026162" + "02c3a9", "a varint byte length, then the UTF-8 bytes");
+
+  const lengths = new RowBinaryWriter(1);
+  for (const length of [127, 128, 16_384]) lengths.string("x".repeat(length));
+  const bytes = lengths.bytes();
+  t.same([...bytes.subarray(0, 1)], [0x7f], "127: one byte");
+  t.same([...bytes.subarray(128, 130)], [0x80, 0x01], "128: two bytes, low seven bits first");
+  t.same([...bytes.subarray(258, 261)], [0x80, 0x80, 0x01], "16,384: three bytes");
+  t.equal(bytes.length, 1 + 127 + 2 + 128 + 3 + 16_384);
+
+  const numbers = new RowBinaryWriter(1);
+  numbers.int64(1);
+  numbers.int64(-1);
+  numbers.int64(2 ** 32);
+  numbers.int64(-(2 ** 32) - 1);
+  numbers.int64(Number.MAX_SAFE_INTEGER);
+  t.equal(
+    hex(numbers),
+    ["0100000000000000", "ffffffffffffffff", "0000000001000000", "fffffffffeffffff", "ffffffffffff1f00"].join(""),
+    "Int64: eight bytes, little-endian two's complement",
+  );
+
+  const arrays = new RowBinaryWriter(1);
+  arrays.strings([]);
+  arrays.strings(["a", "bc"]);
+  arrays.float64(0.5);
+  t.equal(hex(arrays), "00" + "02" + "0161" + "026263" + "000000000000e03f", "arrays: a varint count, then each string; Float64 little-endian");
+});
+
+t.test("a writer sized for few rows grows to hold many, keeping what it had", async (t) => {
+  const writer = new RowBinaryWriter(1);
+  const long = "ü".repeat(5_000);
+  for (let index = 0; index < 10; index++) writer.string(`${index}${long}`);
+  const bytes = writer.bytes();
+  const each = 2 + 1 + Buffer.byteLength(long);
+  t.equal(bytes.length, 10 * each);
+  for (let index = 0; index < 10; index++) t.equal(bytes.subarray(index * each + 2, index * each + 3).toString(), String(index), `string ${index} intact`);
+});
+
+t.test("the embedded engine reads batches back exactly, and leaves no batch file behind", async (t) => {
+  const dir = analyticsDir(t);
+  const stale = join(dir, "incoming");
+  mkdirSync(stale, { recursive: true });
+  writeFileSync(join(stale, "batch-1.bin"), "left by a process that stopped mid-insert");
+
+  const engine = await EmbeddedEngine.open(dir, "keygate");
+  t.teardown(() => engine.close());
+  t.same(readdirSync(stale), [], "opening clears what an earlier process left in incoming/");
+  for (const statement of schemaStatements("keygate", { raw: 90, perMinute: 90, perHour: 90, perDay: 365, perMonth: 1_095 })) await engine.command(statement);
+
+  const time = Date.UTC(2026, 10, 22, 12, 0, 0);
+  const events = [
+    event({ requestId: "req_rb_1", time, keyId: "k".repeat(200), externalId: "ünïcødé 🔑", tags: [], spentCredits: 0, latencyMs: 0 }),
+    event({ requestId: "req_rb_2", time: time + 1, tags: ["a", "x".repeat(20_000), ""], spentCredits: -3, latencyMs: 1.25 }),
+    event({ requestId: "req_rb_3", time: time + 2, identityId: "id_1", spentCredits: 2 ** 40, latencyMs: Number.NaN }),
+    event({ requestId: "req_rb_4", time: time + 3, spentCredits: 1e30, latencyMs: 1e-9 }),
+  ];
+  await engine.insert(events, "eu-west");
+  t.same(readdirSync(stale), [], "the batch file is deleted once inserted");
+
+  const rows = await engine.withConnection((connection) =>
+    connection.rows(
+      "SELECT request_id, time, workspace_id, key_space_id, identity_id, external_id, key_id, region, outcome, tags, spent_credits, latency FROM key_verifications_v1 ORDER BY request_id",
+    ),
+  );
+  // The engine's JSON output quotes 64-bit integers; every other value comes back as it went in.
+  const expected = events.map((each) => {
+    const row = toRow(each, "eu-west");
+    return { ...row, time: String(row.time), spent_credits: String(row.spent_credits) };
+  });
+  t.same(rows, expected, "every column of every row, as toRow() describes it");
+  t.equal(toRowValues(events[3]!, "")[10], Number.MAX_SAFE_INTEGER, "an Int64 beyond 2^53 is held at 2^53 - 1, the largest a double holds exactly");
+
+  const perMinute = await engine.withConnection((connection) => connection.rows("SELECT sum(count) AS n FROM key_verifications_per_minute_v1"));
+  t.same(perMinute, [{ n: "4" }], "the aggregates are fed from the same insert");
+
+  // A second engine on the same directory (chDB binds one per process), in a database without the schema.
+  const refusing = await EmbeddedEngine.open(dir, "keygate_no_schema");
+  t.teardown(() => refusing.close());
+  await t.rejects(refusing.insert([event()], ""), AnalyticsEngineError, "an insert the engine refuses fails as an engine error");
+  t.same(readdirSync(stale), [], "and its batch file is deleted too");
+});
+
