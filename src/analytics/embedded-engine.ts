@@ -53,6 +53,10 @@ export class EmbeddedEngine implements AnalyticsEngine {
   /** Opens (creating when needed) the data directory and `database` in it. */
   static async open(path: string, database: string): Promise<EmbeddedEngine> {
     const location = resolve(path);
+    // file() reads these as patterns, and has no escape for them: a batch would be read from other files, or not at all.
+    if (GLOB_CHARACTERS.test(location)) {
+      throw new Error(`the embedded analytics engine cannot use ${location}: its path must not contain *, ?, { or } (set analytics.path elsewhere)`);
+    }
     mkdirSync(location, { recursive: true });
     // Loaded on demand: the library is large and only this engine needs it.
     const chdb = await import("chdb").catch((error: unknown) => {
@@ -167,6 +171,9 @@ const BACKGROUND_PRIORITY = 10;
 const INSERT_SETTINGS = Object.entries({ os_thread_priority: BACKGROUND_PRIORITY, max_threads: 1, max_insert_threads: 1 })
   .map(([name, value]) => `${name} = ${settingValue(value)}`)
   .join(", ");
+
+/** Characters that ClickHouse's file() takes as glob patterns in a path. */
+const GLOB_CHARACTERS = /[*?{}]/;
 
 /** Rows encoded per turn of the event loop (a fraction of a millisecond), so a large batch never holds up requests. */
 const ENCODE_SLICE = 500;

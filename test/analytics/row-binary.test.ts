@@ -54,6 +54,15 @@ t.test("a writer sized for few rows grows to hold many, keeping what it had", as
   for (let index = 0; index < 10; index++) t.equal(bytes.subarray(index * each + 2, index * each + 3).toString(), String(index), `string ${index} intact`);
 });
 
+t.test("a data directory whose path the engine's file() would take as a pattern is refused at open, with the reason", async (t) => {
+  const parent = analyticsDir(t);
+  for (const name of ["data{1,2}", "data*", "data?"]) {
+    const path = join(parent, name);
+    mkdirSync(path);
+    await t.rejects(EmbeddedEngine.open(path, "keygate"), { message: /must not contain \*, \?, \{ or \}/ }, name);
+  }
+});
+
 t.test("the embedded engine reads batches back exactly, and leaves no batch file behind", async (t) => {
   const dir = analyticsDir(t);
   const stale = join(dir, "incoming");
