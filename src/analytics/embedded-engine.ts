@@ -35,7 +35,6 @@ export class EmbeddedEngine implements AnalyticsEngine {
   private writer: Session;
   private readonly open = new Set<Session>();
   private readonly incoming: string;
-  private batches = 0;
   private closed = false;
 
   private constructor(chdb: Chdb, location: string, database: string, writer: Session) {
@@ -44,10 +43,11 @@ export class EmbeddedEngine implements AnalyticsEngine {
     this.database = database;
     this.writer = writer;
     this.open.add(writer);
-    // What a process that stopped mid-insert left behind was never inserted: its batch had not been acknowledged.
     this.incoming = join(location, "incoming");
-    rmSync(this.incoming, { recursive: true, force: true });
-    mkdirSync(this.incoming);
+    // What a process that stopped mid-insert left behind was never inserted: its batch had not been acknowledged.
+    // Only the first engine of this process on the directory clears it; a second one's files are another's batches.
+    if (boundDirectory?.users === 1) rmSync(this.incoming, { recursive: true, force: true });
+    mkdirSync(this.incoming, { recursive: true });
   }
 
   /** Opens (creating when needed) the data directory and `database` in it. */
@@ -117,7 +117,8 @@ export class EmbeddedEngine implements AnalyticsEngine {
     if (events.length === 0) return;
     // Event values go as bytes in a file, never as SQL text; the statement names only keygate's own path.
     const payload = await encodeInSlices(events, region);
-    const file = join(this.incoming, `batch-${++this.batches}.bin`);
+    // Numbered across the process: engines sharing the directory never write the same file.
+    const file = join(this.incoming, `batch-${++batchesWritten}.bin`);
     try {
       await writeFile(file, payload);
       await this.writer
@@ -203,6 +204,9 @@ function engineError(error: unknown): never {
   }
   throw new AnalyticsEngineError("unavailable", `embedded analytics engine: ${String(cause.message ?? error)}`, { cause: error });
 }
+
+/** Batch files written by this process's engines so far. */
+let batchesWritten = 0;
 
 /** The directory this process's chDB is bound to, and how many engines use it. */
 let boundDirectory: { path: string; users: number } | undefined;

@@ -100,7 +100,20 @@ t.test("the embedded engine reads batches back exactly, and leaves no batch file
   const perMinute = await engine.withConnection((connection) => connection.rows("SELECT sum(count) AS n FROM key_verifications_per_minute_v1"));
   t.same(perMinute, [{ n: "4" }], "the aggregates are fed from the same insert");
 
-  // A second engine on the same directory (chDB binds one per process), in a database without the schema.
+  // Two engines of one process on the directory (chDB binds one per process) writing at the same time: each
+  // batch lands once, and the second engine's opening leaves the first one's files alone.
+  const second = await EmbeddedEngine.open(dir, "keygate");
+  t.teardown(() => second.close());
+  const batch = (prefix: string) => Array.from({ length: 500 }, (_, index) => event({ requestId: `req_${prefix}_${index}`, workspaceId: "ws_two_engines" }));
+  // The first engine has written one batch and the second none: numbered per engine, two files would share a name.
+  await Promise.all([engine.insert(batch("first"), ""), second.insert(batch("second"), ""), second.insert(batch("third"), "")]);
+  const counted = await engine.withConnection((connection) =>
+    connection.rows("SELECT count() AS n, uniqExact(request_id) AS ids FROM key_verifications_v1 WHERE workspace_id = 'ws_two_engines'"),
+  );
+  t.same(counted, [{ n: "1500", ids: "1500" }], "three batches from two engines, each row once");
+  t.same(readdirSync(stale), [], "no batch file left");
+
+  // A third engine on the same directory, in a database without the schema.
   const refusing = await EmbeddedEngine.open(dir, "keygate_no_schema");
   t.teardown(() => refusing.close());
   await t.rejects(refusing.insert([event()], ""), AnalyticsEngineError, "an insert the engine refuses fails as an engine error");
