@@ -6,6 +6,9 @@ import { startUpstream, type Upstream } from "../helpers/upstream.js";
 
 const API = "api_gateway_main";
 const OTHER_API = "api_gateway_other";
+// Limits whose exact admissions are checked use a 30-day window (the maximum): on the real clock, a window boundary
+// passing between calls would let the sliding estimate (the previous window's count, decaying) admit one more.
+const THIRTY_DAYS = 2_592_000_000;
 
 interface Gateway {
   h: Harness;
@@ -71,8 +74,8 @@ for (const storage of STORAGE_KINDS) {
         apiId: API,
         credits: { cost: 1 },
         namespaceLimits: [
-          { namespace: "per-key", identifier: "key", limit: 2, duration: 60_000 },
-          { namespace: "per-tenant", identifier: "header:x-tenant", limit: 3, duration: 60_000 },
+          { namespace: "per-key", identifier: "key", limit: 2, duration: THIRTY_DAYS },
+          { namespace: "per-tenant", identifier: "header:x-tenant", limit: 3, duration: THIRTY_DAYS },
         ],
       },
       { name: "by-header", match: { prefix: "/header-key" }, upstream, apiId: API, key: { header: "x-api-key" } },
@@ -140,10 +143,10 @@ for (const storage of STORAGE_KINDS) {
     });
 
     await t.test("named limits: headers on every answer; a 429 describes the limit that denied and spends nothing", async (t) => {
-      const { key: secret, keyId } = await key({ credits: { remaining: 100 }, ratelimits: [{ name: "requests", limit: 2, duration: 60_000 }] });
+      const { key: secret, keyId } = await key({ credits: { remaining: 100 }, ratelimits: [{ name: "requests", limit: 2, duration: THIRTY_DAYS }] });
       const first = await send("/metered", { key: secret });
       t.equal(first.status, 200);
-      t.equal(first.headers.get("ratelimit-policy"), '"requests";q=2;w=60');
+      t.equal(first.headers.get("ratelimit-policy"), '"requests";q=2;w=2592000');
       t.match(first.headers.get("ratelimit"), /^"requests";r=1;t=\d+$/);
       t.same([first.headers.get("x-ratelimit-limit"), first.headers.get("x-ratelimit-remaining")], ["2", "1"]);
       t.equal((await send("/metered", { key: secret })).status, 200);
@@ -180,7 +183,7 @@ for (const storage of STORAGE_KINDS) {
       }
       t.same(statuses, [200, 200, 429, 200, 429], "a's third request hits per-key; b's second hits per-tenant t1 (3 used)");
       const denied = await send("/ns", { key: b.key, headers: { "x-tenant": "t1" } });
-      t.match(denied.headers.get("ratelimit-policy"), /^"per-tenant";q=3;w=60$/, "the headers name the namespace that denied");
+      t.match(denied.headers.get("ratelimit-policy"), /^"per-tenant";q=3;w=2592000$/, "the headers name the namespace that denied");
       t.equal((await h.call("keys.getKey", { keyId: a.keyId })).body.data.credits.remaining, 8);
       t.equal((await h.call("keys.getKey", { keyId: b.keyId })).body.data.credits.remaining, 9);
     });

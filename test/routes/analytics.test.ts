@@ -3,6 +3,7 @@ import type { VerificationEvent, VerificationOutcome } from "../../src/domain/an
 import { MAX_ANALYTICS_QUERY_LENGTH } from "../../src/routes/v2/analytics/get-verifications.js";
 import { analyticsDir, event } from "../helpers/analytics.js";
 import { assertError, assertInvalidAt, checkPermissions, checkUnauthenticated } from "../helpers/assertions.js";
+import { ManualClock } from "../helpers/clock.js";
 import { harness, OTHER_ROOT_KEY, OTHER_WORKSPACE, STORAGE_KINDS, WORKSPACE, type Harness } from "../helpers/harness.js";
 
 const SPEC_QUERY =
@@ -226,7 +227,8 @@ t.test("time, memory and rows read are bounded by the engine: 422", async (t) =>
 
 for (const storage of STORAGE_KINDS) {
   t.test(`the per-workspace query quota answers 429 with Retry-After (${storage} stores)`, async (t) => {
-    const limited = await harness(t, { storage, config: analytics({}, { quota: { queries: 3, windowMs: 60_000, executionMs: 60_000 } }) });
+    // Frozen at the real time: were the quota's fixed window to roll over before the fourth query, it would pass.
+    const limited = await harness(t, { storage, clock: new ManualClock(Date.now()), config: analytics({}, { quota: { queries: 3, windowMs: 60_000, executionMs: 60_000 } }) });
     for (let n = 0; n < 3; n++) t.equal((await limited.call("analytics.getVerifications", { query: "SELECT 1 AS one" })).status, 200);
     const refused = await limited.call("analytics.getVerifications", { query: "SELECT 1 AS one" });
     assertError(t, refused, "err:user:too_many_requests:query_quota_exceeded", /3 queries/);

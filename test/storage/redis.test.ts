@@ -38,15 +38,17 @@ t.test("rate limit counters: keys carry the workspace tag and a TTL of at most t
   const stores = await openStores(t, prefix);
   const inspect = await redisClient(t);
   const check = { bucket: "ns:rlns_1:alice", limit: 1, durationMs: 30_000, cost: 1 };
-  await stores.ratelimitCounters.checkAndConsume("ws_tagged", [{ ...check, cost: 0 }]);
+  // An injected time: on Redis's clock a window boundary could pass before the denial, which would then rightly pass.
+  const now = 1_000 * 30_000 + 1_000;
+  await stores.ratelimitCounters.checkAndConsume("ws_tagged", [{ ...check, cost: 0 }], now);
   t.same(await inspect.keys(`${prefix}:*`), [], "a cost-0 check writes nothing");
-  await stores.ratelimitCounters.checkAndConsume("ws_tagged", [check]);
+  await stores.ratelimitCounters.checkAndConsume("ws_tagged", [check], now);
   const keys = await inspect.keys(`${prefix}:*`);
   t.same(keys, [`${prefix}:{ws_tagged}:rlw:1:30000:ns:rlns_1:alice`]);
   const ttl = await inspect.pttl(keys[0] as string);
   t.ok(ttl > 0 && ttl <= 60_000, `TTL ${ttl} ms`);
   await inspect.pexpire(keys[0] as string, 5_000_000);
-  t.equal((await stores.ratelimitCounters.checkAndConsume("ws_tagged", [check])).passed, false);
+  t.equal((await stores.ratelimitCounters.checkAndConsume("ws_tagged", [check], now)).passed, false);
   t.ok((await inspect.pttl(keys[0] as string)) > 60_000, "a denial did not write (the TTL set by hand is still there)");
 });
 
