@@ -60,7 +60,7 @@ function upstreamUrl(): string {
 }
 
 async function drive(): Promise<void> {
-  const options = runOptions();
+  const options = await runOptions();
   const upstreamChild = await forkServing(import.meta.url, "upstream");
   const { upstream } = upstreamChild.served as { upstream: string };
   process.env.BENCH_UPSTREAM = upstream;
@@ -78,7 +78,7 @@ async function drive(): Promise<void> {
   };
 
   console.log(
-    `GET through the gateway vs a bare @fastify/http-proxy: ${options.connections} connections, ${options.duration} s per target in ${options.slice} s slices, interleaved; Redis ${REDIS_URL}; analytics ${engine}; reservations ${reservationsOption() ? "on" : "off"}`,
+    `GET through the gateway vs a bare @fastify/http-proxy: ${options.generator}, ${options.connections} connections, ${options.duration} s per target in ${options.slice} s slices, interleaved; Redis ${REDIS_URL}; analytics ${engine}; reservations ${reservationsOption() ? "on" : "off"}`,
   );
   const runs = await interleave([direct, bareProxy, gateway], options);
   printTargets(runs);

@@ -1,15 +1,15 @@
 /**
  * What every benchmark here shares: targets served by child processes (so the load generator never shares an
- * event loop with what it measures), autocannon driving them in short slices that take turns, and a report of
- * requests per second, p50 and p99 per target and ratios between them. See bench/README.md.
+ * event loop with what it measures), autocannon or wrk driving them in short slices that take turns, and a report
+ * of requests per second, p50 and p99 and CPU per target and ratios between them. See bench/README.md.
  */
-import { fork, type ChildProcess } from "node:child_process";
+import { execFile, fork, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { parseArgs } from "node:util";
+import { parseArgs, promisify } from "node:util";
 import autocannon from "autocannon";
 import type { FastifyInstance } from "fastify";
 import { Redis } from "ioredis";
@@ -27,22 +27,34 @@ export interface RunOptions {
   /** Seconds per measurement; slices of all targets alternate until each has had `duration`. */
   slice: number;
   connections: number;
+  /** The load generator: autocannon (in this process) or wrk (a process of its own, written in C, much cheaper). */
+  generator: "autocannon" | "wrk";
 }
 
-/** --duration, --slice and --connections from the command line (defaults: 30 s, 2 s, 50). */
-export function runOptions(): RunOptions {
+/** --duration, --slice, --connections and --generator from the command line (defaults: 30 s, 2 s, 50, autocannon). */
+export async function runOptions(): Promise<RunOptions> {
   const { values } = parseArgs({
     options: { duration: { type: "string", default: "30" }, slice: { type: "string", default: "2" }, connections: { type: "string", default: "50" } },
     strict: false,
   });
-  const options = { duration: Number(values.duration), slice: Number(values.slice), connections: Number(values.connections) };
-  for (const [name, value] of Object.entries(options)) {
+  const numbers = { duration: Number(values.duration), slice: Number(values.slice), connections: Number(values.connections) };
+  for (const [name, value] of Object.entries(numbers)) {
     if (!Number.isFinite(value) || value <= 0) throw new Error(`--${name} must be a positive number, not '${String(values[name])}'`);
   }
+  const generator = choiceOption("generator", ["autocannon", "wrk"]);
+  if (generator === "wrk") await run("wrk", ["--version"]).catch(() => Promise.reject(new Error("--generator wrk needs wrk on the PATH (Debian: apt-get install wrk)")));
   // The serving children read these themselves; checked here too, so a bad value stops the run before any starts.
   analyticsEngineOption();
   reservationsOption();
-  return options;
+  return { ...numbers, generator };
+}
+
+/** Runs a command to its end; resolves with what it wrote to stdout and stderr (wrk --version exits 1). */
+function run(command: string, args: string[]): Promise<string> {
+  return promisify(execFile)(command, args).then(
+    ({ stdout, stderr }) => stdout + stderr,
+    (error: { code?: unknown; stdout?: string; stderr?: string }) => (typeof error.code === "number" ? `${error.stdout ?? ""}${error.stderr ?? ""}` : Promise.reject(error)),
+  );
 }
 
 /** The value of `--<name>`, one of `choices`; the first is the default. */
@@ -207,10 +219,11 @@ export interface Target {
   method?: "GET" | "POST";
   headers?: Record<string, string>;
   /**
-   * A fixed body, or a function called per request for bodies that must differ. A function costs the load
-   * generator rebuilding every request, CPU that the servers then lack on a small machine: use it only when needed.
+   * A fixed body, or `{ numbered }`: a body in which `{n}` becomes a number of its own for every request of the run
+   * (for bodies that must differ). Numbering costs the load generator building every request, CPU that the
+   * servers then lack on a small machine: use it only when needed.
    */
-  body?: string | (() => string);
+  body?: string | { numbered: string };
 }
 
 export interface Measurement {
@@ -225,10 +238,22 @@ export interface Measurement {
   redisCpuMicros: number;
 }
 
-async function measure(target: Target, duration: number, connections: number, redis: Redis): Promise<Measurement> {
-  const { body } = target;
+/** What a load generator reports of one slice. */
+type Load = Omit<Measurement, "serverCpuMicros" | "redisCpuMicros">;
+
+/** Requests numbered so far in this run, so that `{n}` never repeats across slices and targets. */
+let numbered = 0;
+
+async function measure(target: Target, duration: number, options: RunOptions, redis: Redis): Promise<Measurement> {
   const cpuBefore = await target.servedBy.cpuMicros();
   const redisBefore = await readRedisCpuMicros(redis);
+  const load = options.generator === "wrk" ? await loadWithWrk(target, duration, options.connections) : await loadWithAutocannon(target, duration, options.connections);
+  const serverCpuMicros = (await target.servedBy.cpuMicros()) - cpuBefore;
+  return { ...load, serverCpuMicros, redisCpuMicros: (await readRedisCpuMicros(redis)) - redisBefore };
+}
+
+async function loadWithAutocannon(target: Target, duration: number, connections: number): Promise<Load> {
+  const { body } = target;
   const result = await autocannon({
     url: target.url,
     connections,
@@ -238,21 +263,58 @@ async function measure(target: Target, duration: number, connections: number, re
         method: target.method ?? "GET",
         headers: target.headers ?? {},
         ...(typeof body === "string" ? { body } : {}),
-        ...(typeof body === "function" ? { setupRequest: (request: autocannon.Request) => ({ ...request, body: body() }) } : {}),
+        ...(typeof body === "object" ? { setupRequest: (request: autocannon.Request) => ({ ...request, body: body.numbered.replaceAll("{n}", String(numbered++)) }) } : {}),
       },
     ],
   });
-  const serverCpuMicros = (await target.servedBy.cpuMicros()) - cpuBefore;
-  return {
-    requests: result.requests.total,
-    seconds: result.duration,
-    p50: result.latency.p50,
-    p99: result.latency.p99,
-    non2xx: result.non2xx,
-    errors: result.errors,
-    serverCpuMicros,
-    redisCpuMicros: (await readRedisCpuMicros(redis)) - redisBefore,
-  };
+  return { requests: result.requests.total, seconds: result.duration, p50: result.latency.p50, p99: result.latency.p99, non2xx: result.non2xx, errors: result.errors };
+}
+
+/** One thread of wrk with a Lua script that sends the target's request; numbered bodies continue the run's count. */
+async function loadWithWrk(target: Target, duration: number, connections: number): Promise<Load> {
+  const { body } = target;
+  const lua = [
+    `wrk.method = ${luaString(target.method ?? "GET")}`,
+    ...Object.entries(target.headers ?? {}).map(([name, value]) => `wrk.headers[${luaString(name)}] = ${luaString(value)}`),
+    ...(typeof body === "string" ? [`wrk.body = ${luaString(body)}`] : []),
+    ...(typeof body === "object"
+      ? [`local n = ${numbered}`, `local parts = { ${body.numbered.split("{n}").map(luaString).join(", ")} }`, "request = function()", "  n = n + 1", "  return wrk.format(nil, nil, nil, table.concat(parts, tostring(n)))", "end"]
+      : []),
+  ].join("\n");
+  const script = join(await mkdtemp(join(tmpdir(), "keygate-wrk-")), "target.lua");
+  try {
+    await writeFile(script, lua);
+    const output = await run("wrk", ["-t1", `-c${connections}`, `-d${duration}s`, "--latency", "-s", script, target.url]);
+    const requests = /(\d+) requests in ([\d.]+)(us|ms|s|m)\b/.exec(output);
+    if (!requests) throw new Error(`wrk did not report its requests:\n${output}`);
+    // Numbers handed out in this slice: at most one per request sent, so the next slice starts beyond them.
+    if (typeof body === "object") numbered += Number(requests[1]) + connections;
+    const socketErrors = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(output);
+    return {
+      requests: Number(requests[1]),
+      seconds: milliseconds(requests[2] as string, requests[3] as string) / 1_000,
+      p50: latencyMs(output, "50%"),
+      p99: latencyMs(output, "99%"),
+      non2xx: Number(/Non-2xx or 3xx responses: (\d+)/.exec(output)?.[1] ?? 0),
+      errors: socketErrors ? socketErrors.slice(1).reduce((sum, count) => sum + Number(count), 0) : 0,
+    };
+  } finally {
+    await rm(dirname(script), { recursive: true, force: true });
+  }
+}
+
+function luaString(text: string): string {
+  return JSON.stringify(text); // A JSON string of printable text is a valid Lua string literal.
+}
+
+function milliseconds(value: string, unit: string): number {
+  return Number(value) * ({ us: 0.001, ms: 1, s: 1_000, m: 60_000 } as Record<string, number>)[unit]!;
+}
+
+/** A percentile of wrk's latency distribution, in ms rounded as autocannon reports it. */
+function latencyMs(output: string, percentile: string): number {
+  const line = new RegExp(`^\\s+${percentile}\\s+([\\d.]+)(us|ms|s|m)\\s*$`, "m").exec(output);
+  return line ? Math.round(milliseconds(line[1] as string, line[2] as string)) : Number.NaN;
 }
 
 /** Every target's slices, in the order of the targets. */
@@ -265,11 +327,11 @@ export type Runs = Map<Target, Measurement[]>;
 export async function interleave(targets: Target[], options: RunOptions): Promise<Runs> {
   const redis = new Redis(REDIS_URL);
   try {
-    for (const target of targets) await measure(target, 2, options.connections, redis);
+    for (const target of targets) await measure(target, 2, options, redis);
     const runs: Runs = new Map(targets.map((target) => [target, []]));
     const slices = Math.max(1, Math.round(options.duration / options.slice));
     for (let i = 0; i < slices; i++) {
-      for (const target of targets) runs.get(target)?.push(await measure(target, options.slice, options.connections, redis));
+      for (const target of targets) runs.get(target)?.push(await measure(target, options.slice, options, redis));
       process.stdout.write(".");
     }
     process.stdout.write("\n\n");
@@ -293,9 +355,20 @@ function cpuPerRequest(slices: Measurement[]): { server: number; redis: number }
   };
 }
 
+/** How many cores the serving process kept busy over the slices (CPU time over wall time). */
+function busyCores(slices: Measurement[]): number {
+  return slices.reduce((sum, m) => sum + m.serverCpuMicros, 0) / (slices.reduce((sum, m) => sum + m.seconds, 0) * 1e6);
+}
+
 /**
- * One line per target: requests per second over all its slices, the median slice's p50 and p99, and the CPU time
- * per request of the serving process and of Redis.
+ * Below this, a single-threaded baseline (a bare route, a bare proxy) was not what limited its own throughput: the
+ * load generator or the rest of the machine was.
+ */
+const SATURATED_CORES = 0.85;
+
+/**
+ * One line per target: requests per second over all its slices, the median slice's p50 and p99, the CPU time per
+ * request of the serving process and of Redis, and how busy the serving process was.
  */
 export function printTargets(runs: Runs): void {
   const width = Math.max(...[...runs.keys()].map((target) => target.label.length)) + 2;
@@ -306,7 +379,7 @@ export function printTargets(runs: Runs): void {
     const p50 = String(median(slices.map((m) => m.p50))).padStart(3);
     const p99 = String(median(slices.map((m) => m.p99))).padStart(3);
     const cpu = cpuPerRequest(slices);
-    const cpuText = `cpu/req ${cpu.server.toFixed(1).padStart(6)} us + Redis ${cpu.redis.toFixed(1).padStart(5)} us`;
+    const cpuText = `cpu/req ${cpu.server.toFixed(1).padStart(6)} us + Redis ${cpu.redis.toFixed(1).padStart(5)} us   busy ${busyCores(slices).toFixed(2)} cores`;
     console.log(`${target.label.padEnd(width)} ${rps} req/s   p50 ${p50} ms   p99 ${p99} ms   ${cpuText}${failures > 0 ? `   (${failures} non-2xx or errors)` : ""}`);
   }
 }
@@ -326,4 +399,10 @@ export function printRatio(runs: Runs, target: Target, baseline: Target, goal?: 
   const theirCpu = cpuPerRequest(theirs);
   const cost = (theirCpu.server + theirCpu.redis) / (ourCpu.server + ourCpu.redis);
   console.log(`  by CPU per request (server + Redis): ${cost.toFixed(2)}`);
+  const busy = busyCores(theirs);
+  if (busy < SATURATED_CORES) {
+    console.log(
+      `  note: the ${baseline.label} kept only ${busy.toFixed(2)} of a core busy: the load generator or the rest of the machine set its pace, not its own work, so the ratio by requests says as much about the machine as about ${target.label}; the ratio by CPU is the better guide to what it costs`,
+    );
+  }
 }

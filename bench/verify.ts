@@ -36,7 +36,7 @@ async function startKeygateWithKeys() {
 }
 
 async function drive(): Promise<void> {
-  const options = runOptions();
+  const options = await runOptions();
   const bareChild = await forkServing(import.meta.url, "bare");
   const keygateChild = await forkServing(import.meta.url, "keygate");
   const bare = bareChild.served.url as string;
@@ -50,7 +50,7 @@ async function drive(): Promise<void> {
   const verifyLimited: Target = { label: "keys.verifyKey, named limit + credits", url: verify.url, servedBy: keygateChild, method: "POST", headers, body: limitedBody };
 
   console.log(
-    `keys.verifyKey (cached key) vs a bare Fastify route: ${options.connections} connections, ${options.duration} s per target in ${options.slice} s slices, interleaved; Redis ${REDIS_URL}; analytics ${engine}`,
+    `keys.verifyKey (cached key) vs a bare Fastify route: ${options.generator}, ${options.connections} connections, ${options.duration} s per target in ${options.slice} s slices, interleaved; Redis ${REDIS_URL}; analytics ${engine}`,
   );
   const runs = await interleave([bareRoute, verify, verifyLimited], options);
   printTargets(runs);
