@@ -1,3 +1,4 @@
+import type { AddressInfo } from "node:net";
 import { buildApp } from "./app.js";
 import { ensureBootstrapRootKey } from "./bootstrap.js";
 import { ConfigError, configPath, loadConfig } from "./config/load.js";
@@ -38,7 +39,8 @@ async function main(): Promise<void> {
       `ROOT KEY (workspace ${bootstrap.workspaceId}, every permission). It is shown only this once; keep it safe:`,
       `  ${bootstrap.key}`,
       "",
-      `Try it:  curl -s -X POST http://localhost:${config.server.port}/v2/apis.createApi \\`,
+      // The bound port, not the configured one: port 0 means one the OS picked.
+      `Try it:  curl -s -X POST http://localhost:${(app.server.address() as AddressInfo).port}/v2/apis.createApi \\`,
       `           -H "Authorization: Bearer ${bootstrap.key}" -H "Content-Type: application/json" -d '{"name":"my-api"}'`,
     );
   }

@@ -19,6 +19,8 @@ t.test("with no configuration keygate starts in memory and prints a working root
   t.match(server.stdout(), /analytics: embedded ClickHouse \(chDB\), data in \/.*keygate-analytics-/, "analytics on by default, in its directory");
   const rootKey = ROOT_KEY_LINE.exec(server.stdout())?.[1];
   t.ok(rootKey, "the banner holds a labelled root key");
+  const port = new URL(server.baseUrl).port;
+  t.match(server.stdout(), new RegExp(`Try it: +curl -s -X POST http://localhost:${port}/v2/apis\\.createApi`), "the example names the port the OS picked for port 0");
   const created = await post(server.baseUrl, "apis.createApi", rootKey as string, { name: "my-api" });
   t.equal(created.status, 200);
   const read = await post(server.baseUrl, "apis.getApi", rootKey as string, { apiId: created.body.data.apiId });
