@@ -1,14 +1,12 @@
 import type { AddressInfo } from "node:net";
 import t, { type Test } from "tap";
+import { LONGEST_WINDOW_MS } from "../helpers/clock.js";
 import { createKey } from "../helpers/fixtures.js";
 import { harness, STORAGE_KINDS, type Harness, type StorageKind } from "../helpers/harness.js";
 import { startUpstream, type Upstream } from "../helpers/upstream.js";
 
 const API = "api_gateway_main";
 const OTHER_API = "api_gateway_other";
-// Limits whose exact admissions are checked use a 30-day window (the maximum): on the real clock, a window boundary
-// passing between calls would let the sliding estimate (the previous window's count, decaying) admit one more.
-const THIRTY_DAYS = 2_592_000_000;
 
 interface Gateway {
   h: Harness;
@@ -74,8 +72,8 @@ for (const storage of STORAGE_KINDS) {
         apiId: API,
         credits: { cost: 1 },
         namespaceLimits: [
-          { namespace: "per-key", identifier: "key", limit: 2, duration: THIRTY_DAYS },
-          { namespace: "per-tenant", identifier: "header:x-tenant", limit: 3, duration: THIRTY_DAYS },
+          { namespace: "per-key", identifier: "key", limit: 2, duration: LONGEST_WINDOW_MS },
+          { namespace: "per-tenant", identifier: "header:x-tenant", limit: 3, duration: LONGEST_WINDOW_MS },
         ],
       },
       { name: "by-header", match: { prefix: "/header-key" }, upstream, apiId: API, key: { header: "x-api-key" } },
@@ -143,7 +141,7 @@ for (const storage of STORAGE_KINDS) {
     });
 
     await t.test("named limits: headers on every answer; a 429 describes the limit that denied and spends nothing", async (t) => {
-      const { key: secret, keyId } = await key({ credits: { remaining: 100 }, ratelimits: [{ name: "requests", limit: 2, duration: THIRTY_DAYS }] });
+      const { key: secret, keyId } = await key({ credits: { remaining: 100 }, ratelimits: [{ name: "requests", limit: 2, duration: LONGEST_WINDOW_MS }] });
       const first = await send("/metered", { key: secret });
       t.equal(first.status, 200);
       t.equal(first.headers.get("ratelimit-policy"), '"requests";q=2;w=2592000');

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import t, { type Test } from "tap";
 import { NAMESPACE_FRESH_MS } from "../../src/domain/ratelimit/namespace-directory.js";
+import { LONGEST_WINDOW_MS } from "../helpers/clock.js";
 import { CLUSTER_ROOT_KEY, post, startPair, type RunningServer } from "../helpers/process.js";
 
 const ROOT_KEY = CLUSTER_ROOT_KEY;
@@ -21,8 +22,7 @@ async function burst(t: Test, [a, b]: [RunningServer, RunningServer], body: { li
 
 t.test("1,000 concurrent requests against a limit of 100, split over two keygate processes: exactly 100 succeed", async (t) => {
   const [a, b] = await twoInstances(t);
-  // A 30-day window, so the burst cannot straddle a window boundary.
-  const results = await burst(t, [a, b], { namespace: "burst", identifier: "everyone", limit: 100, duration: 2_592_000_000 }, 1_000);
+  const results = await burst(t, [a, b], { namespace: "burst", identifier: "everyone", limit: 100, duration: LONGEST_WINDOW_MS }, 1_000);
   const admitted = results.filter((result) => result.body.data.success);
   t.equal(admitted.length, 100);
   t.same(
@@ -37,7 +37,7 @@ t.test("1,000 concurrent requests against a limit of 100, split over two keygate
 
 t.test("3,000 concurrent requests against a limit of 1,000 (reservations engaged), over two processes: never more than 1,000", async (t) => {
   const [a, b] = await twoInstances(t);
-  const results = await burst(t, [a, b], { namespace: "burst", identifier: "large", limit: 1_000, duration: 2_592_000_000 }, 3_000);
+  const results = await burst(t, [a, b], { namespace: "burst", identifier: "large", limit: 1_000, duration: LONGEST_WINDOW_MS }, 3_000);
   const admitted = results.filter((result) => result.body.data.success).length;
   // Each process may hold back at most one reservation (1% of the limit) that the other could not use.
   t.ok(admitted <= 1_000 && admitted >= 1_000 - 2 * 10, `${admitted} admitted`);

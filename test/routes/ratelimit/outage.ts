@@ -1,14 +1,14 @@
 import type { Test } from "tap";
 import { setTimeout as sleep } from "node:timers/promises";
 import { assertError } from "../../helpers/assertions.js";
+import { LONGEST_WINDOW_MS } from "../../helpers/clock.js";
 import { harness, type CallResult, type Harness } from "../../helpers/harness.js";
 import { privateRedis, type PrivateRedis } from "../../helpers/redis-server.js";
 
 export const DEADLINE_MS = 200;
 const BREAKER = { failureThreshold: 3, openMs: 200 };
-// A 30-day window: were a window boundary to pass between the ten calls that check exactness, the sliding estimate
-// (the previous window's count, decaying) would rightly admit a sixth, and the test would fail by chance.
-const DURATION = 2_592_000_000;
+// The ten calls that check exactness must not straddle a window boundary.
+const DURATION = LONGEST_WINDOW_MS;
 
 /** One app on a private Redis, with short deadlines so failures show quickly. */
 async function appOn(t: Test, server: PrivateRedis, fail: string): Promise<Harness> {
