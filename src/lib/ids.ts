@@ -33,5 +33,5 @@ export function newId(prefix: IdPrefix, nowMs: number = Date.now()): string {
   }
   for (let i = 0; i < 8; i++) idBytes[4 + i] = pool[poolOffset + i] as number;
   poolOffset += 8;
-  return `${prefix}_${base58Encode(idBytes)}`;
+  return base58Encode(idBytes, `${prefix}_`);
 }

@@ -35,6 +35,25 @@ t.test("base58 agrees with a reference encoder for inputs of every length used, 
   }
 });
 
+t.test("base58 agrees with the reference at every length up to 70 bytes, with leading zeros and all-0xff bytes", async (t) => {
+  let seed = 11;
+  const random = () => (seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) % 256;
+  for (let length = 0; length <= 70; length++) {
+    const bytes = Uint8Array.from({ length }, random);
+    t.equal(base58Encode(bytes), base58ByBigInt(bytes), `${length} random bytes`);
+    const leadingZeros = bytes.map((byte, index) => (index < 3 ? 0 : byte));
+    t.equal(base58Encode(leadingZeros), base58ByBigInt(leadingZeros), `${length} bytes, the first three zero`);
+    const largest = new Uint8Array(length).fill(0xff);
+    t.equal(base58Encode(largest), base58ByBigInt(largest), `${length} bytes of 0xff`);
+  }
+});
+
+t.test("base58 writes a prefix in front of the encoding", async (t) => {
+  t.equal(base58Encode(Buffer.from("hello world"), "req_"), "req_StV1DL6CwTryKyV");
+  t.equal(base58Encode(Buffer.from([0, 0, 1]), "key_"), "key_112");
+  t.equal(base58Encode(Buffer.alloc(0), "x_"), "x_");
+});
+
 t.test("ids carry their prefix and sort by creation second", async (t) => {
   const early = newId("key", Date.UTC(2026, 0, 1));
   const late = newId("key", Date.UTC(2026, 0, 1, 0, 0, 1));
