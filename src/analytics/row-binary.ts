@@ -26,6 +26,7 @@ export class RowBinaryWriter {
   }
 
   string(value: string): void {
+    if (value.length <= MAX_ONE_BYTE_VARINT && this.asciiString(value)) return;
     const length = Buffer.byteLength(value, "utf8");
     this.reserve(length + 5);
     this.varint(length);
@@ -51,6 +52,26 @@ export class RowBinaryWriter {
     this.offset = this.buffer.writeDoubleLE(value, this.offset);
   }
 
+  /**
+   * Almost every value is short ASCII (ids, outcomes, tags): copied here, character by character, instead of two
+   * calls into the runtime per value, which cost several times more per row (callgrind, on the request thread).
+   * false, with nothing written, when the value holds a character beyond ASCII.
+   */
+  private asciiString(value: string): boolean {
+    const length = value.length;
+    this.reserve(length + 1);
+    const buffer = this.buffer;
+    const start = this.offset + 1;
+    for (let at = 0; at < length; at++) {
+      const code = value.charCodeAt(at);
+      if (code >= 0x80) return false;
+      buffer[start + at] = code;
+    }
+    buffer[start - 1] = length;
+    this.offset = start + length;
+    return true;
+  }
+
   /** Callers reserve room first. */
   private varint(value: number): void {
     while (value >= 0x80) {
@@ -67,6 +88,9 @@ export class RowBinaryWriter {
     this.buffer = grown;
   }
 }
+
+/** The longest string whose length is a one-byte varint. */
+const MAX_ONE_BYTE_VARINT = 0x7f;
 
 type ColumnWriter = (writer: RowBinaryWriter, value: RowValues[number]) => void;
 

@@ -17,6 +17,15 @@ t.test("the writer lays values out as ClickHouse's RowBinary", async (t) => {
   strings.string("é");
   t.equal(hex(strings), "00" + "026162" + "02c3a9", "a varint byte length, then the UTF-8 bytes");
 
+  // ASCII is copied by the writer itself; a character beyond ASCII anywhere in the value sends all of it through UTF-8.
+  const mixed = new RowBinaryWriter(1);
+  for (const value of ["abcé", "z", "é".repeat(40), "\u007f", "\u0080", "a😀b"]) mixed.string(value);
+  const expected = ["abcé", "z", "é".repeat(40), "\u007f", "\u0080", "a😀b"].map((value) => {
+    const utf8 = Buffer.from(value, "utf8");
+    return Buffer.concat([Buffer.from([utf8.length]), utf8]).toString("hex");
+  });
+  t.equal(hex(mixed), expected.join(""), "values that turn out not to be ASCII part-way are written whole, in UTF-8");
+
   const lengths = new RowBinaryWriter(1);
   for (const length of [127, 128, 16_384]) lengths.string("x".repeat(length));
   const bytes = lengths.bytes();
