@@ -5,7 +5,7 @@ import { countsFor, estimateUsed, windowEnd, windowSequence, type StoredWindow }
 import type { CounterOutcome, CreditCheck, RatelimitCounterStore, WindowCheck, WindowResult } from "../interfaces.js";
 import type { RedisGuard } from "./guard.js";
 import type { RedisKeys } from "./keys.js";
-import { defineRatelimitCommand } from "./ratelimit-script.js";
+import { defineRatelimitCommand, parseRatelimitReply } from "./ratelimit-script.js";
 
 /** Exhausted windows this instance remembers for its fast path (least recently used are forgotten first). */
 const KNOWN_WINDOWS_MAX = 100_000;
@@ -180,23 +180,23 @@ export class RedisRatelimitCounterStore implements RatelimitCounterStore {
     // Each key goes out once, with its limit and duration, however many calls use it; the calls refer to it by its
     // (1-based) position. On a hot key this is most of what a call would otherwise send.
     const keys: string[] = [];
-    const limitsOfKeys: string[] = [];
-    const positions = new Map<string, string>();
-    const position = (key: string, limit: number, durationMs: number): string => {
+    const limitsOfKeys: number[] = [];
+    const positions = new Map<string, number>();
+    const position = (key: string, limit: number, durationMs: number): number => {
       let at = positions.get(key);
       if (at === undefined) {
-        at = String(keys.push(key));
-        limitsOfKeys.push(String(limit), String(durationMs));
+        at = keys.push(key);
+        limitsOfKeys.push(limit, durationMs);
         positions.set(key, at);
       }
       return at;
     };
-    const callArgs: string[] = [];
+    const callArgs: number[] = [];
     /** Per call, the units its first check asked to reserve (the reply holds what was reserved only then). */
     const reserves: number[] = [];
     let reservedBy: Set<string> | undefined;
     for (const call of calls) {
-      callArgs.push(String(call.checks.length * 2 + (call.credit ? 1 : 0)));
+      callArgs.push(call.checks.length * 2 + (call.credit ? 1 : 0));
       // One reservation asked for at a time per counter: calls made while it is on its way go without.
       let reserve = this.reserve ? reservationFor(call.checks, call.credit) : 0;
       const first = call.keys[0] as string;
@@ -207,14 +207,16 @@ export class RedisRatelimitCounterStore implements RatelimitCounterStore {
       }
       reserves.push(reserve);
       call.checks.forEach((check, index) =>
-        callArgs.push(position(call.keys[index] as string, check.limit, check.durationMs), String(check.cost), index === 0 ? String(reserve) : "0"),
+        callArgs.push(position(call.keys[index] as string, check.limit, check.durationMs), check.cost, index === 0 ? reserve : 0),
       );
-      if (call.credit) callArgs.push(position(call.keys[call.checks.length] as string, 0, 0), String(call.credit.cost));
+      if (call.credit) callArgs.push(position(call.keys[call.checks.length] as string, 0, 0), call.credit.cost);
     }
     const sentAt = this.clock.now();
     try {
-      const reply = await this.guard.run(() =>
-        this.redis.keygateRatelimit(keys.length, ...keys, now === undefined ? "" : String(now), String(calls.length), ...limitsOfKeys, ...callArgs),
+      const reply = parseRatelimitReply(
+        await this.guard.run(() =>
+          this.redis.keygateRatelimit(keys.length, ...keys, now === undefined ? "" : String(now), String(calls.length), [...limitsOfKeys, ...callArgs].join(",")),
+        ),
       );
       this.stats.scriptCalls++;
       this.stats.redisDecisions += calls.length;

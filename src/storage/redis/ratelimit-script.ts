@@ -24,9 +24,11 @@ import type { Redis, Result } from "ioredis";
  *             decides on one clock, so clock skew between instances cannot widen a window. Tests pass an
  *             injected clock's time.
  * ARGV[2]   the number of calls in this batch.
- * then per key of KEYS, in order: a counter's limit (0 blocks) and duration in ms, as its name holds them (a
- *             balance: 0, 0). Sent once per key, however many calls use it.
- * then per call: 2n + c for its n checks and c = 1 with a credit check (else 0), n triples: the counter's index in
+ * ARGV[3]   every other value, whole numbers joined by commas: one argument, not dozens, because the client pays
+ *             for each argument (ioredis copies and encodes them one by one) far more than splitting costs here.
+ *           First, per key of KEYS, in order: a counter's limit (0 blocks) and duration in ms, as its name holds
+ *             them (a balance: 0, 0). Sent once per key, however many calls use it.
+ *           Then per call: 2n + c for its n checks and c = 1 with a credit check (else 0), n triples: the counter's index in
  *             KEYS, cost (0 checks without consuming) and the units to reserve, and with a credit check the
  *             balance's index in KEYS and the cost. A counter may appear more than once in a call; later checks
  *             see the cost taken by earlier ones.
@@ -35,9 +37,11 @@ import type { Redis, Result } from "ioredis";
  *             already in use (its count before the call is above 0) and as long as the window stays at most half
  *             used; they are consumed here like any cost.
  *
- * Returns { now, then per call: per check: passed, remaining, sequence, [reserved], [current, previous], then with
- *   a credit check: passed, remaining (-1 when the key has no balance) }. Only what the caller needs is sent, since
- *   every value costs both sides (the call passed when every check and the credit did, so that is not sent):
+ * Returns one string, the values joined by commas (parseRatelimitReply reads it): now, then per call: per check:
+ *   passed, remaining, sequence, [reserved], [current, previous], then with a credit check: passed, remaining (-1
+ *   when the key has no balance). One string, not an array of integers: ioredis decodes each element of an array
+ *   on its own, at several times the cost of splitting a string (callgrind). Only what the caller needs is sent,
+ *   since every value costs both sides (the call passed when every check and the credit did, so that is not sent):
  *   passed     1 when the check passes on its own, after the cost of earlier checks of the call on the same key
  *              (the credit's: when the balance covers the cost, or the key has none),
  *   remaining  units left after the call (and its reservation); when the call is denied nothing was consumed, so
@@ -115,9 +119,15 @@ else
   now = tonumber(ARGV[1])
 end
 
--- Each counter's limit and duration, sent once per key (ARGV[3 + 2(k-1)] and the one after; balances "0", "0").
-local function limitOf(index) return tonumber(ARGV[1 + 2 * index]) end
-local function durationOf(index) return tonumber(ARGV[2 + 2 * index]) end
+-- ARGV[3]'s numbers: each key's limit and duration (numbers[2k - 1] and numbers[2k]; balances 0, 0), then the calls.
+local numbers = {}
+local count = 0
+for value in string.gmatch(ARGV[3], "[^,]+") do
+  count = count + 1
+  numbers[count] = tonumber(value)
+end
+local function limitOf(index) return numbers[2 * index - 1] end
+local function durationOf(index) return numbers[2 * index] end
 
 -- What the batch has read and decided so far, per index in KEYS; written back once, at the end.
 -- A counter, read once: its window at 'now' (sequence, the time 'at' it is decided at, the counts current and
@@ -180,9 +190,9 @@ local checkOk, checkCounter, checkBase, checkBefore, checkLimit, checkCost, chec
 
 local reply = { now }
 local replied = 1
-local nextArg = 3 + 2 * #KEYS
+local nextArg = 1 + 2 * #KEYS
 for call = 1, tonumber(ARGV[2]) do
-  local header = tonumber(ARGV[nextArg])
+  local header = numbers[nextArg]
   local checks = math.floor(header / 2)
   local hasCredit = header % 2 == 1
   nextArg = nextArg + 1
@@ -190,9 +200,9 @@ for call = 1, tonumber(ARGV[2]) do
   -- Phase 1: decide each check on its counter's usage, with the cost the call's earlier checks took from it.
   local all = true
   for i = 1, checks do
-    local index = tonumber(ARGV[nextArg])
-    local cost = tonumber(ARGV[nextArg + 1])
-    local reserve = tonumber(ARGV[nextArg + 2])
+    local index = numbers[nextArg]
+    local cost = numbers[nextArg + 1]
+    local reserve = numbers[nextArg + 2]
     nextArg = nextArg + 3
     local limit = limitOf(index)
     local counter = counterAt(index)
@@ -211,8 +221,8 @@ for call = 1, tonumber(ARGV[2]) do
   -- The credit check: the balance, with due refills applied, must cover the cost (0 always passes).
   local balance, creditCost, creditOk, creditRemaining, creditLastRefillAt = nil, 0, true, nil, nil
   if hasCredit then
-    balance = balanceAt(tonumber(ARGV[nextArg]))
-    creditCost = tonumber(ARGV[nextArg + 1])
+    balance = balanceAt(numbers[nextArg])
+    creditCost = numbers[nextArg + 1]
     nextArg = nextArg + 2
     if not balance.missing then
       creditRemaining = balance.remaining
@@ -300,13 +310,23 @@ for index, balance in pairs(balances) do
     redis.call("SET", KEYS[index], encodeBalance(balance.remaining, balance.refill, balance.lastRefillAt))
   end
 end
-return reply
+-- Lua writes a number with 14 significant digits: exact below 10^14. Larger values (a balance can be up to 2^53)
+-- are written in full.
+for i = 1, #reply do
+  if reply[i] >= 1e14 then reply[i] = string.format("%.0f", reply[i]) end
+end
+return table.concat(reply, ",")
 `;
 
 declare module "ioredis" {
   interface RedisCommander<Context> {
-    keygateRatelimit(numberOfKeys: number, ...args: string[]): Result<number[], Context>;
+    keygateRatelimit(numberOfKeys: number, ...args: string[]): Result<string, Context>;
   }
+}
+
+/** The script's reply as numbers, in the order RATELIMIT_LUA gives them. */
+export function parseRatelimitReply(reply: string): number[] {
+  return reply.split(",").map(Number);
 }
 
 /** The script's command name on a connection. */
