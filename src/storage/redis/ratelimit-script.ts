@@ -120,14 +120,21 @@ else
 end
 
 -- ARGV[3]'s numbers: each key's limit and duration (numbers[2k - 1] and numbers[2k]; balances 0, 0), then the calls.
-local numbers = {}
-local count = 0
-for value in string.gmatch(ARGV[3], "[^,]+") do
-  count = count + 1
-  numbers[count] = tonumber(value)
-end
+-- Read as a JSON array, in C: splitting the string in Lua cost Redis about 0.25 µs per number, cjson 0.08.
+local numbers = cjson.decode("[" .. ARGV[3] .. "]")
 local function limitOf(index) return numbers[2 * index - 1] end
 local function durationOf(index) return numbers[2 * index] end
+
+-- The reply is joined into one string, and Lua writes a number with 14 significant digits: exact below 10^14.
+local function exact(value)
+  if type(value) == "number" and value >= 1e14 then return string.format("%.0f", value) end
+  return value
+end
+-- Whether a counter's numbers can reach 10^14 (never through the API, whose limits stop at 10^6).
+local wideLimits = false
+for index = 1, #KEYS do
+  if limitOf(index) >= 1e14 - 1e6 then wideLimits = true end
+end
 
 -- What the batch has read and decided so far, per index in KEYS; written back once, at the end.
 -- A counter, read once: its window at 'now' (sequence, the time 'at' it is decided at, the counts current and
@@ -290,7 +297,7 @@ for call = 1, tonumber(ARGV[2]) do
   end
   if hasCredit then
     reply[replied + 1] = creditOk and 1 or 0
-    reply[replied + 2] = creditRemaining or -1
+    reply[replied + 2] = creditRemaining and exact(creditRemaining) or -1
     replied = replied + 2
   end
 end
@@ -310,10 +317,9 @@ for index, balance in pairs(balances) do
     redis.call("SET", KEYS[index], encodeBalance(balance.remaining, balance.refill, balance.lastRefillAt))
   end
 end
--- Lua writes a number with 14 significant digits: exact below 10^14. Larger values (a balance can be up to 2^53)
--- are written in full.
-for i = 1, #reply do
-  if reply[i] >= 1e14 then reply[i] = string.format("%.0f", reply[i]) end
+-- Counts of a limit that wide are written in full too (see exact).
+if wideLimits then
+  for i = 1, #reply do reply[i] = exact(reply[i]) end
 end
 return table.concat(reply, ",")
 `;
