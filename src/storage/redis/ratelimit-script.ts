@@ -25,13 +25,13 @@ import type { Redis, Result } from "ioredis";
  *             injected clock's time.
  * ARGV[2]   the number of calls in this batch.
  * ARGV[3]   every other value, whole numbers joined by commas: one argument, not dozens, because the client pays
- *             for each argument (ioredis copies and encodes them one by one) far more than splitting costs here.
+ *             for each argument (ioredis copies and encodes them one by one) far more than reading them costs here.
  *           First, per key of KEYS, in order: a counter's limit (0 blocks) and duration in ms, as its name holds
  *             them (a balance: 0, 0). Sent once per key, however many calls use it.
- *           Then per call: 2n + c for its n checks and c = 1 with a credit check (else 0), n triples: the counter's index in
- *             KEYS, cost (0 checks without consuming) and the units to reserve, and with a credit check the
- *             balance's index in KEYS and the cost. A counter may appear more than once in a call; later checks
- *             see the cost taken by earlier ones.
+ *           Then per call: 2n + c for its n checks and c = 1 with a credit check (else 0), n triples: the
+ *             counter's index in KEYS, cost (0 checks without consuming) and the units to reserve, and with a
+ *             credit check the balance's index in KEYS and the cost. A counter may appear more than once in a
+ *             call; later checks see the cost taken by earlier ones.
  *           Reserving: a call of one check and no credit that passes may also take up to that many units more for
  *             its instance to admit later without asking (see ratelimit-counter-store.ts), but only on a counter
  *             already in use (its count before the call is above 0) and as long as the window stays at most half
