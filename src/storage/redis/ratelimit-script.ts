@@ -100,15 +100,18 @@ local function lastScheduledRefill(refill, at)
   return daysFromCivil(year, month, math.min(refillDay, daysInMonth(year, month))) * DAY
 end
 
--- JSON of a balance in the key store's shape; integers are written in full (cjson would round past 14 digits).
+-- A whole number written in full: Lua's own conversion (and cjson's) keeps 14 significant digits, exact below 10^14.
+local function whole(value) return string.format("%.0f", value) end
+
+-- JSON of a balance in the key store's shape; integers are written in full.
 local function encodeBalance(remaining, refill, lastRefillAt)
-  local json = '{"remaining":' .. string.format("%.0f", remaining)
+  local json = '{"remaining":' .. whole(remaining)
   if refill then
-    json = json .. ',"refill":{"interval":' .. cjson.encode(refill.interval) .. ',"amount":' .. string.format("%.0f", refill.amount)
-    if refill.refillDay then json = json .. ',"refillDay":' .. string.format("%.0f", refill.refillDay) end
+    json = json .. ',"refill":{"interval":' .. cjson.encode(refill.interval) .. ',"amount":' .. whole(refill.amount)
+    if refill.refillDay then json = json .. ',"refillDay":' .. whole(refill.refillDay) end
     json = json .. '}'
   end
-  return json .. ',"lastRefillAt":' .. string.format("%.0f", lastRefillAt) .. '}'
+  return json .. ',"lastRefillAt":' .. whole(lastRefillAt) .. '}'
 end
 
 local now
@@ -125,15 +128,15 @@ local numbers = cjson.decode("[" .. ARGV[3] .. "]")
 local function limitOf(index) return numbers[2 * index - 1] end
 local function durationOf(index) return numbers[2 * index] end
 
--- The reply is joined into one string, and Lua writes a number with 14 significant digits: exact below 10^14.
+-- The reply is joined into one string: a value that may reach 10^14 goes in written in full.
 local function exact(value)
-  if type(value) == "number" and value >= 1e14 then return string.format("%.0f", value) end
+  if type(value) == "number" and value >= 1e14 then return whole(value) end
   return value
 end
--- Whether a counter's numbers can reach 10^14 (never through the API, whose limits stop at 10^6).
+-- Whether a counter's numbers (none exceeds its limit) can reach 10^14; never through the API, whose limits stop at 10^6.
 local wideLimits = false
 for index = 1, #KEYS do
-  if limitOf(index) >= 1e14 - 1e6 then wideLimits = true end
+  if limitOf(index) >= 1e14 then wideLimits = true end
 end
 
 -- What the batch has read and decided so far, per index in KEYS; written back once, at the end.
