@@ -35,6 +35,12 @@ export class EmbeddedEngine implements AnalyticsEngine {
   private writer: Session;
   private readonly open = new Set<Session>();
   private readonly incoming: string;
+  /**
+   * The encoder of the last batch, kept for the next one. A batch of 50,000 rows is about 6 MB: a new buffer per batch
+   * cost the event loop a page fault per 4 KB touched (about 11 µs each on a VM measured here, some 17 ms per batch).
+   * It stays at the largest batch written so far.
+   */
+  private idleWriter: RowBinaryWriter | undefined;
   private closed = false;
 
   private constructor(chdb: Chdb, location: string, database: string, writer: Session) {
@@ -116,7 +122,10 @@ export class EmbeddedEngine implements AnalyticsEngine {
     this.assertOpen();
     if (events.length === 0) return;
     // Event values go as bytes in a file, never as SQL text; the statement names only keygate's own path.
-    const payload = await encodeInSlices(events, region);
+    // Inserts running at once (a close() during a flush) each get an encoder of their own.
+    const writer = this.idleWriter ?? new RowBinaryWriter(events.length);
+    this.idleWriter = undefined;
+    const payload = await encodeInSlices(writer, events, region);
     // Numbered across the process: engines sharing the directory never write the same file.
     const file = join(this.incoming, `batch-${++batchesWritten}.bin`);
     try {
@@ -129,12 +138,15 @@ export class EmbeddedEngine implements AnalyticsEngine {
         .catch((error: unknown) => this.writerFailed(error));
     } finally {
       await rm(file, { force: true });
+      writer.reset();
+      this.idleWriter = writer;
     }
   }
 
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.idleWriter = undefined;
     for (const session of this.open) session.close();
     this.open.clear();
     await this.chdb.drainPending();
@@ -175,8 +187,7 @@ const GLOB_CHARACTERS = /[*?{}]/;
 /** Rows encoded per turn of the event loop (a fraction of a millisecond), so a large batch never holds up requests. */
 const ENCODE_SLICE = 500;
 
-async function encodeInSlices(events: readonly VerificationEvent[], region: string): Promise<Buffer> {
-  const writer = new RowBinaryWriter(events.length);
+async function encodeInSlices(writer: RowBinaryWriter, events: readonly VerificationEvent[], region: string): Promise<Buffer> {
   for (let index = 0; index < events.length; index++) {
     if (index > 0 && index % ENCODE_SLICE === 0) await new Promise((resolve) => setImmediate(resolve));
     writer.write(toRowValues(events[index]!, region));

@@ -20,6 +20,11 @@ export class RowBinaryWriter {
     for (let column = 0; column < COLUMN_WRITERS.length; column++) COLUMN_WRITERS[column]!(this, values[column]!);
   }
 
+  /** Starts over, keeping the memory: a writer reused for the next batch touches no fresh pages. */
+  reset(): void {
+    this.offset = 0;
+  }
+
   /** The rows written so far (a view of the writer's memory: copy it or stop writing). */
   bytes(): Buffer {
     return this.buffer.subarray(0, this.offset);

@@ -63,6 +63,20 @@ t.test("a writer sized for few rows grows to hold many, keeping what it had", as
   for (let index = 0; index < 10; index++) t.equal(bytes.subarray(index * each + 2, index * each + 3).toString(), String(index), `string ${index} intact`);
 });
 
+t.test("a writer that is reset starts over in the memory it has, and writes as a new one would", async (t) => {
+  const reused = new RowBinaryWriter(1);
+  reused.string("x".repeat(3_000));
+  reused.int64(7);
+  reused.reset();
+  t.equal(reused.bytes().length, 0, "nothing is left of what came before");
+  const fresh = new RowBinaryWriter(1);
+  for (const writer of [reused, fresh]) {
+    writer.write(toRowValues(event({ requestId: "req_reset", tags: ["a"] }), "eu"));
+    writer.string("ünï");
+  }
+  t.equal(hex(reused), hex(fresh));
+});
+
 t.test("a data directory whose path the engine's file() would take as a pattern is refused at open, with the reason", async (t) => {
   const parent = analyticsDir(t);
   for (const name of ["data{1,2}", "data*", "data?"]) {
@@ -121,6 +135,20 @@ t.test("the embedded engine reads batches back exactly, and leaves no batch file
   );
   t.same(counted, [{ n: "1500", ids: "1500" }], "three batches from two engines, each row once");
   t.same(readdirSync(stale), [], "no batch file left");
+
+  // The first engine's encoder, reused from its last batch of 500 rows, writes a batch of two and nothing more.
+  const small = [event({ requestId: "req_small_1", workspaceId: "ws_reused", keyId: "key_a" }), event({ requestId: "req_small_2", workspaceId: "ws_reused", tags: ["t"] })];
+  await engine.insert(small, "us");
+  const reusedRows = await engine.withConnection((connection) =>
+    connection.rows("SELECT request_id, key_id, region, tags FROM key_verifications_v1 WHERE workspace_id = 'ws_reused' ORDER BY request_id"),
+  );
+  t.same(
+    reusedRows,
+    small.map((each) => ({ request_id: each.requestId, key_id: each.keyId, region: "us", tags: each.tags })),
+    "a reused encoder's batch holds its own rows only",
+  );
+  const total = await engine.withConnection((connection) => connection.rows("SELECT count() AS n FROM key_verifications_v1"));
+  t.same(total, [{ n: String(events.length + 1500 + small.length) }], "and no row of an earlier batch again");
 
   // A third engine on the same directory, in a database without the schema.
   const refusing = await EmbeddedEngine.open(dir, "keygate_no_schema");
