@@ -139,7 +139,7 @@ export class EmbeddedEngine implements AnalyticsEngine {
     } finally {
       await rm(file, { force: true });
       writer.reset();
-      this.idleWriter = writer;
+      if (!this.closed) this.idleWriter = writer;
     }
   }
 
