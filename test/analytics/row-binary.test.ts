@@ -70,8 +70,9 @@ t.test("a writer that is reset starts over in the memory it has, and writes as a
   reused.reset();
   t.equal(reused.bytes().length, 0, "nothing is left of what came before");
   const fresh = new RowBinaryWriter(1);
+  const row = toRowValues(event({ requestId: "req_reset", tags: ["a"] }), "eu");
   for (const writer of [reused, fresh]) {
-    writer.write(toRowValues(event({ requestId: "req_reset", tags: ["a"] }), "eu"));
+    writer.write(row);
     writer.string("ünï");
   }
   t.equal(hex(reused), hex(fresh));
