@@ -3,7 +3,7 @@ import { rm, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { AnalyticsEngineError, type AnalyticsConnection } from "../domain/analytics/engine.js";
 import { quoteString, safeId } from "../domain/analytics/sql.js";
-import { RAW_TABLE_NAME, type AnalyticsEngine } from "./engine.js";
+import { RAW_TABLE_NAME, type AnalyticsEngine, type EventBatch } from "./engine.js";
 import type { VerificationEvent } from "../domain/analytics/events.js";
 import { RowBinaryWriter } from "./row-binary.js";
 import { ROW_COLUMNS, ROW_STRUCTURE, toRowValues } from "./rows.js";
@@ -36,11 +36,11 @@ export class EmbeddedEngine implements AnalyticsEngine {
   private readonly open = new Set<Session>();
   private readonly incoming: string;
   /**
-   * The encoder of the last batch, kept for the next one. A batch of 50,000 rows is about 6 MB: a new buffer per batch
-   * cost the event loop a page fault per 4 KB touched (about 11 µs each on a VM measured here, some 17 ms per batch).
-   * It stays at the largest batch written so far.
+   * Encoders of batches written, kept for new ones (at most MAX_IDLE_ENCODERS). A batch of 50,000 rows is about 6 MB:
+   * a new buffer per batch cost the event loop a page fault per 4 KB touched (about 11 µs each on a VM measured
+   * here, some 17 ms per batch). Each stays at the size of the largest batch it held.
    */
-  private idleWriter: RowBinaryWriter | undefined;
+  private readonly idleEncoders: RowBinaryWriter[] = [];
   private closed = false;
 
   private constructor(chdb: Chdb, location: string, database: string, writer: Session) {
@@ -119,17 +119,29 @@ export class EmbeddedEngine implements AnalyticsEngine {
   }
 
   async insert(events: readonly VerificationEvent[], region: string): Promise<void> {
+    const batch = this.newBatch(region);
+    try {
+      for (const event of events) batch.add(event);
+      await this.insertBatch(batch);
+    } finally {
+      this.releaseBatch(batch);
+    }
+  }
+
+  /** Events are encoded as they are added, so a batch waiting to be written is bytes, not objects on the heap. */
+  newBatch(region: string): EncodedBatch {
+    return new EncodedBatch(this.idleEncoders.pop() ?? new RowBinaryWriter(INITIAL_BATCH_ROWS), region);
+  }
+
+  async insertBatch(batch: EventBatch): Promise<void> {
     this.assertOpen();
-    if (events.length === 0) return;
+    if (!(batch instanceof EncodedBatch)) throw new TypeError("a batch of another engine");
+    if (batch.size === 0) return;
     // Event values go as bytes in a file, never as SQL text; the statement names only keygate's own path.
-    // Inserts running at once (a close() during a flush) each get an encoder of their own.
-    const writer = this.idleWriter ?? new RowBinaryWriter(events.length);
-    this.idleWriter = undefined;
-    const payload = await encodeInSlices(writer, events, region);
     // Numbered across the process: engines sharing the directory never write the same file.
     const file = join(this.incoming, `batch-${++batchesWritten}.bin`);
     try {
-      await writeFile(file, payload).catch(engineError);
+      await writeFile(file, batch.bytes()).catch(engineError);
       await this.writer
         .queryAsync(
           `INSERT INTO ${this.database}.${RAW_TABLE_NAME} (${ROW_COLUMNS.join(", ")}) SETTINGS ${INSERT_SETTINGS} ` +
@@ -138,15 +150,18 @@ export class EmbeddedEngine implements AnalyticsEngine {
         .catch((error: unknown) => this.writerFailed(error));
     } finally {
       await rm(file, { force: true });
-      writer.reset();
-      if (!this.closed) this.idleWriter = writer;
     }
+  }
+
+  releaseBatch(batch: EventBatch): void {
+    if (!(batch instanceof EncodedBatch) || this.closed || this.idleEncoders.length >= MAX_IDLE_ENCODERS) return;
+    this.idleEncoders.push(batch.release());
   }
 
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    this.idleWriter = undefined;
+    this.idleEncoders.length = 0;
     for (const session of this.open) session.close();
     this.open.clear();
     await this.chdb.drainPending();
@@ -184,15 +199,43 @@ const INSERT_SETTINGS = `os_thread_priority = ${BACKGROUND_PRIORITY}, max_thread
 /** Characters that ClickHouse's file() takes as glob patterns in a path. */
 const GLOB_CHARACTERS = /[*?{}]/;
 
-/** Rows encoded per turn of the event loop (a fraction of a millisecond), so a large batch never holds up requests. */
-const ENCODE_SLICE = 500;
+/** Rows a new encoder has room for before it grows (reused encoders keep what they grew to). */
+const INITIAL_BATCH_ROWS = 1_024;
 
-async function encodeInSlices(writer: RowBinaryWriter, events: readonly VerificationEvent[], region: string): Promise<Buffer> {
-  for (let index = 0; index < events.length; index++) {
-    if (index > 0 && index % ENCODE_SLICE === 0) await new Promise((resolve) => setImmediate(resolve));
-    writer.write(toRowValues(events[index]!, region));
+/** Encoders kept for reuse: the batch being filled and the one being written, the usual case. */
+const MAX_IDLE_ENCODERS = 2;
+
+/** A batch of the embedded engine: its events as RowBinary rows, encoded as they are added. */
+export class EncodedBatch implements EventBatch {
+  private readonly encoder: RowBinaryWriter;
+  private readonly region: string;
+  private rows = 0;
+
+  constructor(encoder: RowBinaryWriter, region: string) {
+    this.encoder = encoder;
+    this.region = region;
   }
-  return writer.bytes();
+
+  get size(): number {
+    return this.rows;
+  }
+
+  add(event: VerificationEvent): void {
+    this.encoder.write(toRowValues(event, this.region));
+    this.rows++;
+  }
+
+  /** The rows so far (a view of the encoder's memory). */
+  bytes(): Buffer {
+    return this.encoder.bytes();
+  }
+
+  /** Hands the encoder back, emptied; the batch must not be used after. */
+  release(): RowBinaryWriter {
+    this.encoder.reset();
+    this.rows = 0;
+    return this.encoder;
+  }
 }
 
 async function run(session: Session, sql: string, params: Record<string, string> | undefined, format: string) {

@@ -12,7 +12,39 @@ export interface AnalyticsEngine extends AnalyticsQueryEngine {
   command(sql: string): Promise<void>;
   /** Appends the events to `key_verifications_v1`, one row each, with `region` in its column. */
   insert(events: readonly VerificationEvent[], region: string): Promise<void>;
+  /** An empty batch for events of `region`, in the form this engine writes; the pipeline fills it as they come. */
+  newBatch(region: string): EventBatch;
+  /** Writes a batch this engine made, as insert() would its events. */
+  insertBatch(batch: EventBatch): Promise<void>;
+  /** The batch is done with (written, or given up): the engine may reuse its memory for a new one. */
+  releaseBatch(batch: EventBatch): void;
   close(): Promise<void>;
 }
 
 export const RAW_TABLE_NAME = "key_verifications_v1";
+
+/** Events gathered for one insert, held in the form the engine writes them in. */
+export interface EventBatch {
+  /** Events added so far. */
+  readonly size: number;
+  /** Adds one event; when it throws, the batch is as it was. */
+  add(event: VerificationEvent): void;
+}
+
+/** Events kept as they came, for an engine that converts them when it writes (a ClickHouse server's JSON rows). */
+export class EventList implements EventBatch {
+  readonly events: VerificationEvent[] = [];
+  readonly region: string;
+
+  constructor(region: string) {
+    this.region = region;
+  }
+
+  get size(): number {
+    return this.events.length;
+  }
+
+  add(event: VerificationEvent): void {
+    this.events.push(event);
+  }
+}

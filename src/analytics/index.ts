@@ -1,10 +1,10 @@
 import type { AnalyticsConfig } from "../config/schema.js";
 import { AnalyticsEngineError, type AnalyticsQueryEngine } from "../domain/analytics/engine.js";
-import type { VerificationEvent, VerificationEventSink } from "../domain/analytics/events.js";
+import type { VerificationEventSink } from "../domain/analytics/events.js";
 import type { Clock } from "../lib/clock.js";
 import { EmbeddedEngine } from "./embedded-engine.js";
-import type { AnalyticsEngine } from "./engine.js";
-import { EventPipeline, type EventPipelineStats, type PipelineLog, type Scheduler } from "./pipeline.js";
+import type { AnalyticsEngine, EventBatch } from "./engine.js";
+import { EventPipeline, type BatchIO, type EventPipelineStats, type PipelineLog, type Scheduler } from "./pipeline.js";
 import { schemaStatements } from "./schema.js";
 import { ServerEngine, type ServerEngineOptions } from "./server-engine.js";
 
@@ -67,12 +67,16 @@ export async function openAnalytics(config: AnalyticsConfig, options: OpenAnalyt
     await ready.ensure().catch((error: unknown) => options.log?.warn(`analytics: ClickHouse at ${engine.location} is not ready yet: ${(error as Error).message}`));
   }
 
-  const write = async (events: VerificationEvent[]) => {
-    await ready.ensure();
-    await engine.insert(events, config.region);
+  const batches: BatchIO<EventBatch> = {
+    create: () => engine.newBatch(config.region),
+    write: async (batch) => {
+      await ready.ensure();
+      await engine.insertBatch(batch);
+    },
+    release: (batch) => engine.releaseBatch(batch),
   };
   const pipeline = new EventPipeline(
-    write,
+    batches,
     { ...config.buffer, maxWriteAttempts: MAX_WRITE_ATTEMPTS },
     { clock: options.clock, ...(options.scheduler ? { scheduler: options.scheduler } : {}), ...(options.log ? { log: options.log } : {}) },
   );

@@ -1,5 +1,14 @@
 import type { VerificationEvent, VerificationEventSink } from "../domain/analytics/events.js";
 import type { Clock } from "../lib/clock.js";
+import type { EventBatch } from "./engine.js";
+
+/** Where the pipeline's batches come from and go to (an engine's newBatch, insertBatch and releaseBatch). */
+export interface BatchIO<B extends EventBatch> {
+  create(): B;
+  write(batch: B): Promise<void>;
+  /** Called once a batch is written or given up, never during a write. */
+  release(batch: B): void;
+}
 
 export interface EventPipelineOptions {
   /** Events buffered at most (a batch waiting for a retry included); beyond it new events are dropped and counted. */
@@ -55,19 +64,24 @@ export interface PipelineLog {
 const WARNING_INTERVAL_MS = 10_000;
 
 /**
- * The verification event sink: events are buffered in memory and written in batches off the request path, when a
- * batch is full or on the flush interval, one batch at a time. The buffer is bounded; whatever cannot be kept is
- * counted in stats() and reported in the log, never lost silently. close() writes what is buffered.
+ * The verification event sink: events are added to a batch as they come (the engine decides the batch's form:
+ * the embedded one encodes them right away) and written off the request path, when a batch is full or on the
+ * flush interval, one batch at a time. What is held is bounded; whatever cannot be kept is counted in stats() and
+ * reported in the log, never lost silently. close() writes what is held.
  */
-export class EventPipeline implements VerificationEventSink {
-  private readonly write: (events: VerificationEvent[]) => Promise<void>;
+export class EventPipeline<B extends EventBatch> implements VerificationEventSink {
+  private readonly batches: BatchIO<B>;
   private readonly options: EventPipelineOptions;
   private readonly scheduler: Scheduler;
   private readonly clock: Clock;
   private readonly log: PipelineLog | undefined;
 
-  private buffer: VerificationEvent[] = [];
-  private retry: { events: VerificationEvent[]; attempts: number } | undefined;
+  /** The batch events are added to, and full ones waiting to be written, oldest first. */
+  private filling: B;
+  private full: B[] = [];
+  /** Events in `filling` and `full`. */
+  private waiting = 0;
+  private retry: { batch: B; attempts: number } | undefined;
   private inFlight = 0;
   private draining: Promise<void> | undefined;
   private drainRequested = false;
@@ -77,13 +91,10 @@ export class EventPipeline implements VerificationEventSink {
   private readonly lastWarningAt = { drop: Number.NEGATIVE_INFINITY, write: Number.NEGATIVE_INFINITY };
   private droppedSinceWarning = 0;
 
-  constructor(
-    write: (events: VerificationEvent[]) => Promise<void>,
-    options: EventPipelineOptions,
-    dependencies: { scheduler?: Scheduler; clock: Clock; log?: PipelineLog },
-  ) {
+  constructor(batches: BatchIO<B>, options: EventPipelineOptions, dependencies: { scheduler?: Scheduler; clock: Clock; log?: PipelineLog }) {
     if (options.batchSize > options.maxEvents) throw new Error("batchSize must not exceed maxEvents");
-    this.write = write;
+    this.batches = batches;
+    this.filling = batches.create();
     this.options = options;
     this.scheduler = dependencies.scheduler ?? nodeScheduler;
     this.clock = dependencies.clock;
@@ -103,8 +114,18 @@ export class EventPipeline implements VerificationEventSink {
       this.noteDrop(1, "the buffer is full");
       return;
     }
-    this.buffer.push(event);
-    if (this.buffer.length >= this.options.batchSize && !this.retry && !this.drainRequested) {
+    try {
+      this.filling.add(event);
+    } catch (error) {
+      this.counters.writeFailed++;
+      this.noteDrop(1, `it could not be encoded (${(error as Error).message})`);
+      return;
+    }
+    this.waiting++;
+    if (this.filling.size < this.options.batchSize) return;
+    this.full.push(this.filling);
+    this.filling = this.batches.create();
+    if (!this.retry && !this.drainRequested) {
       this.drainRequested = true;
       this.scheduler.soon(() => {
         this.drainRequested = false;
@@ -125,15 +146,16 @@ export class EventPipeline implements VerificationEventSink {
     this.closed = true;
     this.stopTimer();
     await this.draining;
-    const remaining = [...(this.retry?.events ?? []), ...this.buffer];
+    const remaining = [...(this.retry ? [this.retry.batch] : []), ...this.full, this.filling].filter((batch) => batch.size > 0);
     this.retry = undefined;
-    this.buffer = [];
-    for (let start = 0; start < remaining.length; start += this.options.batchSize) {
-      const batch = remaining.slice(start, start + this.options.batchSize);
+    this.full = [];
+    this.waiting = 0;
+    for (const batch of remaining) {
       if (!(await this.tryWrite(batch))) {
-        this.counters.writeFailed += batch.length;
-        this.noteDrop(batch.length, "their batch could not be written while closing");
+        this.counters.writeFailed += batch.size;
+        this.noteDrop(batch.size, "their batch could not be written while closing");
       }
+      this.batches.release(batch);
     }
   }
 
@@ -151,7 +173,7 @@ export class EventPipeline implements VerificationEventSink {
 
   private held(): number {
     // A batch waiting for a retry is not in flight; one being written is in neither of the other two.
-    return this.buffer.length + (this.retry?.events.length ?? 0) + this.inFlight;
+    return this.waiting + (this.retry?.batch.size ?? 0) + this.inFlight;
   }
 
   /** One drain at a time. `everything`: also a partial batch (the timer); otherwise full batches only. */
@@ -170,45 +192,50 @@ export class EventPipeline implements VerificationEventSink {
       // A failed batch is retried only on the timer's pace, so a broken engine is not hammered.
       if (!everything) return;
       const retry = this.retry;
-      if (!(await this.tryWrite(retry.events))) {
+      if (!(await this.tryWrite(retry.batch))) {
         retry.attempts++;
         if (retry.attempts >= this.options.maxWriteAttempts) {
           this.retry = undefined;
-          this.counters.writeFailed += retry.events.length;
-          this.noteDrop(retry.events.length, `their batch failed ${retry.attempts} times`);
+          this.counters.writeFailed += retry.batch.size;
+          this.noteDrop(retry.batch.size, `their batch failed ${retry.attempts} times`);
+          this.batches.release(retry.batch);
         }
         return;
       }
       this.retry = undefined;
+      this.batches.release(retry.batch);
     }
     // A partial batch is written only if it was waiting when the drain began: events that arrive during a write wait
     // for a full batch or the next interval. Writing them at once would turn a busy stream into back-to-back small
     // inserts, and every insert has a fixed cost in the engine (about 0.1 s of CPU with the four aggregates).
-    let partialAllowance = everything ? this.buffer.length : 0;
-    while (this.buffer.length >= this.options.batchSize || partialAllowance > 0) {
-      const batch = this.buffer.splice(0, this.options.batchSize);
-      partialAllowance -= batch.length;
+    if (everything && this.filling.size > 0) {
+      this.full.push(this.filling);
+      this.filling = this.batches.create();
+    }
+    for (let batch = this.full.shift(); batch; batch = this.full.shift()) {
+      this.waiting -= batch.size;
       if (!(await this.tryWrite(batch))) {
-        this.retry = { events: batch, attempts: 1 };
+        this.retry = { batch, attempts: 1 };
         return;
       }
+      this.batches.release(batch);
     }
   }
 
-  private async tryWrite(batch: VerificationEvent[]): Promise<boolean> {
-    const retrying = batch === this.retry?.events;
-    if (!retrying) this.inFlight += batch.length;
+  private async tryWrite(batch: B): Promise<boolean> {
+    const retrying = batch === this.retry?.batch;
+    if (!retrying) this.inFlight += batch.size;
     try {
-      await this.write(batch);
-      this.counters.written += batch.length;
+      await this.batches.write(batch);
+      this.counters.written += batch.size;
       this.counters.batchesWritten++;
       return true;
     } catch (error) {
       this.counters.failedWrites++;
-      this.warn("write", `analytics: writing ${batch.length} verification events failed: ${(error as Error).message}`);
+      this.warn("write", `analytics: writing ${batch.size} verification events failed: ${(error as Error).message}`);
       return false;
     } finally {
-      if (!retrying) this.inFlight -= batch.length;
+      if (!retrying) this.inFlight -= batch.size;
     }
   }
 

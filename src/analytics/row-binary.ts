@@ -16,8 +16,15 @@ export class RowBinaryWriter {
     this.buffer = Buffer.allocUnsafe(Math.max(1024, expectedRows * 128));
   }
 
+  /** One row; when a value cannot be written, nothing of the row is kept. */
   write(values: RowValues): void {
-    for (let column = 0; column < COLUMN_WRITERS.length; column++) COLUMN_WRITERS[column]!(this, values[column]!);
+    const start = this.offset;
+    try {
+      for (let column = 0; column < COLUMN_WRITERS.length; column++) COLUMN_WRITERS[column]!(this, values[column]!);
+    } catch (error) {
+      this.offset = start;
+      throw error;
+    }
   }
 
   /** Starts over, keeping the memory: a writer reused for the next batch touches no fresh pages. */

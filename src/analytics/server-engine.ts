@@ -2,7 +2,7 @@ import { createClient, type ClickHouseClient, type DataFormat } from "@clickhous
 import { AnalyticsEngineError, type AnalyticsConnection } from "../domain/analytics/engine.js";
 import { safeId } from "../domain/analytics/sql.js";
 import { redactUrl } from "../storage/redis/connection.js";
-import { RAW_TABLE_NAME, type AnalyticsEngine } from "./engine.js";
+import { EventList, RAW_TABLE_NAME, type AnalyticsEngine, type EventBatch } from "./engine.js";
 import type { VerificationEvent } from "../domain/analytics/events.js";
 import { toRow } from "./rows.js";
 
@@ -101,6 +101,17 @@ export class ServerEngine implements AnalyticsEngine {
     const rows = events.map((event) => toRow(event, region));
     await this.admin.insert({ table: `${this.database}.${RAW_TABLE_NAME}`, values: rows, format: "JSONEachRow" }).catch(engineError);
   }
+
+  newBatch(region: string): EventList {
+    return new EventList(region);
+  }
+
+  insertBatch(batch: EventBatch): Promise<void> {
+    if (!(batch instanceof EventList)) throw new TypeError("a batch of another engine");
+    return this.insert(batch.events, batch.region);
+  }
+
+  releaseBatch(): void {}
 
   async close(): Promise<void> {
     await Promise.all([this.admin.close(), this.queries.close()]);

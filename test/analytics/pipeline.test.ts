@@ -1,5 +1,6 @@
 import t from "tap";
 import type { VerificationEvent } from "../../src/domain/analytics/events.js";
+import { EventList } from "../../src/analytics/engine.js";
 import { EventPipeline, type EventPipelineOptions, type Scheduler } from "../../src/analytics/pipeline.js";
 import { ManualClock } from "../helpers/clock.js";
 import { event } from "../helpers/analytics.js";
@@ -80,8 +81,10 @@ function setup(options: Partial<EventPipelineOptions> = {}) {
   const w = writer();
   const warnings: string[] = [];
   const clock = new ManualClock();
-  const pipeline = new EventPipeline((events) => w.write(events), { ...OPTIONS, ...options }, { scheduler, clock, log: { warn: (message) => warnings.push(message) } });
-  return { pipeline, scheduler, writer: w, warnings, clock };
+  const released: EventList[] = [];
+  const batches = { create: () => new EventList(""), write: (batch: EventList) => w.write(batch.events), release: (batch: EventList) => released.push(batch) };
+  const pipeline = new EventPipeline(batches, { ...OPTIONS, ...options }, { scheduler, clock, log: { warn: (message) => warnings.push(message) } });
+  return { pipeline, scheduler, writer: w, warnings, clock, released };
 }
 
 t.test("record() returns at once and writes nothing on the caller's stack", async (t) => {
@@ -234,6 +237,60 @@ t.test("flush() writes a partial batch now", async (t) => {
   pipeline.record(event());
   await pipeline.flush();
   t.equal(writer.batches.length, 1);
+});
+
+t.test("every batch is released once, after it is written or given up, never while it is written", async (t) => {
+  const { pipeline, writer, scheduler, released } = setup({ maxWriteAttempts: 2 });
+  for (let i = 0; i < 4; i++) pipeline.record(event());
+  writer.hold = true;
+  await scheduler.runSoon();
+  t.equal(released.length, 0, "not while its write is in progress");
+  writer.hold = false;
+  writer.release();
+  await settle();
+  t.equal(released.length, 1, "written");
+
+  writer.fail = true;
+  pipeline.record(event());
+  await scheduler.tick();
+  t.equal(released.length, 1, "a failed batch is kept for its retry");
+  await scheduler.tick();
+  t.equal(released.length, 2, "given up after the last attempt");
+  t.match(pipeline.stats(), { dropped: { writeFailed: 1 } });
+
+  writer.fail = false;
+  for (let i = 0; i < 6; i++) pipeline.record(event());
+  await pipeline.close();
+  t.equal(released.length, 4, "close() releases what it wrote");
+  t.equal(new Set(released).size, released.length, "each batch once");
+});
+
+t.test("an event its batch cannot take is dropped and counted; the batch and the events around it are kept", async (t) => {
+  const scheduler = new ManualScheduler();
+  const w = writer();
+  const warnings: string[] = [];
+  const refusing = () => {
+    const list = new EventList("");
+    const add = list.add.bind(list);
+    list.add = (each) => {
+      if (each.requestId === "req_unencodable") throw new TypeError("a tag is not a string");
+      add(each);
+    };
+    return list;
+  };
+  const pipeline = new EventPipeline(
+    { create: refusing, write: (batch) => w.write(batch.events), release: () => {} },
+    OPTIONS,
+    { scheduler, clock: new ManualClock(), log: { warn: (message) => warnings.push(message) } },
+  );
+  const kept = [event(), event()];
+  pipeline.record(kept[0]!);
+  t.doesNotThrow(() => pipeline.record(event({ requestId: "req_unencodable" })), "record() never throws");
+  pipeline.record(kept[1]!);
+  await scheduler.tick();
+  t.same(w.batches, [kept]);
+  t.match(pipeline.stats(), { recorded: 3, written: 2, buffered: 0, dropped: { writeFailed: 1 } });
+  t.match(warnings.join("\n"), /dropped 1 verification events .*could not be encoded \(a tag is not a string\)/);
 });
 
 t.test("a batch larger than the buffer is refused as configuration", async (t) => {

@@ -2,6 +2,7 @@ import { mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import t from "tap";
 import { AnalyticsEngineError } from "../../src/domain/analytics/engine.js";
+import { EventList } from "../../src/analytics/engine.js";
 import { EmbeddedEngine } from "../../src/analytics/embedded-engine.js";
 import { RowBinaryWriter } from "../../src/analytics/row-binary.js";
 import { toRow, toRowValues } from "../../src/analytics/rows.js";
@@ -78,6 +79,15 @@ t.test("a writer that is reset starts over in the memory it has, and writes as a
   t.equal(hex(reused), hex(fresh));
 });
 
+t.test("a row with a value that cannot be written leaves nothing of itself behind", async (t) => {
+  const writer = new RowBinaryWriter(1);
+  writer.write(toRowValues(event({ requestId: "req_before", time: 1 }), "eu"));
+  const before = hex(writer);
+  const broken = event({ requestId: "req_broken", tags: [7 as unknown as string] });
+  t.throws(() => writer.write(toRowValues(broken, "eu")), TypeError);
+  t.equal(hex(writer), before, "the rows before it, and not a byte more");
+});
+
 t.test("a data directory whose path the engine's file() would take as a pattern is refused at open, with the reason", async (t) => {
   const parent = analyticsDir(t);
   for (const name of ["data{1,2}", "data*", "data?"]) {
@@ -150,6 +160,8 @@ t.test("the embedded engine reads batches back exactly, and leaves no batch file
   );
   const total = await engine.withConnection((connection) => connection.rows("SELECT count() AS n FROM key_verifications_v1"));
   t.same(total, [{ n: String(events.length + 1500 + small.length) }], "and no row of an earlier batch again");
+
+  await t.rejects(engine.insertBatch(new EventList("")), TypeError, "a batch made by another kind of engine is refused");
 
   // A third engine on the same directory, in a database without the schema.
   const refusing = await EmbeddedEngine.open(dir, "keygate_no_schema");
