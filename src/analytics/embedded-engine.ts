@@ -118,16 +118,6 @@ export class EmbeddedEngine implements AnalyticsEngine {
     await this.writer.queryAsync(sql).catch((error: unknown) => this.writerFailed(error));
   }
 
-  async insert(events: readonly VerificationEvent[], region: string): Promise<void> {
-    const batch = this.newBatch(region);
-    try {
-      for (const event of events) batch.add(event);
-      await this.insertBatch(batch);
-    } finally {
-      this.releaseBatch(batch);
-    }
-  }
-
   /** Events are encoded as they are added, so a batch waiting to be written is bytes, not objects on the heap. */
   newBatch(region: string): EncodedBatch {
     return new EncodedBatch(this.idleEncoders.pop() ?? new RowBinaryWriter(INITIAL_BATCH_ROWS), region);

@@ -10,11 +10,9 @@ export interface AnalyticsEngine extends AnalyticsQueryEngine {
   version(): Promise<string>;
   /** Runs a statement of keygate's own (schema), with no result. */
   command(sql: string): Promise<void>;
-  /** Appends the events to `key_verifications_v1`, one row each, with `region` in its column. */
-  insert(events: readonly VerificationEvent[], region: string): Promise<void>;
   /** An empty batch for events of `region`, in the form this engine writes; the pipeline fills it as they come. */
   newBatch(region: string): EventBatch;
-  /** Writes a batch this engine made, as insert() would its events. */
+  /** Appends a batch this engine made to `key_verifications_v1`, one row per event, with its region in its column. */
   insertBatch(batch: EventBatch): Promise<void>;
   /** The batch is done with (written, or given up): the engine may reuse its memory for a new one. */
   releaseBatch(batch: EventBatch): void;

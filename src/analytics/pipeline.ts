@@ -29,8 +29,8 @@ export interface EventPipelineStats {
   /** Events in memory now: waiting, being written, or waiting for a retry. Never more than maxEvents. */
   buffered: number;
   /**
-   * Events dropped, by reason: the buffer was full, their batch kept failing, they came after close(), or
-   * analytics is off.
+   * Events dropped, by reason: the buffer was full, their batch kept failing (or the event could not be added to
+   * one), they came after close(), or analytics is off.
    */
   dropped: { bufferFull: number; writeFailed: number; afterClose: number; disabled: number };
   batchesWritten: number;

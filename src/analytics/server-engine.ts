@@ -3,7 +3,6 @@ import { AnalyticsEngineError, type AnalyticsConnection } from "../domain/analyt
 import { safeId } from "../domain/analytics/sql.js";
 import { redactUrl } from "../storage/redis/connection.js";
 import { EventList, RAW_TABLE_NAME, type AnalyticsEngine, type EventBatch } from "./engine.js";
-import type { VerificationEvent } from "../domain/analytics/events.js";
 import { toRow } from "./rows.js";
 
 export interface ServerEngineOptions {
@@ -96,19 +95,15 @@ export class ServerEngine implements AnalyticsEngine {
     await this.admin.command({ query: sql }).catch(engineError);
   }
 
-  async insert(events: readonly VerificationEvent[], region: string): Promise<void> {
-    if (events.length === 0) return;
-    const rows = events.map((event) => toRow(event, region));
-    await this.admin.insert({ table: `${this.database}.${RAW_TABLE_NAME}`, values: rows, format: "JSONEachRow" }).catch(engineError);
-  }
-
   newBatch(region: string): EventList {
     return new EventList(region);
   }
 
-  insertBatch(batch: EventBatch): Promise<void> {
+  async insertBatch(batch: EventBatch): Promise<void> {
     if (!(batch instanceof EventList)) throw new TypeError("a batch of another engine");
-    return this.insert(batch.events, batch.region);
+    if (batch.size === 0) return;
+    const rows = batch.events.map((event) => toRow(event, batch.region));
+    await this.admin.insert({ table: `${this.database}.${RAW_TABLE_NAME}`, values: rows, format: "JSONEachRow" }).catch(engineError);
   }
 
   releaseBatch(): void {}

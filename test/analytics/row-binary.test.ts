@@ -7,7 +7,7 @@ import { EmbeddedEngine } from "../../src/analytics/embedded-engine.js";
 import { RowBinaryWriter } from "../../src/analytics/row-binary.js";
 import { toRow, toRowValues } from "../../src/analytics/rows.js";
 import { schemaStatements } from "../../src/analytics/schema.js";
-import { analyticsDir, event } from "../helpers/analytics.js";
+import { analyticsDir, event, insertEvents } from "../helpers/analytics.js";
 
 const hex = (writer: RowBinaryWriter) => writer.bytes().toString("hex");
 
@@ -115,7 +115,7 @@ t.test("the embedded engine reads batches back exactly, and leaves no batch file
     event({ requestId: "req_rb_3", time: time + 2, identityId: "id_1", spentCredits: 2 ** 40, latencyMs: Number.NaN }),
     event({ requestId: "req_rb_4", time: time + 3, spentCredits: 1e30, latencyMs: 1e-9 }),
   ];
-  await engine.insert(events, "eu-west");
+  await insertEvents(engine, events, "eu-west");
   t.same(readdirSync(stale), [], "the batch file is deleted once inserted");
 
   const rows = await engine.withConnection((connection) =>
@@ -140,7 +140,7 @@ t.test("the embedded engine reads batches back exactly, and leaves no batch file
   t.teardown(() => second.close());
   const batch = (prefix: string) => Array.from({ length: 500 }, (_, index) => event({ requestId: `req_${prefix}_${index}`, workspaceId: "ws_two_engines" }));
   // The first engine has written one batch and the second none: numbered per engine, two files would share a name.
-  await Promise.all([engine.insert(batch("first"), ""), second.insert(batch("second"), ""), second.insert(batch("third"), "")]);
+  await Promise.all([insertEvents(engine, batch("first"), ""), insertEvents(second, batch("second"), ""), insertEvents(second, batch("third"), "")]);
   const counted = await engine.withConnection((connection) =>
     connection.rows("SELECT count() AS n, uniqExact(request_id) AS ids FROM key_verifications_v1 WHERE workspace_id = 'ws_two_engines'"),
   );
@@ -149,7 +149,7 @@ t.test("the embedded engine reads batches back exactly, and leaves no batch file
 
   // The first engine's encoder, reused from its last batch of 500 rows, writes a batch of two and nothing more.
   const small = [event({ requestId: "req_small_1", workspaceId: "ws_reused", keyId: "key_a" }), event({ requestId: "req_small_2", workspaceId: "ws_reused", tags: ["t"] })];
-  await engine.insert(small, "us");
+  await insertEvents(engine, small, "us");
   const reusedRows = await engine.withConnection((connection) =>
     connection.rows("SELECT request_id, key_id, region, tags FROM key_verifications_v1 WHERE workspace_id = 'ws_reused' ORDER BY request_id"),
   );
@@ -166,7 +166,7 @@ t.test("the embedded engine reads batches back exactly, and leaves no batch file
   // A third engine on the same directory, in a database without the schema.
   const refusing = await EmbeddedEngine.open(dir, "keygate_no_schema");
   t.teardown(() => refusing.close());
-  await t.rejects(refusing.insert([event()], ""), AnalyticsEngineError, "an insert the engine refuses fails as an engine error");
+  await t.rejects(insertEvents(refusing, [event()], ""), AnalyticsEngineError, "an insert the engine refuses fails as an engine error");
   t.same(readdirSync(stale), [], "and its batch file is deleted too");
 });
 

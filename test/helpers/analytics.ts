@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { AnalyticsEngine } from "../../src/analytics/engine.js";
 import type { VerificationEvent } from "../../src/domain/analytics/events.js";
 
 interface Teardown {
@@ -33,4 +34,15 @@ export function event(overrides: Partial<VerificationEvent> = {}): VerificationE
     latencyMs: 1,
     ...overrides,
   };
+}
+
+/** Writes `events` as one batch of `engine`, the way the pipeline does: made, filled, inserted, released. */
+export async function insertEvents(engine: AnalyticsEngine, events: readonly VerificationEvent[], region: string): Promise<void> {
+  const batch = engine.newBatch(region);
+  try {
+    for (const each of events) batch.add(each);
+    await engine.insertBatch(batch);
+  } finally {
+    engine.releaseBatch(batch);
+  }
 }
