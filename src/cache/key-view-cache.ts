@@ -1,4 +1,5 @@
 import type { KeyView } from "../domain/verification/key-view.js";
+import type { Awaitable } from "../lib/awaitable.js";
 import type { Clock } from "../lib/clock.js";
 import type { InvalidationMessage } from "./invalidation-bus.js";
 import { SwrCache } from "./swr-cache.js";
@@ -33,7 +34,7 @@ export class KeyViewCache {
     });
   }
 
-  get(workspaceId: string, hash: string, load: () => Promise<KeyView | null>): Promise<KeyView | null> {
+  get(workspaceId: string, hash: string, load: () => Promise<KeyView | null>): Awaitable<KeyView | null> {
     return this.cache.get(this.cacheKey(workspaceId, hash), load);
   }
 

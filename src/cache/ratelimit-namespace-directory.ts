@@ -68,7 +68,7 @@ export class CachedNamespaceDirectory implements NamespaceDirectory {
     this.ids.clear();
   }
 
-  private byId(workspaceId: string, namespaceId: string): Promise<ResolvedNamespace | null> {
+  private async byId(workspaceId: string, namespaceId: string): Promise<ResolvedNamespace | null> {
     return this.namespaces.get(key(workspaceId, namespaceId), async (previous) => {
       const state = await this.store.namespaceState(workspaceId, namespaceId);
       if (!state) return null;

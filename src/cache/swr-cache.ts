@@ -1,4 +1,5 @@
 import { LRUCache } from "lru-cache";
+import type { Awaitable } from "../lib/awaitable.js";
 import type { Clock } from "../lib/clock.js";
 
 export interface SwrCacheOptions {
@@ -45,11 +46,12 @@ export class SwrCache<V> {
     this.entries = new LRUCache({ max: options.max });
   }
 
-  get(key: string, load: (previous: V | null | undefined) => Promise<V | null>): Promise<V | null> {
+  /** The cached value at once while it may be served; a promise when it has to be loaded (or reloaded first). */
+  get(key: string, load: (previous: V | null | undefined) => Promise<V | null>): Awaitable<V | null> {
     const entry = this.entries.get(key);
     if (entry) {
       const now = this.options.clock.now();
-      if (now < entry.freshUntil) return Promise.resolve(entry.value);
+      if (now < entry.freshUntil) return entry.value;
       if (now < entry.staleUntil) {
         const stale = entry.value as V; // absent entries are never stale: their staleUntil is their freshUntil
         if (this.options.mode === "stale-if-error") {
@@ -61,7 +63,7 @@ export class SwrCache<V> {
         if (!this.loading.has(key)) {
           this.load(key, load, stale).catch((error: unknown) => this.options.onRefreshError?.(error, key));
         }
-        return Promise.resolve(stale);
+        return stale;
       }
     }
     return this.load(key, load, entry?.value);

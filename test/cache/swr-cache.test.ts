@@ -18,6 +18,20 @@ t.test("a fresh entry is served without loading", async (t) => {
   t.equal(loads, 1);
 });
 
+t.test("a cached answer comes at once, not as a promise; a load is a promise", async (t) => {
+  const { cache, clock } = setup();
+  const first = cache.get("k", async () => "v1");
+  t.ok(first instanceof Promise, "a miss loads");
+  await first;
+  t.equal(cache.get("k", async () => "unused"), "v1", "fresh: the value itself");
+  clock.advance(1_000);
+  t.equal(cache.get("k", async () => "v2"), "v1", "stale: the value itself, while it refreshes");
+  await Promise.resolve();
+  t.equal(cache.get("absent", async () => null) instanceof Promise, true);
+  await cache.get("absent", async () => null);
+  t.equal(cache.get("absent", async () => "unused"), null, "known absent: null at once");
+});
+
 t.test("peek answers only what is fresh, and never loads", async (t) => {
   const { cache, clock } = setup();
   t.equal(cache.peek("k"), undefined, "nothing cached");
@@ -99,7 +113,7 @@ t.test("delete during a load keeps the old value out", async (t) => {
 
 t.test("a failed load is not cached and a failed refresh keeps the stale value", async (t) => {
   const { cache, clock, errors } = setup();
-  await t.rejects(cache.get("k", async () => Promise.reject(new Error("down"))), /down/);
+  await t.rejects(async () => cache.get("k", async () => Promise.reject(new Error("down"))), /down/);
   t.equal(await cache.get("k", async () => "up"), "up");
   clock.advance(2_000);
   t.equal(await cache.get("k", async () => Promise.reject(new Error("refresh failed"))), "up");
@@ -144,7 +158,7 @@ t.test("stale-if-error: past freshMs the value is reloaded before answering, and
   t.equal(await cache.get("k", async () => Promise.reject(new Error("down"))), "v2", "the source failed: the last value");
   t.equal(errors.length, 1, "the failure is reported");
   clock.advance(9_000);
-  await t.rejects(cache.get("k", async () => Promise.reject(new Error("down"))), /down/, "not beyond staleMs");
+  await t.rejects(async () => cache.get("k", async () => Promise.reject(new Error("down"))), /down/, "not beyond staleMs");
   t.equal(await cache.get("absent", async () => null), null);
-  await t.rejects(cache.get("absent", async () => Promise.reject(new Error("down"))), /down/, "absence is never served stale, and negativeMs 0 keeps it uncached");
+  await t.rejects(async () => cache.get("absent", async () => Promise.reject(new Error("down"))), /down/, "absence is never served stale, and negativeMs 0 keeps it uncached");
 });

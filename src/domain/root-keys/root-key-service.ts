@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { KeygateError } from "../../errors/keygate-error.js";
 import { base58Encode } from "../../lib/base58.js";
 import type { Clock } from "../../lib/clock.js";
+import { andThen, type Awaitable } from "../../lib/awaitable.js";
 import { hashKey } from "../../lib/hash.js";
 import { newId } from "../../lib/ids.js";
 import type { RootKeyStore } from "../../storage/interfaces.js";
@@ -66,9 +67,14 @@ export class RootKeyService {
   }
 
   /** The caller behind a presented root key, or a 401 that says why not. */
-  async authenticate(plaintext: string): Promise<Caller> {
+  authenticate(plaintext: string): Awaitable<Caller> {
     const hash = hashKey(plaintext);
-    const record = this.configured.get(hash) ?? (await this.store.findByHash(hash));
+    const configured = this.configured.get(hash);
+    if (configured) return this.accept(configured);
+    return andThen(this.store.findByHash(hash), (record) => this.accept(record));
+  }
+
+  private accept(record: RootKeyRecord | null): Caller {
     if (!record) throw unauthorized("The provided root key is invalid.");
     if (record.revokedAt !== undefined) throw unauthorized("The provided root key has been revoked.");
     if (record.expires !== undefined && record.expires <= this.clock.now()) throw unauthorized("The provided root key has expired.");

@@ -1,13 +1,14 @@
 import { invalidAt, KeygateError } from "../../errors/keygate-error.js";
 import type { Clock } from "../../lib/clock.js";
 import { nextScheduledRefill } from "../../lib/credit-refill.js";
+import { andThen, type Awaitable } from "../../lib/awaitable.js";
 import { hashKey } from "../../lib/hash.js";
 import type { CreditCheck, WindowCheck, WindowResult } from "../../storage/interfaces.js";
 import type { RatelimitConfig } from "../../storage/records.js";
 import type { VerificationEventSink, VerificationOutcome } from "../analytics/events.js";
 import type { Caller } from "../caller.js";
 import { parsePermissionQuery, PermissionQuerySyntaxError, type PermissionQuery } from "../permissions/query.js";
-import type { Limiter } from "../ratelimit/limiter.js";
+import type { Limiter, LimiterOutcome } from "../ratelimit/limiter.js";
 import { requireApi } from "../root-keys/permissions.js";
 import type { AppliedLimit, KeyDescription, KeyView } from "./key-view.js";
 
@@ -100,8 +101,8 @@ export interface VerifyKeyInput {
 }
 
 export interface KeyViewLookup {
-  /** The view of the live key with this hash in the workspace, through the cache; null when there is none. */
-  find(workspaceId: string, hash: string): Promise<KeyView | null>;
+  /** The view of the live key with this hash in the workspace, through the cache (at once when cached); null when there is none. */
+  find(workspaceId: string, hash: string): Awaitable<KeyView | null>;
 }
 
 /**
@@ -126,7 +127,7 @@ export class VerificationService {
    * keys.verifyKey for a root key. A root key that may verify no API at all is refused (403, as in Unkey S25);
    * one that may verify other APIs than the key's gets NOT_FOUND, so it cannot learn that the key exists.
    */
-  async verifyKey(caller: Caller, input: VerifyKeyInput, requestId: string): Promise<Verification> {
+  verifyKey(caller: Caller, input: VerifyKeyInput, requestId: string): Awaitable<Verification> {
     if (!caller.holdsAny(grantsSomeVerification)) caller.authorize(requireApi("verify_key"));
     for (const [index, limit] of (input.ratelimits ?? NO_REQUESTED_LIMITS).entries()) {
       if ((limit.limit === undefined) !== (limit.duration === undefined)) {
@@ -146,10 +147,16 @@ export class VerificationService {
     });
   }
 
-  /** Verifies, and records the verification for analytics (off the response path: the sink only queues it). */
-  async verify(request: VerifyRequest): Promise<Verification> {
+  /**
+   * Verifies, and records the verification for analytics (off the response path: the sink only queues it). A
+   * cached key with nothing to count is answered at once, without a promise.
+   */
+  verify(request: VerifyRequest): Awaitable<Verification> {
     const startedAt = performance.now();
-    const verification = await this.decide(request);
+    return andThen(this.decide(request), (verification) => this.recorded(request, verification, startedAt));
+  }
+
+  private recorded(request: VerifyRequest, verification: Verification, startedAt: number): Verification {
     const identity = verification.key?.identity;
     this.events.record({
       requestId: request.requestId,
@@ -167,8 +174,12 @@ export class VerificationService {
     return verification;
   }
 
-  private async decide(request: VerifyRequest): Promise<Verification> {
-    const view = await this.keys.find(request.workspaceId, hashKey(request.key));
+  private decide(request: VerifyRequest): Awaitable<Verification> {
+    return andThen(this.keys.find(request.workspaceId, hashKey(request.key)), (view) => this.decideFor(view, request));
+  }
+
+  /** The checks before the counters, in order; the counters (limits and credits) only when there is something to count. */
+  private decideFor(view: KeyView | null, request: VerifyRequest): Awaitable<Verification> {
     const now = this.clock.now();
     if (!view || (request.apiId !== undefined && view.apiId !== request.apiId) || (request.mayVerify && !request.mayVerify(view.apiId))) {
       return { data: { valid: false, code: "NOT_FOUND" }, limits: [], spentCredits: 0, decidedAt: now };
@@ -179,60 +190,69 @@ export class VerificationService {
     if (query && !view.permissionSet.satisfies(query)) return decidedBeforeCounters(view, "INSUFFICIENT_PERMISSIONS", now);
 
     const keyLimits = limitsToApply(view, request.ratelimits ?? NO_REQUESTED_LIMITS);
-    const extra = typeof request.extraLimits === "function" ? await request.extraLimits(view) : (request.extraLimits ?? NO_EXTRA_LIMITS);
+    if (typeof request.extraLimits === "function") return request.extraLimits(view).then((extra) => this.count(view, request, keyLimits, extra, now));
+    return this.count(view, request, keyLimits, request.extraLimits ?? NO_EXTRA_LIMITS, now);
+  }
+
+  /** Decides the limits and credits in one step on the counters, or VALID at once when there is nothing to count. */
+  private count(view: KeyView, request: VerifyRequest, keyLimits: readonly AppliedLimit[], extra: readonly ExtraLimit[], now: number): Awaitable<Verification> {
     const cost = request.credits?.cost ?? (view.hasCredits ? 1 : 0);
     const credit: CreditCheck | undefined = view.hasCredits ? { keyId: view.keyId, cost } : undefined;
     // Nothing to count: the most common verification answers without touching the counters.
     if (keyLimits.length === 0 && extra.length === 0 && !credit) return decidedBeforeCounters(view, "VALID", now);
 
     const checks = [...keyLimits.map((limit) => limit.check), ...extra.map((limit) => limit.check)];
-    const outcome = await this.limiter.checkAndConsume(view.workspaceId, checks, credit);
-    const results = outcome.results;
-    const reports: LimitReport[] = keyLimits.map((limit, index) => {
-      const result = results[index] as WindowResult;
-      return {
-        id: limit.id,
-        name: limit.name,
-        limit: limit.check.limit,
-        duration: limit.check.durationMs,
-        reset: result.resetAt,
-        remaining: result.remaining,
-        exceeded: !result.passed,
-        autoApply: limit.autoApply,
-      };
-    });
-    const limits = [
-      ...keyLimits.map((limit, index) => ({ name: limit.name, limit: limit.check.limit, durationMs: limit.check.durationMs, result: results[index] as WindowResult })),
-      ...extra.map((limit, index) => ({
-        name: limit.name,
-        limit: limit.check.limit,
-        durationMs: limit.check.durationMs,
-        result: results[keyLimits.length + index] as WindowResult,
-        ...(limit.overrideId !== undefined ? { overrideId: limit.overrideId } : {}),
-      })),
-    ];
-    const rateLimited = results.some((result) => !result.passed);
-    const creditDenied = outcome.credit !== undefined && !outcome.credit.passed;
-    const code: VerificationCode = rateLimited ? "RATE_LIMITED" : creditDenied ? "USAGE_EXCEEDED" : "VALID";
-    const balance = outcome.credit?.remaining;
-    return {
-      data: {
-        valid: code === "VALID",
-        code,
-        ...view.shown,
-        // The balance is shown once the limits passed: a denial by a limit may come from this instance's fast path,
-        // which never reads the balance, so showing it only sometimes would make the field depend on the path taken.
-        ...(balance !== undefined && balance !== null && !rateLimited ? { credits: balance } : {}),
-        ...(reports.length > 0 ? { ratelimits: reports } : {}),
-      },
-      key: view,
-      limits,
-      spentCredits: code === "VALID" && credit && balance !== null ? credit.cost : 0,
-      ...(outcome.degraded ? { degraded: outcome.degraded } : {}),
-      decidedAt: outcome.now,
-      ...(code === "USAGE_EXCEEDED" && view.creditRefill ? { nextRefillAt: nextScheduledRefill(view.creditRefill, outcome.now) } : {}),
-    };
+    return this.limiter.checkAndConsume(view.workspaceId, checks, credit).then((outcome) => counted(view, keyLimits, extra, credit, outcome));
   }
+}
+
+/** The verification of a key whose limits and credits the counters decided. */
+function counted(view: KeyView, keyLimits: readonly AppliedLimit[], extra: readonly ExtraLimit[], credit: CreditCheck | undefined, outcome: LimiterOutcome): Verification {
+  const results = outcome.results;
+  const reports: LimitReport[] = keyLimits.map((limit, index) => {
+    const result = results[index] as WindowResult;
+    return {
+      id: limit.id,
+      name: limit.name,
+      limit: limit.check.limit,
+      duration: limit.check.durationMs,
+      reset: result.resetAt,
+      remaining: result.remaining,
+      exceeded: !result.passed,
+      autoApply: limit.autoApply,
+    };
+  });
+  const limits = [
+    ...keyLimits.map((limit, index) => ({ name: limit.name, limit: limit.check.limit, durationMs: limit.check.durationMs, result: results[index] as WindowResult })),
+    ...extra.map((limit, index) => ({
+      name: limit.name,
+      limit: limit.check.limit,
+      durationMs: limit.check.durationMs,
+      result: results[keyLimits.length + index] as WindowResult,
+      ...(limit.overrideId !== undefined ? { overrideId: limit.overrideId } : {}),
+    })),
+  ];
+  const rateLimited = results.some((result) => !result.passed);
+  const creditDenied = outcome.credit !== undefined && !outcome.credit.passed;
+  const code: VerificationCode = rateLimited ? "RATE_LIMITED" : creditDenied ? "USAGE_EXCEEDED" : "VALID";
+  const balance = outcome.credit?.remaining;
+  return {
+    data: {
+      valid: code === "VALID",
+      code,
+      ...view.shown,
+      // The balance is shown once the limits passed: a denial by a limit may come from this instance's fast path,
+      // which never reads the balance, so showing it only sometimes would make the field depend on the path taken.
+      ...(balance !== undefined && balance !== null && !rateLimited ? { credits: balance } : {}),
+      ...(reports.length > 0 ? { ratelimits: reports } : {}),
+    },
+    key: view,
+    limits,
+    spentCredits: code === "VALID" && credit && balance !== null ? credit.cost : 0,
+    ...(outcome.degraded ? { degraded: outcome.degraded } : {}),
+    decidedAt: outcome.now,
+    ...(code === "USAGE_EXCEEDED" && view.creditRefill ? { nextRefillAt: nextScheduledRefill(view.creditRefill, outcome.now) } : {}),
+  };
 }
 
 const NO_REQUESTED_LIMITS: readonly RequestedLimit[] = [];

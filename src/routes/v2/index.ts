@@ -1,5 +1,6 @@
 import type { FastifyInstance } from "fastify";
 import type { Caller } from "../../domain/caller.js";
+import type { Awaitable } from "../../lib/awaitable.js";
 import { parseBearer } from "../../http/bearer.js";
 import getVerifications from "./analytics/get-verifications.js";
 import createApi from "./apis/create-api.js";
@@ -67,8 +68,23 @@ export async function v2Routes(app: FastifyInstance): Promise<void> {
   await app.register(async (authenticated) => {
     authenticated.decorateRequest("caller", null as unknown as Caller);
     // Authentication runs first, before the body is read or validated: an unauthenticated caller learns nothing.
-    authenticated.addHook("onRequest", async (request) => {
-      request.caller = await app.services.rootKeys.authenticate(parseBearer(request.headers.authorization));
+    authenticated.addHook("onRequest", (request, _reply, done) => {
+      let caller: Awaitable<Caller>;
+      try {
+        caller = app.services.rootKeys.authenticate(parseBearer(request.headers.authorization));
+      } catch (error) {
+        done(error as Error);
+        return;
+      }
+      if (caller instanceof Promise) {
+        caller.then((known) => {
+          request.caller = known;
+          done();
+        }, done);
+        return;
+      }
+      request.caller = caller;
+      done();
     });
     registerProcedures(authenticated, PROCEDURES);
   });

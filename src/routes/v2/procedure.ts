@@ -7,6 +7,7 @@ declare module "fastify" {
   }
 }
 import { Type, type Static, type TSchema } from "typebox";
+import { andThen, type Awaitable } from "../../lib/awaitable.js";
 import type { Caller } from "../../domain/caller.js";
 import { Envelope, type PaginationData } from "../../http/schemas.js";
 import type { Services } from "../../services.js";
@@ -33,7 +34,7 @@ interface BaseDefinition<B extends TSchema> {
 
 export interface ProcedureDefinition<B extends TSchema, D extends TSchema> extends BaseDefinition<B> {
   data: D;
-  handler(context: ProcedureContext<Static<B>>): Promise<Static<D>>;
+  handler(context: ProcedureContext<Static<B>>): Awaitable<Static<D>>;
 }
 
 export interface PaginatedProcedureDefinition<B extends TSchema, D extends TSchema> extends BaseDefinition<B> {
@@ -52,7 +53,7 @@ export type AnyProcedure = {
   problemJsonErrors?: boolean;
   body: TSchema;
   response: TSchema;
-  run(context: ProcedureContext<unknown>): Promise<{ data: unknown; pagination?: PaginationData }>;
+  run(context: ProcedureContext<unknown>): Awaitable<{ data: unknown; pagination?: PaginationData }>;
 };
 
 /** A procedure whose answer is `{ meta, data }`. */
@@ -63,7 +64,7 @@ export function defineProcedure<B extends TSchema, D extends TSchema>(definition
     ...(definition.problemJsonErrors ? { problemJsonErrors: true } : {}),
     body: definition.body,
     response: Envelope(definition.data),
-    run: async (context) => ({ data: await definition.handler(context as ProcedureContext<Static<B>>) }),
+    run: (context) => andThen(definition.handler(context as ProcedureContext<Static<B>>), (data) => ({ data })),
   };
 }
 
@@ -102,10 +103,11 @@ export function registerProcedures(app: FastifyInstance, procedures: readonly An
       app.post(
         `/v2/${name}`,
         { schema: { body: procedure.body, response: { 200: procedure.response } }, config: { problemJsonErrors: procedure.problemJsonErrors ?? false } },
-        async (request) => {
-          const result = await procedure.run({ body: request.body, caller: request.caller, services: app.services, requestId: request.id });
-          return { meta: { requestId: request.id }, ...result };
-        },
+        // Not async: a procedure that answers at once (keys.verifyKey for a cached key) is sent without a microtask.
+        (request) =>
+          andThen(procedure.run({ body: request.body, caller: request.caller, services: app.services, requestId: request.id }), (result) =>
+            result.pagination === undefined ? { meta: { requestId: request.id }, data: result.data } : { meta: { requestId: request.id }, data: result.data, pagination: result.pagination },
+          ),
       );
     }
   }

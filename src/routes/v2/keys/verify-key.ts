@@ -1,4 +1,5 @@
 import { Type } from "typebox";
+import { andThen } from "../../../lib/awaitable.js";
 import { Strict } from "../../../http/schemas.js";
 import { defineProcedure } from "../procedure.js";
 import { IdentityResponse, Meta } from "../schemas.js";
@@ -51,5 +52,5 @@ export default defineProcedure({
       ),
     ),
   }),
-  handler: async ({ body, caller, services, requestId }) => (await services.verification.verifyKey(caller, body, requestId)).data,
+  handler: ({ body, caller, services, requestId }) => andThen(services.verification.verifyKey(caller, body, requestId), (verification) => verification.data),
 });
