@@ -195,7 +195,13 @@ export class VerificationService {
   }
 
   /** Decides the limits and credits in one step on the counters, or VALID at once when there is nothing to count. */
-  private count(view: KeyView, request: VerifyRequest, keyLimits: readonly AppliedLimit[], extra: readonly ExtraLimit[], now: number): Awaitable<Verification> {
+  private count(
+    view: KeyView,
+    request: VerifyRequest,
+    keyLimits: readonly AppliedLimit[],
+    extra: readonly ExtraLimit[],
+    now: number,
+  ): Awaitable<Verification> {
     const cost = request.credits?.cost ?? (view.hasCredits ? 1 : 0);
     const credit: CreditCheck | undefined = view.hasCredits ? { keyId: view.keyId, cost } : undefined;
     // Nothing to count: the most common verification answers without touching the counters.
@@ -207,7 +213,13 @@ export class VerificationService {
 }
 
 /** The verification of a key whose limits and credits the counters decided. */
-function counted(view: KeyView, keyLimits: readonly AppliedLimit[], extra: readonly ExtraLimit[], credit: CreditCheck | undefined, outcome: LimiterOutcome): Verification {
+function counted(
+  view: KeyView,
+  keyLimits: readonly AppliedLimit[],
+  extra: readonly ExtraLimit[],
+  credit: CreditCheck | undefined,
+  outcome: LimiterOutcome,
+): Verification {
   const results = outcome.results;
   const reports: LimitReport[] = keyLimits.map((limit, index) => {
     const result = results[index] as WindowResult;

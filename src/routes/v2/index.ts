@@ -76,15 +76,13 @@ export async function v2Routes(app: FastifyInstance): Promise<void> {
         done(error as Error);
         return;
       }
-      if (caller instanceof Promise) {
-        caller.then((known) => {
-          request.caller = known;
-          done();
-        }, done);
-        return;
-      }
-      request.caller = caller;
-      done();
+      // A known root key goes on at once; done() stays outside the try, so nothing it runs is taken for a 401.
+      const proceed = (known: Caller) => {
+        request.caller = known;
+        done();
+      };
+      if (caller instanceof Promise) caller.then(proceed, done);
+      else proceed(caller);
     });
     registerProcedures(authenticated, PROCEDURES);
   });

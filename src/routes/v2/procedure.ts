@@ -105,9 +105,12 @@ export function registerProcedures(app: FastifyInstance, procedures: readonly An
         { schema: { body: procedure.body, response: { 200: procedure.response } }, config: { problemJsonErrors: procedure.problemJsonErrors ?? false } },
         // Not async: a procedure that answers at once (keys.verifyKey for a cached key) is sent without a microtask.
         (request) =>
-          andThen(procedure.run({ body: request.body, caller: request.caller, services: app.services, requestId: request.id }), (result) =>
-            result.pagination === undefined ? { meta: { requestId: request.id }, data: result.data } : { meta: { requestId: request.id }, data: result.data, pagination: result.pagination },
-          ),
+          andThen(procedure.run({ body: request.body, caller: request.caller, services: app.services, requestId: request.id }), (result) => ({
+            meta: { requestId: request.id },
+            data: result.data,
+            // Serialised by the response schema, which has pagination only where the procedure gives it.
+            pagination: result.pagination,
+          })),
       );
     }
   }
