@@ -366,6 +366,26 @@ function busyCores(slices: Measurement[]): number {
  */
 const SATURATED_CORES = 0.85;
 
+/**
+ * Above this, a single-threaded baseline used more CPU than its one event loop can: threads besides it (garbage
+ * collection, the JIT compiler) were busy, so its CPU per request is above its usual cost.
+ */
+const OVERSUBSCRIBED_CORES = 1.05;
+
+/**
+ * Why ratios against a single-threaded baseline that kept `busy` cores busy must be read with care, or undefined
+ * when they need no note.
+ */
+export function baselineNote(label: string, busy: number): string | undefined {
+  if (busy < SATURATED_CORES) {
+    return `the ${label} kept only ${busy.toFixed(2)} of a core busy: the load generator or the rest of the machine set its pace, not its own work, so ratios by requests against it say as much about the machine as about keygate; the ratio by CPU is the better guide to what keygate costs`;
+  }
+  if (busy > OVERSUBSCRIBED_CORES) {
+    return `the ${label} kept ${busy.toFixed(2)} cores busy, more than its one event loop can: threads besides it (garbage collection, the JIT compiler) were busy, so it ran below its usual pace and both ratios against it flatter keygate; compare its CPU per request with other sittings before trusting them`;
+  }
+  return undefined;
+}
+
 /** Baselines whose ratios have been given that note already (it is said once per baseline). */
 const noted = new Set<Target>();
 
@@ -402,11 +422,9 @@ export function printRatio(runs: Runs, target: Target, baseline: Target, goal?: 
   const theirCpu = cpuPerRequest(theirs);
   const cost = (theirCpu.server + theirCpu.redis) / (ourCpu.server + ourCpu.redis);
   console.log(`  by CPU per request (server + Redis): ${cost.toFixed(2)}`);
-  const busy = busyCores(theirs);
-  if (busy < SATURATED_CORES && !noted.has(baseline)) {
+  const note = baselineNote(baseline.label, busyCores(theirs));
+  if (note !== undefined && !noted.has(baseline)) {
     noted.add(baseline);
-    console.log(
-      `  note: the ${baseline.label} kept only ${busy.toFixed(2)} of a core busy: the load generator or the rest of the machine set its pace, not its own work, so ratios by requests against it say as much about the machine as about keygate; the ratio by CPU is the better guide to what keygate costs`,
-    );
+    console.log(`  note: ${note}`);
   }
 }
