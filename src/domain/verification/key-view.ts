@@ -1,8 +1,7 @@
 import type { KeyStore, WindowCheck } from "../../storage/interfaces.js";
-import type { CreditRefill, IdentityRecord, RatelimitConfig } from "../../storage/records.js";
+import type { CreditRefill, RatelimitConfig } from "../../storage/records.js";
 import type { ApiService } from "../apis/api-service.js";
-import type { IdentityService } from "../identities/identity-service.js";
-import { viewNamedLimits, type NamedLimitView } from "../named-limits.js";
+import { viewIdentity, type IdentityService, type IdentityView } from "../identities/identity-service.js";
 import { PermissionSet } from "../permissions/permission-set.js";
 import type { RbacService } from "../rbac/rbac-service.js";
 
@@ -41,7 +40,7 @@ export interface KeyDescription {
   enabled: boolean;
   permissions?: string[];
   roles?: string[];
-  identity?: { id: string; externalId: string; meta?: Record<string, unknown>; ratelimits?: NamedLimitView[] };
+  identity?: IdentityView;
 }
 
 /** A limit a verification applies: a configured one (`id` rl_…) or a custom one given in the request (`id` ""). */
@@ -102,7 +101,7 @@ export async function loadKeyView(sources: KeyViewSources, workspaceId: string, 
       enabled: key.enabled,
       ...(permissions.length > 0 ? { permissions } : {}),
       ...(roleNames.length > 0 ? { roles: roleNames } : {}),
-      ...(identity ? { identity: shownIdentity(identity) } : {}),
+      ...(identity ? { identity: viewIdentity(identity) } : {}),
     },
     namedLimits,
     autoApplied: [...namedLimits.values()].filter((limit) => limit.autoApply),
@@ -113,12 +112,3 @@ function appliedLimit(limit: RatelimitConfig, bucket: string): AppliedLimit {
   return { id: limit.id, name: limit.name, autoApply: limit.autoApply, check: { bucket, limit: limit.limit, durationMs: limit.durationMs, cost: 1 } };
 }
 
-function shownIdentity(identity: IdentityRecord): NonNullable<KeyDescription["identity"]> {
-  const ratelimits = viewNamedLimits(identity.ratelimits);
-  return {
-    id: identity.id,
-    externalId: identity.externalId,
-    ...(identity.meta !== undefined ? { meta: identity.meta } : {}),
-    ...(ratelimits ? { ratelimits } : {}),
-  };
-}
