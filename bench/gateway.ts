@@ -11,7 +11,7 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import httpProxy from "@fastify/http-proxy";
 import Fastify from "fastify";
-import { REDIS_URL, deleteByPrefix, reservationsOption, forkServing, interleave, printRatio, printTargets, runOptions, serve, servingRole, startKeygate, type Target } from "./side-by-side.js";
+import { REDIS_URL, callKeygate, deleteByPrefix, reservationsOption, forkServing, interleave, printRatio, printTargets, runOptions, serve, servingRole, startKeygate, type Target } from "./side-by-side.js";
 
 const API_ID = "api_bench_gateway";
 
@@ -37,7 +37,7 @@ async function startBareProxy() {
   return { served: { url }, close: () => bare.close() };
 }
 
-/** keygate with one route, in a process of its own, its key created (the warm-up caches it). */
+/** keygate with one route, in a process of its own; the driver creates its key over HTTP (the warm-up caches it). */
 async function startKeygateWithRoute() {
   const upstream = upstreamUrl();
   const keygate = await startKeygate({
@@ -45,11 +45,7 @@ async function startKeygateWithRoute() {
     routes: [{ name: "orders", match: { prefix: "/orders" }, upstream, apiId: API_ID, permissions: "orders.read OR admin", ratelimits: [{ name: "requests", cost: 1 }] }],
     gateway: { watchConfig: false },
   });
-  const created = await keygate.call("keys.createKey", { apiId: API_ID, permissions: ["orders.read"], ratelimits: [{ name: "requests", limit: 1_000_000, duration: 60_000 }] });
-  return {
-    served: { url: keygate.url, prefix: keygate.prefix, key: String(created.key), engine: keygate.analytics },
-    close: () => keygate.close(),
-  };
+  return { served: { url: keygate.url, prefix: keygate.prefix, engine: keygate.analytics }, close: () => keygate.close() };
 }
 
 /** The upstream's URL, handed to the proxies' processes by the driver. */
@@ -66,13 +62,15 @@ async function drive(): Promise<void> {
   process.env.BENCH_UPSTREAM = upstream;
   const bareChild = await forkServing(import.meta.url, "bare-proxy");
   const keygateChild = await forkServing(import.meta.url, "keygate");
-  const { prefix, key, engine } = keygateChild.served as { prefix: string; key: string; engine: string };
+  const { url: keygate, prefix, engine } = keygateChild.served as { url: string; prefix: string; engine: string };
+  const created = await callKeygate(keygate, "keys.createKey", { apiId: API_ID, permissions: ["orders.read"], ratelimits: [{ name: "requests", limit: 1_000_000, duration: 60_000 }] });
+  const key = String(created.key);
 
   const direct: Target = { label: "upstream directly", url: `${upstream}/orders/7`, servedBy: upstreamChild };
   const bareProxy: Target = { label: "bare @fastify/http-proxy", url: `${bareChild.served.url as string}/orders/7`, servedBy: bareChild };
   const gateway: Target = {
     label: "keygate (key, permission query, named limit)",
-    url: `${keygateChild.served.url as string}/orders/7`,
+    url: `${keygate}/orders/7`,
     servedBy: keygateChild,
     headers: { authorization: `Bearer ${key}` },
   };

@@ -85,8 +85,6 @@ export interface BenchKeygate {
   prefix: string;
   /** The analytics engine it records verifications in. */
   analytics: string;
-  /** Calls a /v2 procedure in-process with the root key; throws on anything but 200. */
-  call(procedure: string, body: object): Promise<Record<string, unknown>>;
   close(): Promise<void>;
 }
 
@@ -114,16 +112,27 @@ export async function startKeygate(settings: { apiId?: string } & Record<string,
     url,
     prefix,
     analytics: config.analytics.engine,
-    call: async (procedure, body) => {
-      const response = await app.inject({ method: "POST", url: `/v2/${procedure}`, headers: { authorization: `Bearer ${ROOT_KEY}` }, payload: body });
-      if (response.statusCode !== 200) throw new Error(`${procedure}: ${response.statusCode} ${response.body}`);
-      return response.json().data;
-    },
     close: async () => {
       await app.close();
       await rm(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * Calls a /v2 procedure of a keygate child over HTTP with the root key, as a client would; throws on anything but
+ * 200. The driver creates a benchmark's keys this way rather than the child with app.inject, so that the keygate
+ * under load has served real HTTP requests only, like a deployed one (bench/README.md, "How the keys are made").
+ */
+export async function callKeygate(url: string, procedure: string, body: object): Promise<Record<string, unknown>> {
+  const response = await fetch(`${url}/v2/${procedure}`, {
+    method: "POST",
+    headers: { "content-type": "application/json", authorization: `Bearer ${ROOT_KEY}` },
+    body: JSON.stringify(body),
+  });
+  const text = await response.text();
+  if (response.status !== 200) throw new Error(`${procedure}: ${response.status} ${text}`);
+  return (JSON.parse(text) as { data: Record<string, unknown> }).data;
 }
 
 // ---- processes ------------------------------------------------------------------------------------------------

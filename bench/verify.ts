@@ -7,7 +7,7 @@
  * The bare route and keygate (on Redis stores) run in child processes of their own; the parent drives the load. See bench/README.md.
  */
 import Fastify from "fastify";
-import { REDIS_URL, ROOT_KEY, deleteByPrefix, forkServing, interleave, printRatio, printTargets, runOptions, serve, servingRole, startKeygate, type Target } from "./side-by-side.js";
+import { REDIS_URL, ROOT_KEY, callKeygate, deleteByPrefix, forkServing, interleave, printRatio, printTargets, runOptions, serve, servingRole, startKeygate, type Target } from "./side-by-side.js";
 
 const API_ID = "api_bench_verify";
 
@@ -20,19 +20,10 @@ async function startBare() {
   return { served: { url }, close: () => bare.close() };
 }
 
-/** keygate, in a process of its own, with the two keys created (the warm-up caches them). */
-async function startKeygateWithKeys() {
+/** keygate, in a process of its own; the driver creates its keys over HTTP (the warm-up caches them). */
+async function startKeygateServing() {
   const keygate = await startKeygate({ apiId: API_ID });
-  const plain = await keygate.call("keys.createKey", { apiId: API_ID });
-  const limited = await keygate.call("keys.createKey", {
-    apiId: API_ID,
-    credits: { remaining: 1_000_000_000_000 },
-    ratelimits: [{ name: "requests", limit: 1_000_000, duration: 60_000, autoApply: false }],
-  });
-  return {
-    served: { url: keygate.url, prefix: keygate.prefix, plainKey: String(plain.key), limitedKey: String(limited.key), engine: keygate.analytics },
-    close: () => keygate.close(),
-  };
+  return { served: { url: keygate.url, prefix: keygate.prefix, engine: keygate.analytics }, close: () => keygate.close() };
 }
 
 async function drive(): Promise<void> {
@@ -40,7 +31,14 @@ async function drive(): Promise<void> {
   const bareChild = await forkServing(import.meta.url, "bare");
   const keygateChild = await forkServing(import.meta.url, "keygate");
   const bare = bareChild.served.url as string;
-  const { url: keygate, prefix, plainKey, limitedKey, engine } = keygateChild.served as { url: string; prefix: string; plainKey: string; limitedKey: string; engine: string };
+  const { url: keygate, prefix, engine } = keygateChild.served as { url: string; prefix: string; engine: string };
+  const plainKey = String((await callKeygate(keygate, "keys.createKey", { apiId: API_ID })).key);
+  const limited = await callKeygate(keygate, "keys.createKey", {
+    apiId: API_ID,
+    credits: { remaining: 1_000_000_000_000 },
+    ratelimits: [{ name: "requests", limit: 1_000_000, duration: 60_000, autoApply: false }],
+  });
+  const limitedKey = String(limited.key);
   const headers = { "content-type": "application/json", authorization: `Bearer ${ROOT_KEY}` };
   const plainBody = JSON.stringify({ key: plainKey });
   const limitedBody = JSON.stringify({ key: limitedKey, ratelimits: [{ name: "requests" }], credits: { cost: 1 } });
@@ -64,5 +62,5 @@ async function drive(): Promise<void> {
 
 const role = servingRole();
 if (role === "bare") await serve(startBare);
-else if (role === "keygate") await serve(startKeygateWithKeys);
+else if (role === "keygate") await serve(startKeygateServing);
 else await drive();
