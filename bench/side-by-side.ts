@@ -5,6 +5,7 @@
  */
 import { execFile, fork, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -395,12 +396,43 @@ export function baselineNote(label: string, busy: number): string | undefined {
   return undefined;
 }
 
+/** Where a Linux guest's cpuidle haltpoll driver says how long an idle CPU polls before it halts. */
+const GUEST_HALT_POLL_NS = "/sys/module/haltpoll/parameters/guest_halt_poll_ns";
+
+/**
+ * What a sitting's report should say of the machine's idle CPUs, from the content of GUEST_HALT_POLL_NS, or
+ * undefined without it (no such driver: bare metal, another hypervisor's guest, another system). On loopback each
+ * answer wakes the load generator; when its CPU has halted that is a VM exit, paid more often the slower the server.
+ */
+export function idlePollingNote(guestHaltPollNs: string | undefined): string | undefined {
+  const digits = guestHaltPollNs?.trim();
+  if (digits === undefined || !/^\d+$/.test(digits)) return undefined;
+  const nanoseconds = Number(digits);
+  if (nanoseconds === 0) {
+    return "idle CPUs halt at once (guest_halt_poll_ns 0): every answer that finds the load generator asleep pays a VM exit to wake it, which weighs more on the slower server (bench/README.md, \"The machine's idle settings\")";
+  }
+  return `idle CPUs poll for up to ${(nanoseconds / 1_000).toFixed(0)} µs before they halt (guest_halt_poll_ns ${nanoseconds})`;
+}
+
+/** Prints idlePollingNote for this machine, if there is one to print. */
+export function printIdlePolling(): void {
+  let content: string | undefined;
+  try {
+    content = readFileSync(GUEST_HALT_POLL_NS, "utf8");
+  } catch {
+    content = undefined;
+  }
+  const note = idlePollingNote(content);
+  if (note !== undefined) console.log(`machine: ${note}`);
+}
+
 /** Baselines whose ratios have been given that note already (it is said once per baseline). */
 const noted = new Set<Target>();
 
 /**
  * One line per target: requests per second over all its slices, the median slice's p50 and p99, the CPU time per
- * request of the serving process and of Redis, and how busy the serving process was.
+ * request of the serving process and of Redis, and how busy the serving process was. Then, where the system tells,
+ * a line on the machine's idle CPUs.
  */
 export function printTargets(runs: Runs): void {
   const width = Math.max(...[...runs.keys()].map((target) => target.label.length)) + 2;
@@ -414,6 +446,7 @@ export function printTargets(runs: Runs): void {
     const cpuText = `cpu/req ${cpu.server.toFixed(1).padStart(6)} us + Redis ${cpu.redis.toFixed(1).padStart(5)} us   busy ${busyCores(slices).toFixed(2)} cores`;
     console.log(`${target.label.padEnd(width)} ${rps} req/s   p50 ${p50} ms   p99 ${p99} ms   ${cpuText}${failures > 0 ? `   (${failures} non-2xx or errors)` : ""}`);
   }
+  printIdlePolling();
 }
 
 /**
