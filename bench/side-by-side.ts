@@ -12,7 +12,6 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs, promisify } from "node:util";
 import autocannon from "autocannon";
-import type { FastifyInstance } from "fastify";
 import { Redis } from "ioredis";
 import { buildApp } from "../src/app.js";
 import { validateConfig } from "../src/config/load.js";
@@ -80,7 +79,6 @@ export const ROOT_KEY = "root_bench_all_permissions";
 export const BENCH_WORKSPACE = "ws_bench";
 
 export interface BenchKeygate {
-  app: FastifyInstance;
   url: string;
   /** The Redis prefix it writes under (deleteByPrefix removes it afterwards). */
   prefix: string;
@@ -109,7 +107,6 @@ export async function startKeygate(settings: { apiId?: string } & Record<string,
   const app = await buildApp(config, { logger: false });
   const url = await app.listen({ host: "127.0.0.1", port: 0 });
   return {
-    app,
     url,
     prefix,
     analytics: config.analytics.engine,
