@@ -408,7 +408,7 @@ export function idlePollingNote(guestHaltPollNs: string | undefined): string | u
   if (nanoseconds === 0) {
     return "idle CPUs halt at once (guest_halt_poll_ns 0): every answer that finds the load generator asleep pays a VM exit to wake it, which weighs more on the slower server (bench/README.md, \"The machine's idle settings\")";
   }
-  return `idle CPUs poll for up to ${(nanoseconds / 1_000).toFixed(0)} us before they halt (guest_halt_poll_ns ${nanoseconds})`;
+  return `idle CPUs poll for up to ${nanoseconds / 1_000} us before they halt (guest_halt_poll_ns ${nanoseconds})`;
 }
 
 /** Prints idlePollingNote for this machine, if there is one to print. */

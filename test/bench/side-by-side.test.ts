@@ -22,6 +22,7 @@ t.test("a baseline that used more than one core: helper threads were busy and th
 t.test("the machine's idle CPUs: halting at once is said with why it matters, polling with for how long", async (t) => {
   t.match(idlePollingNote("0\n"), /^idle CPUs halt at once \(guest_halt_poll_ns 0\): .*weighs more on the slower server/);
   t.equal(idlePollingNote("200000\n"), "idle CPUs poll for up to 200 us before they halt (guest_halt_poll_ns 200000)");
+  t.equal(idlePollingNote("400"), "idle CPUs poll for up to 0.4 us before they halt (guest_halt_poll_ns 400)", "a short poll is not rounded to none");
 });
 
 t.test("no haltpoll driver, or a value that is not a count of nanoseconds: nothing is said", async (t) => {
