@@ -44,7 +44,8 @@ t.test("rate limit stores on a Redis that never answers: each call waits one dea
     const { error, ms } = await attempt();
     t.ok(error instanceof StoreUnavailableError, `call ${n} fails as unavailable`);
     t.notOk((error as StoreUnavailableError).cause instanceof CircuitOpenError, `call ${n} reached the connection`);
-    t.ok(ms < 2_000, `call ${n} took ${Math.round(ms)} ms, bounded by the 150 ms deadline`);
+    // A generous bound, not a timing: without the deadline the call would never end.
+    t.ok(ms < 2_000, `call ${n} ended after ${Math.round(ms)} ms (its deadline: 150 ms) instead of hanging`);
   }
   t.equal(stores.breaker.state, "open");
   const { error } = await attempt();
