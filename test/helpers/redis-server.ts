@@ -35,6 +35,8 @@ export interface PrivateRedisOptions {
   persistent?: boolean;
   /** Extra redis-server arguments, e.g. ["--requirepass", "secret"]. */
   args?: readonly string[];
+  /** The port to listen on (one from freePort()); a free one otherwise. */
+  port?: number;
 }
 
 /**
@@ -42,7 +44,7 @@ export interface PrivateRedisOptions {
  * test files use is never touched. Killed on teardown.
  */
 export async function privateRedis(t: Teardown, options: PrivateRedisOptions = {}): Promise<PrivateRedis> {
-  const port = await freePort();
+  const port = options.port ?? (await freePort());
   let child: ChildProcess | undefined;
   const persistence = options.persistent
     ? (() => {
