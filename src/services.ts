@@ -21,6 +21,7 @@ import { Vault } from "./lib/vault.js";
 import type { Stores } from "./storage/interfaces.js";
 import { MemoryRatelimitCounterStore } from "./storage/memory/ratelimit-counter-store.js";
 import type { RootKeyRecord } from "./storage/records.js";
+import { isStoreUnavailable } from "./storage/unavailable.js";
 
 /** Everything the HTTP layer and the CLI call into. Built once per process from the stores and the config. */
 export interface Services {
@@ -66,11 +67,13 @@ export function createServices(stores: Stores, config: KeygateConfig, clock: Clo
   const invalidations = options.invalidations ?? new InvalidationBus();
   const analytics = options.analytics ?? disabledAnalytics();
   const { maxConcurrent, ...queryLimits } = config.analytics.query;
-  const rootKeyStore = new CachedRootKeyStore(stores.rootKeys, new SwrCache<RootKeyRecord>({ ...ROOT_KEY_CACHE, clock }));
-  const keyViews = new KeyViewCache({ ...KEY_VIEW_CACHE, clock });
+  // While the store cannot answer, a cached root key or key view that awaits revalidation is still served (within
+  // its stale window); any other failure of the reload reaches the caller.
+  const rootKeyStore = new CachedRootKeyStore(stores.rootKeys, new SwrCache<RootKeyRecord>({ ...ROOT_KEY_CACHE, clock, keepServingOn: isStoreUnavailable }));
+  const keyViews = new KeyViewCache({ ...KEY_VIEW_CACHE, clock, keepServingOn: isStoreUnavailable });
   invalidations.listen((message) => {
     if (message.kind === "rootKey") rootKeyStore.invalidate(message.hash);
-    else if (message.kind === "everything") rootKeyStore.invalidateAll();
+    else if (message.kind === "everything") rootKeyStore.revalidateAll();
     keyViews.invalidate(message);
   });
   const limiter = new Limiter({
@@ -81,9 +84,9 @@ export function createServices(stores: Stores, config: KeygateConfig, clock: Clo
     windowsFollowClock: options.windowsFollowClock ?? false,
   });
   const directory = new CachedNamespaceDirectory(stores.ratelimitNamespaces, clock);
-  // A Redis that answers again after an outage may have restarted without its data: start from what it holds.
+  // A Redis that answers again after an outage may have restarted without its data: confirm what we know with it.
   stores.breaker?.onStateChange((state) => {
-    if (state === "closed") directory.forgetAll();
+    if (state === "closed") directory.revalidateAll();
   });
   const apis = new ApiService(stores.apis, invalidations, clock);
   const rbac = new RbacService(stores.permissions, stores.roles, invalidations, clock);

@@ -36,7 +36,8 @@ export class CachedRootKeyStore implements RootKeyStore {
     this.cache.delete(hash);
   }
 
-  invalidateAll(): void {
-    this.cache.clear();
+  /** Invalidations may have been missed: revalidate every cached root key before trusting it (SwrCache.revalidateAll). */
+  revalidateAll(): void {
+    this.cache.revalidateAll();
   }
 }

@@ -29,7 +29,8 @@ export class InvalidationBus implements CacheInvalidator {
 
   /**
    * Connects to Redis pub/sub on `<prefix>:invalidations` with a second connection (a subscribed connection can
-   * do nothing else). After every reconnect the local caches are cleared, since messages may have been missed.
+   * do nothing else). After every reconnect the local listeners get "everything", since messages may have been
+   * missed: the caches then revalidate what they hold before trusting it.
    */
   async connect(redis: Redis, prefix: string): Promise<void> {
     this.publisher = redis;

@@ -12,12 +12,16 @@ export interface KeyViewCacheOptions {
   negativeMs: number;
   clock: Clock;
   onRefreshError?: (error: unknown) => void;
+  /** Which failed reloads still let the last known view be served (SwrCacheOptions.keepServingOn). */
+  keepServingOn?: (error: unknown) => boolean;
 }
 
 /**
  * Verification's in-process cache of key views by workspace and hash, in front of the stores. A changed key is
  * evicted; a change that touches many keys of a workspace moves the workspace to a new epoch, which makes all
- * of its entries unreachable at once (they then age out of the LRU).
+ * of its entries unreachable at once (they then age out of the LRU). After a gap in which invalidations may have
+ * been missed ("everything"), every view is revalidated before it is trusted, and still served while the store
+ * cannot answer: a cached key with nothing to count keeps verifying without Redis.
  */
 export class KeyViewCache {
   private readonly cache: SwrCache<KeyView>;
@@ -31,6 +35,7 @@ export class KeyViewCache {
       negativeMs: options.negativeMs,
       clock: options.clock,
       ...(options.onRefreshError ? { onRefreshError: options.onRefreshError } : {}),
+      ...(options.keepServingOn ? { keepServingOn: options.keepServingOn } : {}),
     });
   }
 
@@ -41,7 +46,7 @@ export class KeyViewCache {
   invalidate(message: InvalidationMessage): void {
     if (message.kind === "key") this.cache.delete(this.cacheKey(message.workspaceId, message.hash));
     else if (message.kind === "workspace") this.epochs.set(message.workspaceId, (this.epochs.get(message.workspaceId) ?? 0) + 1);
-    else this.cache.clear();
+    else this.cache.revalidateAll();
   }
 
   private cacheKey(workspaceId: string, hash: string): string {

@@ -2,6 +2,7 @@ import { OverrideMatcher } from "../domain/ratelimit/override-matcher.js";
 import { NAMESPACE_FRESH_MS, type NamespaceDirectory, type ResolvedNamespace } from "../domain/ratelimit/namespace-directory.js";
 import type { Clock } from "../lib/clock.js";
 import type { RatelimitNamespaceStore } from "../storage/interfaces.js";
+import { isStoreUnavailable } from "../storage/unavailable.js";
 import { SwrCache } from "./swr-cache.js";
 
 /** Sizes and ages of the two caches; see CachedNamespaceDirectory. */
@@ -63,9 +64,9 @@ export class CachedNamespaceDirectory implements NamespaceDirectory {
     this.ids.delete(key(workspaceId, name));
   }
 
-  forgetAll(): void {
-    this.namespaces.clear();
-    this.ids.clear();
+  revalidateAll(): void {
+    this.namespaces.revalidateAll();
+    this.ids.revalidateAll();
   }
 
   private async byId(workspaceId: string, namespaceId: string): Promise<ResolvedNamespace | null> {
@@ -85,7 +86,7 @@ function key(workspaceId: string, nameOrId: string): string {
   return `${workspaceId}\u0000${nameOrId}`;
 }
 
-/** One of the directory's caches: fresh for `freshMs`, then served for NAMESPACE_CACHE.staleIfErrorMs only while the store fails. */
+/** One of the directory's caches: fresh for `freshMs`, then served for NAMESPACE_CACHE.staleIfErrorMs only while the store cannot answer. */
 function staleIfErrorCache<V>(freshMs: number, clock: Clock): SwrCache<V> {
-  return new SwrCache<V>({ max: NAMESPACE_CACHE.max, freshMs, staleMs: freshMs + NAMESPACE_CACHE.staleIfErrorMs, negativeMs: 0, mode: "stale-if-error", clock });
+  return new SwrCache<V>({ max: NAMESPACE_CACHE.max, freshMs, staleMs: freshMs + NAMESPACE_CACHE.staleIfErrorMs, negativeMs: 0, mode: "stale-if-error", keepServingOn: isStoreUnavailable, clock });
 }

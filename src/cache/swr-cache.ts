@@ -22,24 +22,34 @@ export interface SwrCacheOptions {
   clock: Clock;
   /** A refresh failed (in the background, or in the foreground when a stale value was served instead). */
   onRefreshError?: (error: unknown, key: string) => void;
+  /**
+   * Which failed foreground reloads still let the last known value be served (stale-if-error, and an entry
+   * awaiting revalidation after revalidateAll). Default: every failure. Give "the store is unavailable" to have
+   * any other failure (a bug) reach the caller.
+   */
+  keepServingOn?: (error: unknown) => boolean;
 }
 
 interface Entry<V> {
   value: V | null;
   freshUntil: number;
   staleUntil: number;
+  /** The revalidateAll() round the value was loaded in; an older one must be confirmed before it is trusted. */
+  round: number;
 }
 
 /**
  * Read-through cache with stale-while-revalidate (or stale-if-error). `null` means known absent (negative
  * caching). Concurrent misses of one key share a single load, which is given the value cached before (if any) so
  * it can revalidate cheaply. delete() also disowns a load in flight, so a load that started before an
- * invalidation can never put the old value back.
+ * invalidation can never put the old value back. revalidateAll() is the answer to "invalidations may have been
+ * missed": every value is reloaded before it is trusted again, yet still served while the reload fails.
  */
 export class SwrCache<V> {
   private readonly entries: LRUCache<string, Entry<V>>;
   private readonly loading = new Map<string, Promise<V | null>>();
   private readonly options: SwrCacheOptions;
+  private round = 0;
 
   constructor(options: SwrCacheOptions) {
     this.options = options;
@@ -51,15 +61,12 @@ export class SwrCache<V> {
     const entry = this.entries.get(key);
     if (entry) {
       const now = this.options.clock.now();
-      if (now < entry.freshUntil) return entry.value;
-      if (now < entry.staleUntil) {
-        const stale = entry.value as V; // absent entries are never stale: their staleUntil is their freshUntil
-        if (this.options.mode === "stale-if-error") {
-          return this.load(key, load, stale).catch((error: unknown) => {
-            this.options.onRefreshError?.(error, key);
-            return stale;
-          });
-        }
+      const confirmed = entry.round === this.round;
+      if (confirmed && now < entry.freshUntil) return entry.value;
+      if (now < entry.staleUntil && entry.value !== null) {
+        // Absent entries are never served stale (their staleUntil is their freshUntil, and unconfirmed ones reload).
+        const stale = entry.value;
+        if (!confirmed || this.options.mode === "stale-if-error") return this.reloadOrServe(key, load, stale);
         if (!this.loading.has(key)) {
           this.load(key, load, stale).catch((error: unknown) => this.options.onRefreshError?.(error, key));
         }
@@ -72,7 +79,7 @@ export class SwrCache<V> {
   /** The value while it is fresh (null: known absent), without loading; undefined when get() would have to load. */
   peek(key: string): V | null | undefined {
     const entry = this.entries.get(key);
-    return entry && this.options.clock.now() < entry.freshUntil ? entry.value : undefined;
+    return entry && entry.round === this.round && this.options.clock.now() < entry.freshUntil ? entry.value : undefined;
   }
 
   delete(key: string): void {
@@ -85,8 +92,27 @@ export class SwrCache<V> {
     this.loading.clear();
   }
 
+  /**
+   * Nothing cached so far is trusted without asking the source again: the next get() of each key reloads before
+   * answering, and serves the value it had (while within staleMs) only when that reload fails in a way
+   * `keepServingOn` accepts. Known absences are reloaded too, never served on failure. Loads in flight are disowned.
+   */
+  revalidateAll(): void {
+    this.round++;
+    this.loading.clear();
+  }
+
   get size(): number {
     return this.entries.size;
+  }
+
+  /** Reloads before answering; when that fails as keepServingOn allows, the last known value instead. */
+  private reloadOrServe(key: string, load: (previous: V | null | undefined) => Promise<V | null>, last: V): Promise<V | null> {
+    return this.load(key, load, last).catch((error: unknown) => {
+      if (!(this.options.keepServingOn?.(error) ?? true)) throw error;
+      this.options.onRefreshError?.(error, key);
+      return last;
+    });
   }
 
   private load(key: string, load: (previous: V | null | undefined) => Promise<V | null>, previous: V | null | undefined): Promise<V | null> {
@@ -113,10 +139,11 @@ export class SwrCache<V> {
 
   private remember(key: string, value: V | null): void {
     const now = this.options.clock.now();
+    const round = this.round;
     if (value === null) {
-      this.entries.set(key, { value, freshUntil: now + this.options.negativeMs, staleUntil: now + this.options.negativeMs });
+      this.entries.set(key, { value, freshUntil: now + this.options.negativeMs, staleUntil: now + this.options.negativeMs, round });
     } else {
-      this.entries.set(key, { value, freshUntil: now + this.options.freshMs, staleUntil: now + this.options.staleMs });
+      this.entries.set(key, { value, freshUntil: now + this.options.freshMs, staleUntil: now + this.options.staleMs, round });
     }
   }
 }

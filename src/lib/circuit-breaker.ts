@@ -1,13 +1,16 @@
 import type { Clock } from "./clock.js";
+import { systemScheduler, type Scheduler } from "./scheduler.js";
 
 export type CircuitState = "closed" | "open" | "probing";
 
 export interface CircuitBreakerOptions {
   /** Consecutive failures that open the circuit. */
   failureThreshold: number;
-  /** How long the circuit stays open before a probe may close it again. */
+  /** How long the circuit stays open before a probe may close it again; while open, a probe runs every openMs. */
   openMs: number;
   clock: Clock;
+  /** Runs the background probes (tests inject one); Node timers, unref'd, otherwise. */
+  scheduler?: Scheduler;
   /** A cheap call that shows the backend answers again (Redis: PING). It runs in the background, never in a request. */
   probe: () => Promise<unknown>;
   /** Which errors mean the backend is failing. Others (a bug in a script, say) pass through and are not counted. */
@@ -28,20 +31,25 @@ export class CircuitOpenError extends Error {
 
 /**
  * Turns a backend that keeps failing (or keeps missing its deadline) into fast failures. After
- * `failureThreshold` consecutive failures the circuit opens and calls fail at once. Once `openMs` has passed, the
- * next call starts one background probe (and still fails fast); when the probe succeeds the circuit closes, and
- * when it fails the circuit stays open for another `openMs`. No timers: time is read from the clock on each call,
- * so tests drive it with a manual clock.
+ * `failureThreshold` consecutive failures the circuit opens and calls fail at once. While it is open, a background
+ * probe runs every `openMs` (a timer, so the circuit closes when the backend answers again even if no call comes);
+ * a call that arrives once `openMs` has passed and finds no probe under way starts one at once (a timer can be
+ * late on a busy event loop) and still fails fast. A successful probe closes the circuit; a failed one keeps it
+ * open for another `openMs`. Time comes from the clock and the timers from the scheduler, so tests drive both.
  */
 export class CircuitBreaker {
   private current: CircuitState = "closed";
   private consecutiveFailures = 0;
   private openedAt = 0;
+  private cancelProbe: (() => void) | undefined;
+  private stopped = false;
   private readonly listeners: ((state: CircuitState) => void)[] = [];
   private readonly options: CircuitBreakerOptions;
+  private readonly scheduler: Scheduler;
 
   constructor(options: CircuitBreakerOptions) {
     this.options = options;
+    this.scheduler = options.scheduler ?? systemScheduler;
   }
 
   get state(): CircuitState {
@@ -53,9 +61,16 @@ export class CircuitBreaker {
     this.listeners.push(listener);
   }
 
+  /** Cancels the pending background probe and schedules none again (shutdown). Calls still pass or fail fast. */
+  stop(): void {
+    this.stopped = true;
+    this.cancelProbe?.();
+    this.cancelProbe = undefined;
+  }
+
   async run<T>(operation: () => Promise<T>): Promise<T> {
     if (this.current !== "closed") {
-      this.maybeProbe();
+      if (this.current === "open" && this.options.clock.now() >= this.openedAt + this.options.openMs) this.probe();
       throw new CircuitOpenError(this.current === "open" ? Math.max(0, this.openedAt + this.options.openMs - this.options.clock.now()) : 0);
     }
     try {
@@ -76,10 +91,18 @@ export class CircuitBreaker {
   private open(): void {
     this.openedAt = this.options.clock.now();
     this.transition("open");
+    if (this.stopped) return;
+    this.cancelProbe?.();
+    this.cancelProbe = this.scheduler.schedule(() => {
+      this.cancelProbe = undefined;
+      if (this.current === "open") this.probe();
+    }, this.options.openMs);
   }
 
-  private maybeProbe(): void {
-    if (this.current !== "open" || this.options.clock.now() < this.openedAt + this.options.openMs) return;
+  /** One probe at a time: the state is "probing" until it settles. */
+  private probe(): void {
+    this.cancelProbe?.();
+    this.cancelProbe = undefined;
     this.transition("probing");
     this.options.probe().then(
       () => {

@@ -93,9 +93,10 @@ export function createRedisStores(
     breaker: guard.breaker,
     analyticsQuota: new RedisAnalyticsQuotaStore(guarded, keys),
     close: async () => {
-      if (closed || !ownsConnection) return;
+      if (closed) return;
       closed = true;
-      await redis.quit().catch(() => redis.disconnect());
+      guard.breaker.stop();
+      if (ownsConnection) await redis.quit().catch(() => redis.disconnect());
     },
   };
 }

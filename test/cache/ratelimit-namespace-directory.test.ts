@@ -123,3 +123,28 @@ t.test("a name whose namespace vanished from the store (Redis lost its data) is 
   await stores.ratelimitNamespaces.createNamespace({ id: "rlns_after", workspaceId: "ws_a", name: "emails", createdAt: 0 });
   t.equal((await directory.find("ws_a", "emails"))?.namespace.id, "rlns_after", "the name's new id, although the old mapping was fresh for an hour");
 });
+
+t.test("after revalidateAll (the breaker closed), a Redis that fails again leaves the last known namespace serving; one that answers is asked afresh", async (t) => {
+  const server = await privateRedis(t);
+  const redis = await connectRedis({ url: server.url, commandTimeoutMs: 200, connectTimeoutMs: 2_000 });
+  const clock = new ManualClock();
+  const stores = createRedisStores(redis, "kgtest:directory-revalidate", true, { clock });
+  t.teardown(() => stores.close());
+  const directory = new CachedNamespaceDirectory(stores.ratelimitNamespaces, clock);
+  await stores.ratelimitNamespaces.createNamespace({ id: "rlns_1", workspaceId: "ws_a", name: "emails", createdAt: 0 });
+  await stores.ratelimitNamespaces.setOverride(override("rlor_1", "alice", 5));
+  await directory.find("ws_a", "emails");
+
+  directory.revalidateAll();
+  await server.stop();
+  t.equal((await directory.find("ws_a", "emails"))?.overrides.match("alice")?.limit, 5, "the store cannot answer: what was known");
+
+  await server.start(); // empty: it lost its data
+  directory.revalidateAll();
+  let found: Awaited<ReturnType<typeof directory.find>> | undefined;
+  for (let attempt = 0; attempt < 100 && found !== null; attempt++) {
+    found = await directory.find("ws_a", "emails");
+    if (found !== null) await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  t.equal(found, null, "the store answers again: what it says (nothing) wins over what was known");
+});

@@ -162,3 +162,48 @@ t.test("stale-if-error: past freshMs the value is reloaded before answering, and
   t.equal(await cache.get("absent", async () => null), null);
   await t.rejects(async () => cache.get("absent", async () => Promise.reject(new Error("down"))), /down/, "absence is never served stale, and negativeMs 0 keeps it uncached");
 });
+
+t.test("after revalidateAll every value is reloaded before it is trusted, and what the source says then wins", async (t) => {
+  const { cache } = setup();
+  await cache.get("changed", async () => "before");
+  await cache.get("deleted", async () => "before");
+  await cache.get("absent", async () => null);
+  cache.revalidateAll();
+  t.equal(cache.peek("changed"), undefined, "peek no longer vouches for it");
+  const reload = cache.get("changed", async () => "after");
+  t.ok(reload instanceof Promise, "a reload, though the value was fresh");
+  t.equal(await reload, "after");
+  t.equal(cache.get("changed", async () => "unused"), "after", "confirmed: served from memory again");
+  t.equal(await cache.get("deleted", async () => null), null, "gone at the source: gone here");
+  t.equal(await cache.get("absent", async () => "created"), "created", "a known absence is asked again too");
+});
+
+t.test("after revalidateAll the last known value is served while the reload fails as keepServingOn allows, up to staleMs", async (t) => {
+  const clock = new ManualClock();
+  const errors: unknown[] = [];
+  class Unavailable extends Error {}
+  const cache = new SwrCache<string>({ max: 10, freshMs: 1_000, staleMs: 10_000, negativeMs: 500, clock, keepServingOn: (error) => error instanceof Unavailable, onRefreshError: (error) => errors.push(error) });
+  await cache.get("k", async () => "v1");
+  await cache.get("absent", async () => null);
+  cache.revalidateAll();
+  const down = async () => Promise.reject(new Unavailable("down"));
+  t.equal(await cache.get("k", down), "v1", "the source is unavailable: the last known value");
+  t.equal(await cache.get("k", down), "v1", "and again: each call tries the source first");
+  t.equal(errors.length, 2, "each failure is reported");
+  await t.rejects(async () => cache.get("k", async () => Promise.reject(new Error("a bug"))), /a bug/, "a failure that is not unavailability reaches the caller");
+  await t.rejects(async () => cache.get("absent", down), /down/, "a known absence is never served on failure");
+  clock.advance(10_000);
+  await t.rejects(async () => cache.get("k", down), /down/, "not beyond staleMs");
+  t.equal(await cache.get("k", async () => "v2"), "v2");
+});
+
+t.test("a load in flight when revalidateAll is called is not cached", async (t) => {
+  const { cache } = setup();
+  let release!: (value: string) => void;
+  const slow = cache.get("k", () => new Promise<string>((resolve) => (release = resolve)));
+  await new Promise((resolve) => setImmediate(resolve));
+  cache.revalidateAll();
+  release("read before");
+  t.equal(await slow, "read before", "the waiting caller still gets its answer");
+  t.equal(await cache.get("k", async () => "read after"), "read after", "but it was not trusted as confirmed");
+});

@@ -27,3 +27,39 @@ export class ManualClock implements Clock {
     this.current = ms;
   }
 }
+
+/** A scheduler whose tasks run only when `advance` moves its clock past their time. */
+export class ManualScheduler {
+  private readonly clock: ManualClock;
+  private tasks: { at: number; task: () => void }[] = [];
+
+  constructor(clock: ManualClock) {
+    this.clock = clock;
+  }
+
+  schedule(task: () => void, ms: number): () => void {
+    const entry = { at: this.clock.now() + ms, task };
+    this.tasks.push(entry);
+    return () => {
+      this.tasks = this.tasks.filter((pending) => pending !== entry);
+    };
+  }
+
+  /** Tasks scheduled and not yet run nor cancelled. */
+  get pending(): number {
+    return this.tasks.length;
+  }
+
+  /** Moves the clock by `ms`, running each task that falls due on the way at its own time. */
+  advance(ms: number): void {
+    const until = this.clock.now() + ms;
+    for (;;) {
+      const next = this.tasks.filter((pending) => pending.at <= until).sort((a, b) => a.at - b.at)[0];
+      if (!next) break;
+      this.tasks = this.tasks.filter((pending) => pending !== next);
+      this.clock.set(Math.max(this.clock.now(), next.at));
+      next.task();
+    }
+    this.clock.set(until);
+  }
+}

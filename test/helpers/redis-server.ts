@@ -1,5 +1,8 @@
 import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
 import { createServer, type Server, type Socket } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 
 interface Teardown {
   teardown(fn: () => unknown): void;
@@ -17,9 +20,9 @@ export async function freePort(): Promise<number> {
 export interface PrivateRedis {
   url: string;
   port: number;
-  /** Kills the server (SIGKILL): connections drop and new ones are refused. Its data is gone. */
+  /** Kills the server (SIGKILL): connections drop and new ones are refused. Its data is gone unless it is persistent. */
   stop(): Promise<void>;
-  /** Starts an empty server on the same port again. */
+  /** Starts the server on the same port again: empty, or with every write it acknowledged when persistent. */
   start(): Promise<void>;
   /** Freezes the server (SIGSTOP): connections stay open and nothing is answered, like a hung Redis. */
   hang(): void;
@@ -27,15 +30,32 @@ export interface PrivateRedis {
   resume(): void;
 }
 
+export interface PrivateRedisOptions {
+  /** Keep every acknowledged write across stop() and start() (an append-only file synced on each write). */
+  persistent?: boolean;
+  /** Extra redis-server arguments, e.g. ["--requirepass", "secret"]. */
+  args?: readonly string[];
+  /** The port to listen on (one from freePort()); a free one otherwise. */
+  port?: number;
+}
+
 /**
  * A redis-server of this test's own on a free port, for tests that stop or freeze Redis: the shared Redis other
  * test files use is never touched. Killed on teardown.
  */
-export async function privateRedis(t: Teardown): Promise<PrivateRedis> {
-  const port = await freePort();
+export async function privateRedis(t: Teardown, options: PrivateRedisOptions = {}): Promise<PrivateRedis> {
+  const port = options.port ?? (await freePort());
   let child: ChildProcess | undefined;
+  const persistence = options.persistent
+    ? (() => {
+        const dir = mkdtempSync(join(tmpdir(), "keygate-redis-"));
+        t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+        return ["--dir", dir, "--appendonly", "yes", "--appendfsync", "always"];
+      })()
+    : ["--appendonly", "no"];
   const start = async () => {
-    const started = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"], { stdio: ["ignore", "pipe", "pipe"] });
+    const args = ["--port", String(port), "--bind", "127.0.0.1", "--save", "", ...persistence, ...(options.args ?? [])];
+    const started = spawn("redis-server", args, { stdio: ["ignore", "pipe", "pipe"] });
     child = started;
     await new Promise<void>((resolve, reject) => {
       let out = "";

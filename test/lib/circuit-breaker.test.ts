@@ -1,15 +1,17 @@
 import t from "tap";
 import { CircuitBreaker, CircuitOpenError } from "../../src/lib/circuit-breaker.js";
-import { ManualClock } from "../helpers/clock.js";
+import { ManualClock, ManualScheduler } from "../helpers/clock.js";
 
 function setup(options: { isFailure?: (error: unknown) => boolean } = {}) {
   const clock = new ManualClock();
+  const scheduler = new ManualScheduler(clock);
   const probe = { calls: 0, answer: Promise.resolve() as Promise<unknown> };
   const states: string[] = [];
   const breaker = new CircuitBreaker({
     failureThreshold: 3,
     openMs: 1_000,
     clock,
+    scheduler,
     probe: () => {
       probe.calls++;
       return probe.answer;
@@ -26,7 +28,7 @@ function setup(options: { isFailure?: (error: unknown) => boolean } = {}) {
     operations++;
     return "ok";
   });
-  return { clock, probe, states, breaker, fail, succeed, operations: () => operations };
+  return { clock, scheduler, probe, states, breaker, fail, succeed, operations: () => operations };
 }
 
 const settle = () => new Promise((resolve) => setImmediate(resolve));
@@ -53,7 +55,7 @@ t.test("opens after the threshold of consecutive failures and then fails without
   t.equal(operations(), 3, "the backend was not called while open");
 });
 
-t.test("after openMs one background probe runs; calls fail fast meanwhile; its success closes the circuit", async (t) => {
+t.test("a call after openMs starts the probe when the timer has not yet; calls fail fast meanwhile; its success closes the circuit", async (t) => {
   const { breaker, fail, succeed, probe, clock, states } = setup();
   let release!: () => void;
   probe.answer = new Promise<void>((resolve) => (release = resolve));
@@ -96,4 +98,59 @@ t.test("errors that are not failures of the backend pass through uncounted", asy
   const { breaker, fail } = setup({ isFailure: (error) => !(error instanceof Error && error.message === "backend down") });
   for (let i = 0; i < 10; i++) await t.rejects(fail(), /backend down/);
   t.equal(breaker.state, "closed");
+});
+
+t.test("while open, a background probe runs every openMs without any call, and its success closes the circuit", async (t) => {
+  const { breaker, fail, succeed, probe, scheduler, states, operations } = setup();
+  probe.answer = Promise.reject(new Error("still down"));
+  probe.answer.catch(() => {});
+  for (let i = 0; i < 3; i++) await t.rejects(fail());
+  scheduler.advance(999);
+  t.equal(probe.calls, 0, "no probe before openMs");
+  scheduler.advance(1);
+  t.equal(probe.calls, 1, "the first probe, with no call made");
+  await settle();
+  t.equal(breaker.state, "open", "a failed probe keeps the circuit open");
+  scheduler.advance(1_000);
+  t.equal(probe.calls, 2, "and the next one follows openMs later");
+  probe.answer = Promise.resolve();
+  await settle();
+  scheduler.advance(1_000);
+  t.equal(probe.calls, 3);
+  await settle();
+  t.equal(breaker.state, "closed", "closed by the probe alone");
+  t.same(states, ["open", "probing", "open", "probing", "open", "probing", "closed"]);
+  t.equal(scheduler.pending, 0, "no timer is left once closed");
+  const before = operations();
+  t.equal(await succeed(), "ok", "the first call after that reaches the backend");
+  t.equal(operations(), before + 1);
+});
+
+t.test("a probe started by a call cancels the timer: one probe at a time", async (t) => {
+  const { breaker, fail, succeed, probe, clock, scheduler } = setup();
+  let release!: () => void;
+  probe.answer = new Promise<void>((resolve) => (release = resolve));
+  for (let i = 0; i < 3; i++) await t.rejects(fail());
+  clock.advance(1_000);
+  await t.rejects(succeed(), CircuitOpenError);
+  t.equal(probe.calls, 1);
+  t.equal(scheduler.pending, 0, "the timer's probe will not run as well");
+  scheduler.advance(5_000);
+  t.equal(probe.calls, 1);
+  release();
+  await settle();
+  t.equal(breaker.state, "closed");
+});
+
+t.test("stop() cancels the pending probe and schedules no other", async (t) => {
+  const { breaker, fail, probe, scheduler } = setup();
+  probe.answer = Promise.reject(new Error("still down"));
+  probe.answer.catch(() => {});
+  for (let i = 0; i < 3; i++) await t.rejects(fail());
+  t.equal(scheduler.pending, 1, "open: one probe is scheduled");
+  breaker.stop();
+  t.equal(scheduler.pending, 0);
+  scheduler.advance(10_000);
+  t.equal(probe.calls, 0);
+  t.equal(breaker.state, "open");
 });

@@ -76,5 +76,5 @@ t.test("an invalid configuration stops keygate with a message naming the bad pat
 t.test("an unreachable Redis stops keygate with a clear message", async (t) => {
   const result = await run(SERVER_ENTRY, [], { KEYGATE_CONFIG: configFile('storage:\n  redis: { url: "redis://127.0.0.1:1", connectTimeoutMs: 300 }\n'), PORT: "0" });
   t.equal(result.code, 1);
-  t.match(result.stderr, /cannot reach Redis at redis:\/\/127\.0\.0\.1:1/);
+  t.match(result.stderr, /cannot use Redis at redis:\/\/127\.0\.0\.1:1: nothing is listening on 127\.0\.0\.1:1 \(connection refused\), still after 300 ms of retrying/);
 });

@@ -22,8 +22,11 @@ export interface NamespaceDirectory {
   find(workspaceId: string, nameOrId: string): Promise<ResolvedNamespace | null>;
   /** Drops what this instance knows of the namespace, after changing it here. */
   forget(workspaceId: string, namespaceId: string, name: string): void;
-  /** Drops everything, e.g. when the store comes back after an outage and may have lost data. */
-  forgetAll(): void;
+  /**
+   * Trusts nothing it knows until the store confirms it again, e.g. when the store comes back after an outage and
+   * may have lost data; while the store cannot answer, what it knew keeps serving.
+   */
+  revalidateAll(): void;
 }
 
 /**

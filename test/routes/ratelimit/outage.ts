@@ -27,7 +27,7 @@ async function timedLimit(h: Harness, identifier: string, limit: number): Promis
   return { ...result, ms: performance.now() - started };
 }
 
-/** Sends requests (which drive the breaker's probes) until the breaker has closed again. */
+/** Sends requests until the breaker has closed again (its background probe closes it; requests may start one sooner). */
 async function waitUntilRedisAnswers(h: Harness): Promise<void> {
   const started = Date.now();
   while (h.app.stores.breaker?.state !== "closed") {
