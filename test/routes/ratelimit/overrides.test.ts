@@ -122,6 +122,18 @@ for (const storage of STORAGE_KINDS) {
       t.same([all.body.data.overrides.length, all.body.pagination.hasMore], [23, false]);
     });
 
+    await t.test("namespaces and identifiers of up to 512 characters are taken, as the official schemas allow", async (t) => {
+      const name = "n".repeat(512);
+      const identifier = "i".repeat(512);
+      t.equal((await h.call("ratelimit.limit", { namespace: name, identifier, limit: 1, duration: DURATION })).status, 200);
+      const created = await set({ namespace: name, identifier, limit: 7 });
+      t.equal(created.status, 200);
+      t.same((await h.call("ratelimit.getOverride", { namespace: name, identifier })).body.data, { overrideId: created.body.data.overrideId, identifier, limit: 7, duration: DURATION });
+      t.equal((await h.call("ratelimit.limit", { namespace: name, identifier, limit: 1, duration: DURATION })).body.data.limit, 7, "the override applies");
+      t.equal((await h.call("ratelimit.listOverrides", { namespace: name })).body.data.overrides.length, 1);
+      t.same((await h.call("ratelimit.deleteOverride", { namespace: name, identifier })).body.data, {});
+    });
+
     await t.test("listOverrides of a namespace without overrides is an empty list", async (t) => {
       const ns = await namespace();
       const result = await h.call("ratelimit.listOverrides", { namespace: ns.name });
@@ -137,7 +149,11 @@ for (const storage of STORAGE_KINDS) {
       assertInvalidAt(t, await h.call("ratelimit.setOverride", { ...valid, identifier: "" }), "body.identifier", "must be at least 1 character long");
       assertInvalidAt(t, await h.call("ratelimit.setOverride", { namespace: "ns", identifier: "alice", limit: 1 }), "body.duration", "is required");
       assertInvalidAt(t, await h.call("ratelimit.getOverride", { namespace: "ns" }), "body.identifier", "is required");
-      assertInvalidAt(t, await h.call("ratelimit.getOverride", { namespace: "n".repeat(256), identifier: "alice" }), "body.namespace", "must be at most 255 characters long");
+      for (const [procedure, body] of [["ratelimit.setOverride", valid], ["ratelimit.getOverride", { namespace: "ns", identifier: "alice" }], ["ratelimit.deleteOverride", { namespace: "ns", identifier: "alice" }]] as const) {
+        assertInvalidAt(t, await h.call(procedure, { ...body, namespace: "n".repeat(513) }), "body.namespace", "must be at most 512 characters long");
+        assertInvalidAt(t, await h.call(procedure, { ...body, identifier: "i".repeat(513) }), "body.identifier", "must be at most 512 characters long");
+      }
+      assertInvalidAt(t, await h.call("ratelimit.listOverrides", { namespace: "n".repeat(513) }), "body.namespace", "must be at most 512 characters long");
       assertInvalidAt(t, await h.call("ratelimit.deleteOverride", { namespace: "ns", identifier: "alice", limit: 1 }), "body.limit", "is not a known field");
       assertInvalidAt(t, await h.call("ratelimit.listOverrides", { namespace: "ns", limit: 0 }), "body.limit", "must be greater than or equal to 1");
       assertInvalidAt(t, await h.call("ratelimit.listOverrides", { namespace: "ns", limit: 101 }), "body.limit", "must be less than or equal to 100");

@@ -12,9 +12,9 @@ export function ratelimitProcedure(name: string): { name: string; aliases: strin
   return { name: `ratelimit.${name}`, aliases: [`ratelimits.${name}`] };
 }
 
-/** A namespace name, or its `rlns_` id. */
-export const NamespaceField = Type.String({ minLength: 1, maxLength: 255 });
-export const IdentifierField = Type.String({ minLength: 1, maxLength: 255 });
+/** A namespace name, or its `rlns_` id. Up to 512 characters, as the official schemas allow. */
+export const NamespaceField = Type.String({ minLength: 1, maxLength: 512 });
+export const IdentifierField = Type.String({ minLength: 1, maxLength: 512 });
 /** Milliseconds: one second to 30 days. */
 export const DurationField = Type.Integer({ minimum: 1_000, maximum: 2_592_000_000 });
 
