@@ -59,6 +59,18 @@ t.test("environment variables override the file", async (t) => {
   t.equal(config.vault.key, vaultKey);
 });
 
+t.test("KEYGATE_REDIS_PREFIX sets storage.redis.prefix, over the file's, with REDIS_URL or a file's Redis", async (t) => {
+  const withFile = directoryWith({ "config/keygate.yaml": "storage: { redis: { url: redis://a:6379, prefix: mine } }\n" });
+  t.same(loadConfig({ env: { KEYGATE_REDIS_PREFIX: "staging" }, cwd: withFile }).storage.redis, { url: "redis://a:6379", prefix: "staging", commandTimeoutMs: 500, connectTimeoutMs: 5000, breaker: { failureThreshold: 3, openMs: 1000 } });
+  const bare = directoryWith({});
+  t.equal(loadConfig({ env: { REDIS_URL: "redis://b:6380", KEYGATE_REDIS_PREFIX: "tenant:a" }, cwd: bare }).storage.redis?.prefix, "tenant:a");
+  t.equal(loadConfig({ env: { REDIS_URL: "redis://b:6380" }, cwd: bare }).storage.redis?.prefix, "keygate", "the default without it");
+  t.same(problemsOf(() => loadConfig({ env: { KEYGATE_REDIS_PREFIX: "staging" }, cwd: bare })), ["KEYGATE_REDIS_PREFIX: needs a Redis store; set REDIS_URL (or storage.redis.url in the file) too"]);
+  t.same(problemsOf(() => loadConfig({ env: { REDIS_URL: "redis://b:6380", KEYGATE_REDIS_PREFIX: "has space" }, cwd: bare })), [
+    "storage.redis.prefix (from KEYGATE_REDIS_PREFIX): must contain only letters, digits and the characters _ . : -",
+  ]);
+});
+
 t.test("empty environment variables are ignored", async (t) => {
   const config = loadConfig({ env: { PORT: "", REDIS_URL: " " }, cwd: directoryWith({}) });
   t.equal(config.server.port, 8080);

@@ -26,10 +26,19 @@ t.test("keygate root-key create/list/revoke against the configured Redis", async
 
   const listed = await run(CLI_ENTRY, ["root-key", "list"], env);
   t.equal(listed.code, 0);
-  const [id, workspace, state, name, permissions] = listed.stdout.trim().split("\t");
+  const [header, row, ...more] = listed.stdout.trim().split("\n");
+  t.equal(header, "ID\tWORKSPACE\tSTATE\tNAME\tPERMISSIONS", "a header row names the tab-separated columns");
+  t.same(more, []);
+  const [id, workspace, state, name, permissions] = (row as string).split("\t");
   t.match(id, /^key_/);
   t.same([workspace, state, name, permissions], ["ws_cli", "active", "ci", "api.*.create_api,api.*.read_api"]);
   t.notMatch(listed.stdout, rootKey, "the key itself is never listed");
+  const asJson = await run(CLI_ENTRY, ["root-key", "list", "--json"], env);
+  t.equal(asJson.code, 0);
+  const [listedKey] = JSON.parse(asJson.stdout) as Record<string, unknown>[];
+  t.match(listedKey, { id, workspaceId: "ws_cli", state: "active", name: "ci", permissions: ["api.*.create_api", "api.*.read_api"], createdAt: Number });
+  t.notOk("hash" in (listedKey as object), "--json lists no hash either");
+  t.notMatch(asJson.stdout, rootKey);
 
   const revoked = await run(CLI_ENTRY, ["root-key", "revoke", id as string], env);
   t.equal(revoked.code, 0);
@@ -56,6 +65,19 @@ t.test("the CLI explains what is wrong with its arguments and storage", async (t
   t.match(help.stdout, /root-key create --workspace/);
 });
 
+t.test("REDIS_URL and KEYGATE_REDIS_PREFIX alone choose the store, so exported once they serve every command", async (t) => {
+  const env = { REDIS_URL, KEYGATE_REDIS_PREFIX: uniquePrefix(t, "cli-env") };
+  const created = await run(CLI_ENTRY, ["root-key", "create", "--workspace", "ws_env", "--permission", "*"], env);
+  t.equal(created.code, 0, created.stderr);
+  const listed = await run(CLI_ENTRY, ["root-key", "list", "--workspace", "ws_env"], env);
+  t.equal(listed.stdout.trim().split("\n").length, 2, "the key is found under the same prefix");
+  const elsewhere = await run(CLI_ENTRY, ["root-key", "list", "--workspace", "ws_env"], { ...env, KEYGATE_REDIS_PREFIX: uniquePrefix(t, "cli-env-other") });
+  t.equal(elsewhere.stdout.trim(), "ID\tWORKSPACE\tSTATE\tNAME\tPERMISSIONS", "and not under another prefix: only the header row");
+  const alone = await run(CLI_ENTRY, ["root-key", "list"], { KEYGATE_REDIS_PREFIX: "x" });
+  t.equal(alone.code, 1);
+  t.match(alone.stderr, /KEYGATE_REDIS_PREFIX: needs a Redis store/);
+});
+
 t.test("keygate ratelimit-namespace list/delete: a deleted namespace answers 410 on a running keygate within 1 s", async (t) => {
   const prefix = uniquePrefix(t, "cli-namespaces");
   const path = join(mkdtempSync(join(tmpdir(), "keygate-cli-")), "keygate.yaml");
@@ -67,7 +89,9 @@ t.test("keygate ratelimit-namespace list/delete: a deleted namespace answers 410
 
   const listed = await run(CLI_ENTRY, ["ratelimit-namespace", "list", "--workspace", "ws_cli"], env);
   t.equal(listed.code, 0);
-  const [id, state, name] = listed.stdout.trim().split("\t");
+  const [header, row] = listed.stdout.trim().split("\n");
+  t.equal(header, "ID\tSTATE\tNAME");
+  const [id, state, name] = (row as string).split("\t");
   t.match(id, /^rlns_/);
   t.same([state, name], ["active", "emails"]);
 
