@@ -65,19 +65,6 @@ t.test("the CLI explains what is wrong with its arguments and storage", async (t
   t.match(help.stdout, /root-key create --workspace/);
 });
 
-t.test("REDIS_URL and KEYGATE_REDIS_PREFIX alone choose the store, so exported once they serve every command", async (t) => {
-  const env = { REDIS_URL, KEYGATE_REDIS_PREFIX: uniquePrefix(t, "cli-env") };
-  const created = await run(CLI_ENTRY, ["root-key", "create", "--workspace", "ws_env", "--permission", "*"], env);
-  t.equal(created.code, 0, created.stderr);
-  const listed = await run(CLI_ENTRY, ["root-key", "list", "--workspace", "ws_env"], env);
-  t.equal(listed.stdout.trim().split("\n").length, 2, "the key is found under the same prefix");
-  const elsewhere = await run(CLI_ENTRY, ["root-key", "list", "--workspace", "ws_env"], { ...env, KEYGATE_REDIS_PREFIX: uniquePrefix(t, "cli-env-other") });
-  t.equal(elsewhere.stdout.trim(), "ID\tWORKSPACE\tSTATE\tNAME\tPERMISSIONS", "and not under another prefix: only the header row");
-  const alone = await run(CLI_ENTRY, ["root-key", "list"], { KEYGATE_REDIS_PREFIX: "x" });
-  t.equal(alone.code, 1);
-  t.match(alone.stderr, /KEYGATE_REDIS_PREFIX: needs a Redis store/);
-});
-
 t.test("keygate ratelimit-namespace list/delete: a deleted namespace answers 410 on a running keygate within 1 s", async (t) => {
   const prefix = uniquePrefix(t, "cli-namespaces");
   const path = join(mkdtempSync(join(tmpdir(), "keygate-cli-")), "keygate.yaml");
