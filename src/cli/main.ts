@@ -1,134 +1,253 @@
 #!/usr/bin/env node
-import { parseArgs } from "node:util";
-import { ConfigError, loadConfig } from "../config/load.js";
+import { parseArgs, type ParseArgsConfig } from "node:util";
 import { systemClock } from "../lib/clock.js";
 import { isKeygateError } from "../errors/keygate-error.js";
-import { InvalidationBus } from "../cache/invalidation-bus.js";
-import { createServices, type Services } from "../services.js";
-import { isRedisBacked, openStores } from "../storage/index.js";
+import type { Services } from "../services.js";
 
-const USAGE = `usage: keygate <command>
+/** One command of the CLI: how it is called and what it does (the help text is built from these). */
+interface CommandHelp {
+  synopsis: string;
+  description: string;
+}
 
-  root-key create --workspace <ws> --permission <p> [--permission <p> ...] [--name <label>] [--expires <unix ms>]
-      Creates a root key in the configured Redis store and prints it once.
-  root-key list [--workspace <ws>]
-      Lists stored root keys (ids, workspaces, permissions; never the keys themselves).
-  root-key revoke <id>
-      Revokes a stored root key. Running keygate instances refuse it at once.
-  ratelimit-namespace list --workspace <ws>
-      Lists the rate limit namespaces of a workspace (id, state, name).
-  ratelimit-namespace delete <name or rlns_ id> --workspace <ws>
-      Deletes a rate limit namespace: ratelimit.limit then answers 410 for it on every instance within 1 second.
-      Its overrides stop applying and its name stays taken. There is no undo.
-
-The configuration is read as keygate reads it (KEYGATE_CONFIG or config/keygate.yaml, then REDIS_URL).
-Root keys and namespaces live in Redis: without storage.redis there is no store outside a running keygate.`;
-
-const COMMANDS: Readonly<Record<string, readonly string[]>> = {
-  "root-key": ["create", "list", "revoke"],
-  "ratelimit-namespace": ["list", "delete"],
+const COMMANDS: Readonly<Record<string, Readonly<Record<string, CommandHelp>>>> = {
+  "root-key": {
+    create: {
+      synopsis: "root-key create --workspace <ws> --permission <p> [--permission <p> ...] [--name <label>] [--expires <unix ms>]",
+      description: "Creates a root key in the configured Redis store and prints it once (the key alone on stdout).",
+    },
+    list: {
+      synopsis: "root-key list [--workspace <ws>] [--json]",
+      description: "Lists stored root keys, a header row then one tab-separated row each: id, workspace, state, name, permissions\n(never the keys themselves). --json prints a JSON array instead.",
+    },
+    revoke: {
+      synopsis: "root-key revoke <id>",
+      description: "Revokes a stored root key. Running keygate instances refuse it at once.",
+    },
+  },
+  "ratelimit-namespace": {
+    list: {
+      synopsis: "ratelimit-namespace list --workspace <ws> [--json]",
+      description: "Lists the rate limit namespaces of a workspace, a header row then one tab-separated row each: id, state, name.\n--json prints a JSON array instead.",
+    },
+    delete: {
+      synopsis: "ratelimit-namespace delete <name or rlns_ id> --workspace <ws>",
+      description:
+        "Deletes a rate limit namespace: ratelimit.limit then answers 410 for it on every instance within 1 second.\nIts overrides stop applying and its name stays taken. There is no undo.",
+    },
+  },
 };
+
+const FOOTER = `The configuration is read as keygate reads it (KEYGATE_CONFIG or config/keygate.yaml, then REDIS_URL and
+KEYGATE_REDIS_PREFIX). Root keys and namespaces live in Redis: without storage.redis there is no store outside a
+running keygate. Add --help to any command for its own usage.`;
+
+function describe(help: CommandHelp): string {
+  return `  ${help.synopsis}\n${help.description.split("\n").map((line) => `      ${line}`).join("\n")}`;
+}
+
+/** The usage of everything, of one group of commands, or of one command. */
+function usage(group?: string, command?: string): string {
+  const commands = group === undefined ? undefined : COMMANDS[group];
+  const help = command === undefined ? undefined : commands?.[command];
+  if (help) return `usage: keygate ${help.synopsis}\n\n${help.description}\n\n${FOOTER}`;
+  if (group !== undefined && commands) return `usage: keygate ${group} <command>\n\n${Object.values(commands).map(describe).join("\n")}\n\n${FOOTER}`;
+  return `usage: keygate <command>\n\n${Object.values(COMMANDS).flatMap((entries) => Object.values(entries).map(describe)).join("\n")}\n\n${FOOTER}`;
+}
 
 const WORKSPACE_PATTERN = /^[a-zA-Z0-9_]{1,255}$/;
 const PERMISSION_PATTERN = /^[^\s]{1,512}$/;
 
-class UsageError extends Error {}
+/** Wrong arguments: the message and the usage of the command concerned go to stderr, and the exit code is 2. */
+class UsageError extends Error {
+  readonly usage: string;
+  constructor(message: string, usageText: string) {
+    super(message);
+    this.usage = usageText;
+  }
+}
+
+const isHelpWord = (arg: string | undefined) => arg === "help" || arg === "--help" || arg === "-h";
+
+type Invocation = { help: string } | { group: string; command: string; rest: string[] };
+
+/**
+ * Reads the command words: the usage to print when help is asked for at any level (`keygate help`, `keygate
+ * root-key --help`, `keygate root-key create -h`), else the command to run. A missing or unknown command is a
+ * UsageError naming what exists.
+ */
+function invocation(argv: string[]): Invocation {
+  const [group, command, ...rest] = argv;
+  if (group === undefined) throw new UsageError("give a command", usage());
+  // `keygate help [<group> [<command>]]`: an unknown topic gets the usage of everything.
+  if (isHelpWord(group)) return { help: usage(command !== undefined && COMMANDS[command] ? command : undefined, rest[0]) };
+  const commands = COMMANDS[group];
+  if (!commands) throw new UsageError(`unknown command '${group}'`, usage());
+  if (command === undefined) throw new UsageError(`give a ${group} command: ${Object.keys(commands).join(", ")}`, usage(group));
+  if (isHelpWord(command)) return { help: usage(group) };
+  if (!commands[command]) throw new UsageError(`unknown command '${group} ${command}'`, usage(group));
+  // Below a command only the flags ask for help: the word `help` may be a root key id or a namespace name there.
+  if (rest.includes("--help") || rest.includes("-h")) return { help: usage(group, command) };
+  return { group, command, rest };
+}
 
 async function main(argv: string[]): Promise<void> {
-  const [group, command, ...rest] = argv;
-  if (group === undefined || group === "help" || group === "--help" || group === "-h") {
-    console.log(USAGE);
+  const asked = invocation(argv);
+  if ("help" in asked) {
+    console.log(asked.help);
     return;
   }
-  if (!COMMANDS[group]?.includes(command ?? "")) throw new UsageError(`unknown command '${argv.join(" ")}'`);
-
+  const { group, command, rest } = asked;
+  // The arguments are checked before anything connects, so a mistyped option is a usage error even without Redis.
+  const run = group === "root-key" ? rootKeyCommand(command, rest) : namespaceCommand(command, rest);
+  // Loaded only now: help and usage errors answer at once, without the configuration schema and the stores.
+  const [{ loadConfig }, { InvalidationBus }, { createServices }, { isRedisBacked, openStores }] = await Promise.all([
+    import("../config/load.js"),
+    import("../cache/invalidation-bus.js"),
+    import("../services.js"),
+    import("../storage/index.js"),
+  ]);
   const config = loadConfig();
   if (!config.storage.redis) {
-    throw new UsageError(`${group} commands need a Redis store: set REDIS_URL or storage.redis in the configuration`);
+    throw new UsageError(`${group} commands need a Redis store: set REDIS_URL or storage.redis in the configuration`, usage(group, command));
   }
   const stores = await openStores(config.storage);
   // Connected so that a revocation reaches every running keygate at once.
   const invalidations = new InvalidationBus();
   try {
     if (isRedisBacked(stores)) await invalidations.connect(stores.redis, stores.prefix);
-    const services = createServices(stores, config, systemClock, { invalidations });
-    if (group === "root-key") await rootKeyCommand(services, command as string, rest);
-    else await namespaceCommand(services, command as string, rest);
+    await run(createServices(stores, config, systemClock, { invalidations }));
   } finally {
     await invalidations.close();
     await stores.close();
   }
 }
 
-async function rootKeyCommand(services: Services, command: string, rest: string[]): Promise<void> {
+/** parseArgs, with its refusals (an unknown option, a missing value) as usage errors of the command. */
+function parseCommandArgs<T extends ParseArgsConfig>(group: string, command: string, config: T): ReturnType<typeof parseArgs<T>> {
+  try {
+    return parseArgs(config);
+  } catch (error) {
+    const code = (error as { code?: unknown }).code;
+    if (typeof code === "string" && code.startsWith("ERR_PARSE_ARGS")) throw new UsageError((error as Error).message, usage(group, command));
+    throw error;
+  }
+}
+
+/** The rows of a list command on stdout: a header row, then one tab-separated row each; or a JSON array with --json. */
+function printList<T>(json: boolean, header: string[], rows: T[], cells: (row: T) => string[]): void {
+  if (json) {
+    console.log(JSON.stringify(rows, null, 2));
+    return;
+  }
+  console.log(header.join("\t"));
+  for (const row of rows) console.log(cells(row).join("\t"));
+}
+
+/** A command whose arguments have been checked, ready to run against the stores. */
+type Run = (services: Services) => Promise<void>;
+
+/** Checks the arguments of a root-key command (a UsageError when they are wrong) and returns what it does. */
+function rootKeyCommand(command: string, rest: string[]): Run {
+  const fail = (message: string) => new UsageError(message, usage("root-key", command));
   if (command === "create") {
-    const { values } = parseArgs({
+    const { values } = parseCommandArgs("root-key", command, {
       args: rest,
       options: { workspace: { type: "string" }, permission: { type: "string", multiple: true }, name: { type: "string" }, expires: { type: "string" } },
       strict: true,
     });
     const workspaceId = values.workspace;
     const permissions = values.permission ?? [];
-    if (!workspaceId || !WORKSPACE_PATTERN.test(workspaceId)) throw new UsageError("--workspace is required and may hold letters, digits and _ only");
-    if (permissions.length === 0) throw new UsageError("give at least one --permission (e.g. api.*.create_key, or * for everything)");
+    if (!workspaceId || !WORKSPACE_PATTERN.test(workspaceId)) throw fail("--workspace is required and may hold letters, digits and _ only");
+    if (permissions.length === 0) throw fail("give at least one --permission (e.g. api.*.create_key, or * for everything)");
     const badPermission = permissions.find((permission) => !PERMISSION_PATTERN.test(permission));
-    if (badPermission !== undefined) throw new UsageError(`--permission '${badPermission}' is not a permission name`);
+    if (badPermission !== undefined) throw fail(`--permission '${badPermission}' is not a permission name`);
     const expires = values.expires === undefined ? undefined : Number(values.expires);
     if (expires !== undefined && (!Number.isInteger(expires) || expires <= systemClock.now())) {
-      throw new UsageError("--expires must be a unix time in milliseconds, in the future");
+      throw fail("--expires must be a unix time in milliseconds, in the future");
     }
-    const { id, key } = await services.rootKeys.create({
-      workspaceId,
-      permissions,
-      ...(values.name !== undefined ? { name: values.name } : {}),
-      ...(expires !== undefined ? { expires } : {}),
-    });
-    console.error(`Root key ${id} created in workspace ${workspaceId} with: ${permissions.join(", ")}`);
-    console.error("It is shown only this once; keep it safe:");
-    console.log(key);
-  } else if (command === "list") {
-    const { values } = parseArgs({ args: rest, options: { workspace: { type: "string" } }, strict: true });
-    const rootKeys = await services.rootKeys.list(values.workspace);
-    for (const rootKey of rootKeys) {
-      const state = rootKey.revokedAt !== undefined ? "revoked" : rootKey.expires !== undefined && rootKey.expires <= systemClock.now() ? "expired" : "active";
-      console.log([rootKey.id, rootKey.workspaceId, state, rootKey.name ?? "-", rootKey.permissions.join(",")].join("\t"));
-    }
-  } else {
-    const { positionals } = parseArgs({ args: rest, allowPositionals: true, strict: true });
-    const id = positionals[0];
-    if (!id || positionals.length > 1) throw new UsageError("give the id of the root key to revoke");
-    const revoked = await services.rootKeys.revoke(id);
-    if (!revoked) throw new UsageError(`no active root key with id '${id}'`);
-    console.log(`Root key ${id} revoked.`);
+    return async (services) => {
+      const { id, key } = await services.rootKeys.create({
+        workspaceId,
+        permissions,
+        ...(values.name !== undefined ? { name: values.name } : {}),
+        ...(expires !== undefined ? { expires } : {}),
+      });
+      console.error(`Root key ${id} created in workspace ${workspaceId} with: ${permissions.join(", ")}`);
+      console.error("It is shown only this once; keep it safe:");
+      console.log(key);
+    };
   }
+  if (command === "list") {
+    const { values } = parseCommandArgs("root-key", command, { args: rest, options: { workspace: { type: "string" }, json: { type: "boolean" } }, strict: true });
+    return async (services) => listRootKeys(services, values.workspace, values.json === true);
+  }
+  const { positionals } = parseCommandArgs("root-key", command, { args: rest, allowPositionals: true, strict: true });
+  const id = positionals[0];
+  if (!id || positionals.length > 1) throw fail("give the id of the root key to revoke");
+  return async (services) => {
+    const revoked = await services.rootKeys.revoke(id);
+    if (!revoked) throw fail(`no active root key with id '${id}'`);
+    console.log(`Root key ${id} revoked.`);
+  };
 }
 
-async function namespaceCommand(services: Services, command: string, rest: string[]): Promise<void> {
-  const { values, positionals } = parseArgs({ args: rest, options: { workspace: { type: "string" } }, allowPositionals: command === "delete", strict: true });
+async function listRootKeys(services: Services, workspaceId: string | undefined, json: boolean): Promise<void> {
+  const now = systemClock.now();
+  // Never the hash: a listing is for people and scripts, not for guessing keys offline.
+  const rows = (await services.rootKeys.list(workspaceId)).map((rootKey) => ({
+    id: rootKey.id,
+    workspaceId: rootKey.workspaceId,
+    state: rootKey.revokedAt !== undefined ? "revoked" : rootKey.expires !== undefined && rootKey.expires <= now ? "expired" : "active",
+    ...(rootKey.name !== undefined ? { name: rootKey.name } : {}),
+    permissions: rootKey.permissions,
+    createdAt: rootKey.createdAt,
+    ...(rootKey.expires !== undefined ? { expires: rootKey.expires } : {}),
+    ...(rootKey.revokedAt !== undefined ? { revokedAt: rootKey.revokedAt } : {}),
+  }));
+  printList(json, ["ID", "WORKSPACE", "STATE", "NAME", "PERMISSIONS"], rows, (row) => [row.id, row.workspaceId, row.state, row.name ?? "-", row.permissions.join(",")]);
+}
+
+/** Checks the arguments of a ratelimit-namespace command (a UsageError when they are wrong) and returns what it does. */
+function namespaceCommand(command: string, rest: string[]): Run {
+  const fail = (message: string) => new UsageError(message, usage("ratelimit-namespace", command));
+  const { values, positionals } = parseCommandArgs("ratelimit-namespace", command, {
+    args: rest,
+    options: { workspace: { type: "string" }, ...(command === "list" ? { json: { type: "boolean" as const } } : {}) },
+    allowPositionals: command === "delete",
+    strict: true,
+  });
   const workspaceId = values.workspace;
-  if (!workspaceId || !WORKSPACE_PATTERN.test(workspaceId)) throw new UsageError("--workspace is required and may hold letters, digits and _ only");
-  if (command === "list") {
-    for (const namespace of await services.ratelimit.listNamespaces(workspaceId)) {
-      console.log([namespace.id, namespace.deletedAt !== undefined ? "deleted" : "active", namespace.name].join("\t"));
-    }
-    return;
-  }
+  if (typeof workspaceId !== "string" || !WORKSPACE_PATTERN.test(workspaceId)) throw fail("--workspace is required and may hold letters, digits and _ only");
+  if (command === "list") return async (services) => listNamespaces(services, workspaceId, values.json === true);
   const target = positionals[0];
-  if (!target || positionals.length > 1) throw new UsageError("give the name or rlns_ id of the namespace to delete");
-  try {
-    const deleted = await services.ratelimit.deleteNamespace(workspaceId, target);
-    console.log(`Rate limit namespace ${deleted.id} ('${deleted.name}') deleted.`);
-  } catch (error) {
-    if (isKeygateError(error) && error.code === "err:unkey:data:ratelimit_namespace_not_found") {
-      throw new UsageError(`no live rate limit namespace '${target}' in workspace ${workspaceId}`);
+  if (!target || positionals.length > 1) throw fail("give the name or rlns_ id of the namespace to delete");
+  return async (services) => {
+    try {
+      const deleted = await services.ratelimit.deleteNamespace(workspaceId, target);
+      console.log(`Rate limit namespace ${deleted.id} ('${deleted.name}') deleted.`);
+    } catch (error) {
+      if (isKeygateError(error) && error.code === "err:unkey:data:ratelimit_namespace_not_found") {
+        throw fail(`no live rate limit namespace '${target}' in workspace ${workspaceId}`);
+      }
+      throw error;
     }
-    throw error;
-  }
+  };
+}
+
+async function listNamespaces(services: Services, workspaceId: string, json: boolean): Promise<void> {
+  const rows = (await services.ratelimit.listNamespaces(workspaceId)).map((namespace) => ({
+    id: namespace.id,
+    state: namespace.deletedAt !== undefined ? "deleted" : "active",
+    name: namespace.name,
+    createdAt: namespace.createdAt,
+    ...(namespace.deletedAt !== undefined ? { deletedAt: namespace.deletedAt } : {}),
+  }));
+  printList(json, ["ID", "STATE", "NAME"], rows, (row) => [row.id, row.state, row.name]);
 }
 
 main(process.argv.slice(2)).catch((error: unknown) => {
-  if (error instanceof UsageError) console.error(`keygate: ${error.message}\n\n${USAGE}`);
-  else if (error instanceof ConfigError) console.error(`keygate: ${error.message}`);
+  if (error instanceof UsageError) console.error(`keygate: ${error.message}\n\n${error.usage}`);
   else console.error(`keygate: ${error instanceof Error ? error.message : String(error)}`);
   process.exit(error instanceof UsageError ? 2 : 1);
 });

@@ -97,8 +97,8 @@ function readYaml(path: string): RawConfig {
 }
 
 /**
- * PORT, HOST, REDIS_URL, KEYGATE_ROOT_KEY, KEYGATE_VAULT_KEY, KEYGATE_ANALYTICS_ENGINE and KEYGATE_ANALYTICS_PATH
- * override the file. Returns which config paths
+ * PORT, HOST, REDIS_URL, KEYGATE_REDIS_PREFIX, KEYGATE_ROOT_KEY, KEYGATE_VAULT_KEY, KEYGATE_ANALYTICS_ENGINE and
+ * KEYGATE_ANALYTICS_PATH override the file. Returns which config paths
  * came from which variable, so a validation message can name the variable the user actually set.
  */
 function applyEnvironment(raw: RawConfig, env: Record<string, string | undefined>, source: string): Map<string, string> {
@@ -127,6 +127,16 @@ function applyEnvironment(raw: RawConfig, env: Record<string, string | undefined
     const redis = storage.redis && typeof storage.redis === "object" ? (storage.redis as RawConfig) : {};
     storage.redis = { ...redis, url: redisUrl };
     fromEnv.set("storage.redis.url", "REDIS_URL");
+  }
+  const redisPrefix = nonEmpty(env.KEYGATE_REDIS_PREFIX);
+  if (redisPrefix !== undefined) {
+    const storage = section("storage");
+    // A prefix alone would read as "storage.redis.url is required"; say which variable is missing its partner.
+    if (!storage.redis || typeof storage.redis !== "object") {
+      throw new ConfigError("environment", ["KEYGATE_REDIS_PREFIX: needs a Redis store; set REDIS_URL (or storage.redis.url in the file) too"]);
+    }
+    storage.redis = { ...(storage.redis as RawConfig), prefix: redisPrefix };
+    fromEnv.set("storage.redis.prefix", "KEYGATE_REDIS_PREFIX");
   }
   const rootKey = nonEmpty(env.KEYGATE_ROOT_KEY);
   if (rootKey !== undefined) {

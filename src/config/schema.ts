@@ -1,6 +1,7 @@
 import { Type, type Static } from "typebox";
 import { DEFAULT_DOCS_URL } from "../errors/catalogue.js";
 import { GatewaySettingsSchema, RouteSchema } from "../gateway/route-config.js";
+import { describedPattern } from "../http/patterns.js";
 import { EXTERNAL_ID_PATTERN, ID_PATTERN, NAME_PATTERN, Strict, StringEnum } from "../http/schemas.js";
 
 /**
@@ -57,6 +58,7 @@ export const ANALYTICS_DEFAULTS = {
 } as const;
 
 const WorkspaceId = Type.String({ minLength: 1, maxLength: 255, pattern: ID_PATTERN });
+const HTTP_URL_PATTERN = describedPattern("^https?://", "be an http:// or https:// URL");
 
 const EMPTY = { default: {} };
 
@@ -73,9 +75,9 @@ export const LoggingConfigSchema = Strict({
 }, EMPTY);
 
 export const RedisConfigSchema = Strict({
-  url: Type.String({ pattern: "^rediss?://" }),
+  url: Type.String({ pattern: describedPattern("^rediss?://", "be a redis:// or rediss:// URL") }),
   /** Every key keygate writes starts with `<prefix>:`, so several deployments can share one Redis. */
-  prefix: Type.String({ minLength: 1, maxLength: 64, pattern: "^[A-Za-z0-9_.:-]+$", default: DEFAULTS.redisPrefix }),
+  prefix: Type.String({ minLength: 1, maxLength: 64, pattern: describedPattern("^[A-Za-z0-9_.:-]+$", "contain only letters, digits and the characters _ . : -"), default: DEFAULTS.redisPrefix }),
   /** Deadline for each Redis command; a slower answer counts as a failure. */
   commandTimeoutMs: Type.Integer({ minimum: 10, maximum: 60_000, default: DEFAULTS.redisCommandTimeoutMs }),
   /** How long start-up waits for Redis before giving up. */
@@ -100,7 +102,7 @@ export const RootKeyConfigSchema = Strict({
   /** The plaintext root key. Give either this or `hash`. */
   key: Type.Optional(Type.String({ minLength: 8, maxLength: 512 })),
   /** base64 SHA-256 of the root key, so the file need not hold the secret (`printf %s "$KEY" | openssl dgst -sha256 -binary | base64`). */
-  hash: Type.Optional(Type.String({ pattern: "^[A-Za-z0-9+/]{43}=$" })),
+  hash: Type.Optional(Type.String({ pattern: describedPattern("^[A-Za-z0-9+/]{43}=$", "be a SHA-256 hash in base64 (44 characters ending in =)") })),
   name: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
   workspaceId: WorkspaceId,
   permissions: Type.Array(Type.String({ minLength: 1, maxLength: 512 }), { minItems: 1, maxItems: 1000 }),
@@ -125,8 +127,8 @@ export const AnalyticsConfigSchema = Strict({
   /** Data directory of the embedded engine, relative to the working directory. Kept across restarts. */
   path: Type.String({ minLength: 1, default: AD.path }),
   clickhouse: Strict({
-    url: Type.Optional(Type.String({ pattern: "^https?://" })),
-    database: Type.String({ minLength: 1, maxLength: 64, pattern: "^[A-Za-z_][A-Za-z0-9_]*$", default: AD.clickhouseDatabase }),
+    url: Type.Optional(Type.String({ pattern: HTTP_URL_PATTERN })),
+    database: Type.String({ minLength: 1, maxLength: 64, pattern: describedPattern("^[A-Za-z_][A-Za-z0-9_]*$", "start with a letter or _ and contain only letters, digits and _"), default: AD.clickhouseDatabase }),
     username: Type.String({ minLength: 1, default: AD.clickhouseUsername }),
     password: Type.String({ default: "" }),
     requestTimeoutMs: Type.Integer({ minimum: 100, maximum: 600_000, default: AD.clickhouseRequestTimeoutMs }),
@@ -172,7 +174,7 @@ export const ConfigSchema = Strict({
   logging: LoggingConfigSchema,
   storage: Strict({ redis: Type.Optional(RedisConfigSchema) }, EMPTY),
   ratelimit: RatelimitConfigSchema,
-  errors: Strict({ docsUrl: Type.String({ pattern: "^https?://", default: DEFAULTS.docsUrl }) }, EMPTY),
+  errors: Strict({ docsUrl: Type.String({ pattern: HTTP_URL_PATTERN, default: DEFAULTS.docsUrl }) }, EMPTY),
   /** Key-encryption key for recoverable keys: 32 bytes, base64. */
   vault: Strict({ key: Type.Optional(Type.String({ minLength: 1 })) }, EMPTY),
   rootKeys: Type.Array(RootKeyConfigSchema, { default: [] }),

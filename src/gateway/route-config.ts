@@ -1,16 +1,20 @@
 import { Type, type Static } from "typebox";
+import { describedPattern } from "../http/patterns.js";
 import { ID_PATTERN, Strict, StringEnum } from "../http/schemas.js";
 
 /** HTTP methods a route can be limited to. */
 export const ROUTE_METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"] as const;
 
-const HEADER_NAME = Type.String({ minLength: 1, maxLength: 128, pattern: "^[A-Za-z0-9!#$%&'*+.^_`|~-]+$" });
+/** The characters of an HTTP header name (an RFC 9110 token). */
+const TOKEN_CHARACTERS = "A-Za-z0-9!#$%&'*+.^_`|~-";
+const HEADER_NAME = Type.String({ minLength: 1, maxLength: 128, pattern: describedPattern(`^[${TOKEN_CHARACTERS}]+$`, "be an HTTP header name (letters, digits and ! # $ % & ' * + . ^ _ ` | ~ -)") });
+const LABEL_PATTERN = describedPattern("^[A-Za-z0-9._-]+$", "contain only letters, digits, ., _ and -");
 
 export const RouteKeySchema = Strict({
   /** Read the key from this request header... */
   header: Type.Optional(HEADER_NAME),
   /** ...after this scheme (`Authorization: Bearer <key>`); without a scheme the whole header value is the key. */
-  scheme: Type.Optional(Type.String({ minLength: 1, maxLength: 64, pattern: "^[A-Za-z0-9._-]+$" })),
+  scheme: Type.Optional(Type.String({ minLength: 1, maxLength: 64, pattern: LABEL_PATTERN })),
   /** Or read it from this query parameter. */
   query: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })),
 });
@@ -18,21 +22,21 @@ export const RouteKeySchema = Strict({
 export const NamespaceLimitSchema = Strict({
   namespace: Type.String({ minLength: 1, maxLength: 255 }),
   /** What is counted: the key, its identity (the key when it has none), the client IP, or a request header. */
-  identifier: Type.String({ pattern: "^(key|identity|ip|header:[A-Za-z0-9!#$%&'*+.^_`|~-]+)$" }),
+  identifier: Type.String({ pattern: describedPattern(`^(key|identity|ip|header:[${TOKEN_CHARACTERS}]+)$`, "be key, identity, ip or header:<header name>") }),
   limit: Type.Integer({ minimum: 1, maximum: 1_000_000 }),
   duration: Type.Integer({ minimum: 1_000, maximum: 2_592_000_000 }),
   cost: Type.Integer({ minimum: 0, maximum: 1_000, default: 1 }),
 });
 
 export const RouteSchema = Strict({
-  name: Type.String({ minLength: 1, maxLength: 100, pattern: "^[A-Za-z0-9_.-]+$" }),
+  name: Type.String({ minLength: 1, maxLength: 100, pattern: LABEL_PATTERN }),
   match: Strict({
     /** A path prefix on segment boundaries: `/orders` matches `/orders` and `/orders/1`, not `/orders-old`. */
-    prefix: Type.String({ minLength: 1, maxLength: 1024, pattern: "^/" }),
+    prefix: Type.String({ minLength: 1, maxLength: 1024, pattern: describedPattern("^/", "start with /") }),
     methods: Type.Optional(Type.Array(StringEnum(ROUTE_METHODS), { minItems: 1, uniqueItems: true })),
   }),
   /** Where allowed requests go; the request path is appended to the upstream's own path. */
-  upstream: Type.String({ pattern: "^https?://[^\\s]+$" }),
+  upstream: Type.String({ pattern: describedPattern("^https?://[^\\s/?#]+[^\\s]*$", "be an http:// or https:// URL with a host") }),
   /** Keys of other APIs are refused. */
   apiId: Type.String({ minLength: 3, maxLength: 255, pattern: ID_PATTERN }),
   key: Type.Optional(RouteKeySchema),

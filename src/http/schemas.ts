@@ -1,4 +1,5 @@
 import { Type, type Static, type TSchema, type TProperties, type TObject, type TObjectOptions, type TUnsafe } from "typebox";
+import { describedPattern } from "./patterns.js";
 
 /**
  * Schema building blocks shared by every procedure. Objects are strict (unknown fields are rejected, as
@@ -61,6 +62,6 @@ export const ErrorBody = Type.Object({
 });
 
 /** Identifier patterns shared by several procedures. */
-export const ID_PATTERN = "^[a-zA-Z0-9_]+$";
-export const EXTERNAL_ID_PATTERN = "^[a-zA-Z0-9_.-]+$";
-export const NAME_PATTERN = "^[a-zA-Z][a-zA-Z0-9._-]*$";
+export const ID_PATTERN = describedPattern("^[a-zA-Z0-9_]+$", "contain only letters, digits and _");
+export const EXTERNAL_ID_PATTERN = describedPattern("^[a-zA-Z0-9_.-]+$", "contain only letters, digits, _, . and -");
+export const NAME_PATTERN = describedPattern("^[a-zA-Z][a-zA-Z0-9._-]*$", "start with a letter and contain only letters, digits, ., _ and -");

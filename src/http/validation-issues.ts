@@ -1,5 +1,6 @@
 import type { ErrorObject } from "ajv";
 import type { ValidationIssue } from "../errors/keygate-error.js";
+import { patternWords } from "./patterns.js";
 
 /**
  * Turns Ajv errors into plain-words issues located by JSON path: `/ratelimits/0/name` under root `body`
@@ -76,8 +77,11 @@ function describe(error: ErrorObject, root: string): ValidationIssue | undefined
       return { location: at, message: `must be at least ${plural(params.limit, "character")} long` };
     case "maxLength":
       return { location: at, message: `must be at most ${plural(params.limit, "character")} long` };
-    case "pattern":
-      return { location: at, message: `must match the pattern ${params.pattern}` };
+    case "pattern": {
+      // Every pattern keygate uses is declared with words (src/http/patterns.ts); a test checks it.
+      const words = patternWords(String(params.pattern));
+      return { location: at, message: words === undefined ? "is not in the expected form" : `must ${words}` };
+    }
     case "minItems":
       return { location: at, message: `must contain at least ${plural(params.limit, "item")}` };
     case "maxItems":

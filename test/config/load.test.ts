@@ -59,6 +59,18 @@ t.test("environment variables override the file", async (t) => {
   t.equal(config.vault.key, vaultKey);
 });
 
+t.test("KEYGATE_REDIS_PREFIX sets storage.redis.prefix, over the file's, with REDIS_URL or a file's Redis", async (t) => {
+  const withFile = directoryWith({ "config/keygate.yaml": "storage: { redis: { url: redis://a:6379, prefix: mine } }\n" });
+  t.same(loadConfig({ env: { KEYGATE_REDIS_PREFIX: "staging" }, cwd: withFile }).storage.redis, { url: "redis://a:6379", prefix: "staging", commandTimeoutMs: 500, connectTimeoutMs: 5000, breaker: { failureThreshold: 3, openMs: 1000 } });
+  const bare = directoryWith({});
+  t.equal(loadConfig({ env: { REDIS_URL: "redis://b:6380", KEYGATE_REDIS_PREFIX: "tenant:a" }, cwd: bare }).storage.redis?.prefix, "tenant:a");
+  t.equal(loadConfig({ env: { REDIS_URL: "redis://b:6380" }, cwd: bare }).storage.redis?.prefix, "keygate", "the default without it");
+  t.same(problemsOf(() => loadConfig({ env: { KEYGATE_REDIS_PREFIX: "staging" }, cwd: bare })), ["KEYGATE_REDIS_PREFIX: needs a Redis store; set REDIS_URL (or storage.redis.url in the file) too"]);
+  t.same(problemsOf(() => loadConfig({ env: { REDIS_URL: "redis://b:6380", KEYGATE_REDIS_PREFIX: "has space" }, cwd: bare })), [
+    "storage.redis.prefix (from KEYGATE_REDIS_PREFIX): must contain only letters, digits and the characters _ . : -",
+  ]);
+});
+
 t.test("empty environment variables are ignored", async (t) => {
   const config = loadConfig({ env: { PORT: "", REDIS_URL: " " }, cwd: directoryWith({}) });
   t.equal(config.server.port, 8080);
@@ -68,7 +80,7 @@ t.test("empty environment variables are ignored", async (t) => {
 t.test("a bad value names its path, and the variable when it came from the environment", async (t) => {
   t.same(problemsOf(() => loadConfig({ env: { PORT: "eighty" }, cwd: directoryWith({}) })), ["PORT: must be a whole number, got 'eighty'"]);
   t.same(problemsOf(() => loadConfig({ env: { PORT: "70000" }, cwd: directoryWith({}) })), ["server.port (from PORT): must be less than or equal to 65535"]);
-  t.same(problemsOf(() => loadConfig({ env: { REDIS_URL: "http://x" }, cwd: directoryWith({}) })), ["storage.redis.url (from REDIS_URL): must match the pattern ^rediss?://"]);
+  t.same(problemsOf(() => loadConfig({ env: { REDIS_URL: "http://x" }, cwd: directoryWith({}) })), ["storage.redis.url (from REDIS_URL): must be a redis:// or rediss:// URL"]);
 });
 
 t.test("every problem of a file is reported at once, each with its path", async (t) => {
@@ -82,10 +94,10 @@ t.test("every problem of a file is reported at once, each with its path", async 
     }),
   );
   t.same([...problems].sort(), [
-    "(top level): must match the pattern ^[A-Za-z0-9_.:-]+$".replace("(top level)", "storage.redis.prefix"),
+    "storage.redis.prefix: must contain only letters, digits and the characters _ . : -",
     "apis[0].colour: is not a known field",
     "rootKeys[0].permissions: must contain at least 1 item",
-    "rootKeys[0].workspaceId: must match the pattern ^[a-zA-Z0-9_]+$",
+    "rootKeys[0].workspaceId: must contain only letters, digits and _",
     "server.bodyLimit: must be an integer",
     "server.port: must be greater than or equal to 0",
     "storage.redis.url: is required",
@@ -101,7 +113,7 @@ t.test("root keys need exactly one of key or hash, and may not repeat", async (t
     problemsOf(() => validateConfig({ rootKeys: [{ key: "root_dev_all", workspaceId: "ws_a", permissions: ["*"] }, { hash, workspaceId: "ws_b", permissions: ["*"] }] })),
     ["rootKeys[1]: the same root key as rootKeys[0]"],
   );
-  t.same(problemsOf(() => validateConfig({ rootKeys: [{ hash: "not-base64-sha256", workspaceId: "ws_a", permissions: ["*"] }] })), ["rootKeys[0].hash: must match the pattern ^[A-Za-z0-9+/]{43}=$"]);
+  t.same(problemsOf(() => validateConfig({ rootKeys: [{ hash: "not-base64-sha256", workspaceId: "ws_a", permissions: ["*"] }] })), ["rootKeys[0].hash: must be a SHA-256 hash in base64 (44 characters ending in =)"]);
 });
 
 t.test("declared API ids are unique and the vault key is 32 bytes", async (t) => {

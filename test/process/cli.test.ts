@@ -26,10 +26,19 @@ t.test("keygate root-key create/list/revoke against the configured Redis", async
 
   const listed = await run(CLI_ENTRY, ["root-key", "list"], env);
   t.equal(listed.code, 0);
-  const [id, workspace, state, name, permissions] = listed.stdout.trim().split("\t");
+  const [header, row, ...more] = listed.stdout.trim().split("\n");
+  t.equal(header, "ID\tWORKSPACE\tSTATE\tNAME\tPERMISSIONS", "a header row names the tab-separated columns");
+  t.same(more, []);
+  const [id, workspace, state, name, permissions] = (row as string).split("\t");
   t.match(id, /^key_/);
   t.same([workspace, state, name, permissions], ["ws_cli", "active", "ci", "api.*.create_api,api.*.read_api"]);
   t.notMatch(listed.stdout, rootKey, "the key itself is never listed");
+  const asJson = await run(CLI_ENTRY, ["root-key", "list", "--json"], env);
+  t.equal(asJson.code, 0);
+  const [listedKey] = JSON.parse(asJson.stdout) as Record<string, unknown>[];
+  t.match(listedKey, { id, workspaceId: "ws_cli", state: "active", name: "ci", permissions: ["api.*.create_api", "api.*.read_api"], createdAt: Number });
+  t.notOk("hash" in (listedKey as object), "--json lists no hash either");
+  t.notMatch(asJson.stdout, rootKey);
 
   const revoked = await run(CLI_ENTRY, ["root-key", "revoke", id as string], env);
   t.equal(revoked.code, 0);
@@ -67,7 +76,9 @@ t.test("keygate ratelimit-namespace list/delete: a deleted namespace answers 410
 
   const listed = await run(CLI_ENTRY, ["ratelimit-namespace", "list", "--workspace", "ws_cli"], env);
   t.equal(listed.code, 0);
-  const [id, state, name] = listed.stdout.trim().split("\t");
+  const [header, row] = listed.stdout.trim().split("\n");
+  t.equal(header, "ID\tSTATE\tNAME");
+  const [id, state, name] = (row as string).split("\t");
   t.match(id, /^rlns_/);
   t.same([state, name], ["active", "emails"]);
 

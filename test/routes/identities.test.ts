@@ -102,7 +102,7 @@ for (const storage of STORAGE_KINDS) {
       assertInvalidAt(t, await h.call("identities.createIdentity", {}), "body.externalId", "is required");
       assertInvalidAt(t, await h.call("identities.createIdentity", { externalId: "" }), "body.externalId", "must be at least 1 character long");
       assertInvalidAt(t, await h.call("identities.createIdentity", { externalId: "x".repeat(256) }), "body.externalId", "must be at most 255 characters long");
-      assertInvalidAt(t, await h.call("identities.createIdentity", { externalId: "a b" }), "body.externalId", /pattern/);
+      assertInvalidAt(t, await h.call("identities.createIdentity", { externalId: "a b" }), "body.externalId", /^must contain only /);
       assertInvalidAt(t, await h.call("identities.createIdentity", { externalId: "m1", meta: Object.fromEntries(Array.from({ length: 101 }, (_, i) => [`k${i}`, 1])) }), "body.meta", "must have at most 100 properties");
       assertInvalidAt(t, await h.call("identities.createIdentity", { externalId: "m2", meta: { big: "x".repeat(1024 * 1024) } }), "body.meta", /must be at most 1048576 bytes/);
       assertInvalidAt(t, await h.call("identities.createIdentity", { externalId: "m3", ratelimits: [{ name: "r", limit: 1, duration: 1000 }] }), "body.ratelimits[0].name", "must be at least 3 characters long");

@@ -49,7 +49,7 @@ for (const storage of STORAGE_KINDS) {
     await t.test("bad bodies are located 400s", async (t) => {
       assertInvalidAt(t, await h.call("keys.getKey", {}), "body.keyId", "is required");
       assertInvalidAt(t, await h.call("keys.getKey", { keyId: "k" }), "body.keyId", "must be at least 3 characters long");
-      assertInvalidAt(t, await h.call("keys.getKey", { keyId: "key-1" }), "body.keyId", /pattern/);
+      assertInvalidAt(t, await h.call("keys.getKey", { keyId: "key-1" }), "body.keyId", /^must contain only /);
       assertInvalidAt(t, await h.call("keys.getKey", { keyId: plain.keyId, decrypt: "true" }), "body.decrypt", "must be a boolean");
       assertInvalidAt(t, await h.call("keys.whoami", { key: "" }), "body.key", "must be at least 1 character long");
       assertInvalidAt(t, await h.call("keys.whoami", { key: "k".repeat(513) }), "body.key", "must be at most 512 characters long");
@@ -149,7 +149,7 @@ for (const storage of STORAGE_KINDS) {
       assertInvalidAt(t, await h.call("apis.listKeys", { apiId, limit: 0 }), "body.limit", "must be greater than or equal to 1");
       assertInvalidAt(t, await h.call("apis.listKeys", { apiId, limit: 101 }), "body.limit", "must be less than or equal to 100");
       assertInvalidAt(t, await h.call("apis.listKeys", { apiId, cursor: "" }), "body.cursor", "must be at least 1 character long");
-      assertInvalidAt(t, await h.call("apis.listKeys", { apiId, externalId: "bad id" }), "body.externalId", /pattern/);
+      assertInvalidAt(t, await h.call("apis.listKeys", { apiId, externalId: "bad id" }), "body.externalId", /^must contain only /);
     });
 
     await t.test("an unknown cursor starts from the next id after it", async (t) => {

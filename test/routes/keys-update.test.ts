@@ -106,7 +106,7 @@ for (const storage of STORAGE_KINDS) {
         [{}, "body.keyId", "is required"],
         [{ keyId, name: "" }, "body.name", "must be at least 1 character long"],
         [{ keyId, name: 5 }, "body.name", "must be a string or null"],
-        [{ keyId, externalId: "a b" }, "body.externalId", /pattern/],
+        [{ keyId, externalId: "a b" }, "body.externalId", /^must contain only /],
         [{ keyId, meta: [] }, "body.meta", "must be an object or null"],
         [{ keyId, expires: -5 }, "body.expires", "must be greater than or equal to 0"],
         [{ keyId, credits: 5 }, "body.credits", "must be an object or null"],

@@ -254,7 +254,7 @@ for (const storage of STORAGE_KINDS) {
         [{ key: "" }, "body.key", "must be at least 1 character long"],
         [{ key: "k".repeat(513) }, "body.key", "must be at most 512 characters long"],
         [{ key: "k", apiId }, "body.apiId", "is not a known field"],
-        [{ key: "k", tags: ["bad tag"] }, "body.tags[0]", /pattern/],
+        [{ key: "k", tags: ["bad tag"] }, "body.tags[0]", /^must contain only /],
         [{ key: "k", tags: Array.from({ length: 21 }, (_, i) => `t${i}`) }, "body.tags", "must contain at most 20 items"],
         [{ key: "k", permissions: "" }, "body.permissions", "must be at least 1 character long"],
         [{ key: "k", permissions: "p".repeat(1001) }, "body.permissions", "must be at most 1000 characters long"],

@@ -1,4 +1,5 @@
 import { Type } from "typebox";
+import { describedPattern } from "../../http/patterns.js";
 import { EXTERNAL_ID_PATTERN, ID_PATTERN, JsonObject, Nullable, Strict, StringEnum } from "../../http/schemas.js";
 
 /**
@@ -7,8 +8,10 @@ import { EXTERNAL_ID_PATTERN, ID_PATTERN, JsonObject, Nullable, Strict, StringEn
  */
 
 /** Characters of permission slugs; the same as the permission query language accepts in a name. */
-export const PERMISSION_SLUG_PATTERN = "^[a-zA-Z0-9_:\\-\\.\\*/]+$";
-export const ROLE_NAME_PATTERN = "^[a-zA-Z0-9_:\\-\\.\\*]+$";
+export const PERMISSION_SLUG_PATTERN = describedPattern("^[a-zA-Z0-9_:\\-\\.\\*/]+$", "contain only letters, digits and the characters _ : - . * /");
+export const ROLE_NAME_PATTERN = describedPattern("^[a-zA-Z0-9_:\\-\\.\\*]+$", "contain only letters, digits and the characters _ : - . *");
+/** Tags recorded with a verification. */
+export const TAG_PATTERN = describedPattern("^[a-zA-Z0-9_=/.:-]+$", "contain only letters, digits and the characters _ = / . : -");
 export const MAX_EXPIRES = 4_102_444_800_000;
 
 export const KeyId = Type.String({ minLength: 3, maxLength: 255, pattern: ID_PATTERN });
@@ -20,8 +23,22 @@ export const Search = Type.String({ minLength: 1, maxLength: 256 });
 export const PageLimit = Type.Integer({ minimum: 1, maximum: 100, default: 100 });
 export const Meta = JsonObject;
 
+/** A permission slug as keys.* take it: each 1-100 characters (spec §8). */
 export const PermissionSlug = Type.String({ minLength: 1, maxLength: 100, pattern: PERMISSION_SLUG_PATTERN });
-export const RoleName = Type.String({ minLength: 1, maxLength: 512, pattern: ROLE_NAME_PATTERN });
+/**
+ * A permission slug (or, where the procedure says so, a `perm_` id) as the permissions.* procedures take it: up to
+ * 128 characters, the length permissions.createPermission allows, as in the official schemas.
+ */
+export const RbacPermissionSlug = Type.String({ minLength: 1, maxLength: 128, pattern: PERMISSION_SLUG_PATTERN });
+/** A role name as permissions.createRole and keys.addRoles/removeRoles/setRoles take it (official: 1-128). */
+export const RoleName = Type.String({ minLength: 1, maxLength: 128, pattern: ROLE_NAME_PATTERN });
+/** A role addressed by its id or name (permissions.getRole, deleteRole). */
+export const RoleReference = Type.String({ minLength: 1, maxLength: 128 });
+/**
+ * The role of permissions.setRolePermissions: the official ResourceIdentifier (3-255 characters of letters, digits,
+ * `_` and `-`). keygate also finds a role by a name that fits these rules.
+ */
+export const RoleIdentifier = Type.String({ minLength: 3, maxLength: 255, pattern: describedPattern("^[a-zA-Z0-9_-]+$", "contain only letters, digits, _ and -") });
 
 export const RatelimitRequest = Strict({
   name: Type.String({ minLength: 3, maxLength: 128 }),

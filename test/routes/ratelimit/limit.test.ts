@@ -166,7 +166,7 @@ for (const storage of STORAGE_KINDS) {
       assertInvalidAt(t, await h.call("ratelimit.limit", { ...valid, cost: -1 }), "body.cost", "must be greater than or equal to 0");
       assertInvalidAt(t, await h.call("ratelimit.limit", { ...valid, cost: 1_001 }), "body.cost", "must be less than or equal to 1000");
       assertInvalidAt(t, await h.call("ratelimit.limit", { ...valid, namespace: "" }), "body.namespace", "must be at least 1 character long");
-      assertInvalidAt(t, await h.call("ratelimit.limit", { ...valid, identifier: "x".repeat(256) }), "body.identifier", "must be at most 255 characters long");
+      assertInvalidAt(t, await h.call("ratelimit.limit", { ...valid, identifier: "x".repeat(513) }), "body.identifier", "must be at most 512 characters long");
       assertInvalidAt(t, await h.call("ratelimit.limit", { identifier: "x", limit: 3, duration: DURATION }), "body.namespace", "is required");
       assertInvalidAt(t, await h.call("ratelimit.limit", { namespace: "api", limit: 3, duration: DURATION }), "body.identifier", "is required");
       assertInvalidAt(t, await h.call("ratelimit.limit", { namespace: "api", identifier: "x", duration: DURATION }), "body.limit", "is required");

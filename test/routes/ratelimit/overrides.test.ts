@@ -1,3 +1,4 @@
+import { RatelimitOverride$inboundSchema } from "@unkey/api/models/components";
 import t from "tap";
 import { NAMESPACE_FRESH_MS } from "../../../src/domain/ratelimit/namespace-directory.js";
 import { assertError, assertInvalidAt, checkPermissions, checkUnauthenticated } from "../../helpers/assertions.js";
@@ -6,6 +7,17 @@ import { harness, OTHER_ROOT_KEY, STORAGE_KINDS, WORKSPACE } from "../../helpers
 import { REDIS_URL, uniquePrefix } from "../../helpers/redis.js";
 
 const DURATION = 60_000;
+
+/**
+ * The properties of `RatelimitOverride` in the official OpenAPI document (unkeyed/unkey
+ * svc/api/openapi/openapi-generated.yaml, `additionalProperties: false`), sorted.
+ */
+const OFFICIAL_OVERRIDE_FIELDS = ["duration", "identifier", "limit", "overrideId"];
+
+t.test("the official override fields are the ones the SDK's RatelimitOverride model reads", async (t) => {
+  const model = RatelimitOverride$inboundSchema as unknown as { shape: Record<string, unknown> };
+  t.same(Object.keys(model.shape).sort(), OFFICIAL_OVERRIDE_FIELDS);
+});
 
 for (const storage of STORAGE_KINDS) {
   t.test(`ratelimit override procedures on ${storage} stores`, async (t) => {
@@ -30,7 +42,8 @@ for (const storage of STORAGE_KINDS) {
       t.match(created.body.data.overrideId, /^rlor_[1-9A-HJ-NP-Za-km-z]+$/);
       const read = await h.call("ratelimit.getOverride", { namespace: ns.name, identifier: "alice" });
       t.equal(read.status, 200);
-      t.same(read.body.data, { overrideId: created.body.data.overrideId, namespaceId: ns.id, identifier: "alice", limit: 25, duration: DURATION, createdAt: clock.now() });
+      t.same(read.body.data, { overrideId: created.body.data.overrideId, identifier: "alice", limit: 25, duration: DURATION });
+      t.same(Object.keys(read.body.data).sort(), OFFICIAL_OVERRIDE_FIELDS, "exactly the official record's fields: no namespaceId, no createdAt");
       t.same((await h.call("ratelimits.getOverride", { namespace: ns.id, identifier: "alice" })).body.data, read.body.data, "by namespace id, and under ratelimits.");
     });
 
@@ -41,7 +54,9 @@ for (const storage of STORAGE_KINDS) {
       const second = (await h.call("ratelimits.setOverride", { namespace: ns.id, identifier: "alice", limit: 0, duration: 2_000 })).body.data.overrideId;
       t.equal(second, first);
       const read = (await h.call("ratelimit.getOverride", { namespace: ns.name, identifier: "alice" })).body.data;
-      t.same([read.limit, read.duration, read.createdAt], [0, 2_000, clock.now() - 1_000], "new limit and duration, first createdAt");
+      t.same([read.limit, read.duration], [0, 2_000], "new limit and duration");
+      const stored = await h.app.stores.ratelimitNamespaces.getOverride(WORKSPACE, ns.id, "alice");
+      t.equal(stored?.createdAt, clock.now() - 1_000, "the store keeps the first createdAt");
     });
 
     await t.test("setOverride does not create namespaces: unknown or deleted ones are 404", async (t) => {
@@ -96,7 +111,8 @@ for (const storage of STORAGE_KINDS) {
       t.same(Object.keys(first.body), ["meta", "data", "pagination"]);
       t.same(first.body.data.overrides.map((override: { overrideId: string }) => override.overrideId), ids.slice(0, 10));
       t.same(first.body.pagination, { cursor: ids[10], hasMore: true });
-      t.same(first.body.data.overrides[0], { overrideId: ids[0], namespaceId: ns.id, identifier: "user-0", limit: 10, duration: DURATION, createdAt: (first.body.data.overrides[0] as { createdAt: number }).createdAt });
+      t.same(first.body.data.overrides[0], { overrideId: ids[0], identifier: "user-0", limit: 10, duration: DURATION });
+      for (const override of first.body.data.overrides) t.same(Object.keys(override).sort(), OFFICIAL_OVERRIDE_FIELDS, `only the official fields in ${override.overrideId}`);
       const second = await h.call("ratelimits.listOverrides", { namespace: ns.id, cursor: first.body.pagination.cursor, limit: 10 });
       t.same(second.body.data.overrides.map((override: { overrideId: string }) => override.overrideId), ids.slice(10, 20));
       const last = await h.call("ratelimit.listOverrides", { namespace: ns.name, cursor: second.body.pagination.cursor });
@@ -104,6 +120,18 @@ for (const storage of STORAGE_KINDS) {
       t.same(last.body.pagination, { hasMore: false }, "no cursor on the last page");
       const all = await h.call("ratelimit.listOverrides", { namespace: ns.name, limit: 100 });
       t.same([all.body.data.overrides.length, all.body.pagination.hasMore], [23, false]);
+    });
+
+    await t.test("namespaces and identifiers of up to 512 characters are taken, as the official schemas allow", async (t) => {
+      const name = "n".repeat(512);
+      const identifier = "i".repeat(512);
+      t.equal((await h.call("ratelimit.limit", { namespace: name, identifier, limit: 1, duration: DURATION })).status, 200);
+      const created = await set({ namespace: name, identifier, limit: 7 });
+      t.equal(created.status, 200);
+      t.same((await h.call("ratelimit.getOverride", { namespace: name, identifier })).body.data, { overrideId: created.body.data.overrideId, identifier, limit: 7, duration: DURATION });
+      t.equal((await h.call("ratelimit.limit", { namespace: name, identifier, limit: 1, duration: DURATION })).body.data.limit, 7, "the override applies");
+      t.equal((await h.call("ratelimit.listOverrides", { namespace: name })).body.data.overrides.length, 1);
+      t.same((await h.call("ratelimit.deleteOverride", { namespace: name, identifier })).body.data, {});
     });
 
     await t.test("listOverrides of a namespace without overrides is an empty list", async (t) => {
@@ -121,7 +149,11 @@ for (const storage of STORAGE_KINDS) {
       assertInvalidAt(t, await h.call("ratelimit.setOverride", { ...valid, identifier: "" }), "body.identifier", "must be at least 1 character long");
       assertInvalidAt(t, await h.call("ratelimit.setOverride", { namespace: "ns", identifier: "alice", limit: 1 }), "body.duration", "is required");
       assertInvalidAt(t, await h.call("ratelimit.getOverride", { namespace: "ns" }), "body.identifier", "is required");
-      assertInvalidAt(t, await h.call("ratelimit.getOverride", { namespace: "n".repeat(256), identifier: "alice" }), "body.namespace", "must be at most 255 characters long");
+      for (const [procedure, body] of [["ratelimit.setOverride", valid], ["ratelimit.getOverride", { namespace: "ns", identifier: "alice" }], ["ratelimit.deleteOverride", { namespace: "ns", identifier: "alice" }]] as const) {
+        assertInvalidAt(t, await h.call(procedure, { ...body, namespace: "n".repeat(513) }), "body.namespace", "must be at most 512 characters long");
+        assertInvalidAt(t, await h.call(procedure, { ...body, identifier: "i".repeat(513) }), "body.identifier", "must be at most 512 characters long");
+      }
+      assertInvalidAt(t, await h.call("ratelimit.listOverrides", { namespace: "n".repeat(513) }), "body.namespace", "must be at most 512 characters long");
       assertInvalidAt(t, await h.call("ratelimit.deleteOverride", { namespace: "ns", identifier: "alice", limit: 1 }), "body.limit", "is not a known field");
       assertInvalidAt(t, await h.call("ratelimit.listOverrides", { namespace: "ns", limit: 0 }), "body.limit", "must be greater than or equal to 1");
       assertInvalidAt(t, await h.call("ratelimit.listOverrides", { namespace: "ns", limit: 101 }), "body.limit", "must be less than or equal to 100");

@@ -2,14 +2,14 @@ import { Type } from "typebox";
 import { andThen } from "../../../lib/awaitable.js";
 import { Strict } from "../../../http/schemas.js";
 import { defineProcedure } from "../procedure.js";
-import { IdentityResponse, Meta } from "../schemas.js";
+import { IdentityResponse, Meta, TAG_PATTERN } from "../schemas.js";
 
 /** A failed check is still a 200: the answer is in data.valid and data.code (spec §4.2). */
 export default defineProcedure({
   name: "keys.verifyKey",
   body: Strict({
     key: Type.String({ minLength: 1, maxLength: 512 }),
-    tags: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 256, pattern: "^[a-zA-Z0-9_=/.:-]+$" }), { maxItems: 20 })),
+    tags: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 256, pattern: TAG_PATTERN }), { maxItems: 20 })),
     permissions: Type.Optional(Type.String({ minLength: 1, maxLength: 1000 })),
     credits: Type.Optional(Strict({ cost: Type.Integer({ minimum: 0, maximum: 1_000_000_000 }) })),
     ratelimits: Type.Optional(

@@ -1,11 +1,11 @@
-import { Type } from "typebox";
 import { Strict } from "../../../http/schemas.js";
 import { defineProcedure } from "../procedure.js";
-import { Empty } from "../schemas.js";
+import { Empty, RbacPermissionSlug } from "../schemas.js";
 
 export default defineProcedure({
   name: "permissions.deletePermission",
-  body: Strict({ permission: Type.String({ minLength: 1, maxLength: 255 }) }),
+  /** A permission by its `perm_` id or its slug. */
+  body: Strict({ permission: RbacPermissionSlug }),
   data: Empty,
   handler: async ({ body, caller, services }) => {
     await services.rbac.deletePermission(caller, body);

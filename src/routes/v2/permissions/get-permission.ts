@@ -1,11 +1,11 @@
-import { Type } from "typebox";
 import { Strict } from "../../../http/schemas.js";
 import { defineProcedure } from "../procedure.js";
-import { PermissionResponse } from "../schemas.js";
+import { PermissionResponse, RbacPermissionSlug } from "../schemas.js";
 
 export default defineProcedure({
   name: "permissions.getPermission",
-  body: Strict({ permission: Type.String({ minLength: 1, maxLength: 255 }) }),
+  /** A permission by its `perm_` id or its slug. */
+  body: Strict({ permission: RbacPermissionSlug }),
   data: PermissionResponse,
   handler: ({ body, caller, services }) => services.rbac.getPermission(caller, body),
 });

@@ -12,9 +12,9 @@ export function ratelimitProcedure(name: string): { name: string; aliases: strin
   return { name: `ratelimit.${name}`, aliases: [`ratelimits.${name}`] };
 }
 
-/** A namespace name, or its `rlns_` id. */
-export const NamespaceField = Type.String({ minLength: 1, maxLength: 255 });
-export const IdentifierField = Type.String({ minLength: 1, maxLength: 255 });
+/** A namespace name, or its `rlns_` id. Up to 512 characters, as the official schemas allow. */
+export const NamespaceField = Type.String({ minLength: 1, maxLength: 512 });
+export const IdentifierField = Type.String({ minLength: 1, maxLength: 512 });
 /** Milliseconds: one second to 30 days. */
 export const DurationField = Type.Integer({ minimum: 1_000, maximum: 2_592_000_000 });
 
@@ -26,13 +26,15 @@ export const LimitBody = Strict({
   cost: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000, default: 1 })),
 });
 
+/**
+ * An override as getOverride and listOverrides answer it: exactly the official record's fields (its schema allows
+ * no others), so the namespace id and creation time the store keeps are not sent.
+ */
 export const OverrideData = Type.Object({
   overrideId: Type.String(),
-  namespaceId: Type.String(),
   identifier: Type.String(),
   limit: Type.Integer(),
   duration: Type.Integer(),
-  createdAt: Type.Integer(),
 });
 
 export function toLimitRequest(body: Static<typeof LimitBody>): LimitRequest {
@@ -69,10 +71,8 @@ export function withLimitFields<T extends object>(answer: T, result: LimitResult
 export function overrideData(override: OverrideView): Static<typeof OverrideData> {
   return {
     overrideId: override.overrideId,
-    namespaceId: override.namespaceId,
     identifier: override.identifier,
     limit: override.limit,
     duration: override.durationMs,
-    createdAt: override.createdAt,
   };
 }
