@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders } from "node:http";
+import { endToEndHeaders } from "./hop-by-hop.js";
 import type { CompiledRoute } from "./route-table.js";
 
 /** What verification established about the caller, for the headers the upstream gets. */
@@ -26,8 +27,9 @@ export function upstreamUrl(route: CompiledRoute, requestUrl: string): string {
 }
 
 /**
- * The headers the upstream gets: the client's, without the key and without any header the route forwards itself
- * (a client cannot forge `x-keygate-key-id`), plus the identity headers and X-Forwarded-For/Proto/Host.
+ * The headers the upstream gets: the client's end-to-end headers (hop-by-hop ones stop here), without the key and
+ * without any header the route forwards itself (a client cannot forge `x-keygate-key-id`), plus the identity
+ * headers and X-Forwarded-For/Proto/Host.
  */
 export function upstreamHeaders(
   route: CompiledRoute,
@@ -35,7 +37,7 @@ export function upstreamHeaders(
   caller: ForwardedIdentity,
   client: { ip: string; protocol: string; host: string | undefined },
 ): IncomingHttpHeaders {
-  const headers: IncomingHttpHeaders = { ...incoming };
+  const headers = endToEndHeaders(incoming, "request");
   if (route.keySource.kind === "header") delete headers[route.keySource.header];
   const forward = route.config.forward ?? {};
   for (const header of Object.values(forward)) delete headers[header.toLowerCase()];

@@ -10,6 +10,7 @@ import { errorBody, sendError } from "../errors/error-handler.js";
 import { KeygateError } from "../errors/keygate-error.js";
 import { newId } from "../lib/ids.js";
 import { upstreamHeaders, upstreamUrl, type ForwardedIdentity } from "./forwarding.js";
+import { endToEndHeaders } from "./hop-by-hop.js";
 import { extractKey } from "./key-extraction.js";
 import { ratelimitHeaders, type AppliedLimit } from "./ratelimit-headers.js";
 import type { GatewayState, RouteState } from "./route-state.js";
@@ -162,6 +163,8 @@ export async function gateway(app: FastifyInstance, options: GatewayOptions): Pr
     return reply.from(upstreamUrl(route, request.url), {
       timeout: route.config.timeoutMs ?? current.settings.upstreamTimeoutMs,
       rewriteRequestHeaders: (_request, headers) => upstreamHeaders(route, headers, caller, { ip, protocol: request.protocol, host: request.headers.host }),
+      // The upstream's hop-by-hop headers describe its connection to keygate: Node sets the client's own.
+      rewriteHeaders: (headers) => endToEndHeaders(headers, "response"),
       onResponse: (_request, upstreamReply, response) => {
         if (response.statusCode >= 500) refund(decision);
         upstreamReply.send(response.stream);
