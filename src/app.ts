@@ -3,8 +3,8 @@ import { openAnalytics, type AnalyticsRuntime } from "./analytics/index.js";
 import type { KeygateConfig } from "./config/schema.js";
 import { addRequestIdHeader, answerUnmatched, errorHandling } from "./errors/error-handler.js";
 import { gateway } from "./gateway/gateway.js";
-import { RouteState } from "./gateway/route-state.js";
-import { RouteTable } from "./gateway/route-table.js";
+import { TRUST_EVERY_HOP_WARNING } from "./gateway/client-address.js";
+import { compileGatewayState, RouteState } from "./gateway/route-state.js";
 import { systemClock, type Clock } from "./lib/clock.js";
 import { newId } from "./lib/ids.js";
 import { metricsRoute } from "./routes/metrics.js";
@@ -89,7 +89,8 @@ export async function buildApp(config: KeygateConfig, options: BuildOptions = {}
   await app.register(errorHandling, { docsUrl: config.errors.docsUrl, bodyLimit: config.server.bodyLimit });
   await app.register(v2Routes);
   await app.register(metricsRoute);
-  const routes = new RouteState({ table: RouteTable.compile(config.routes), settings: config.gateway });
+  const routes = new RouteState(compileGatewayState(config));
+  if (config.gateway.trustProxy === true) app.log.warn(TRUST_EVERY_HOP_WARNING);
   app.decorate("gatewayRoutes", routes);
   await app.register(gateway, { state: routes, docsUrl: config.errors.docsUrl, unmatched: (request, reply) => answerUnmatched(app, request, reply, config.errors.docsUrl) });
 

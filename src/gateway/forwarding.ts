@@ -29,13 +29,14 @@ export function upstreamUrl(route: CompiledRoute, requestUrl: string): string {
 /**
  * The headers the upstream gets: the client's end-to-end headers (hop-by-hop ones stop here), without the key and
  * without any header the route forwards itself (a client cannot forge `x-keygate-key-id`), plus the identity
- * headers and X-Forwarded-For/Proto/Host.
+ * headers and X-Forwarded-For/Proto/Host. X-Forwarded-For gets the address keygate's connection came from
+ * (`client.peer`, the socket's remote address; nothing when the socket is gone), as every proxy appends its peer.
  */
 export function upstreamHeaders(
   route: CompiledRoute,
   incoming: IncomingHttpHeaders,
   caller: ForwardedIdentity,
-  client: { ip: string; protocol: string; host: string | undefined },
+  client: { peer: string | undefined; protocol: string; host: string | undefined },
 ): IncomingHttpHeaders {
   const headers = endToEndHeaders(incoming, "request");
   if (route.keySource.kind === "header") delete headers[route.keySource.header];
@@ -45,8 +46,9 @@ export function upstreamHeaders(
   if (forward.identity && caller.identityId) headers[forward.identity.toLowerCase()] = caller.identityId;
   if (forward.externalId && caller.externalId) headers[forward.externalId.toLowerCase()] = caller.externalId;
 
-  const priorForwardedFor = headers["x-forwarded-for"];
-  headers["x-forwarded-for"] = priorForwardedFor ? `${Array.isArray(priorForwardedFor) ? priorForwardedFor.join(", ") : priorForwardedFor}, ${client.ip}` : client.ip;
+  const prior = headers["x-forwarded-for"];
+  const forwardedFor = [...(prior === undefined || prior === "" ? [] : [Array.isArray(prior) ? prior.join(", ") : prior]), ...(client.peer === undefined ? [] : [client.peer])];
+  if (forwardedFor.length > 0) headers["x-forwarded-for"] = forwardedFor.join(", ");
   headers["x-forwarded-proto"] = client.protocol;
   if (client.host) headers["x-forwarded-host"] = client.host;
   return headers;

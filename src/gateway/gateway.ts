@@ -9,6 +9,7 @@ import { ERROR_CATALOGUE, type ErrorCode } from "../errors/catalogue.js";
 import { errorBody, sendError } from "../errors/error-handler.js";
 import { KeygateError } from "../errors/keygate-error.js";
 import { newId } from "../lib/ids.js";
+import { clientAddress } from "./client-address.js";
 import { upstreamHeaders, upstreamUrl, type ForwardedIdentity } from "./forwarding.js";
 import { endToEndHeaders } from "./hop-by-hop.js";
 import { extractKey } from "./key-extraction.js";
@@ -54,7 +55,6 @@ type Decision =
       workspaceId: string;
       verification: Verification;
       caller: ForwardedIdentity;
-      ip: string;
       /** Rate limit headers of the response. */
       headers: Record<string, string>;
     };
@@ -104,7 +104,8 @@ export async function gateway(app: FastifyInstance, options: GatewayOptions): Pr
       return deny(route, DENIALS.NOT_FOUND.code, DENIALS.NOT_FOUND.detail);
     }
 
-    const ip = clientIp(request, current.settings.trustProxy);
+    // The client as the trusted proxies in front of keygate report it (`gateway.trustProxy`); identifier `ip`.
+    const ip = clientAddress(request.remoteAddress, request.headers["x-forwarded-for"], current.trust);
     const verification = await app.services.verification.verify({
       requestId: request.id,
       workspaceId,
@@ -135,7 +136,6 @@ export async function gateway(app: FastifyInstance, options: GatewayOptions): Pr
       workspaceId,
       verification,
       caller: { keyId: view.keyId, ...(view.identity ? { identityId: view.identity.id, externalId: view.identity.externalId } : {}) },
-      ip,
       headers: ratelimitHeaders(limits, verification.decidedAt),
     };
   };
@@ -158,11 +158,11 @@ export async function gateway(app: FastifyInstance, options: GatewayOptions): Pr
     const decision = await decide({ id: request.id, method: request.method, url: request.url, headers: request.headers, remoteAddress: request.socket.remoteAddress });
     if (decision.kind === "unmatched") return options.unmatched(request, reply);
     if (decision.kind === "deny") return sendError(reply, request, docsUrl, decision.error);
-    const { route, state: current, caller, ip } = decision;
+    const { route, state: current, caller } = decision;
     reply.headers(decision.headers);
     return reply.from(upstreamUrl(route, request.url), {
       timeout: route.config.timeoutMs ?? current.settings.upstreamTimeoutMs,
-      rewriteRequestHeaders: (_request, headers) => upstreamHeaders(route, headers, caller, { ip, protocol: request.protocol, host: request.headers.host }),
+      rewriteRequestHeaders: (_request, headers) => upstreamHeaders(route, headers, caller, { peer: request.socket.remoteAddress, protocol: request.protocol, host: request.headers.host }),
       // The upstream's hop-by-hop headers describe its connection to keygate: Node sets the client's own.
       rewriteHeaders: (headers) => endToEndHeaders(headers, "response"),
       onResponse: (_request, upstreamReply, response) => {
@@ -193,8 +193,8 @@ export async function gateway(app: FastifyInstance, options: GatewayOptions): Pr
       .then((decision) => {
         if (decision.kind === "unmatched") return answerRaw(socket, id, new KeygateError("err:user:bad_request:route_not_found", `No route takes upgrades at ${(request.url ?? "/").split("?")[0]}.`));
         if (decision.kind === "deny") return answerRaw(socket, id, decision.error);
-        const { route, state: current, caller, ip } = decision;
-        const headers = upstreamHeaders(route, request.headers, caller, { ip, protocol: "encrypted" in request.socket ? "https" : "http", host: request.headers.host });
+        const { route, state: current, caller } = decision;
+        const headers = upstreamHeaders(route, request.headers, caller, { peer: request.socket.remoteAddress, protocol: "encrypted" in request.socket ? "https" : "http", host: request.headers.host });
         relayUpgrade(request, socket, head, {
           target: upstreamUrl(route, request.url ?? "/"),
           headers,
@@ -222,19 +222,6 @@ export async function gateway(app: FastifyInstance, options: GatewayOptions): Pr
     if (ERROR_CATALOGUE[code].status === 401) headers["www-authenticate"] = wwwAuthenticate(route);
     return { kind: "deny", error: new KeygateError(code, detail, { headers }) };
   }
-}
-
-/**
- * The client's address: the connection's peer, or, behind a trusted proxy, the first address of
- * X-Forwarded-For (the client as the first proxy saw it).
- */
-function clientIp(request: GatewayRequest, trustProxy: boolean): string {
-  if (trustProxy) {
-    const forwarded = request.headers["x-forwarded-for"];
-    const first = (Array.isArray(forwarded) ? forwarded[0] : forwarded)?.split(",")[0]?.trim();
-    if (first) return first;
-  }
-  return request.remoteAddress ?? "unknown";
 }
 
 /** The limits a verification checked, for the rate limit headers. */

@@ -22,7 +22,7 @@ t.test("upstream headers drop the key and forged identity headers, and add the r
     route,
     { authorization: "Bearer sk_secret", "x-keygate-key-id": "key_forged", "x-keygate-identity": "id_forged", "x-keygate-external-id": "forged", accept: "application/json", "x-forwarded-for": "10.0.0.1" },
     { keyId: "key_real", identityId: "id_real" },
-    { ip: "192.0.2.7", protocol: "https", host: "api.example.com" },
+    { peer: "192.0.2.7", protocol: "https", host: "api.example.com" },
   );
   t.equal(headers.authorization, undefined, "the key does not reach the upstream");
   t.equal(headers["x-keygate-key-id"], "key_real");
