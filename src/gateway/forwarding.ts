@@ -47,8 +47,8 @@ export function upstreamHeaders(
   if (forward.externalId && caller.externalId) headers[forward.externalId.toLowerCase()] = caller.externalId;
 
   const prior = headers["x-forwarded-for"];
-  const forwardedFor = [...(prior === undefined || prior === "" ? [] : [Array.isArray(prior) ? prior.join(", ") : prior]), ...(client.peer === undefined ? [] : [client.peer])];
-  if (forwardedFor.length > 0) headers["x-forwarded-for"] = forwardedFor.join(", ");
+  const entries = [Array.isArray(prior) ? prior.join(", ") : prior, client.peer].filter((entry) => entry !== undefined && entry !== "");
+  if (entries.length > 0) headers["x-forwarded-for"] = entries.join(", ");
   headers["x-forwarded-proto"] = client.protocol;
   if (client.host) headers["x-forwarded-host"] = client.host;
   return headers;
