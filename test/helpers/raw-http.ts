@@ -69,11 +69,25 @@ export async function exchange(port: number, request: string, closeWithinMs = 5_
  * responses (100 Continue).
  */
 export function parseResponse(bytes: Buffer): RawResponse {
+  return parseNext(bytes).response;
+}
+
+/** Parses every response of a connection that served several requests in turn (keep-alive). */
+export function parseResponses(bytes: Buffer): RawResponse[] {
+  const responses: RawResponse[] = [];
+  while (bytes.length > 0) {
+    const next = parseNext(bytes);
+    responses.push(next.response);
+    bytes = next.rest;
+  }
+  return responses;
+}
+
+function parseNext(bytes: Buffer): { response: RawResponse; rest: Buffer } {
   while (/^HTTP\/1\.[01] 1(?!01)\d\d /.test(bytes.subarray(0, 13).toString("latin1"))) bytes = bytes.subarray(bytes.indexOf("\r\n\r\n") + 4);
-  const text = bytes.toString("latin1");
-  const end = text.indexOf("\r\n\r\n");
-  if (end === -1) throw new Error(`no complete response head in ${JSON.stringify(text.slice(0, 200))}`);
-  const [statusLine, ...lines] = text.slice(0, end).split("\r\n");
+  const end = bytes.indexOf("\r\n\r\n");
+  if (end === -1) throw new Error(`no complete response head in ${JSON.stringify(bytes.subarray(0, 200).toString("latin1"))}`);
+  const [statusLine, ...lines] = bytes.subarray(0, end).toString("latin1").split("\r\n");
   const status = Number(/^HTTP\/1\.[01] (\d{3})/.exec(statusLine ?? "")?.[1]);
   const headers = lines.map((line): [string, string] => {
     const colon = line.indexOf(":");
@@ -91,9 +105,14 @@ export function parseResponse(bytes: Buffer): RawResponse {
       rest = rest.subarray(lineEnd + 2 + size + 2);
     }
     response.body = Buffer.concat(parts).toString("utf8");
+    // The last chunk, then any trailer fields, end with an empty line.
+    const last = rest.indexOf("\r\n\r\n");
+    rest = last === -1 ? Buffer.alloc(0) : rest.subarray(last + 4);
   } else {
     const length = headerValues(response, "content-length")[0];
-    response.body = (length === undefined ? rest : rest.subarray(0, Number(length))).toString("utf8");
+    const size = length === undefined ? rest.length : Number(length);
+    response.body = rest.subarray(0, size).toString("utf8");
+    rest = rest.subarray(size);
   }
-  return response;
+  return { response, rest };
 }
