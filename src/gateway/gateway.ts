@@ -104,8 +104,8 @@ export async function gateway(app: FastifyInstance, options: GatewayOptions): Pr
       return deny(route, DENIALS.NOT_FOUND.code, DENIALS.NOT_FOUND.detail);
     }
 
-    // The client as the trusted proxies in front of keygate report it (`gateway.trustProxy`); identifier `ip`.
-    const ip = clientAddress(request.remoteAddress, request.headers["x-forwarded-for"], current.trust);
+    // The client as the trusted proxies in front of keygate report it (`gateway.trustProxy`), for identifier `ip`.
+    const ip = () => clientAddress(request.remoteAddress, request.headers["x-forwarded-for"], current.trust);
     const verification = await app.services.verification.verify({
       requestId: request.id,
       workspaceId,
@@ -237,7 +237,7 @@ function appliedLimits(verification: Verification): AppliedLimit[] {
 }
 
 /** The route's namespace limits for this request, resolved (overrides applied) to join the key's atomic step. */
-async function namespaceChecks(app: FastifyInstance, workspaceId: string, route: CompiledRoute, view: KeyView, request: GatewayRequest, ip: string): Promise<ExtraLimit[]> {
+async function namespaceChecks(app: FastifyInstance, workspaceId: string, route: CompiledRoute, view: KeyView, request: GatewayRequest, ip: () => string): Promise<ExtraLimit[]> {
   const requests = route.namespaceLimits.map((limit) => ({
     namespace: limit.namespace,
     identifier: identifierFor(limit.identifier, view, request, ip),
@@ -251,16 +251,16 @@ async function namespaceChecks(app: FastifyInstance, workspaceId: string, route:
 
 /**
  * What a namespace limit counts for this request. A key without an identity counts as itself; a request without
- * the named header counts in one shared bucket, "-".
+ * the named header counts in one shared bucket, "-". `ip` gives the client address, worked out only when asked.
  */
-function identifierFor(source: IdentifierSource, view: KeyView, request: GatewayRequest, ip: string): string {
+function identifierFor(source: IdentifierSource, view: KeyView, request: GatewayRequest, ip: () => string): string {
   switch (source.kind) {
     case "key":
       return view.keyId;
     case "identity":
       return view.identity?.id ?? view.keyId;
     case "ip":
-      return ip;
+      return ip();
     case "header": {
       const value = request.headers[source.header];
       const text = (Array.isArray(value) ? value[0] : value)?.trim();

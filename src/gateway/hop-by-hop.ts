@@ -29,10 +29,12 @@ type HeaderValue = string | string[] | number | undefined;
 
 export type Direction = "request" | "response";
 
+const NONE: ReadonlySet<string> = new Set();
+
 /** The header names a message's `Connection` lists, lower case: several lines, each comma-separated. */
-function connectionOptions(value: HeaderValue): Set<string> {
+function connectionOptions(value: HeaderValue): ReadonlySet<string> {
+  if (value === undefined) return NONE;
   const options = new Set<string>();
-  if (value === undefined) return options;
   for (const line of Array.isArray(value) ? value : [String(value)]) {
     for (const token of line.split(",")) {
       const name = token.trim().toLowerCase();
