@@ -3,8 +3,9 @@ import { openAnalytics, type AnalyticsRuntime } from "./analytics/index.js";
 import type { KeygateConfig } from "./config/schema.js";
 import { addRequestIdHeader, answerUnmatched, errorHandling } from "./errors/error-handler.js";
 import { gateway } from "./gateway/gateway.js";
-import { RouteState } from "./gateway/route-state.js";
-import { RouteTable } from "./gateway/route-table.js";
+import { TRUST_EVERY_HOP_WARNING } from "./gateway/client-address.js";
+import { compileGatewayState, RouteState } from "./gateway/route-state.js";
+import { closeWhenAnsweredEarly, connectionsCheckingInterval } from "./http/slow-requests.js";
 import { systemClock, type Clock } from "./lib/clock.js";
 import { newId } from "./lib/ids.js";
 import { metricsRoute } from "./routes/metrics.js";
@@ -49,6 +50,13 @@ export async function buildApp(config: KeygateConfig, options: BuildOptions = {}
         : { level: config.logging.level, redact: ["req.headers.authorization", 'req.headers["x-api-key"]'] },
     logController: new LogController({ disableRequestLogging: !config.logging.requests, requestIdLogLabel: "requestId" }),
     bodyLimit: config.server.bodyLimit,
+    // Node's requestTimeout stays off (Fastify's default): it would cut the gateway's streaming uploads. /v2 has a
+    // body deadline of its own (src/http/slow-requests.ts).
+    http: {
+      headersTimeout: config.server.headersTimeoutMs,
+      requestTimeout: 0,
+      connectionsCheckingInterval: connectionsCheckingInterval(config.server.headersTimeoutMs),
+    },
     genReqId: () => newId("req"),
     requestIdHeader: false,
     return503OnClosing: true,
@@ -86,10 +94,12 @@ export async function buildApp(config: KeygateConfig, options: BuildOptions = {}
   // /v2 takes JSON only; Fastify's default text/plain parser would turn a text body into a confusing 400.
   app.removeContentTypeParser("text/plain");
   addRequestIdHeader(app);
+  closeWhenAnsweredEarly(app);
   await app.register(errorHandling, { docsUrl: config.errors.docsUrl, bodyLimit: config.server.bodyLimit });
-  await app.register(v2Routes);
+  await app.register(v2Routes, { requestTimeoutMs: config.server.requestTimeoutMs });
   await app.register(metricsRoute);
-  const routes = new RouteState({ table: RouteTable.compile(config.routes), settings: config.gateway });
+  const routes = new RouteState(compileGatewayState(config));
+  if (config.gateway.trustProxy === true) app.log.warn(TRUST_EVERY_HOP_WARNING);
   app.decorate("gatewayRoutes", routes);
   await app.register(gateway, { state: routes, docsUrl: config.errors.docsUrl, unmatched: (request, reply) => answerUnmatched(app, request, reply, config.errors.docsUrl) });
 

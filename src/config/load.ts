@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { Ajv } from "ajv";
 import { parseDocument } from "yaml";
+import { trustProxyProblems } from "../gateway/client-address.js";
 import { RouteTable, RouteTableError } from "../gateway/route-table.js";
 import { deepFreeze } from "../lib/freeze.js";
 import { hashKey } from "../lib/hash.js";
@@ -164,7 +165,7 @@ function applyEnvironment(raw: RawConfig, env: Record<string, string | undefined
 
 /**
  * Rules a schema cannot express: one of key/hash, unique root keys and API ids, a 32-byte vault key, a ClickHouse
- * URL for the clickhouse engine, a batch no larger than the buffer.
+ * URL for the clickhouse engine, a batch no larger than the buffer, proxies given as addresses, valid routes.
  */
 function checkConsistency(config: KeygateConfig): string[] {
   const problems: string[] = [];
@@ -194,6 +195,7 @@ function checkConsistency(config: KeygateConfig): string[] {
   if (config.analytics.buffer.batchSize > config.analytics.buffer.maxEvents) {
     problems.push("analytics.buffer.batchSize: must not be larger than analytics.buffer.maxEvents");
   }
+  problems.push(...trustProxyProblems(config.gateway.trustProxy));
   try {
     RouteTable.compile(config.routes);
   } catch (error) {

@@ -13,6 +13,10 @@ export const DEFAULTS = {
   host: "0.0.0.0",
   port: 8080,
   bodyLimitBytes: 10 * 1024 * 1024,
+  /** A /v2 request's body must have arrived within this long of keygate starting to read it. */
+  requestTimeoutMs: 30_000,
+  /** Node's own default: a request's headers must have arrived within this long of its first byte. */
+  headersTimeoutMs: 60_000,
   logLevel: "info",
   redisPrefix: "keygate",
   redisCommandTimeoutMs: 500,
@@ -66,6 +70,10 @@ export const ServerConfigSchema = Strict({
   host: Type.String({ minLength: 1, default: DEFAULTS.host }),
   port: Type.Integer({ minimum: 0, maximum: 65535, default: DEFAULTS.port }),
   bodyLimit: Type.Integer({ minimum: 1024, maximum: 1024 * 1024 * 1024, default: DEFAULTS.bodyLimitBytes }),
+  /** How long a /v2 request's body may take to arrive (408 and closed after that). The gateway's uploads have no such limit. */
+  requestTimeoutMs: Type.Integer({ minimum: 100, maximum: 3_600_000, default: DEFAULTS.requestTimeoutMs }),
+  /** How long any request's headers may take to arrive (408 and closed after that), on /v2 and the gateway alike. */
+  headersTimeoutMs: Type.Integer({ minimum: 100, maximum: 3_600_000, default: DEFAULTS.headersTimeoutMs }),
 }, EMPTY);
 
 export const LoggingConfigSchema = Strict({

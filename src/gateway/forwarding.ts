@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders } from "node:http";
+import { endToEndHeaders } from "./hop-by-hop.js";
 import type { CompiledRoute } from "./route-table.js";
 
 /** What verification established about the caller, for the headers the upstream gets. */
@@ -26,16 +27,18 @@ export function upstreamUrl(route: CompiledRoute, requestUrl: string): string {
 }
 
 /**
- * The headers the upstream gets: the client's, without the key and without any header the route forwards itself
- * (a client cannot forge `x-keygate-key-id`), plus the identity headers and X-Forwarded-For/Proto/Host.
+ * The headers the upstream gets: the client's end-to-end headers (hop-by-hop ones stop here), without the key and
+ * without any header the route forwards itself (a client cannot forge `x-keygate-key-id`), plus the identity
+ * headers and X-Forwarded-For/Proto/Host. X-Forwarded-For gets the address keygate's connection came from
+ * (`client.peer`, the socket's remote address; nothing when the socket is gone), as every proxy appends its peer.
  */
 export function upstreamHeaders(
   route: CompiledRoute,
   incoming: IncomingHttpHeaders,
   caller: ForwardedIdentity,
-  client: { ip: string; protocol: string; host: string | undefined },
+  client: { peer: string | undefined; protocol: string; host: string | undefined },
 ): IncomingHttpHeaders {
-  const headers: IncomingHttpHeaders = { ...incoming };
+  const headers = endToEndHeaders(incoming, "request");
   if (route.keySource.kind === "header") delete headers[route.keySource.header];
   const forward = route.config.forward ?? {};
   for (const header of Object.values(forward)) delete headers[header.toLowerCase()];
@@ -43,8 +46,9 @@ export function upstreamHeaders(
   if (forward.identity && caller.identityId) headers[forward.identity.toLowerCase()] = caller.identityId;
   if (forward.externalId && caller.externalId) headers[forward.externalId.toLowerCase()] = caller.externalId;
 
-  const priorForwardedFor = headers["x-forwarded-for"];
-  headers["x-forwarded-for"] = priorForwardedFor ? `${Array.isArray(priorForwardedFor) ? priorForwardedFor.join(", ") : priorForwardedFor}, ${client.ip}` : client.ip;
+  const prior = headers["x-forwarded-for"];
+  const entries = [Array.isArray(prior) ? prior.join(", ") : prior, client.peer].filter((entry) => entry !== undefined && entry !== "");
+  if (entries.length > 0) headers["x-forwarded-for"] = entries.join(", ");
   headers["x-forwarded-proto"] = client.protocol;
   if (client.host) headers["x-forwarded-host"] = client.host;
   return headers;

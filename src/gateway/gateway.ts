@@ -9,7 +9,9 @@ import { ERROR_CATALOGUE, type ErrorCode } from "../errors/catalogue.js";
 import { errorBody, sendError } from "../errors/error-handler.js";
 import { KeygateError } from "../errors/keygate-error.js";
 import { newId } from "../lib/ids.js";
+import { clientAddress } from "./client-address.js";
 import { upstreamHeaders, upstreamUrl, type ForwardedIdentity } from "./forwarding.js";
+import { endToEndHeaders } from "./hop-by-hop.js";
 import { extractKey } from "./key-extraction.js";
 import { ratelimitHeaders, type AppliedLimit } from "./ratelimit-headers.js";
 import type { GatewayState, RouteState } from "./route-state.js";
@@ -53,7 +55,6 @@ type Decision =
       workspaceId: string;
       verification: Verification;
       caller: ForwardedIdentity;
-      ip: string;
       /** Rate limit headers of the response. */
       headers: Record<string, string>;
     };
@@ -103,7 +104,8 @@ export async function gateway(app: FastifyInstance, options: GatewayOptions): Pr
       return deny(route, DENIALS.NOT_FOUND.code, DENIALS.NOT_FOUND.detail);
     }
 
-    const ip = clientIp(request, current.settings.trustProxy);
+    // The client as the trusted proxies in front of keygate report it (`gateway.trustProxy`), for identifier `ip`.
+    const ip = () => clientAddress(request.remoteAddress, request.headers["x-forwarded-for"], current.trust);
     const verification = await app.services.verification.verify({
       requestId: request.id,
       workspaceId,
@@ -134,7 +136,6 @@ export async function gateway(app: FastifyInstance, options: GatewayOptions): Pr
       workspaceId,
       verification,
       caller: { keyId: view.keyId, ...(view.identity ? { identityId: view.identity.id, externalId: view.identity.externalId } : {}) },
-      ip,
       headers: ratelimitHeaders(limits, verification.decidedAt),
     };
   };
@@ -157,11 +158,13 @@ export async function gateway(app: FastifyInstance, options: GatewayOptions): Pr
     const decision = await decide({ id: request.id, method: request.method, url: request.url, headers: request.headers, remoteAddress: request.socket.remoteAddress });
     if (decision.kind === "unmatched") return options.unmatched(request, reply);
     if (decision.kind === "deny") return sendError(reply, request, docsUrl, decision.error);
-    const { route, state: current, caller, ip } = decision;
+    const { route, state: current, caller } = decision;
     reply.headers(decision.headers);
     return reply.from(upstreamUrl(route, request.url), {
       timeout: route.config.timeoutMs ?? current.settings.upstreamTimeoutMs,
-      rewriteRequestHeaders: (_request, headers) => upstreamHeaders(route, headers, caller, { ip, protocol: request.protocol, host: request.headers.host }),
+      rewriteRequestHeaders: (_request, headers) => upstreamHeaders(route, headers, caller, { peer: request.socket.remoteAddress, protocol: request.protocol, host: request.headers.host }),
+      // The upstream's hop-by-hop headers describe its connection to keygate: Node sets the client's own.
+      rewriteHeaders: (headers) => endToEndHeaders(headers, "response"),
       onResponse: (_request, upstreamReply, response) => {
         if (response.statusCode >= 500) refund(decision);
         upstreamReply.send(response.stream);
@@ -190,8 +193,8 @@ export async function gateway(app: FastifyInstance, options: GatewayOptions): Pr
       .then((decision) => {
         if (decision.kind === "unmatched") return answerRaw(socket, id, new KeygateError("err:user:bad_request:route_not_found", `No route takes upgrades at ${(request.url ?? "/").split("?")[0]}.`));
         if (decision.kind === "deny") return answerRaw(socket, id, decision.error);
-        const { route, state: current, caller, ip } = decision;
-        const headers = upstreamHeaders(route, request.headers, caller, { ip, protocol: "encrypted" in request.socket ? "https" : "http", host: request.headers.host });
+        const { route, state: current, caller } = decision;
+        const headers = upstreamHeaders(route, request.headers, caller, { peer: request.socket.remoteAddress, protocol: "encrypted" in request.socket ? "https" : "http", host: request.headers.host });
         relayUpgrade(request, socket, head, {
           target: upstreamUrl(route, request.url ?? "/"),
           headers,
@@ -221,19 +224,6 @@ export async function gateway(app: FastifyInstance, options: GatewayOptions): Pr
   }
 }
 
-/**
- * The client's address: the connection's peer, or, behind a trusted proxy, the first address of
- * X-Forwarded-For (the client as the first proxy saw it).
- */
-function clientIp(request: GatewayRequest, trustProxy: boolean): string {
-  if (trustProxy) {
-    const forwarded = request.headers["x-forwarded-for"];
-    const first = (Array.isArray(forwarded) ? forwarded[0] : forwarded)?.split(",")[0]?.trim();
-    if (first) return first;
-  }
-  return request.remoteAddress ?? "unknown";
-}
-
 /** The limits a verification checked, for the rate limit headers. */
 function appliedLimits(verification: Verification): AppliedLimit[] {
   return verification.limits.map((limit) => ({
@@ -247,7 +237,7 @@ function appliedLimits(verification: Verification): AppliedLimit[] {
 }
 
 /** The route's namespace limits for this request, resolved (overrides applied) to join the key's atomic step. */
-async function namespaceChecks(app: FastifyInstance, workspaceId: string, route: CompiledRoute, view: KeyView, request: GatewayRequest, ip: string): Promise<ExtraLimit[]> {
+async function namespaceChecks(app: FastifyInstance, workspaceId: string, route: CompiledRoute, view: KeyView, request: GatewayRequest, ip: () => string): Promise<ExtraLimit[]> {
   const requests = route.namespaceLimits.map((limit) => ({
     namespace: limit.namespace,
     identifier: identifierFor(limit.identifier, view, request, ip),
@@ -261,16 +251,16 @@ async function namespaceChecks(app: FastifyInstance, workspaceId: string, route:
 
 /**
  * What a namespace limit counts for this request. A key without an identity counts as itself; a request without
- * the named header counts in one shared bucket, "-".
+ * the named header counts in one shared bucket, "-". `ip` gives the client address, worked out only when asked.
  */
-function identifierFor(source: IdentifierSource, view: KeyView, request: GatewayRequest, ip: string): string {
+function identifierFor(source: IdentifierSource, view: KeyView, request: GatewayRequest, ip: () => string): string {
   switch (source.kind) {
     case "key":
       return view.keyId;
     case "identity":
       return view.identity?.id ?? view.keyId;
     case "ip":
-      return ip;
+      return ip();
     case "header": {
       const value = request.headers[source.header];
       const text = (Array.isArray(value) ? value[0] : value)?.trim();

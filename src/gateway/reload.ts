@@ -2,8 +2,8 @@ import { watch, type FSWatcher } from "node:fs";
 import { basename, dirname } from "node:path";
 import { isDeepStrictEqual } from "node:util";
 import type { KeygateConfig } from "../config/schema.js";
-import type { RouteState } from "./route-state.js";
-import { RouteTable } from "./route-table.js";
+import { TRUST_EVERY_HOP_WARNING } from "./client-address.js";
+import { compileGatewayState, type RouteState } from "./route-state.js";
 
 export interface ReloadLog {
   info(details: object, message: string): void;
@@ -28,8 +28,9 @@ export function reloadRoutes(state: RouteState, running: KeygateConfig, load: ()
   }
   const ignored = Object.keys(next).filter((section) => !RELOADABLE.has(section) && !isDeepStrictEqual(next[section as keyof KeygateConfig], running[section as keyof KeygateConfig]));
   if (ignored.length > 0) log.warn({ sections: ignored }, "changes to these sections take effect after a restart");
-  state.replace({ table: RouteTable.compile(next.routes), settings: next.gateway });
+  state.replace(compileGatewayState(next));
   log.info({ routes: next.routes.map((route) => route.name) }, "routes reloaded");
+  if (next.gateway.trustProxy === true) log.warn({}, TRUST_EVERY_HOP_WARNING);
   return true;
 }
 

@@ -64,8 +64,20 @@ export const GatewaySettingsSchema = Strict(
     upstreamTimeoutMs: Type.Integer({ minimum: 100, maximum: 3_600_000, default: 30_000 }),
     /** Give credits back when the upstream fails with 5xx or never answers. */
     refundCreditsOnUpstreamFailure: Type.Boolean({ default: true }),
-    /** Take the client IP (identifier `ip`, X-Forwarded-For) from X-Forwarded-For when keygate sits behind a proxy. */
-    trustProxy: Type.Boolean({ default: false }),
+    /**
+     * Which hops in front of keygate may report the client in X-Forwarded-For (identifier `ip`): false, true (all),
+     * a hop count, or addresses/CIDR ranges/named ranges (a list or one comma-separated string). See TrustProxySetting.
+     * One JSON Schema type list, so a bad value gets one message rather than one per branch.
+     */
+    trustProxy: Type.Unsafe<boolean | number | string | string[]>({
+      type: ["boolean", "integer", "string", "array"],
+      minimum: 0,
+      maximum: 100,
+      minLength: 1,
+      items: { type: "string", minLength: 1 },
+      minItems: 1,
+      default: false,
+    }),
     /** Reload `routes` when the configuration file changes (SIGHUP always reloads). */
     watchConfig: Type.Boolean({ default: true }),
   },

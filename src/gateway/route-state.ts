@@ -1,10 +1,18 @@
-import type { GatewaySettings } from "./route-config.js";
+import { compileTrust, type ProxyTrust } from "./client-address.js";
+import type { GatewaySettings, RouteConfig } from "./route-config.js";
 import { RouteTable } from "./route-table.js";
 
 /** The routes and settings a request is served with: one immutable snapshot. */
 export interface GatewayState {
   readonly table: RouteTable;
   readonly settings: GatewaySettings;
+  /** `settings.trustProxy`, compiled. */
+  readonly trust: ProxyTrust;
+}
+
+/** Compiles a validated configuration's routes and gateway settings (throws RouteTableError for bad routes). */
+export function compileGatewayState(config: { routes: readonly RouteConfig[]; gateway: GatewaySettings }): GatewayState {
+  return { table: RouteTable.compile(config.routes), settings: config.gateway, trust: compileTrust(config.gateway.trustProxy) };
 }
 
 /**

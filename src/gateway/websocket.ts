@@ -1,6 +1,7 @@
 import { request as httpRequest, STATUS_CODES, type IncomingHttpHeaders, type IncomingMessage } from "node:http";
 import { request as httpsRequest } from "node:https";
 import type { Duplex } from "node:stream";
+import { endToEndResponseLines, upgradeHeaders } from "./hop-by-hop.js";
 
 /**
  * Writes a complete HTTP response on a raw socket (an upgrade request never reaches Fastify's reply) and closes
@@ -17,6 +18,7 @@ export function writeRawResponse(socket: Duplex, status: number, headers: Record
 export interface UpgradeRelayOptions {
   /** The upstream URL (http: or https:) the upgrade is sent to. */
   target: string;
+  /** The end-to-end headers for the upstream; the relay adds the upgrade's own `Connection` and `Upgrade`. */
   headers: IncomingHttpHeaders;
   timeoutMs: number;
   /** Called when the upstream cannot be reached or does not answer in time; must answer on the socket. */
@@ -26,17 +28,19 @@ export interface UpgradeRelayOptions {
 /**
  * Relays a WebSocket (or any HTTP/1.1 upgrade) to the upstream after the gateway's checks passed: the same
  * upgrade request goes upstream, its 101 answer comes back, and from then on bytes flow both ways untouched. An
- * upstream that refuses the upgrade has its answer passed through as it is.
+ * upstream that refuses the upgrade has its answer passed on (end-to-end headers and body) and the connection closed.
+ * Hop-by-hop headers stop here both ways, except the upgrade's own `Connection: Upgrade` and `Upgrade`.
  */
 export function relayUpgrade(client: IncomingMessage, clientSocket: Duplex, head: Buffer, options: UpgradeRelayOptions): void {
   const url = new URL(options.target);
   const send = url.protocol === "https:" ? httpsRequest : httpRequest;
-  const upstream = send(url, { method: client.method ?? "GET", headers: options.headers, timeout: options.timeoutMs });
+  const headers = { ...options.headers, ...upgradeHeaders(client.headers) };
+  const upstream = send(url, { method: client.method ?? "GET", headers, timeout: options.timeoutMs });
 
   upstream.on("upgrade", (response: IncomingMessage, upstreamSocket: Duplex, upstreamHead: Buffer) => {
     upstream.setTimeout(0);
     const lines = [`HTTP/1.1 ${response.statusCode ?? 101} ${response.statusMessage ?? "Switching Protocols"}`];
-    for (let i = 0; i < response.rawHeaders.length; i += 2) lines.push(`${response.rawHeaders[i]}: ${response.rawHeaders[i + 1]}`);
+    for (const [name, value] of endToEndResponseLines(response.rawHeaders, { upgrade: true })) lines.push(`${name}: ${value}`);
     clientSocket.write(`${lines.join("\r\n")}\r\n\r\n`);
     if (upstreamHead.length > 0) clientSocket.write(upstreamHead);
     if (head.length > 0) upstreamSocket.write(head);
@@ -53,9 +57,11 @@ export function relayUpgrade(client: IncomingMessage, clientSocket: Duplex, head
   });
 
   upstream.on("response", (response: IncomingMessage) => {
-    // The upstream answered without upgrading (e.g. 404 or 426): pass its answer on and close.
+    // The upstream answered without upgrading (e.g. 404 or 426): pass its answer on and close. The body arrives
+    // decoded, so it goes out without the upstream's framing: its length, or the end of the connection, delimits it.
     const lines = [`HTTP/1.1 ${response.statusCode ?? 502} ${response.statusMessage ?? ""}`];
-    for (let i = 0; i < response.rawHeaders.length; i += 2) lines.push(`${response.rawHeaders[i]}: ${response.rawHeaders[i + 1]}`);
+    for (const [name, value] of endToEndResponseLines(response.rawHeaders)) lines.push(`${name}: ${value}`);
+    lines.push("Connection: close");
     clientSocket.write(`${lines.join("\r\n")}\r\n\r\n`);
     response.pipe(clientSocket);
   });

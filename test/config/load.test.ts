@@ -26,7 +26,7 @@ function problemsOf(fn: () => unknown): readonly string[] {
 
 t.test("with no file and no environment every default applies", async (t) => {
   const config = loadConfig({ env: {}, cwd: directoryWith({}) });
-  t.same(config.server, { host: "0.0.0.0", port: 8080, bodyLimit: 10485760 });
+  t.same(config.server, { host: "0.0.0.0", port: 8080, bodyLimit: 10485760, requestTimeoutMs: 30000, headersTimeoutMs: 60000 });
   t.equal(config.storage.redis, undefined, "in-memory by default");
   t.equal(config.errors.docsUrl, "https://unkey.com/docs/errors");
   t.same(config.rootKeys, []);

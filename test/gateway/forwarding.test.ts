@@ -1,5 +1,6 @@
 import t from "tap";
 import { upstreamHeaders, upstreamUrl } from "../../src/gateway/forwarding.js";
+import { endToEndHeaders, endToEndResponseLines } from "../../src/gateway/hop-by-hop.js";
 import { ratelimitHeaders } from "../../src/gateway/ratelimit-headers.js";
 import { RouteTable } from "../../src/gateway/route-table.js";
 import type { RouteConfig } from "../../src/gateway/route-config.js";
@@ -21,7 +22,7 @@ t.test("upstream headers drop the key and forged identity headers, and add the r
     route,
     { authorization: "Bearer sk_secret", "x-keygate-key-id": "key_forged", "x-keygate-identity": "id_forged", "x-keygate-external-id": "forged", accept: "application/json", "x-forwarded-for": "10.0.0.1" },
     { keyId: "key_real", identityId: "id_real" },
-    { ip: "192.0.2.7", protocol: "https", host: "api.example.com" },
+    { peer: "192.0.2.7", protocol: "https", host: "api.example.com" },
   );
   t.equal(headers.authorization, undefined, "the key does not reach the upstream");
   t.equal(headers["x-keygate-key-id"], "key_real");
@@ -31,6 +32,22 @@ t.test("upstream headers drop the key and forged identity headers, and add the r
   t.equal(headers["x-forwarded-for"], "10.0.0.1, 192.0.2.7");
   t.equal(headers["x-forwarded-proto"], "https");
   t.equal(headers["x-forwarded-host"], "api.example.com");
+});
+
+t.test("hop-by-hop headers: Connection and every name it lists (any line, any case), and the fixed set", async (t) => {
+  const request = endToEndHeaders(
+    { connection: ["keep-alive, X-A", " x-b ,,X-C"], "x-a": "1", "x-b": "2", "x-c": "3", "x-d": "4", "keep-alive": "timeout=1", te: "gzip, trailers;q=0.5", expect: "100-continue", upgrade: "h2c" },
+    "request",
+  );
+  t.same(request, { "x-d": "4", te: "trailers" }, "a request keeps TE only as 'trailers', and drops Expect (met here)");
+  t.same(endToEndHeaders({ te: "gzip" }, "request"), {}, "TE without trailers is dropped");
+  t.same(endToEndHeaders({ te: "trailers", expect: "100-continue", "proxy-authenticate": "Basic", "x-e": "5" }, "response"), { expect: "100-continue", "x-e": "5" });
+  t.same(
+    endToEndResponseLines(["Connection", "Upgrade, X-A", "Upgrade", "websocket", "X-A", "1", "Sec-WebSocket-Accept", "abc", "Keep-Alive", "timeout=5"], { upgrade: true }),
+    [["Sec-WebSocket-Accept", "abc"], ["Connection", "Upgrade"], ["Upgrade", "websocket"]],
+    "a 101 keeps its Upgrade, with Connection: Upgrade only",
+  );
+  t.same(endToEndResponseLines(["Upgrade", "websocket", "Transfer-Encoding", "chunked", "X-B", "2"]), [["X-B", "2"]]);
 });
 
 t.test("rate limit headers name every applied limit, or only the one that denied", async (t) => {

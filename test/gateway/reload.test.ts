@@ -2,8 +2,7 @@ import type { AddressInfo } from "node:net";
 import t from "tap";
 import { validateConfig } from "../../src/config/load.js";
 import { reloadRoutes } from "../../src/gateway/reload.js";
-import { RouteState } from "../../src/gateway/route-state.js";
-import { RouteTable } from "../../src/gateway/route-table.js";
+import { compileGatewayState, RouteState } from "../../src/gateway/route-state.js";
 import { createKey } from "../helpers/fixtures.js";
 import { harness } from "../helpers/harness.js";
 import { startUpstream } from "../helpers/upstream.js";
@@ -19,7 +18,7 @@ function capturingLog() {
 t.test("a reload applies routes and gateway settings, refuses an invalid file, and flags sections that need a restart", async (t) => {
   const route = (name: string) => ({ name, match: { prefix: `/${name}` }, upstream: "http://127.0.0.1:1", apiId: API });
   const running = validateConfig({ routes: [route("one")] });
-  const state = new RouteState({ table: RouteTable.compile(running.routes), settings: running.gateway });
+  const state = new RouteState(compileGatewayState(running));
   const { lines, log } = capturingLog();
 
   t.equal(reloadRoutes(state, running, () => validateConfig({ routes: [route("two")], gateway: { upstreamTimeoutMs: 1234 } }), log), true);
@@ -44,7 +43,7 @@ t.test("swapping the routes under load fails no request; requests in flight fini
   await h.app.listen({ port: 0, host: "127.0.0.1" });
   const base = `http://127.0.0.1:${(h.app.server.address() as AddressInfo).port}`;
   const { key } = await createKey(h, API);
-  const tables = [first.url, second.url].map((url) => ({ table: RouteTable.compile([config(url)]), settings: h.config.gateway }));
+  const tables = [first.url, second.url].map((url) => compileGatewayState({ routes: [config(url)], gateway: h.config.gateway }));
 
   let swaps = 0;
   let swapping = true;

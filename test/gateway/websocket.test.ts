@@ -1,8 +1,10 @@
+import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import t from "tap";
+import t, { type Test } from "tap";
 import WebSocket from "ws";
 import { createKey } from "../helpers/fixtures.js";
 import { harness } from "../helpers/harness.js";
+import { exchange, headerValues, rawRequest } from "../helpers/raw-http.js";
 import { startUpstream } from "../helpers/upstream.js";
 
 const API = "api_websocket_test";
@@ -21,14 +23,30 @@ function connect(url: string, headers: Record<string, string> = {}): Promise<{ s
   });
 }
 
+/** An upstream that refuses every upgrade with a chunked 403 carrying hop-by-hop headers. */
+async function startRefusingUpstream(t: Test): Promise<string> {
+  const server = createServer((_request, response) => response.end());
+  server.on("upgrade", (_request, socket) => {
+    socket.end(
+      "HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\nConnection: close, X-Hop\r\nX-Hop: 1\r\n" +
+        'Keep-Alive: timeout=9\r\nProxy-Authenticate: Basic realm="up"\r\nX-End-To-End: kept\r\n\r\n5\r\nnope!\r\n6\r\n again\r\n0\r\n\r\n',
+    );
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  t.teardown(() => new Promise((resolve) => server.close(resolve)));
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
 t.test("WebSocket upgrades pass the same checks, then are relayed both ways", async (t) => {
   const upstream = await startUpstream(t);
+  const refusing = await startRefusingUpstream(t);
   const h = await harness(t, {
     config: {
       apis: [{ id: API, name: "sockets", workspaceId: "ws_test" }],
       routes: [
         { name: "live", match: { prefix: "/live" }, upstream: upstream.url, apiId: API, permissions: "live.read", forward: { keyId: "x-keygate-key-id" } },
         { name: "gone", match: { prefix: "/gone" }, upstream: "http://127.0.0.1:9", apiId: API },
+        { name: "refusing", match: { prefix: "/refusing" }, upstream: refusing, apiId: API },
       ],
     },
   });
@@ -48,6 +66,40 @@ t.test("WebSocket upgrades pass the same checks, then are relayed both ways", as
     t.equal(upgrade?.url, "/live/feed");
     t.equal(upgrade?.headers.authorization, undefined);
     t.equal(upgrade?.headers["x-keygate-key-id"], allowed.keyId);
+  });
+
+  await t.test("an upgrade passes on Connection: Upgrade and Upgrade, and no other hop-by-hop header", async (t) => {
+    const headers = { authorization: `Bearer ${allowed.key}`, "proxy-authorization": "Basic dXNlcjpwYXNz", "keep-alive": "timeout=1", "x-end-to-end": "kept" };
+    const { socket } = await connect(`${base}/live/hops`, headers);
+    t.ok(socket, "the upgrade is accepted");
+    socket?.close();
+    const upgrade = upstream.seen.at(-1);
+    t.equal(upgrade?.url, "/live/hops");
+    t.match(upgrade?.headers.connection, /^upgrade$/i);
+    t.equal(upgrade?.headers.upgrade, "websocket");
+    t.equal(upgrade?.headers["proxy-authorization"], undefined);
+    t.equal(upgrade?.headers["keep-alive"], undefined);
+    t.equal(upgrade?.headers["x-end-to-end"], "kept");
+  });
+
+  await t.test("an upstream's refusal of an upgrade reaches the client whole, without its hop-by-hop headers", async (t) => {
+    const port = Number(new URL(base).port);
+    const response = await exchange(
+      port,
+      rawRequest("GET", "/refusing/ws", [
+        ["Host", "gateway.test"],
+        ["Authorization", `Bearer ${allowed.key}`],
+        ["Connection", "Upgrade"],
+        ["Upgrade", "websocket"],
+        ["Sec-WebSocket-Version", "13"],
+        ["Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ=="],
+      ]),
+    );
+    t.equal(response.status, 403);
+    t.equal(response.body, "nope! again", "the body, decoded once, framed by the connection's end");
+    t.same(headerValues(response, "x-end-to-end"), ["kept"]);
+    for (const name of ["transfer-encoding", "x-hop", "keep-alive", "proxy-authenticate"]) t.same(headerValues(response, name), [], `${name} is not passed on`);
+    t.same(headerValues(response, "connection"), ["close"]);
   });
 
   await t.test("a refused upgrade is an HTTP error in the envelope, and never reaches the upstream", async (t) => {

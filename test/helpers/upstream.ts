@@ -19,6 +19,23 @@ export interface Upstream {
   close(): Promise<void>;
 }
 
+/**
+ * The header lines /hop-by-hop answers with: hop-by-hop ones of every kind (two Connection lines, each naming a
+ * header, in mixed case), and one end-to-end header. A proxy passes on only the last.
+ */
+export const HOP_BY_HOP_RESPONSE: readonly [string, string][] = [
+  ["Connection", "keep-alive, X-Upstream-Hop"],
+  ["connection", "x-upstream-hop-2"],
+  ["X-Upstream-Hop", "named in the first Connection line"],
+  ["X-Upstream-Hop-2", "named in the second Connection line"],
+  ["Keep-Alive", "timeout=7, max=99"],
+  ["Proxy-Authenticate", 'Basic realm="upstream"'],
+  ["Proxy-Connection", "keep-alive"],
+  ["Upgrade", "h2c"],
+  ["Trailer", "X-Checksum"],
+  ["X-End-To-End", "kept"],
+];
+
 interface Teardown {
   teardown(fn: () => unknown): void;
 }
@@ -29,6 +46,8 @@ interface Teardown {
  *  /slow/<ms>       answers after <ms>
  *  /echo            streams the request body back, with its SHA-256 in x-body-sha256
  *  /bytes/<n>       streams n bytes (in 64 KiB chunks)
+ *  /hop-by-hop      200 JSON { headers, rawHeaders } of the request, sent back with every kind of hop-by-hop header
+ *                   (see HOP_BY_HOP_RESPONSE) next to `X-End-To-End: kept`, chunked, with a trailer
  *  anything else    200 JSON { method, url, headers }
  * WebSocket upgrades are accepted on any path and echo every message, prefixed "echo:".
  */
@@ -57,6 +76,12 @@ export async function startUpstream(t: Teardown): Promise<Upstream> {
         progress.received += chunk.length;
       });
       request.on("end", () => response.end(JSON.stringify({ length, sha256: hash.digest("hex") })));
+    } else if (/\/hop-by-hop(\/|\?|$)/.test(url)) {
+      request.resume();
+      response.writeHead(200, [...HOP_BY_HOP_RESPONSE.flat(), "content-type", "application/json"]);
+      response.write(JSON.stringify({ headers: request.headers, rawHeaders: request.rawHeaders }));
+      response.addTrailers({ "x-checksum": "abc" });
+      response.end();
     } else if (bytes) {
       request.resume();
       let left = Number(bytes[1]);

@@ -2,6 +2,7 @@ import type { FastifyInstance } from "fastify";
 import type { Caller } from "../../domain/caller.js";
 import type { Awaitable } from "../../lib/awaitable.js";
 import { parseBearer } from "../../http/bearer.js";
+import { bodyDeadline } from "../../http/slow-requests.js";
 import getVerifications from "./analytics/get-verifications.js";
 import createApi from "./apis/create-api.js";
 import deleteApi from "./apis/delete-api.js";
@@ -61,8 +62,14 @@ export const PROCEDURES: readonly AnyProcedure[] = [
   getVerifications,
 ];
 
+export interface V2Options {
+  /** How long a request's body may take to arrive (server.requestTimeoutMs). */
+  requestTimeoutMs: number;
+}
+
 /** The /v2 RPC API: liveness without auth, every procedure behind root-key authentication. */
-export async function v2Routes(app: FastifyInstance): Promise<void> {
+export async function v2Routes(app: FastifyInstance, options: V2Options): Promise<void> {
+  bodyDeadline(app, options.requestTimeoutMs);
   app.get("/v2/liveness", async (request) => ({ meta: { requestId: request.id }, data: { message: "we're cooking" } }));
 
   await app.register(async (authenticated) => {
