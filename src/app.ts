@@ -33,6 +33,8 @@ export interface BuildOptions {
   clock?: Clock;
   /** false silences the log (tests); otherwise the configured level applies. */
   logger?: boolean;
+  /** Where log lines go instead of stdout (tests read them). */
+  logStream?: { write(line: string): void };
 }
 
 /**
@@ -46,7 +48,13 @@ export async function buildApp(config: KeygateConfig, options: BuildOptions = {}
     logger:
       options.logger === false
         ? false
-        : { level: config.logging.level, redact: ["req.headers.authorization", 'req.headers["x-api-key"]'] },
+        : {
+            level: config.logging.level,
+            redact: ["req.headers.authorization", 'req.headers["x-api-key"]'],
+            // process.stdout writes synchronously to files, pipes and terminals (Linux): lines keep their order with
+            // what goes to stderr (the bootstrap root key's banner comes after them) and none is lost at exit.
+            stream: options.logStream ?? process.stdout,
+          },
     logController: new LogController({ disableRequestLogging: !config.logging.requests, requestIdLogLabel: "requestId" }),
     bodyLimit: config.server.bodyLimit,
     genReqId: () => newId("req"),
