@@ -7,6 +7,7 @@ import { RouteState } from "./gateway/route-state.js";
 import { RouteTable } from "./gateway/route-table.js";
 import { systemClock, type Clock } from "./lib/clock.js";
 import { newId } from "./lib/ids.js";
+import { LogRedaction } from "./lib/log-redaction.js";
 import { metricsRoute } from "./routes/metrics.js";
 import { v2Routes } from "./routes/v2/index.js";
 import { createServices, type Services } from "./services.js";
@@ -33,7 +34,7 @@ export interface BuildOptions {
   clock?: Clock;
   /** false silences the log (tests); otherwise the configured level applies. */
   logger?: boolean;
-  /** Where log lines go instead of stdout (tests read them). */
+  /** Where log lines go instead of stdout (tests read them); each line is redacted as on stdout. */
   logStream?: { write(line: string): void };
 }
 
@@ -44,13 +45,15 @@ export interface BuildOptions {
  */
 export async function buildApp(config: KeygateConfig, options: BuildOptions = {}): Promise<FastifyInstance> {
   const clock = options.clock ?? systemClock;
+  const routes = new RouteState({ table: RouteTable.compile(config.routes), settings: config.gateway });
   const app = Fastify({
     logger:
       options.logger === false
         ? false
         : {
             level: config.logging.level,
-            redact: ["req.headers.authorization", 'req.headers["x-api-key"]'],
+            // Every line, whoever writes it, passes here last: no key or root key reaches the log.
+            hooks: { streamWrite: redactionFollowing(routes) },
             // process.stdout writes synchronously to files, pipes and terminals (Linux): lines keep their order with
             // what goes to stderr (the bootstrap root key's banner comes after them) and none is lost at exit.
             stream: options.logStream ?? process.stdout,
@@ -97,7 +100,6 @@ export async function buildApp(config: KeygateConfig, options: BuildOptions = {}
   await app.register(errorHandling, { docsUrl: config.errors.docsUrl, bodyLimit: config.server.bodyLimit });
   await app.register(v2Routes);
   await app.register(metricsRoute);
-  const routes = new RouteState({ table: RouteTable.compile(config.routes), settings: config.gateway });
   app.decorate("gatewayRoutes", routes);
   await app.register(gateway, { state: routes, docsUrl: config.errors.docsUrl, unmatched: (request, reply) => answerUnmatched(app, request, reply, config.errors.docsUrl) });
 
@@ -108,4 +110,21 @@ export async function buildApp(config: KeygateConfig, options: BuildOptions = {}
     throw error;
   }
   return app;
+}
+
+/**
+ * Log redaction that knows the key locations of every route table `routes` has held: a reload adds the new
+ * routes' locations before the next line is written.
+ */
+function redactionFollowing(routes: RouteState): (line: string) => string {
+  const redaction = new LogRedaction();
+  let learntFrom: RouteTable | undefined;
+  return (line) => {
+    const table = routes.current.table;
+    if (table !== learntFrom) {
+      redaction.learn(table.routes.map((route) => route.keySource));
+      learntFrom = table;
+    }
+    return redaction.redact(line);
+  };
 }
