@@ -1,4 +1,4 @@
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { FastifyBaseLogger, FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import fp from "fastify-plugin";
 import { toValidationIssues } from "../http/validation-issues.js";
 import { ERROR_CATALOGUE, errorTypeUrl, type ErrorCode } from "./catalogue.js";
@@ -14,7 +14,8 @@ const HTTP_METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"
 /**
  * Every failure leaves keygate in the error envelope of spec §7: thrown KeygateErrors, Fastify's own errors
  * (validation, body too large, bad JSON, wrong media type), unknown paths (404) and wrong methods (405).
- * Anything unexpected is a 500 whose detail says nothing about the cause; the cause is logged with the request id.
+ * Anything unexpected is a 500 whose detail says nothing about the cause. Every 5xx logs its cause (the error and
+ * its causes) with the request id: 503 at warn, the rest at error.
  */
 export const errorHandling = fp<ErrorHandlingOptions>(
   async (app, options) => {
@@ -24,6 +25,7 @@ export const errorHandling = fp<ErrorHandlingOptions>(
         request.log.error({ err: error }, "unexpected error");
         return sendError(reply, request, options.docsUrl, new KeygateError("err:unkey:application:unexpected_error", "Something went wrong inside keygate. Quote the request id when you report it."));
       }
+      logServerError(request.log, known);
       return sendError(reply, request, options.docsUrl, known);
     });
 
@@ -50,6 +52,18 @@ export function answerUnmatched(app: FastifyInstance, request: FastifyRequest, r
     );
   }
   return sendError(reply, request, docsUrl, new KeygateError("err:user:bad_request:route_not_found", `No operation is served at ${request.method} ${path}.`));
+}
+
+/**
+ * Logs the cause of a 5xx answer (`error` and its causes, which stay out of the answer): 503 at warn, the rest at
+ * error. The line carries the request id through `log`, or `requestId` when there is no request logger.
+ */
+export function logServerError(log: FastifyBaseLogger, error: KeygateError, requestId?: string): void {
+  const status = ERROR_CATALOGUE[error.code].status;
+  if (status < 500) return;
+  const details = { err: error, code: error.code, ...(requestId !== undefined ? { requestId } : {}) };
+  if (status === 503) log.warn(details, `answered ${status} ${error.code}`);
+  else log.error(details, `answered ${status} ${error.code}`);
 }
 
 /**

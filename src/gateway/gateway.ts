@@ -6,7 +6,7 @@ import { formatQuery } from "../domain/permissions/query.js";
 import type { KeyView } from "../domain/verification/key-view.js";
 import type { ExtraLimit, Verification, VerificationCode } from "../domain/verification/verification-service.js";
 import { ERROR_CATALOGUE, type ErrorCode } from "../errors/catalogue.js";
-import { errorBody, sendError } from "../errors/error-handler.js";
+import { errorBody, logServerError, sendError } from "../errors/error-handler.js";
 import { KeygateError } from "../errors/keygate-error.js";
 import { newId } from "../lib/ids.js";
 import { upstreamHeaders, upstreamUrl, type ForwardedIdentity } from "./forwarding.js";
@@ -204,7 +204,10 @@ export async function gateway(app: FastifyInstance, options: GatewayOptions): Pr
         });
       })
       .catch((error: unknown) => {
-        if (error instanceof KeygateError) return answerRaw(socket, id, error);
+        if (error instanceof KeygateError) {
+          logServerError(app.log, error, id);
+          return answerRaw(socket, id, error);
+        }
         app.log.error({ err: error, requestId: id }, "unexpected error on an upgrade");
         answerRaw(socket, id, new KeygateError("err:unkey:application:unexpected_error", "Something went wrong inside keygate. Quote the request id when you report it."));
       });
