@@ -1,7 +1,7 @@
 import Fastify, { LogController, type FastifyInstance } from "fastify";
 import { openAnalytics, type AnalyticsRuntime } from "./analytics/index.js";
 import type { KeygateConfig } from "./config/schema.js";
-import { addRequestIdHeader, answerUnmatched, errorHandling } from "./errors/error-handler.js";
+import { addRequestIdHeader, answerFrameworkError, answerUnmatched, clientErrorHandler, errorHandling } from "./errors/error-handler.js";
 import { gateway } from "./gateway/gateway.js";
 import { RouteState } from "./gateway/route-state.js";
 import { RouteTable } from "./gateway/route-table.js";
@@ -46,7 +46,8 @@ export interface BuildOptions {
 export async function buildApp(config: KeygateConfig, options: BuildOptions = {}): Promise<FastifyInstance> {
   const clock = options.clock ?? systemClock;
   const routes = new RouteState({ table: RouteTable.compile(config.routes), settings: config.gateway });
-  const app = Fastify({
+  const docsUrl = config.errors.docsUrl;
+  const app: FastifyInstance = Fastify({
     logger:
       options.logger === false
         ? false
@@ -59,10 +60,14 @@ export async function buildApp(config: KeygateConfig, options: BuildOptions = {}
             stream: options.logStream ?? process.stdout,
           },
     logController: new LogController({ disableRequestLogging: !config.logging.requests, requestIdLogLabel: "requestId" }),
+    // Requests refused before routing are answered in the envelope too (docs/errors.md).
+    clientErrorHandler: clientErrorHandler({ docsUrl, log: () => app.log, logRequests: config.logging.requests }),
+    frameworkErrors: (error, request, reply) => answerFrameworkError(error, request, reply, docsUrl),
     bodyLimit: config.server.bodyLimit,
     genReqId: () => newId("req"),
     requestIdHeader: false,
-    return503OnClosing: true,
+    // Requests arriving while keygate closes get a 503 in the envelope from errorHandling instead.
+    return503OnClosing: false,
     ajv: {
       // api-decisions.md: validate strictly, never coerce or drop. Defaults of optional fields are filled in.
       customOptions: { coerceTypes: false, removeAdditional: false, useDefaults: true, allErrors: true, allowUnionTypes: true },
@@ -97,11 +102,11 @@ export async function buildApp(config: KeygateConfig, options: BuildOptions = {}
   // /v2 takes JSON only; Fastify's default text/plain parser would turn a text body into a confusing 400.
   app.removeContentTypeParser("text/plain");
   addRequestIdHeader(app);
-  await app.register(errorHandling, { docsUrl: config.errors.docsUrl, bodyLimit: config.server.bodyLimit });
+  await app.register(errorHandling, { docsUrl, bodyLimit: config.server.bodyLimit });
   await app.register(v2Routes);
   await app.register(metricsRoute);
   app.decorate("gatewayRoutes", routes);
-  await app.register(gateway, { state: routes, docsUrl: config.errors.docsUrl, unmatched: (request, reply) => answerUnmatched(app, request, reply, config.errors.docsUrl) });
+  await app.register(gateway, { state: routes, docsUrl, unmatched: (request, reply) => answerUnmatched(app, request, reply, docsUrl) });
 
   try {
     for (const api of config.apis) await services.apis.declare(api);
