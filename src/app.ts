@@ -1,13 +1,15 @@
 import Fastify, { LogController, type FastifyInstance } from "fastify";
 import { openAnalytics, type AnalyticsRuntime } from "./analytics/index.js";
 import type { KeygateConfig } from "./config/schema.js";
-import { addRequestIdHeader, answerUnmatched, errorHandling } from "./errors/error-handler.js";
+import { addRequestIdHeader, answerFrameworkError, answerUnmatched, clientErrorHandler, errorHandling } from "./errors/error-handler.js";
 import { gateway } from "./gateway/gateway.js";
 import { TRUST_EVERY_HOP_WARNING } from "./gateway/client-address.js";
 import { compileGatewayState, RouteState } from "./gateway/route-state.js";
+import type { RouteTable } from "./gateway/route-table.js";
 import { closeWhenAnsweredEarly, connectionsCheckingInterval } from "./http/slow-requests.js";
 import { systemClock, type Clock } from "./lib/clock.js";
 import { newId } from "./lib/ids.js";
+import { LogRedaction } from "./lib/log-redaction.js";
 import { metricsRoute } from "./routes/metrics.js";
 import { v2Routes } from "./routes/v2/index.js";
 import { createServices, type Services } from "./services.js";
@@ -34,6 +36,8 @@ export interface BuildOptions {
   clock?: Clock;
   /** false silences the log (tests); otherwise the configured level applies. */
   logger?: boolean;
+  /** Where log lines go instead of stdout (tests read them); each line is redacted as on stdout. */
+  logStream?: { write(line: string): void };
 }
 
 /**
@@ -43,12 +47,24 @@ export interface BuildOptions {
  */
 export async function buildApp(config: KeygateConfig, options: BuildOptions = {}): Promise<FastifyInstance> {
   const clock = options.clock ?? systemClock;
-  const app = Fastify({
+  const routes = new RouteState(compileGatewayState(config));
+  const docsUrl = config.errors.docsUrl;
+  const app: FastifyInstance = Fastify({
     logger:
       options.logger === false
         ? false
-        : { level: config.logging.level, redact: ["req.headers.authorization", 'req.headers["x-api-key"]'] },
+        : {
+            level: config.logging.level,
+            // Every line, whoever writes it, passes here last: no key or root key reaches the log.
+            hooks: { streamWrite: redactionFollowing(routes) },
+            // process.stdout writes synchronously to files, pipes and terminals (Linux): lines keep their order with
+            // what goes to stderr (the bootstrap root key's banner comes after them) and none is lost at exit.
+            stream: options.logStream ?? process.stdout,
+          },
     logController: new LogController({ disableRequestLogging: !config.logging.requests, requestIdLogLabel: "requestId" }),
+    // Requests refused before routing are answered in the envelope too (docs/errors.md).
+    clientErrorHandler: clientErrorHandler({ docsUrl, log: () => app.log, logRequests: config.logging.requests }),
+    frameworkErrors: (error, request, reply) => answerFrameworkError(error, request, reply, docsUrl),
     bodyLimit: config.server.bodyLimit,
     // Node's requestTimeout stays off (Fastify's default): it would cut the gateway's streaming uploads. /v2 has a
     // body deadline of its own (src/http/slow-requests.ts).
@@ -59,7 +75,8 @@ export async function buildApp(config: KeygateConfig, options: BuildOptions = {}
     },
     genReqId: () => newId("req"),
     requestIdHeader: false,
-    return503OnClosing: true,
+    // Requests arriving while keygate closes get a 503 in the envelope from errorHandling instead.
+    return503OnClosing: false,
     ajv: {
       // api-decisions.md: validate strictly, never coerce or drop. Defaults of optional fields are filled in.
       customOptions: { coerceTypes: false, removeAdditional: false, useDefaults: true, allErrors: true, allowUnionTypes: true },
@@ -95,13 +112,12 @@ export async function buildApp(config: KeygateConfig, options: BuildOptions = {}
   app.removeContentTypeParser("text/plain");
   addRequestIdHeader(app);
   closeWhenAnsweredEarly(app);
-  await app.register(errorHandling, { docsUrl: config.errors.docsUrl, bodyLimit: config.server.bodyLimit });
+  await app.register(errorHandling, { docsUrl, bodyLimit: config.server.bodyLimit });
   await app.register(v2Routes, { requestTimeoutMs: config.server.requestTimeoutMs });
   await app.register(metricsRoute);
-  const routes = new RouteState(compileGatewayState(config));
   if (config.gateway.trustProxy === true) app.log.warn(TRUST_EVERY_HOP_WARNING);
   app.decorate("gatewayRoutes", routes);
-  await app.register(gateway, { state: routes, docsUrl: config.errors.docsUrl, unmatched: (request, reply) => answerUnmatched(app, request, reply, config.errors.docsUrl) });
+  await app.register(gateway, { state: routes, docsUrl, unmatched: (request, reply) => answerUnmatched(app, request, reply, docsUrl) });
 
   try {
     for (const api of config.apis) await services.apis.declare(api);
@@ -110,4 +126,21 @@ export async function buildApp(config: KeygateConfig, options: BuildOptions = {}
     throw error;
   }
   return app;
+}
+
+/**
+ * Log redaction that knows the key locations of every route table `routes` has held: a reload adds the new
+ * routes' locations before the next line is written.
+ */
+function redactionFollowing(routes: RouteState): (line: string) => string {
+  const redaction = new LogRedaction();
+  let learntFrom: RouteTable | undefined;
+  return (line) => {
+    const table = routes.current.table;
+    if (table !== learntFrom) {
+      redaction.learn(table.routes.map((route) => route.keySource));
+      learntFrom = table;
+    }
+    return redaction.redact(line);
+  };
 }

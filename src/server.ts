@@ -1,6 +1,6 @@
 import type { AddressInfo } from "node:net";
 import { buildApp } from "./app.js";
-import { ensureBootstrapRootKey } from "./bootstrap.js";
+import { deliverBootstrapRootKey, ensureBootstrapRootKey } from "./bootstrap.js";
 import { ConfigError, configPath, loadConfig } from "./config/load.js";
 import { reloadRoutes, watchRoutes } from "./gateway/reload.js";
 import type { KeygateConfig } from "./config/schema.js";
@@ -22,29 +22,30 @@ async function main(): Promise<void> {
   const app = await buildApp(config);
   const bootstrap = await ensureBootstrapRootKey(app.services);
   const address = await app.listen({ host: config.server.host, port: config.server.port });
+  // The bound port, not the configured one: port 0 means one the OS picked.
+  const port = (app.server.address() as AddressInfo).port;
 
-  const lines = [
-    `keygate is listening on ${address} (configured host ${config.server.host}, port ${config.server.port})`,
+  // The start-up summary is written whatever logging.level says (unless silent), as JSON lines like the rest;
+  // "keygate is listening" comes last. The bootstrap root key never goes there (see deliverBootstrapRootKey).
+  const startup = app.log.child({}, { level: config.logging.level === "silent" ? "silent" : "info" });
+  startup.info(
+    config.storage.redis ? { storage: "redis", redis: redactUrl(config.storage.redis.url), prefix: config.storage.redis.prefix } : { storage: "memory" },
     config.storage.redis
       ? `storage: Redis at ${redactUrl(config.storage.redis.url)}, key prefix '${config.storage.redis.prefix}'`
       : "storage: in-memory (everything is lost when keygate stops; set REDIS_URL to keep data in Redis)",
-    app.analytics.describe(),
+  );
+  startup.info({ analytics: config.analytics.engine }, app.analytics.describe());
+  startup.info(
+    { routes: config.routes.map((route) => route.name) },
     config.routes.length > 0
       ? `gateway: ${config.routes.map((route) => `${route.name} (${route.match.prefix} -> ${route.upstream})`).join(", ")}`
       : "gateway: no routes (add `routes` to the configuration to put keygate in front of an API)",
-  ];
-  if (bootstrap) {
-    lines.push(
-      "",
-      `ROOT KEY (workspace ${bootstrap.workspaceId}, every permission). It is shown only this once; keep it safe:`,
-      `  ${bootstrap.key}`,
-      "",
-      // The bound port, not the configured one: port 0 means one the OS picked.
-      `Try it:  curl -s -X POST http://localhost:${(app.server.address() as AddressInfo).port}/v2/apis.createApi \\`,
-      `           -H "Authorization: Bearer ${bootstrap.key}" -H "Content-Type: application/json" -d '{"name":"my-api"}'`,
-    );
-  }
-  console.log(lines.join("\n"));
+  );
+  const delivery = bootstrap
+    ? await deliverBootstrapRootKey(app.services, bootstrap, { terminal: process.stderr.isTTY === true, directory: process.cwd(), port, log: startup })
+    : undefined;
+  startup.info({ address, host: config.server.host, port }, `keygate is listening on ${address} (configured host ${config.server.host}, port ${config.server.port})`);
+  if (delivery?.to === "terminal") process.stderr.write(delivery.banner);
 
   const path = configPath();
   const stopWatching = path

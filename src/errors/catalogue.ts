@@ -29,6 +29,8 @@ export const ERROR_CATALOGUE = {
   "err:user:bad_request:invalid_analytics_function": { status: 400, title: BAD_REQUEST, meaning: "The analytics SQL calls a function that is not allowed." },
   "err:user:bad_request:invalid_analytics_query_type": { status: 400, title: BAD_REQUEST, meaning: "The analytics SQL is not a single SELECT." },
   "err:user:bad_request:query_range_exceeds_retention": { status: 400, title: BAD_REQUEST, meaning: "The analytics SQL asks for data older than the retention period." },
+  "err:user:bad_request:malformed_request": { status: 400, title: BAD_REQUEST, meaning: "The request is not valid HTTP/1.1 (request line, header syntax or framing), so it cannot be read; the connection is closed." },
+  "err:user:bad_request:malformed_url": { status: 400, title: BAD_REQUEST, meaning: "The request URL cannot be decoded (e.g. a '%' not followed by two hex digits)." },
 
   // 401: who is calling is not established (api-decisions.md: all of these are 401)
   "err:unkey:authentication:missing": { status: 401, title: "Unauthorized", meaning: "No Authorization header was sent." },
@@ -71,13 +73,14 @@ export const ERROR_CATALOGUE = {
   "err:user:bad_request:request_body_too_large": { status: 413, title: "Request Entity Too Large", meaning: "The body is larger than server.bodyLimit." },
   "err:user:bad_request:unsupported_media_type": { status: 415, title: "Unsupported Media Type", meaning: "The body is not sent as application/json." },
 
-  // 422, 429, 499
+  // 422, 429, 431, 499
   "err:user:unprocessable_entity:query_execution_timeout": { status: 422, title: UNPROCESSABLE, meaning: "The analytics query ran longer than allowed." },
   "err:user:unprocessable_entity:query_memory_limit_exceeded": { status: 422, title: UNPROCESSABLE, meaning: "The analytics query needed more memory than allowed." },
   "err:user:unprocessable_entity:query_rows_limit_exceeded": { status: 422, title: UNPROCESSABLE, meaning: "The analytics query read or returned more rows than allowed." },
   "err:user:too_many_requests:query_quota_exceeded": { status: 429, title: TOO_MANY, meaning: "The workspace used up its analytics query quota for now." },
   "err:user:too_many_requests:workspace_rate_limited": { status: 429, title: TOO_MANY, meaning: "The workspace sent too many requests." },
-  "err:user:bad_request:client_closed_request": { status: 499, title: "Client Closed Request", meaning: "The client went away before the answer was ready." },
+  "err:user:bad_request:request_header_fields_too_large": { status: 431, title: "Request Header Fields Too Large", meaning: "The request line and headers together are larger than Node's limit (16 KB unless `--max-http-header-size` says otherwise); the connection is closed." },
+  "err:user:bad_request:client_closed_request": { status: 499, title: "Client Closed Request", meaning: "The client went away before its request was read or answered; logged at info, since it is no fault of keygate." },
 
   // The gateway: answers to requests for an upstream API (the /v2 API never sends these)
   "err:keygate:gateway:missing_key": { status: 401, title: "Unauthorized", meaning: "The request carries no API key where the route expects one; WWW-Authenticate says where." },
@@ -97,6 +100,7 @@ export const ERROR_CATALOGUE = {
   "err:unkey:application:assertion_failed": { status: 500, title: INTERNAL, meaning: "An internal invariant did not hold." },
   "err:unkey:data:analytics_connection_failed": { status: 503, title: "Service Unavailable", meaning: "The analytics engine cannot be reached." },
   "err:unkey:data:credits_unavailable": { status: 503, title: "Service Unavailable", meaning: "Credit balances cannot be reached (Redis does not answer) and `ratelimit.fail` is `closed` or `local`, so a request that spends credits is refused; Retry-After says when to try again." },
+  "err:keygate:server:shutting_down": { status: 503, title: "Service Unavailable", meaning: "keygate is closing and takes no new requests; send the request again, to another instance if there is one." },
   "err:unkey:data:ratelimit_unavailable": { status: 503, title: "Service Unavailable", meaning: "Rate limit counters cannot be reached and `ratelimit.fail` is `closed`, so the check is refused; Retry-After says when to try again." },
 } as const satisfies Record<string, CatalogueEntry>;
 

@@ -1,6 +1,9 @@
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { STATUS_CODES } from "node:http";
+import type { Socket } from "node:net";
+import type { FastifyBaseLogger, FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import fp from "fastify-plugin";
 import { toValidationIssues } from "../http/validation-issues.js";
+import { newId } from "../lib/ids.js";
 import { ERROR_CATALOGUE, errorTypeUrl, type ErrorCode } from "./catalogue.js";
 import { invalidInput, KeygateError, isKeygateError } from "./keygate-error.js";
 
@@ -11,23 +14,44 @@ export interface ErrorHandlingOptions {
 
 const HTTP_METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"] as const;
 
+const UNEXPECTED_DETAIL = "Something went wrong inside keygate. Quote the request id when you report it.";
+
 /**
  * Every failure leaves keygate in the error envelope of spec §7: thrown KeygateErrors, Fastify's own errors
  * (validation, body too large, bad JSON, wrong media type), unknown paths (404) and wrong methods (405).
- * Anything unexpected is a 500 whose detail says nothing about the cause; the cause is logged with the request id.
+ * Anything unexpected is a 500 whose detail says nothing about the cause. Every 5xx logs its cause (the error and
+ * its causes) with the request id: 503 at warn, the rest at error. A client that went away while its body was
+ * being read gets 499 client_closed_request, logged at info: that is no fault of keygate.
  */
 export const errorHandling = fp<ErrorHandlingOptions>(
   async (app, options) => {
     app.setErrorHandler((error: FastifyError, request, reply) => {
+      if (clientWentAway(error, request)) return answerClientClosed(reply, request, options.docsUrl);
       const known = toKeygateError(error, options.bodyLimit);
       if (!known) {
         request.log.error({ err: error }, "unexpected error");
-        return sendError(reply, request, options.docsUrl, new KeygateError("err:unkey:application:unexpected_error", "Something went wrong inside keygate. Quote the request id when you report it."));
+        return sendError(reply, request, options.docsUrl, new KeygateError("err:unkey:application:unexpected_error", UNEXPECTED_DETAIL));
       }
+      logServerError(request.log, known);
       return sendError(reply, request, options.docsUrl, known);
     });
 
     app.setNotFoundHandler((request, reply) => answerUnmatched(app, request, reply, options.docsUrl));
+
+    // A request that arrives while keygate closes (on a connection that was busy) is refused in the envelope;
+    // this replaces Fastify's own 503 (return503OnClosing), which has neither.
+    let closing = false;
+    app.addHook("preClose", (done) => {
+      closing = true;
+      done();
+    });
+    app.addHook("onRequest", (request, reply, done) => {
+      if (!closing) return done();
+      const error = new KeygateError("err:keygate:server:shutting_down", "keygate is shutting down. Send the request again, to another instance if there is one.");
+      logServerError(request.log, error);
+      reply.header("connection", "close");
+      sendError(reply, request, options.docsUrl, error);
+    });
   },
   { name: "keygate-error-handling" },
 );
@@ -53,13 +77,108 @@ export function answerUnmatched(app: FastifyInstance, request: FastifyRequest, r
 }
 
 /**
- * Sends `error` in the envelope. 429s are application/problem+json (the SDK requires it), and so is every error
- * of a route configured with `problemJsonErrors`; the rest are JSON.
+ * Logs the cause of a 5xx answer (`error` and its causes, which stay out of the answer): 503 at warn, the rest at
+ * error. The line carries the request id through `log`, or `requestId` when there is no request logger.
+ */
+export function logServerError(log: FastifyBaseLogger, error: KeygateError, requestId?: string): void {
+  const status = ERROR_CATALOGUE[error.code].status;
+  if (status < 500) return;
+  const details = { err: error, code: error.code, ...(requestId !== undefined ? { requestId } : {}) };
+  if (status === 503) log.warn(details, `answered ${status} ${error.code}`);
+  else log.error(details, `answered ${status} ${error.code}`);
+}
+
+/** The body stream failed because the client aborted (Node's "aborted", ECONNRESET, and the connection is gone). */
+function clientWentAway(error: FastifyError, request: FastifyRequest): boolean {
+  return error.code === "ECONNRESET" && request.socket.destroyed;
+}
+
+/**
+ * A request whose client closed the connection before it was read or answered: 499 client_closed_request (sent
+ * to no one, for the request log) and a line at info without a stack, since it is no fault of keygate.
+ */
+export function answerClientClosed(reply: FastifyReply, request: FastifyRequest, docsUrl: string): FastifyReply {
+  request.log.info({ code: "err:user:bad_request:client_closed_request" }, "the client closed the connection before its request was read or answered");
+  return sendError(reply, request, docsUrl, new KeygateError("err:user:bad_request:client_closed_request", "The connection was closed before the request was read or answered."));
+}
+
+/**
+ * Fastify's `frameworkErrors`: errors raised while routing, before a route runs. A URL that cannot be decoded is
+ * a 400 malformed_url; the others (a parameter too long, an async constraint) cannot happen with keygate's routes
+ * and are unexpected. Answered in the envelope with the request id Fastify made.
+ */
+export function answerFrameworkError(error: FastifyError, request: FastifyRequest, reply: FastifyReply, docsUrl: string): FastifyReply {
+  if (error.code === "FST_ERR_BAD_URL") {
+    return sendError(reply, request, docsUrl, new KeygateError("err:user:bad_request:malformed_url", "The request URL cannot be decoded: each '%' must start a percent-encoded UTF-8 character ('%' and two hexadecimal digits per byte)."));
+  }
+  request.log.error({ err: error }, "unexpected error");
+  return sendError(reply, request, docsUrl, new KeygateError("err:unkey:application:unexpected_error", UNEXPECTED_DETAIL));
+}
+
+/** How Node's HTTP parser errors are answered (by the `code` of the 'clientError' event's error). */
+function clientErrorAnswer(code: string | undefined): KeygateError {
+  if (code === "HPE_HEADER_OVERFLOW") {
+    return new KeygateError("err:user:bad_request:request_header_fields_too_large", "The request line and headers are too large; send fewer or shorter headers.");
+  }
+  if (code === "ERR_HTTP_REQUEST_TIMEOUT") return new KeygateError("err:user:bad_request:request_timeout", "The request took too long to arrive.");
+  return new KeygateError("err:user:bad_request:malformed_request", "The request is not valid HTTP/1.1 and cannot be read.");
+}
+
+export interface ClientErrorOptions {
+  docsUrl: string;
+  log: () => FastifyBaseLogger;
+  /** `logging.requests`: refusals are then logged at info like every request; otherwise at debug. */
+  logRequests: boolean;
+}
+
+/**
+ * Fastify's `clientErrorHandler` (Node's 'clientError' event): a request Node cannot parse, whose headers are too
+ * large, or that took too long to arrive, before there is a request object. It is answered in the envelope with a
+ * request id made here, and the connection is closed. A connection the client already reset gets no answer.
+ */
+export function clientErrorHandler(options: ClientErrorOptions): (error: Error & { code?: string }, socket: Socket) => void {
+  return (error, socket) => {
+    // The client reset the connection, or closed it in the middle of a request (whose own handling, if it had
+    // begun, answers it): there is no one to answer.
+    if (error.code === "ECONNRESET" || error.code === "HPE_INVALID_EOF_STATE" || socket.destroyed) {
+      socket.destroy();
+      return;
+    }
+    // A response already under way on this connection (pipelining) cannot be followed by one of ours.
+    const current = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+    if (!socket.writable || current?.headersSent) {
+      socket.destroy();
+      return;
+    }
+    const requestId = newId("req");
+    const answer = clientErrorAnswer(error.code);
+    const log = options.log();
+    const details = { requestId, code: answer.code, parserError: error.code };
+    if (options.logRequests) log.info(details, "refused a request that cannot be read");
+    else log.debug(details, "refused a request that cannot be read");
+    const status = ERROR_CATALOGUE[answer.code].status;
+    const body = JSON.stringify(errorBody(requestId, answer, options.docsUrl));
+    const head = [
+      `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ""}`,
+      "content-type: application/json; charset=utf-8",
+      `content-length: ${Buffer.byteLength(body)}`,
+      `x-request-id: ${requestId}`,
+      "connection: close",
+    ];
+    socket.end(`${head.join("\r\n")}\r\n\r\n${body}`);
+  };
+}
+
+/**
+ * Sends `error` in the envelope, with the request id as `x-request-id` (also for answers made before the
+ * request's hooks ran). 429s are application/problem+json (the SDK requires it), and so is every error of a route
+ * configured with `problemJsonErrors`; the rest are JSON.
  */
 export function sendError(reply: FastifyReply, request: FastifyRequest, docsUrl: string, error: KeygateError): FastifyReply {
   const entry = ERROR_CATALOGUE[error.code];
   const problemJson = entry.status === 429 || request.routeOptions.config?.problemJsonErrors === true;
   if (error.headers) reply.headers(error.headers);
+  reply.header("x-request-id", request.id);
   return reply
     .code(entry.status)
     .type(problemJson ? "application/problem+json; charset=utf-8" : "application/json; charset=utf-8")

@@ -6,7 +6,7 @@ import { formatQuery } from "../domain/permissions/query.js";
 import type { KeyView } from "../domain/verification/key-view.js";
 import type { ExtraLimit, Verification, VerificationCode } from "../domain/verification/verification-service.js";
 import { ERROR_CATALOGUE, type ErrorCode } from "../errors/catalogue.js";
-import { errorBody, sendError } from "../errors/error-handler.js";
+import { answerClientClosed, errorBody, logServerError, sendError } from "../errors/error-handler.js";
 import { KeygateError } from "../errors/keygate-error.js";
 import { newId } from "../lib/ids.js";
 import { clientAddress } from "./client-address.js";
@@ -171,6 +171,8 @@ export async function gateway(app: FastifyInstance, options: GatewayOptions): Pr
       },
       onError: (upstreamReply, { error }) => {
         refund(decision);
+        // A client that goes away mid-upload breaks the upstream request too: not the upstream's failure.
+        if (request.socket.destroyed) return answerClientClosed(upstreamReply as FastifyReply, request, docsUrl);
         request.log.warn({ err: error, route: route.name, upstream: route.upstream.origin }, "upstream failed");
         sendError(upstreamReply as FastifyReply, request, docsUrl, upstreamFailure(route, (error as { statusCode?: number }).statusCode === 504));
       },
@@ -207,7 +209,10 @@ export async function gateway(app: FastifyInstance, options: GatewayOptions): Pr
         });
       })
       .catch((error: unknown) => {
-        if (error instanceof KeygateError) return answerRaw(socket, id, error);
+        if (error instanceof KeygateError) {
+          logServerError(app.log, error, id);
+          return answerRaw(socket, id, error);
+        }
         app.log.error({ err: error, requestId: id }, "unexpected error on an upgrade");
         answerRaw(socket, id, new KeygateError("err:unkey:application:unexpected_error", "Something went wrong inside keygate. Quote the request id when you report it."));
       });

@@ -26,6 +26,8 @@ export interface HarnessOptions {
   config?: Record<string, unknown>;
   /** An analytics runtime opened by the test (which closes it) instead of the configured one. */
   analytics?: AnalyticsRuntime;
+  /** Log lines go here (at the configured `logging.level`); without it the app logs nothing. */
+  log?: { write(line: string): void };
 }
 
 export interface CallResult {
@@ -57,7 +59,8 @@ export async function harness(t: TapLike, options: HarnessOptions = {}): Promise
     ...options.config,
   };
   const config = validateConfig(raw, "test harness");
-  const app = await buildApp(config, { logger: false, ...(options.clock ? { clock: options.clock } : {}), ...(options.analytics ? { analytics: options.analytics } : {}) });
+  const logging = options.log ? { logStream: options.log } : { logger: false };
+  const app = await buildApp(config, { ...logging, ...(options.clock ? { clock: options.clock } : {}), ...(options.analytics ? { analytics: options.analytics } : {}) });
   t.teardown(() => app.close());
 
   return {

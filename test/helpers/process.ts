@@ -16,7 +16,12 @@ interface Teardown {
 export interface RunningServer {
   child: ChildProcess;
   baseUrl: string;
+  /** The working directory the server runs in: a fresh temporary one (its `data/` is the server's). */
+  cwd: string;
   stdout: () => string;
+  stderr: () => string;
+  /** stdout as the JSON log lines it consists of (throws on a line that is not JSON). */
+  logLines: () => Record<string, unknown>[];
   stop(): Promise<number | null>;
 }
 
@@ -27,12 +32,21 @@ export function analyticsDirectory(t: Teardown): string {
   return path;
 }
 
+/** A fresh working directory for a server, removed on teardown. */
+export function workingDirectory(t: Teardown): string {
+  const path = mkdtempSync(join(tmpdir(), "keygate-cwd-"));
+  t.teardown(() => rmSync(path, { recursive: true, force: true }));
+  return path;
+}
+
 /**
- * Starts `node server.js` with `env` and waits for its start-up banner; killed on teardown. Its embedded analytics
- * engine gets a temporary directory unless `env` names one.
+ * Starts `node server.js` with `env` and waits for its start-up line; killed on teardown. It runs in `cwd` (a fresh
+ * temporary directory unless given), and its embedded analytics engine gets a temporary directory unless `env`
+ * names one. stdout and stderr are pipes, not terminals.
  */
-export async function startServer(t: Teardown, env: Record<string, string>, timeoutMs = 15_000): Promise<RunningServer> {
+export async function startServer(t: Teardown, env: Record<string, string>, timeoutMs = 15_000, cwd = workingDirectory(t)): Promise<RunningServer> {
   const child = spawn(process.execPath, [SERVER_ENTRY], {
+    cwd,
     env: { PATH: process.env.PATH ?? "", PORT: "0", HOST: "127.0.0.1", KEYGATE_ANALYTICS_PATH: env.KEYGATE_ANALYTICS_PATH ?? analyticsDirectory(t), ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
@@ -47,7 +61,7 @@ export async function startServer(t: Teardown, env: Record<string, string>, time
   const baseUrl = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`server did not start in ${timeoutMs} ms:\n${out}\n${err}`)), timeoutMs);
     const check = () => {
-      const match = /keygate is listening on (http:\/\/[^\s]+)/.exec(out);
+      const match = /keygate is listening on (http:\/\/[^\s"]+)/.exec(out);
       if (match) {
         clearTimeout(timer);
         resolve(match[1] as string);
@@ -62,7 +76,14 @@ export async function startServer(t: Teardown, env: Record<string, string>, time
   return {
     child,
     baseUrl,
+    cwd,
     stdout: () => out,
+    stderr: () => err,
+    logLines: () =>
+      out
+        .split("\n")
+        .filter((line) => line !== "")
+        .map((line) => JSON.parse(line) as Record<string, unknown>),
     stop: async () => {
       child.kill("SIGTERM");
       return exited;

@@ -18,7 +18,7 @@ t.test("keygate root-key create/list/revoke against the configured Redis", async
   t.match(created.stderr, /shown only this once/);
 
   const server = await startServer(t, env);
-  t.notMatch(server.stdout(), /ROOT KEY/, "the CLI's key counts as an existing root key");
+  t.notMatch(server.stdout(), /bootstrap root key/, "the CLI's key counts as an existing root key");
   const api = await post(server.baseUrl, "apis.createApi", rootKey, { name: "from-cli" });
   t.equal(api.status, 200);
   const denied = await post(server.baseUrl, "apis.deleteApi", rootKey, { apiId: api.body.data.apiId });
