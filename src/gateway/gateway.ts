@@ -139,13 +139,18 @@ export async function gateway(app: FastifyInstance, options: GatewayOptions): Pr
     };
   };
 
-  /** Gives back the credits of an allowed request whose upstream then failed, when the settings say so. */
-  const refund = (decision: Extract<Decision, { kind: "allow" }>) => {
+  /**
+   * Gives back the credits of an allowed request whose upstream then failed, when the settings say so. The failure
+   * is answered once this is done, so a client that sees it finds its credits back. Never rejects.
+   */
+  const refund = async (decision: Extract<Decision, { kind: "allow" }>): Promise<void> => {
     const { verification, workspaceId, caller } = decision;
     if (!decision.state.settings.refundCreditsOnUpstreamFailure || verification.spentCredits === 0) return;
-    app.services.keys.refundCredits(workspaceId, caller.keyId, verification.spentCredits).catch((error: unknown) => {
+    try {
+      await app.services.keys.refundCredits(workspaceId, caller.keyId, verification.spentCredits);
+    } catch (error) {
       app.log.error({ err: error, keyId: caller.keyId }, "could not give back the credits of a failed upstream request");
-    });
+    }
   };
 
   const upstreamFailure = (route: CompiledRoute, timedOut: boolean) =>
@@ -163,13 +168,12 @@ export async function gateway(app: FastifyInstance, options: GatewayOptions): Pr
       timeout: route.config.timeoutMs ?? current.settings.upstreamTimeoutMs,
       rewriteRequestHeaders: (_request, headers) => upstreamHeaders(route, headers, caller, { ip, protocol: request.protocol, host: request.headers.host }),
       onResponse: (_request, upstreamReply, response) => {
-        if (response.statusCode >= 500) refund(decision);
-        upstreamReply.send(response.stream);
+        if (response.statusCode < 500) return void upstreamReply.send(response.stream);
+        void refund(decision).then(() => upstreamReply.send(response.stream));
       },
       onError: (upstreamReply, { error }) => {
-        refund(decision);
         request.log.warn({ err: error, route: route.name, upstream: route.upstream.origin }, "upstream failed");
-        sendError(upstreamReply as FastifyReply, request, docsUrl, upstreamFailure(route, (error as { statusCode?: number }).statusCode === 504));
+        void refund(decision).then(() => sendError(upstreamReply as FastifyReply, request, docsUrl, upstreamFailure(route, (error as { statusCode?: number }).statusCode === 504)));
       },
     });
   };
@@ -197,9 +201,8 @@ export async function gateway(app: FastifyInstance, options: GatewayOptions): Pr
           headers,
           timeoutMs: route.config.timeoutMs ?? current.settings.upstreamTimeoutMs,
           onUpstreamFailure: (kind, error) => {
-            refund(decision);
             app.log.warn({ err: error, route: route.name }, "upstream failed an upgrade");
-            answerRaw(socket, id, upstreamFailure(route, kind === "timeout"));
+            void refund(decision).then(() => answerRaw(socket, id, upstreamFailure(route, kind === "timeout")));
           },
         });
       })

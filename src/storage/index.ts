@@ -14,6 +14,7 @@ import { MemoryRootKeyStore } from "./memory/root-key-store.js";
 import { RedisAnalyticsQuotaStore } from "./redis/analytics-quota-store.js";
 import { RedisApiStore } from "./redis/api-store.js";
 import { connectRedis } from "./redis/connection.js";
+import { defineCreditCommands } from "./redis/credit-scripts.js";
 import { guardedClient, RedisGuard, redisBreaker, type BreakerSettings } from "./redis/guard.js";
 import { RedisIdentityStore } from "./redis/identity-store.js";
 import { RedisKeyStore } from "./redis/key-store.js";
@@ -77,6 +78,7 @@ export function createRedisStores(
   // once for every namespace, and every other read or write fails fast with StoreUnavailableError.
   const guard = new RedisGuard(redisBreaker(redis, options.breaker ?? DEFAULT_BREAKER, clock));
   const guarded = guardedClient(redis, guard);
+  defineCreditCommands(redis);
   let closed = false;
   return {
     kind: "redis",

@@ -1,4 +1,5 @@
 import type { Redis, Result } from "ioredis";
+import { BALANCE_LUA } from "./credit-scripts.js";
 
 /**
  * The one atomic step of rate limiting: check N sliding-window limits and, only if every one passes, consume
@@ -12,8 +13,9 @@ import type { Redis, Result } from "ioredis";
  * does. Nothing is written before every call has been decided, so an error leaves the keys as they were.
  *
  * Each call is decided in two phases (decide everything, then consume everything). A call may carry a credit check
- * (verification's credits): the key's balance, refilled as due (lib/credit-refill.ts's arithmetic, mirrored below),
- * must cover the cost in phase 1, and is taken in phase 2 together with the limits, so neither is taken alone.
+ * (verification's credits): the key's balance, refilled as due (lib/credit-refill.ts's arithmetic, mirrored in
+ * BALANCE_LUA), must cover the cost in phase 1, and is taken in phase 2 together with the limits, so neither is
+ * taken alone.
  *
  * KEYS      every key the batch uses, each once: counters (keys.ratelimitWindow), hashes with fields
  *             s = sequence number of the fixed window last written, c = its count, p = the count of the window
@@ -53,74 +55,8 @@ import type { Redis, Result } from "ioredis";
  * A counter expires when the window after the one it was last written in ends (at most 2 × duration after a
  * write): then neither of its counts can matter. Its expiry is set when a write starts a window.
  */
-export const RATELIMIT_LUA = `
-local DAY = 86400000
-
--- Calendar arithmetic on days since 1970-01-01 (proleptic Gregorian), for monthly refills.
-local function civilFromDays(days)
-  local z = days + 719468
-  local era = math.floor(z / 146097)
-  local doe = z - era * 146097
-  local yoe = math.floor((doe - math.floor(doe / 1460) + math.floor(doe / 36524) - math.floor(doe / 146096)) / 365)
-  local doy = doe - (365 * yoe + math.floor(yoe / 4) - math.floor(yoe / 100))
-  local mp = math.floor((5 * doy + 2) / 153)
-  local day = doy - math.floor((153 * mp + 2) / 5) + 1
-  local month = mp < 10 and mp + 3 or mp - 9
-  local year = yoe + era * 400
-  if month <= 2 then year = year + 1 end
-  return year, month, day
-end
-
-local function daysFromCivil(year, month, day)
-  if month <= 2 then year = year - 1 end
-  local era = math.floor(year / 400)
-  local yoe = year - era * 400
-  local mp = month > 2 and month - 3 or month + 9
-  local doy = math.floor((153 * mp + 2) / 5) + day - 1
-  return era * 146097 + yoe * 365 + math.floor(yoe / 4) - math.floor(yoe / 100) + doy - 719468
-end
-
-local function daysInMonth(year, month)
-  if month == 2 then
-    if (year % 4 == 0 and year % 100 ~= 0) or year % 400 == 0 then return 29 end
-    return 28
-  end
-  if month == 4 or month == 6 or month == 9 or month == 11 then return 30 end
-  return 31
-end
-
--- The latest scheduled refill at or before 'at' (see lastScheduledRefill in lib/credit-refill.ts).
-local function lastScheduledRefill(refill, at)
-  if refill.interval == "daily" then return math.floor(at / DAY) * DAY end
-  local refillDay = refill.refillDay or 1
-  local year, month = civilFromDays(math.floor(at / DAY))
-  local this = daysFromCivil(year, month, math.min(refillDay, daysInMonth(year, month))) * DAY
-  if this <= at then return this end
-  if month == 1 then year, month = year - 1, 12 else month = month - 1 end
-  return daysFromCivil(year, month, math.min(refillDay, daysInMonth(year, month))) * DAY
-end
-
--- A whole number written in full: Lua's own conversion (and cjson's) keeps 14 significant digits, exact below 10^14.
-local function whole(value) return string.format("%.0f", value) end
-
--- JSON of a balance in the key store's shape; integers are written in full.
-local function encodeBalance(remaining, refill, lastRefillAt)
-  local json = '{"remaining":' .. whole(remaining)
-  if refill then
-    json = json .. ',"refill":{"interval":' .. cjson.encode(refill.interval) .. ',"amount":' .. whole(refill.amount)
-    if refill.refillDay then json = json .. ',"refillDay":' .. whole(refill.refillDay) end
-    json = json .. '}'
-  end
-  return json .. ',"lastRefillAt":' .. whole(lastRefillAt) .. '}'
-end
-
-local now
-if ARGV[1] == "" then
-  local time = redis.call("TIME")
-  now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-else
-  now = tonumber(ARGV[1])
-end
+export const RATELIMIT_LUA = `${BALANCE_LUA}
+local now = timeFrom(ARGV[1])
 
 -- ARGV[3]'s numbers: each key's limit and duration (numbers[2k - 1] and numbers[2k]; balances 0, 0), then the calls.
 -- Read as a JSON array, in C: splitting the string in Lua cost Redis about 0.25 µs per number, cjson 0.08.
@@ -235,15 +171,7 @@ for call = 1, tonumber(ARGV[2]) do
     creditCost = numbers[nextArg + 1]
     nextArg = nextArg + 2
     if not balance.missing then
-      creditRemaining = balance.remaining
-      creditLastRefillAt = balance.lastRefillAt
-      if balance.refill then
-        local due = lastScheduledRefill(balance.refill, now)
-        if due > balance.lastRefillAt then
-          if creditRemaining < balance.refill.amount then creditRemaining = balance.refill.amount end
-          creditLastRefillAt = due
-        end
-      end
+      creditRemaining, creditLastRefillAt = refilled(balance, now)
       creditOk = creditCost == 0 or creditRemaining >= creditCost
       if not creditOk then all = false end
     end
