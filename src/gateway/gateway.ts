@@ -9,7 +9,7 @@ import { ERROR_CATALOGUE, type ErrorCode } from "../errors/catalogue.js";
 import { errorBody, sendError } from "../errors/error-handler.js";
 import { KeygateError } from "../errors/keygate-error.js";
 import { newId } from "../lib/ids.js";
-import { upstreamHeaders, upstreamUrl, type ForwardedIdentity } from "./forwarding.js";
+import { pathRefusal, upstreamHeaders, upstreamTarget, upstreamUrl, type ForwardedIdentity } from "./forwarding.js";
 import { extractKey } from "./key-extraction.js";
 import { ratelimitHeaders, type AppliedLimit } from "./ratelimit-headers.js";
 import type { GatewayState, RouteState } from "./route-state.js";
@@ -83,6 +83,9 @@ export async function gateway(app: FastifyInstance, options: GatewayOptions): Pr
     const current = state.current;
     const path = request.url.split("?", 1)[0] as string;
     if (path === "/v2" || path.startsWith("/v2/")) return { kind: "unmatched" };
+    // Decided before anything is charged: such a path is never forwarded (see pathRefusal).
+    const refusal = pathRefusal(path);
+    if (refusal) return { kind: "deny", error: new KeygateError("err:keygate:gateway:invalid_path", `The request path ${refusal}; keygate does not forward it.`) };
     const route = current.table.match(request.method, path);
     if (!route) {
       const allowed = current.table.methodsFor(path);
@@ -164,7 +167,10 @@ export async function gateway(app: FastifyInstance, options: GatewayOptions): Pr
     if (decision.kind === "deny") return sendError(reply, request, docsUrl, decision.error);
     const { route, state: current, caller, ip } = decision;
     reply.headers(decision.headers);
-    return reply.from(upstreamUrl(route, request.url), {
+    const target = upstreamTarget(route, request.url);
+    // The query string goes on its own: the proxy library checks the path alone, as decide() did.
+    return reply.from(target.url, {
+      queryString: () => target.query,
       timeout: route.config.timeoutMs ?? current.settings.upstreamTimeoutMs,
       rewriteRequestHeaders: (_request, headers) => upstreamHeaders(route, headers, caller, { ip, protocol: request.protocol, host: request.headers.host }),
       onResponse: (_request, upstreamReply, response) => {
