@@ -14,6 +14,7 @@ import { MemoryRootKeyStore } from "./memory/root-key-store.js";
 import { RedisAnalyticsQuotaStore } from "./redis/analytics-quota-store.js";
 import { RedisApiStore } from "./redis/api-store.js";
 import { connectRedis } from "./redis/connection.js";
+import type { StoreLog } from "./redis/credit-reconciler.js";
 import { defineCreditCommands } from "./redis/credit-scripts.js";
 import { guardedClient, RedisGuard, redisBreaker, type BreakerSettings } from "./redis/guard.js";
 import { RedisIdentityStore } from "./redis/identity-store.js";
@@ -30,6 +31,8 @@ export interface StoreOptions {
   clock?: Clock;
   /** ratelimit.reservations: whether Redis counters may reserve units for this instance (default true). */
   ratelimitReservations?: boolean;
+  /** Where Redis stores report work they do in the background (reconciling credits); silent without one. */
+  log?: StoreLog;
 }
 
 export function createMemoryStores(options: StoreOptions = {}): Stores {
@@ -70,7 +73,7 @@ export function createRedisStores(
   redis: Redis,
   prefix: string,
   ownsConnection: boolean,
-  options: StoreOptions & { breaker?: BreakerSettings } = {},
+  options: StoreOptions & { breaker?: BreakerSettings; reconcileRetryMs?: number; maxPendingReconciliations?: number } = {},
 ): RedisBackedStores {
   const keys = createRedisKeys(prefix);
   const clock = options.clock ?? systemClock;
@@ -79,6 +82,12 @@ export function createRedisStores(
   const guard = new RedisGuard(redisBreaker(redis, options.breaker ?? DEFAULT_BREAKER, clock));
   const guarded = guardedClient(redis, guard);
   defineCreditCommands(redis);
+  const ratelimitCounters = new RedisRatelimitCounterStore(redis, keys, guard, clock, {
+    reservations: options.ratelimitReservations ?? true,
+    ...(options.log ? { log: options.log } : {}),
+    ...(options.reconcileRetryMs !== undefined ? { reconcileRetryMs: options.reconcileRetryMs } : {}),
+    ...(options.maxPendingReconciliations !== undefined ? { maxPendingReconciliations: options.maxPendingReconciliations } : {}),
+  });
   let closed = false;
   return {
     kind: "redis",
@@ -91,13 +100,15 @@ export function createRedisStores(
     roles: new RedisRoleStore(guarded, keys),
     identities: new RedisIdentityStore(guarded, keys),
     ratelimitNamespaces: new RedisRatelimitNamespaceStore(redis, keys, guard),
-    ratelimitCounters: new RedisRatelimitCounterStore(redis, keys, guard, clock, { reservations: options.ratelimitReservations ?? true }),
+    ratelimitCounters,
     breaker: guard.breaker,
     analyticsQuota: new RedisAnalyticsQuotaStore(guarded, keys),
     close: async () => {
-      if (closed || !ownsConnection) return;
+      if (closed) return;
       closed = true;
-      await redis.quit().catch(() => redis.disconnect());
+      // Calls that may have spent credits and got no answer are settled while the connection is still open.
+      await ratelimitCounters.close();
+      if (ownsConnection) await redis.quit().catch(() => redis.disconnect());
     },
   };
 }

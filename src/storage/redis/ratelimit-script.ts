@@ -1,6 +1,9 @@
 import type { Redis, Result } from "ioredis";
 import { BALANCE_LUA } from "./credit-scripts.js";
 
+/** The script's whole answer when it found its receipt key set and ran nothing (see ARGV[4]). */
+export const CANCELLED_REPLY = "cancelled";
+
 /**
  * The one atomic step of rate limiting: check N sliding-window limits and, only if every one passes, consume
  * them all. It runs as a single script, so instances sharing Redis can never both take the last unit, and a
@@ -17,11 +20,18 @@ import { BALANCE_LUA } from "./credit-scripts.js";
  * BALANCE_LUA), must cover the cost in phase 1, and is taken in phase 2 together with the limits, so neither is
  * taken alone.
  *
+ * Receipts: an execution that may spend credits is given a receipt key of its own, unique to it. When it takes
+ * credits it writes there what it took from each balance; when it finds the key already set, it runs nothing at
+ * all and answers CANCELLED_REPLY. keygate settles an execution whose answer it did not get in time with
+ * RECONCILE_CREDITS_LUA (credit-scripts.ts), which gives the receipt's credits back or, when the execution has not
+ * run, sets the key so it never will: a credit stays spent only for a call whose answer arrived.
+ *
  * KEYS      every key the batch uses, each once: counters (keys.ratelimitWindow), hashes with fields
  *             s = sequence number of the fixed window last written, c = its count, p = the count of the window
  *             before it; and balances (keys.keyCredits: JSON {remaining, refill?: {interval, amount, refillDay?},
  *             lastRefillAt}, written by the key store). A counter's name holds its limit and duration, so every
- *             check of one counter agrees on both. All keys share one workspace's hash tag (one Cluster slot).
+ *             check of one counter agrees on both. Last, when ARGV[4] is given, the execution's receipt key
+ *             (keys.creditReceipt). All keys share one workspace's hash tag (one Cluster slot).
  * ARGV[1]   now in unix ms, or "" to use the Redis server's TIME. Production passes "": every instance then
  *             decides on one clock, so clock skew between instances cannot widen a window. Tests pass an
  *             injected clock's time.
@@ -38,6 +48,9 @@ import { BALANCE_LUA } from "./credit-scripts.js";
  *             its instance to admit later without asking (see ratelimit-counter-store.ts), but only on a counter
  *             already in use (its count before the call is above 0) and as long as the window stays at most half
  *             used; they are consumed here like any cost.
+ * ARGV[4]   only with a receipt key: how long a receipt stays, in ms. The receipt is the positions in KEYS of the
+ *             balances this execution took credits from and what it took from each, "position:credits" joined by
+ *             commas; it is written only when something was taken.
  *
  * Returns one string, the values joined by commas (parseRatelimitReply reads it): now, then per call: per check:
  *   passed, remaining, sequence, [reserved], [current, previous], then with a credit check: passed, remaining (-1
@@ -54,8 +67,19 @@ import { BALANCE_LUA } from "./credit-scripts.js";
  *              (for the local fast path, which remembers exhausted windows only).
  * A counter expires when the window after the one it was last written in ends (at most 2 × duration after a
  * write): then neither of its counts can matter. Its expiry is set when a write starts a window.
+ * An execution that found its receipt key set answers CANCELLED_REPLY alone.
  */
 export const RATELIMIT_LUA = `${BALANCE_LUA}
+-- An execution that may spend credits ends KEYS with its receipt key. One that finds it set ran before, or was
+-- settled while its answer was awaited in vain: it runs nothing (see RECONCILE_CREDITS_LUA).
+local keyCount = #KEYS
+local receipt = nil
+if ARGV[4] then
+  receipt = KEYS[keyCount]
+  keyCount = keyCount - 1
+  if redis.call("EXISTS", receipt) == 1 then return "${CANCELLED_REPLY}" end
+end
+
 local now = timeFrom(ARGV[1])
 
 -- ARGV[3]'s numbers: each key's limit and duration (numbers[2k - 1] and numbers[2k]; balances 0, 0), then the calls.
@@ -71,7 +95,7 @@ local function exact(value)
 end
 -- Whether a counter's numbers (none exceeds its limit) can reach 10^14; never through the API, whose limits stop at 10^6.
 local wideLimits = false
-for index = 1, #KEYS do
+for index = 1, keyCount do
   if limitOf(index) >= 1e14 then wideLimits = true end
 end
 
@@ -120,7 +144,7 @@ local function balanceAt(index)
     local raw = redis.call("GET", KEYS[index])
     if raw then
       local stored = cjson.decode(raw)
-      balance = { remaining = stored.remaining, refill = stored.refill, lastRefillAt = stored.lastRefillAt, written = false }
+      balance = { remaining = stored.remaining, refill = stored.refill, lastRefillAt = stored.lastRefillAt, written = false, spent = 0 }
     else
       balance = { missing = true }
     end
@@ -136,7 +160,7 @@ local checkOk, checkCounter, checkBase, checkBefore, checkLimit, checkCost, chec
 
 local reply = { now }
 local replied = 1
-local nextArg = 1 + 2 * #KEYS
+local nextArg = 1 + 2 * keyCount
 for call = 1, tonumber(ARGV[2]) do
   local header = numbers[nextArg]
   local checks = math.floor(header / 2)
@@ -193,6 +217,7 @@ for call = 1, tonumber(ARGV[2]) do
       balance.remaining = creditRemaining
       balance.lastRefillAt = creditLastRefillAt
       balance.written = true
+      balance.spent = balance.spent + creditCost
     end
   end
   -- Each counter's take is consumed once (a counter may back several checks), or dropped when the call is denied.
@@ -243,10 +268,16 @@ for index, counter in pairs(counters) do
     end
   end
 end
+local spent = {}
 for index, balance in pairs(balances) do
   if balance.written then
     redis.call("SET", KEYS[index], encodeBalance(balance.remaining, balance.refill, balance.lastRefillAt))
+    if balance.spent > 0 then spent[#spent + 1] = index .. ":" .. whole(balance.spent) end
   end
+end
+-- The receipt: what this execution took from each balance (by position in KEYS), kept ARGV[4] ms.
+if receipt and #spent > 0 then
+  redis.call("SET", receipt, table.concat(spent, ","), "PX", ARGV[4])
 end
 -- Counts of a limit that wide are written in full too (see exact).
 if wideLimits then
