@@ -264,6 +264,9 @@ export interface Stores {
   /** Redis only: the circuit breaker guarding the rate limit stores' calls (its state says whether Redis answers). */
   readonly breaker?: CircuitBreaker;
   readonly analyticsQuota: AnalyticsQuotaStore;
-  /** Releases connections. Idempotent. */
+  /**
+   * Releases connections. Redis first makes a last attempt at settling the calls that may have spent credits and
+   * got no answer in time (see storage/redis/credit-reconciler.ts). Idempotent.
+   */
   close(): Promise<void>;
 }
