@@ -13,7 +13,7 @@ import { pathRefusal, upstreamHeaders, upstreamTarget, upstreamUrl, type Forward
 import { extractKey } from "./key-extraction.js";
 import { ratelimitHeaders, type AppliedLimit } from "./ratelimit-headers.js";
 import type { GatewayState, RouteState } from "./route-state.js";
-import type { CompiledRoute, IdentifierSource } from "./route-table.js";
+import { samePath, type CompiledRoute, type IdentifierSource } from "./route-table.js";
 import { relayUpgrade, writeRawResponse } from "./websocket.js";
 
 export interface GatewayOptions {
@@ -82,7 +82,8 @@ export async function gateway(app: FastifyInstance, options: GatewayOptions): Pr
   const decide = async (request: GatewayRequest): Promise<Decision> => {
     const current = state.current;
     const path = request.url.split("?", 1)[0] as string;
-    if (path === "/v2" || path.startsWith("/v2/")) return { kind: "unmatched" };
+    const same = samePath(path);
+    if (same === "/v2" || same.startsWith("/v2/")) return { kind: "unmatched" };
     // Decided before anything is charged: such a path is never forwarded (see pathRefusal).
     const refusal = pathRefusal(path);
     if (refusal) return { kind: "deny", error: new KeygateError("err:keygate:gateway:invalid_path", `The request path ${refusal}; keygate does not forward it.`) };

@@ -46,6 +46,7 @@ for (const storage of STORAGE_KINDS) {
         routes: [
           { name: "credits", match: { prefix: "/credits" }, upstream: `${upstream.url}/metered`, apiId: API, credits: { cost: 1 } },
           { name: "admin", match: { prefix: "/admin" }, upstream: `${upstream.url}/admin`, apiId: API, permissions: "admin" },
+          { name: "open", match: { prefix: "/" }, upstream: `${upstream.url}/open`, apiId: API },
         ],
       },
     });
@@ -93,14 +94,26 @@ for (const storage of STORAGE_KINDS) {
     }
     t.equal(await balance(), 10 - forwarded.length, "each forwarded request was charged once");
 
+    // Escaped letters, digits and '-._~' are the same path as unescaped ones (RFC 3986): the route and its price
+    // are those of the unescaped path, while the path goes upstream as sent.
+    for (const target of ["/cred%69ts/x", "/%63%72%65%64%69%74%73/y"]) {
+      const before = await balance();
+      const answer = await sendRaw(base, target, key);
+      t.equal(answer.status, 200, `${target} is forwarded`);
+      t.equal(answer.body.url, `/metered${target}`, `${target} takes the credits route to its upstream path`);
+      t.equal(await balance(), before - 1, `${target} pays the credits route's price`);
+    }
+    t.equal((await sendRaw(base, "/credits%2Fx", key)).body.url, "/open/credits%2Fx", "an escaped slash is no separator: another path");
+
     // WebSocket upgrades bypass Fastify's router: the same rule holds there, a path that does not decode included.
+    const beforeUpgrades = await balance();
     for (const target of ["/credits/../admin", "/credits/%2e%2e%2fadmin", "/credits/%zz", "/credits/%E0%A4%A"]) {
       const seenBefore = upstream.seen.length;
       const answer = await sendRaw(base, target, key, { connection: "Upgrade", upgrade: "websocket", "sec-websocket-version": "13", "sec-websocket-key": "dGhlIHNhbXBsZSBub25jZQ==" });
       assertError(t, answer, "err:keygate:gateway:invalid_path", /path/);
       t.equal(upstream.seen.length, seenBefore, `upgrade to ${target}: the upstream is never reached`);
     }
-    t.equal(await balance(), 10 - forwarded.length, "nor was anything charged for a refused upgrade");
+    t.equal(await balance(), beforeUpgrades, "nor was anything charged for a refused upgrade");
 
     // The query string is not a path: it goes to the upstream as it came, whatever it holds.
     for (const query of ["next=../admin", "q=%2e%2e%2fadmin", "q=%zz"]) {
