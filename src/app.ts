@@ -83,7 +83,7 @@ export async function buildApp(config: KeygateConfig, options: BuildOptions = {}
     },
   });
 
-  const stores = options.stores ?? (await openStores(config.storage, { clock, ratelimitReservations: config.ratelimit.reservations }));
+  const stores = options.stores ?? (await openStores(config.storage, { clock, ratelimitReservations: config.ratelimit.reservations, log: app.log }));
   if (!options.stores) app.addHook("onClose", async () => stores.close());
   let analytics: AnalyticsRuntime;
   try {

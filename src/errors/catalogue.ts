@@ -83,6 +83,7 @@ export const ERROR_CATALOGUE = {
   "err:user:bad_request:client_closed_request": { status: 499, title: "Client Closed Request", meaning: "The client went away before its request was read or answered; logged at info, since it is no fault of keygate." },
 
   // The gateway: answers to requests for an upstream API (the /v2 API never sends these)
+  "err:keygate:gateway:invalid_path": { status: 400, title: BAD_REQUEST, meaning: "The request path has a dot segment ('.' or '..', also percent-encoded or between backslashes) or does not decode; it is not forwarded." },
   "err:keygate:gateway:missing_key": { status: 401, title: "Unauthorized", meaning: "The request carries no API key where the route expects one; WWW-Authenticate says where." },
   "err:keygate:gateway:invalid_key": { status: 401, title: "Unauthorized", meaning: "The API key is unknown, deleted, or belongs to another API." },
   "err:keygate:gateway:key_disabled": { status: 401, title: "Unauthorized", meaning: "The API key is disabled." },

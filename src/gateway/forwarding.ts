@@ -9,11 +9,16 @@ export interface ForwardedIdentity {
   externalId?: string;
 }
 
-/**
- * The upstream URL of a request: the route's upstream with the request path appended, and the query string
- * without the key when the key came in a query parameter.
- */
-export function upstreamUrl(route: CompiledRoute, requestUrl: string): string {
+/** Where a request goes upstream: the URL without its query string, and the query string ("" for none). */
+export interface UpstreamTarget {
+  /** The route's upstream with the request path appended. */
+  url: string;
+  /** The request's query string without its '?', and without the key when the key came in a query parameter. */
+  query: string;
+}
+
+/** The upstream target of a request (see UpstreamTarget). The path must have passed pathRefusal. */
+export function upstreamTarget(route: CompiledRoute, requestUrl: string): UpstreamTarget {
   const queryAt = requestUrl.indexOf("?");
   const path = queryAt === -1 ? requestUrl : requestUrl.slice(0, queryAt);
   let query = queryAt === -1 ? "" : requestUrl.slice(queryAt + 1);
@@ -23,7 +28,38 @@ export function upstreamUrl(route: CompiledRoute, requestUrl: string): string {
     query = params.toString();
   }
   const base = route.upstream.pathname.replace(/\/+$/, "");
-  return `${route.upstream.origin}${base}${path}${query ? `?${query}` : ""}`;
+  return { url: `${route.upstream.origin}${base}${path}`, query };
+}
+
+/** The upstream URL of a request, query string included. */
+export function upstreamUrl(route: CompiledRoute, requestUrl: string): string {
+  const { url, query } = upstreamTarget(route, requestUrl);
+  return query ? `${url}?${query}` : url;
+}
+
+/**
+ * Why a request path is not forwarded, or undefined when it may be. Refused: a path that does not decode (percent
+ * escapes of valid UTF-8), and one with a dot segment once decoded, '/' and '\' both taken as separators: a
+ * segment that is '.', or begins or ends with '..' ('..', '...', '..;' and the like; the proxy library refuses any
+ * '..' next to a '/' too). URL parsers resolve such segments, and servers upstream may, against the path as
+ * given: they could take the request out of the route's upstream path, so that it reaches what another route
+ * guards, after this route's checks. Decoded once, as a strict proxy does. Encoded slashes and backslashes on
+ * their own, and dots inside a segment, are forwarded as they are.
+ */
+export function pathRefusal(path: string): string | undefined {
+  if (!/[.%\\]/.test(path)) return undefined;
+  let decoded: string;
+  try {
+    decoded = decodeURIComponent(path);
+  } catch {
+    return "has a percent escape that does not decode to UTF-8";
+  }
+  for (const segment of decoded.split(/[\\/]/)) {
+    if (segment === "." || segment.startsWith("..") || segment.endsWith("..")) {
+      return "has a dot segment ('.' or '..', also percent-encoded or between backslashes)";
+    }
+  }
+  return undefined;
 }
 
 /**

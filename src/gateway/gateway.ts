@@ -10,12 +10,12 @@ import { answerClientClosed, errorBody, logServerError, sendError } from "../err
 import { KeygateError } from "../errors/keygate-error.js";
 import { newId } from "../lib/ids.js";
 import { clientAddress } from "./client-address.js";
-import { upstreamHeaders, upstreamUrl, type ForwardedIdentity } from "./forwarding.js";
+import { pathRefusal, upstreamHeaders, upstreamTarget, upstreamUrl, type ForwardedIdentity } from "./forwarding.js";
 import { endToEndHeaders } from "./hop-by-hop.js";
 import { extractKey } from "./key-extraction.js";
 import { ratelimitHeaders, type AppliedLimit } from "./ratelimit-headers.js";
 import type { GatewayState, RouteState } from "./route-state.js";
-import type { CompiledRoute, IdentifierSource } from "./route-table.js";
+import { samePath, type CompiledRoute, type IdentifierSource } from "./route-table.js";
 import { relayUpgrade, writeRawResponse } from "./websocket.js";
 
 export interface GatewayOptions {
@@ -83,7 +83,11 @@ export async function gateway(app: FastifyInstance, options: GatewayOptions): Pr
   const decide = async (request: GatewayRequest): Promise<Decision> => {
     const current = state.current;
     const path = request.url.split("?", 1)[0] as string;
-    if (path === "/v2" || path.startsWith("/v2/")) return { kind: "unmatched" };
+    const same = samePath(path);
+    if (same === "/v2" || same.startsWith("/v2/")) return { kind: "unmatched" };
+    // Decided before anything is charged: such a path is never forwarded (see pathRefusal).
+    const refusal = pathRefusal(path);
+    if (refusal) return { kind: "deny", error: new KeygateError("err:keygate:gateway:invalid_path", `The request path ${refusal}; keygate does not forward it.`) };
     const route = current.table.match(request.method, path);
     if (!route) {
       const allowed = current.table.methodsFor(path);
@@ -140,13 +144,18 @@ export async function gateway(app: FastifyInstance, options: GatewayOptions): Pr
     };
   };
 
-  /** Gives back the credits of an allowed request whose upstream then failed, when the settings say so. */
-  const refund = (decision: Extract<Decision, { kind: "allow" }>) => {
+  /**
+   * Gives back the credits of an allowed request whose upstream then failed, when the settings say so. The failure
+   * is answered once this is done, so a client that sees it finds its credits back. Never rejects.
+   */
+  const refund = async (decision: Extract<Decision, { kind: "allow" }>): Promise<void> => {
     const { verification, workspaceId, caller } = decision;
     if (!decision.state.settings.refundCreditsOnUpstreamFailure || verification.spentCredits === 0) return;
-    app.services.keys.refundCredits(workspaceId, caller.keyId, verification.spentCredits).catch((error: unknown) => {
+    try {
+      await app.services.keys.refundCredits(workspaceId, caller.keyId, verification.spentCredits);
+    } catch (error) {
       app.log.error({ err: error, keyId: caller.keyId }, "could not give back the credits of a failed upstream request");
-    });
+    }
   };
 
   const upstreamFailure = (route: CompiledRoute, timedOut: boolean) =>
@@ -160,21 +169,23 @@ export async function gateway(app: FastifyInstance, options: GatewayOptions): Pr
     if (decision.kind === "deny") return sendError(reply, request, docsUrl, decision.error);
     const { route, state: current, caller } = decision;
     reply.headers(decision.headers);
-    return reply.from(upstreamUrl(route, request.url), {
+    const target = upstreamTarget(route, request.url);
+    // The query string goes on its own: the proxy library checks the path alone, as decide() did.
+    return reply.from(target.url, {
+      queryString: () => target.query,
       timeout: route.config.timeoutMs ?? current.settings.upstreamTimeoutMs,
       rewriteRequestHeaders: (_request, headers) => upstreamHeaders(route, headers, caller, { peer: request.socket.remoteAddress, protocol: request.protocol, host: request.headers.host }),
       // The upstream's hop-by-hop headers describe its connection to keygate: Node sets the client's own.
       rewriteHeaders: (headers) => endToEndHeaders(headers, "response"),
       onResponse: (_request, upstreamReply, response) => {
-        if (response.statusCode >= 500) refund(decision);
-        upstreamReply.send(response.stream);
+        if (response.statusCode < 500) return void upstreamReply.send(response.stream);
+        void refund(decision).then(() => upstreamReply.send(response.stream));
       },
       onError: (upstreamReply, { error }) => {
-        refund(decision);
         // A client that goes away mid-upload breaks the upstream request too: not the upstream's failure.
-        if (request.socket.destroyed) return answerClientClosed(upstreamReply as FastifyReply, request, docsUrl);
+        if (request.socket.destroyed) return void refund(decision).then(() => answerClientClosed(upstreamReply as FastifyReply, request, docsUrl));
         request.log.warn({ err: error, route: route.name, upstream: route.upstream.origin }, "upstream failed");
-        sendError(upstreamReply as FastifyReply, request, docsUrl, upstreamFailure(route, (error as { statusCode?: number }).statusCode === 504));
+        void refund(decision).then(() => sendError(upstreamReply as FastifyReply, request, docsUrl, upstreamFailure(route, (error as { statusCode?: number }).statusCode === 504)));
       },
     });
   };
@@ -202,9 +213,8 @@ export async function gateway(app: FastifyInstance, options: GatewayOptions): Pr
           headers,
           timeoutMs: route.config.timeoutMs ?? current.settings.upstreamTimeoutMs,
           onUpstreamFailure: (kind, error) => {
-            refund(decision);
             app.log.warn({ err: error, route: route.name }, "upstream failed an upgrade");
-            answerRaw(socket, id, upstreamFailure(route, kind === "timeout"));
+            void refund(decision).then(() => answerRaw(socket, id, upstreamFailure(route, kind === "timeout")));
           },
         });
       })

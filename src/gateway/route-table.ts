@@ -9,7 +9,7 @@ export type IdentifierSource = { kind: "key" } | { kind: "identity" } | { kind: 
 export interface CompiledRoute {
   readonly config: RouteConfig;
   readonly name: string;
-  /** Without a trailing slash ("" for "/"). */
+  /** Without a trailing slash ("" for "/"), escaped unreserved characters decoded (see samePath). */
   readonly prefix: string;
   readonly methods: ReadonlySet<string> | undefined;
   readonly upstream: URL;
@@ -58,17 +58,22 @@ export class RouteTable {
   /** Methods some route takes for this path (for a 405's Allow); empty when no route's prefix matches it. */
   methodsFor(path: string): string[] {
     const methods = new Set<string>();
+    const same = samePath(path);
     for (const route of this.routes) {
-      if (!prefixMatches(route.prefix, path)) continue;
+      if (!prefixMatches(route.prefix, same)) continue;
       for (const method of route.methods ?? []) methods.add(method);
     }
     return [...methods];
   }
 
-  /** The route for a request: the longest prefix that matches the path on a segment boundary, and the method. */
+  /**
+   * The route for a request: the longest prefix that matches the path on a segment boundary, and the method. The
+   * path is compared with its escaped unreserved characters decoded (see samePath).
+   */
   match(method: string, path: string): CompiledRoute | undefined {
+    const same = samePath(path);
     for (const route of this.routes) {
-      if (!prefixMatches(route.prefix, path)) continue;
+      if (!prefixMatches(route.prefix, same)) continue;
       if (route.methods && !route.methods.has(method)) continue;
       return route;
     }
@@ -85,13 +90,26 @@ export class RouteTableError extends Error {
   }
 }
 
+/**
+ * The path with its percent-escaped unreserved characters (letters, digits, '-', '.', '_', '~') decoded: RFC 3986
+ * (6.2.2.2) makes `/cred%69ts` the same path as `/credits` for every server upstream, so both must take the same
+ * route and pay the same. Other escapes (`%2F`, `%20`, …) stay as they are, and so does the path forwarded.
+ */
+export function samePath(path: string): string {
+  if (!path.includes("%")) return path;
+  return path.replace(/%([0-9A-Fa-f]{2})/g, (escape, hex: string) => {
+    const character = String.fromCharCode(Number.parseInt(hex, 16));
+    return /^[A-Za-z0-9._~-]$/.test(character) ? character : escape;
+  });
+}
+
 function prefixMatches(prefix: string, path: string): boolean {
   if (prefix === "") return true;
   return path.startsWith(prefix) && (path.length === prefix.length || path[prefix.length] === "/");
 }
 
 function compileRoute(config: RouteConfig, at: string, problems: string[]): CompiledRoute | undefined {
-  const prefix = config.match.prefix.replace(/\/+$/, "");
+  const prefix = samePath(config.match.prefix.replace(/\/+$/, ""));
   if (prefix === RESERVED_PREFIX || prefix.startsWith(`${RESERVED_PREFIX}/`)) {
     problems.push(`${at}.match.prefix: '${config.match.prefix}' is reserved for the management API (/v2)`);
   }

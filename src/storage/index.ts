@@ -14,6 +14,8 @@ import { MemoryRootKeyStore } from "./memory/root-key-store.js";
 import { RedisAnalyticsQuotaStore } from "./redis/analytics-quota-store.js";
 import { RedisApiStore } from "./redis/api-store.js";
 import { connectRedis } from "./redis/connection.js";
+import type { StoreLog } from "./redis/credit-reconciler.js";
+import { defineCreditCommands } from "./redis/credit-scripts.js";
 import { guardedClient, RedisGuard, redisBreaker, type BreakerSettings } from "./redis/guard.js";
 import { RedisIdentityStore } from "./redis/identity-store.js";
 import { RedisKeyStore } from "./redis/key-store.js";
@@ -29,6 +31,8 @@ export interface StoreOptions {
   clock?: Clock;
   /** ratelimit.reservations: whether Redis counters may reserve units for this instance (default true). */
   ratelimitReservations?: boolean;
+  /** Where Redis stores report work they do in the background (reconciling credits); silent without one. */
+  log?: StoreLog;
 }
 
 export function createMemoryStores(options: StoreOptions = {}): Stores {
@@ -69,7 +73,7 @@ export function createRedisStores(
   redis: Redis,
   prefix: string,
   ownsConnection: boolean,
-  options: StoreOptions & { breaker?: BreakerSettings } = {},
+  options: StoreOptions & { breaker?: BreakerSettings; reconcileRetryMs?: number; maxPendingReconciliations?: number } = {},
 ): RedisBackedStores {
   const keys = createRedisKeys(prefix);
   const clock = options.clock ?? systemClock;
@@ -77,6 +81,13 @@ export function createRedisStores(
   // once for every namespace, and every other read or write fails fast with StoreUnavailableError.
   const guard = new RedisGuard(redisBreaker(redis, options.breaker ?? DEFAULT_BREAKER, clock));
   const guarded = guardedClient(redis, guard);
+  defineCreditCommands(redis);
+  const ratelimitCounters = new RedisRatelimitCounterStore(redis, keys, guard, clock, {
+    reservations: options.ratelimitReservations ?? true,
+    ...(options.log ? { log: options.log } : {}),
+    ...(options.reconcileRetryMs !== undefined ? { reconcileRetryMs: options.reconcileRetryMs } : {}),
+    ...(options.maxPendingReconciliations !== undefined ? { maxPendingReconciliations: options.maxPendingReconciliations } : {}),
+  });
   let closed = false;
   return {
     kind: "redis",
@@ -89,12 +100,14 @@ export function createRedisStores(
     roles: new RedisRoleStore(guarded, keys),
     identities: new RedisIdentityStore(guarded, keys),
     ratelimitNamespaces: new RedisRatelimitNamespaceStore(redis, keys, guard),
-    ratelimitCounters: new RedisRatelimitCounterStore(redis, keys, guard, clock, { reservations: options.ratelimitReservations ?? true }),
+    ratelimitCounters,
     breaker: guard.breaker,
     analyticsQuota: new RedisAnalyticsQuotaStore(guarded, keys),
     close: async () => {
       if (closed) return;
       closed = true;
+      // Calls that may have spent credits and got no answer are settled while the connection is still open.
+      await ratelimitCounters.close();
       guard.breaker.stop();
       if (ownsConnection) await redis.quit().catch(() => redis.disconnect());
     },

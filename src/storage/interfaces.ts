@@ -99,6 +99,12 @@ export interface KeyStore {
    * It may run more than once when another writer changes the key at the same time. Null when the key is absent.
    */
   update<R>(workspaceId: string, keyId: string, change: (key: KeyRecord, credits: CreditRecord | null) => KeyChange<R>): Promise<R | null>;
+  /**
+   * Gives `amount` credits back to the key's balance in one atomic step, as a spend takes them: the refills due at
+   * `now` (unix ms) are applied first, then `amount` is added. Never retried and never lost to other writers. A
+   * key without a balance (unlimited, or removed) is left alone and null is returned; else the balance afterwards.
+   */
+  refundCredits(workspaceId: string, keyId: string, amount: number, now: number): Promise<number | null>;
   /** Live keys of an API (optionally of one identity), by id. */
   list(workspaceId: string, apiId: string, page: PageRequest & { identityId?: string }): Promise<Page<KeyRecord>>;
   /** Removes a key, its credits and its indexes for good. False when absent. */
@@ -258,6 +264,9 @@ export interface Stores {
   /** Redis only: the circuit breaker guarding the rate limit stores' calls (its state says whether Redis answers). */
   readonly breaker?: CircuitBreaker;
   readonly analyticsQuota: AnalyticsQuotaStore;
-  /** Releases connections. Idempotent. */
+  /**
+   * Releases connections. Redis first makes a last attempt at settling the calls that may have spent credits and
+   * got no answer in time (see storage/redis/credit-reconciler.ts). Idempotent.
+   */
   close(): Promise<void>;
 }

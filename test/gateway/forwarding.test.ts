@@ -1,5 +1,5 @@
 import t from "tap";
-import { upstreamHeaders, upstreamUrl } from "../../src/gateway/forwarding.js";
+import { pathRefusal, upstreamHeaders, upstreamTarget, upstreamUrl } from "../../src/gateway/forwarding.js";
 import { endToEndHeaders, endToEndResponseLines } from "../../src/gateway/hop-by-hop.js";
 import { ratelimitHeaders } from "../../src/gateway/ratelimit-headers.js";
 import { RouteTable } from "../../src/gateway/route-table.js";
@@ -14,6 +14,18 @@ t.test("the upstream URL keeps the path and query, minus a key given as a query 
   const byQuery = compile({ key: { query: "api_key" } });
   t.equal(upstreamUrl(byQuery, "/orders?api_key=sk_1&page=2"), "http://127.0.0.1:9001/orders?page=2");
   t.equal(upstreamUrl(byQuery, "/orders?api_key=sk_1"), "http://127.0.0.1:9001/orders");
+});
+
+t.test("the upstream target holds the query string apart from the URL", async (t) => {
+  t.same(upstreamTarget(compile({ upstream: "http://h:1/base" }), "/orders/1?next=../x&y=%zz"), { url: "http://h:1/base/orders/1", query: "next=../x&y=%zz" });
+  t.same(upstreamTarget(compile({ key: { query: "api_key" } }), "/orders?api_key=sk_1"), { url: "http://127.0.0.1:9001/orders", query: "" });
+});
+
+t.test("paths with dot segments, in any spelling, or that do not decode are refused; dots within a segment are not", async (t) => {
+  const refused = ["/a/..", "/a/../b", "/a/./b", "/.", "/a/%2e%2E/b", "/a/%2E", "/a/.%2e", "/a/..%2fb", "/a%2f..%2fb", "/a\\..\\b", "/a/..%5Cb", "/a/..;/b", "/a/...", "/a/..b", "/a/b../c", "/a/b..", "/a/%zz", "/a/%C0%AF", "/a/%E0%A4%A"];
+  for (const path of refused) t.ok(pathRefusal(path), `${path} is refused`);
+  const allowed = ["/", "/orders/7", "/a/b.c", "/a/v1..2", "/a/.well-known/x", "/a/%2F", "/a%2Fb", "/a/%5C", "/a/%C3%A9"];
+  for (const path of allowed) t.equal(pathRefusal(path), undefined, `${path} is forwarded`);
 });
 
 t.test("upstream headers drop the key and forged identity headers, and add the real ones", async (t) => {

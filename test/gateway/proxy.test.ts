@@ -232,7 +232,6 @@ for (const storage of STORAGE_KINDS) {
       t.same([failing.status, failing.body], [503, { status: 503 }], "an upstream 5xx answer is passed on as it is");
       const fine = await send("/status/201", { key: secret });
       t.equal(fine.status, 201);
-      await new Promise((resolve) => setTimeout(resolve, 50));
       t.equal((await h.call("keys.getKey", { keyId })).body.data.credits.remaining, 4, "only the request the upstream answered well kept its credit");
     });
   });
@@ -244,6 +243,5 @@ t.test("credits are not given back when refunds are turned off", async (t) => {
   });
   const { key, keyId } = await createKey(gw.h, API, { credits: { remaining: 3 } });
   t.equal((await gw.send("/down", { key })).status, 502);
-  await new Promise((resolve) => setTimeout(resolve, 50));
   t.equal((await gw.h.call("keys.getKey", { keyId })).body.data.credits.remaining, 2);
 });

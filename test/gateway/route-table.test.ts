@@ -17,6 +17,16 @@ function problems(configs: RouteConfig[]): readonly string[] {
   return [];
 }
 
+t.test("escaped letters, digits and '-._~' match as themselves; other escapes, and letter case, do not", async (t) => {
+  const table = RouteTable.compile([route("all", "/"), route("orders", "/orders"), route("tilde", "/%7Euser")]);
+  t.equal(table.match("GET", "/%6Frders/1")?.name, "orders");
+  t.equal(table.match("GET", "/%6frders")?.name, "orders", "hex digits in either case");
+  t.equal(table.match("GET", "/~user/x")?.name, "tilde", "a prefix written with escapes matches the unescaped path");
+  t.equal(table.match("GET", "/orders%2F1")?.name, "all", "an escaped slash is not a segment boundary");
+  t.equal(table.match("GET", "/Orders")?.name, "all", "paths are case-sensitive");
+  t.same(table.methodsFor("/%6Frders"), [], "methodsFor sees the same path");
+});
+
 t.test("the longest prefix wins, on path segment boundaries", async (t) => {
   const table = RouteTable.compile([route("all", "/"), route("orders", "/orders"), route("items", "/orders/items/")]);
   t.equal(table.match("GET", "/orders")?.name, "orders");

@@ -691,4 +691,43 @@ async function creditContract(t: Test, open: (t: Test) => Promise<Stores>): Prom
     t.equal((await stores.keys.getCredits("ws_a", "key_1"))?.remaining, 0);
     t.equal((await stores.ratelimitCounters.checkAndConsume("ws_a", [check("k", 1_000)], at(500))).results[0]?.remaining, 949, "only the 50 admitted calls took the limit");
   });
+
+  await t.test("credit refunds: the amount is added after the refills due at that moment, and reported", async (t) => {
+    const stores = await open(t);
+    const day = Date.UTC(2026, 2, 6);
+    await withBalance(stores, "key_plain", { remaining: 3, lastRefillAt: 0 });
+    await withBalance(stores, "key_daily", { remaining: 2, refill: { interval: "daily", amount: 10 }, lastRefillAt: day - 1 });
+    t.equal(await stores.keys.refundCredits("ws_a", "key_plain", 4, day), 7);
+    t.same(await stores.keys.getCredits("ws_a", "key_plain"), { remaining: 7, lastRefillAt: 0 });
+    t.equal(await stores.keys.refundCredits("ws_a", "key_daily", 1, day - 2), 3, "before the refill is due: added to what is there");
+    t.equal(await stores.keys.refundCredits("ws_a", "key_daily", 1, day + 5), 11, "once due: refilled to 10 first, then added");
+    t.same(await stores.keys.getCredits("ws_a", "key_daily"), { remaining: 11, refill: { interval: "daily", amount: 10 }, lastRefillAt: day }, "the refill is stored with its moment");
+    const spend = await stores.ratelimitCounters.checkAndConsume("ws_a", [], day + 6, { keyId: "key_daily", cost: 11 });
+    t.same(spend.credit, { passed: true, remaining: 0 }, "a spend at the same moment applies no second refill");
+    t.equal(await stores.keys.refundCredits("ws_a", "key_big", 1, day), null, "a key that does not exist: nothing");
+  });
+
+  await t.test("credit refunds: a key without a balance (unlimited, or removed) is left alone, and none is created", async (t) => {
+    const stores = await open(t);
+    await withBalance(stores, "key_unlimited", null);
+    await withBalance(stores, "key_removed", { remaining: 5, lastRefillAt: 0 });
+    await stores.keys.remove("ws_a", "key_removed");
+    t.equal(await stores.keys.refundCredits("ws_a", "key_unlimited", 3, at(1)), null);
+    t.equal(await stores.keys.refundCredits("ws_a", "key_removed", 3, at(1)), null);
+    t.equal(await stores.keys.getCredits("ws_a", "key_unlimited"), null, "still unlimited");
+    t.equal(await stores.keys.getCredits("ws_a", "key_removed"), null, "still gone");
+    t.equal(await stores.keys.get("ws_a", "key_removed"), null);
+  });
+
+  await t.test("credit refunds: many at once, among as many spends on the same key, all count", async (t) => {
+    const stores = await open(t);
+    await withBalance(stores, "key_1", { remaining: 100, lastRefillAt: 0 });
+    const spends = Array.from({ length: 400 }, (_, i) => stores.ratelimitCounters.checkAndConsume("ws_a", [check("k", 1_000_000)], at(i % 1_000), { keyId: "key_1", cost: 1 }));
+    const refunds = Array.from({ length: 400 }, (_, i) => stores.keys.refundCredits("ws_a", "key_1", 1 + (i % 3), at(i % 1_000)));
+    const [spent, refunded] = await Promise.all([Promise.all(spends), Promise.all(refunds)]);
+    const taken = spent.filter((outcome) => outcome.passed).length;
+    const given = Array.from({ length: 400 }, (_, i) => 1 + (i % 3)).reduce((sum, amount) => sum + amount, 0);
+    t.ok(refunded.every((balance) => typeof balance === "number"), "every refund reports a balance");
+    t.equal((await stores.keys.getCredits("ws_a", "key_1"))?.remaining, 100 - taken + given, `100 - ${taken} spent + ${given} given back`);
+  });
 }

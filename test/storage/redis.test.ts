@@ -264,3 +264,21 @@ t.test("rate limit reservations: ratelimit.reservations false decides every call
   t.same([counters.stats.localAdmissions, counters.stats.redisDecisions], [0, 50]);
   t.equal((await counters.checkAndConsume("ws_a", [{ ...check, cost: 0 }], now)).results[0]?.remaining, 10_000 - 50, "nothing held back");
 });
+
+t.test("credit refunds from two instances, among spends from both on the same key, all count", async (t) => {
+  const prefix = uniquePrefix(t, "refunds");
+  const [a, b] = [await openStores(t, prefix), await openStores(t, prefix)];
+  await a.keys.create(
+    { id: "key_1", workspaceId: "ws_a", apiId: "api_1", keySpaceId: "ks_1", hash: "h", start: "s", byteLength: 16, enabled: true, permissionIds: [], roleIds: [], ratelimits: [], createdAt: 1 },
+    { remaining: 50, lastRefillAt: 0 },
+  );
+  const now = 7_000 * 60_000;
+  const work = Array.from({ length: 1_000 }, (_, i) => {
+    const stores = i % 2 === 0 ? a : b;
+    return i % 4 < 2
+      ? stores.ratelimitCounters.checkAndConsume("ws_a", [], now, { keyId: "key_1", cost: 1 }).then((outcome) => (outcome.passed ? -1 : 0))
+      : stores.keys.refundCredits("ws_a", "key_1", 1, now).then(() => 1);
+  });
+  const change = (await Promise.all(work)).reduce((sum, delta) => sum + delta, 0);
+  t.equal((await a.keys.getCredits("ws_a", "key_1"))?.remaining, 50 + change, `50 + ${change}: every spend and every refund of both instances`);
+});

@@ -214,14 +214,12 @@ export class KeyService {
   }
 
   /**
-   * Gives back credits a request spent when the upstream then failed (the gateway). The balance is raised by
-   * `amount` after due refills; a key that has meanwhile become unlimited or was removed is left as it is.
+   * Gives back credits a request spent when the upstream then failed (the gateway): one atomic increment in the
+   * store, after due refills, however many requests spend and refund at the same time. A key that has meanwhile
+   * become unlimited or was removed is left as it is.
    */
   async refundCredits(workspaceId: string, keyId: string, amount: number): Promise<void> {
-    const now = this.deps.clock.now();
-    await this.deps.keys.update(workspaceId, keyId, (_key, balance) =>
-      balance ? { credits: { ...withRefills(balance, now), remaining: withRefills(balance, now).remaining + amount }, result: undefined } : { result: undefined },
-    );
+    await this.deps.keys.refundCredits(workspaceId, keyId, amount, this.deps.clock.now());
   }
 
   /** Soft delete (the key stays on record, never verifies again) or, with `permanent`, removal for good. */

@@ -1,3 +1,4 @@
+import { withRefills } from "../../lib/credit-refill.js";
 import type { KeyChange, KeyStore, Page, PageRequest } from "../interfaces.js";
 import type { CreditRecord, KeyRecord } from "../records.js";
 import type { CreditLedger } from "./ratelimit-counter-store.js";
@@ -60,6 +61,15 @@ export class MemoryKeyStore implements KeyStore, CreditLedger {
     if (outcome.credits === null) this.credits.delete(id);
     else if (outcome.credits) this.credits.set(id, structuredClone(outcome.credits));
     return outcome.result;
+  }
+
+  async refundCredits(workspaceId: string, keyId: string, amount: number, now: number): Promise<number | null> {
+    const id = scoped(workspaceId, keyId);
+    const balance = this.credits.get(id);
+    if (!balance) return null;
+    const refilled = withRefills(balance, now);
+    this.credits.set(id, { ...refilled, remaining: refilled.remaining + amount });
+    return refilled.remaining + amount;
   }
 
   /** The balance as stored, for the counter store's atomic step (no copy, no await). */

@@ -39,6 +39,11 @@ export class RedisGuard {
   }
 }
 
+/** Whether a failed call was refused by the open breaker, so that Redis never saw it. */
+export function neverSent(error: unknown): boolean {
+  return error instanceof StoreUnavailableError && error.cause instanceof CircuitOpenError;
+}
+
 export interface BreakerSettings {
   failureThreshold: number;
   openMs: number;

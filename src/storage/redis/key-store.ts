@@ -82,6 +82,11 @@ export class RedisKeyStore implements KeyStore {
     throw new Error(`gave up updating key ${keyId}: other writers kept changing it`);
   }
 
+  async refundCredits(workspaceId: string, keyId: string, amount: number, now: number): Promise<number | null> {
+    const balance = await this.redis.keygateRefundCredits(1, this.keys.keyCredits(workspaceId, keyId), String(amount), String(now));
+    return balance === "" ? null : Number(balance);
+  }
+
   async list(workspaceId: string, apiId: string, page: PageRequest & { identityId?: string }): Promise<Page<KeyRecord>> {
     const index = page.identityId === undefined ? this.keys.liveKeysOfApi(workspaceId, apiId) : this.keys.liveKeysOfIdentity(workspaceId, apiId, page.identityId);
     return readPage<KeyRecord>(this.redis, index, (id) => this.keys.key(workspaceId, id), page);

@@ -48,6 +48,8 @@ export function createRedisKeys(prefix: string) {
     /** One sliding-window counter (a hash, always with a TTL): see ratelimit-script.ts. */
     ratelimitWindow: (workspaceId: string, limit: number, durationMs: number, bucket: string) =>
       `${workspace(workspaceId)}:rlw:${limit}:${durationMs}:${bucket}`,
+    /** What one rate limit script execution took from credit balances, or that it must not run (ratelimit-script.ts). */
+    creditReceipt: (workspaceId: string, executionId: string) => `${workspace(workspaceId)}:credit-receipt:${executionId}`,
     /** key space id → API id, written with the API record (same hash tag). */
     apiByKeySpace: (workspaceId: string, keySpaceId: string) => `${workspace(workspaceId)}:keyspace:${keySpaceId}`,
     /** Hash of one analytics quota window: fields `queries` and `executionMs`; expires after the window. */

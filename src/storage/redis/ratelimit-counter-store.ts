@@ -1,11 +1,14 @@
+import { randomBytes } from "node:crypto";
 import type { Redis } from "ioredis";
 import { LRUCache } from "lru-cache";
 import type { Clock } from "../../lib/clock.js";
 import { countsFor, estimateUsed, windowEnd, windowSequence, type StoredWindow } from "../../lib/sliding-window.js";
 import type { CounterOutcome, CreditCheck, RatelimitCounterStore, WindowCheck, WindowResult } from "../interfaces.js";
-import type { RedisGuard } from "./guard.js";
+import { StoreUnavailableError } from "../unavailable.js";
+import { CreditReconciler, SILENT_LOG, type ReconcilerTotals, type StoreLog } from "./credit-reconciler.js";
+import { neverSent, type RedisGuard } from "./guard.js";
 import type { RedisKeys } from "./keys.js";
-import { defineRatelimitCommand, parseRatelimitReply } from "./ratelimit-script.js";
+import { CANCELLED_REPLY, defineRatelimitCommand, parseRatelimitReply } from "./ratelimit-script.js";
 
 /** Exhausted windows this instance remembers for its fast path (least recently used are forgotten first). */
 const KNOWN_WINDOWS_MAX = 100_000;
@@ -19,6 +22,24 @@ export const MIN_LIMIT_TO_RESERVE = 1_000;
 
 /** Units an instance reserves at a time: 1% of the limit, and never more than this. */
 export const MAX_RESERVATION = 64;
+
+/**
+ * How long Redis keeps the receipt of an execution that took credits, and the mark that cancels one that never
+ * ran: an execution whose answer was missed is settled only if Redis answers again within this time.
+ */
+export const RECEIPT_TTL_MS = 5 * 60_000;
+const RECEIPT_TTL_ARGUMENT = String(RECEIPT_TTL_MS);
+
+export interface RedisCounterStoreOptions {
+  /** ratelimit.reservations. */
+  reservations: boolean;
+  /** Where reconciliation of missed executions is reported. */
+  log?: StoreLog;
+  /** Pause between attempts at reconciling while Redis does not answer, ms (default 1 s). */
+  reconcileRetryMs?: number;
+  /** Missed executions kept waiting to be reconciled at most (default 10,000). */
+  maxPendingReconciliations?: number;
+}
 
 /** The units a call may ask to reserve (0: none): only lone checks without credits, of limits large enough. */
 export function reservationFor(checks: readonly WindowCheck[], credit: CreditCheck | undefined): number {
@@ -58,6 +79,7 @@ interface PendingCall {
 
 /** Calls waiting for the next execution: all of one workspace (one hash slot) and one time argument. */
 interface Batch {
+  workspaceId: string;
   now: number | undefined;
   calls: PendingCall[];
 }
@@ -90,6 +112,13 @@ interface Batch {
  * what Redis last said plus the units still held.
  *
  * Everything else, and every call that may pass without a reservation, goes to Redis.
+ *
+ * Credits are spent only for calls whose answer arrived: an execution that may spend credits carries a receipt
+ * key of its own (see ratelimit-script.ts). When its answer does not arrive (the deadline passed, the connection
+ * dropped) its calls fail with StoreUnavailableError and get the fail mode's answer, none of them VALID from this
+ * execution, yet Redis may have run it, or may still run it later. The CreditReconciler settles it once Redis
+ * answers: it gives back what the receipt says was taken, or makes sure the execution never takes anything.
+ * Calls the breaker refused were never sent and need nothing.
  */
 export class RedisRatelimitCounterStore implements RatelimitCounterStore {
   readonly stats: CounterStoreStats = { scriptCalls: 0, redisDecisions: 0, localDenials: 0, localAdmissions: 0 };
@@ -107,13 +136,26 @@ export class RedisRatelimitCounterStore implements RatelimitCounterStore {
   private flushScheduled = false;
   /** Redis time minus local time, measured at the last reply decided on Redis time; undefined before the first. */
   private redisClockOffsetMs: number | undefined;
+  private readonly reconciler: CreditReconciler;
+  /** Names this store's executions apart from every other instance's (with a count, in their receipt keys). */
+  private readonly instanceId = randomBytes(6).toString("base64url");
+  private executions = 0;
 
-  constructor(redis: Redis, keys: RedisKeys, guard: RedisGuard, clock: Clock, options: { reservations: boolean } = { reservations: true }) {
+  constructor(redis: Redis, keys: RedisKeys, guard: RedisGuard, clock: Clock, options: RedisCounterStoreOptions = { reservations: true }) {
     this.redis = redis;
     this.keys = keys;
     this.guard = guard;
     this.clock = clock;
     this.reserve = options.reservations;
+    this.reconciler = new CreditReconciler({
+      redis,
+      guard,
+      clock,
+      log: options.log ?? SILENT_LOG,
+      receiptTtlMs: RECEIPT_TTL_MS,
+      retryMs: options.reconcileRetryMs ?? 1_000,
+      maxPending: options.maxPendingReconciliations ?? 10_000,
+    });
     defineRatelimitCommand(redis);
     // Counts seen before an outage may be gone if Redis restarted without its data; they are no lower bounds then.
     // Reserved units may be gone from it too: handing them out then could pass the limit.
@@ -142,7 +184,7 @@ export class RedisRatelimitCounterStore implements RatelimitCounterStore {
       const batchKey = now === undefined ? workspaceId : `${workspaceId}\u0000${now}`;
       let batch = this.batches.get(batchKey);
       if (!batch) {
-        batch = { now, calls: [] };
+        batch = { workspaceId, now, calls: [] };
         this.batches.set(batchKey, batch);
       }
       if (credit) keys.push(this.keys.keyCredits(workspaceId, credit.keyId));
@@ -159,24 +201,39 @@ export class RedisRatelimitCounterStore implements RatelimitCounterStore {
     this.flushScheduled = false;
     const batches = [...this.batches.values()];
     this.batches.clear();
-    for (const { now, calls } of batches) {
+    for (const { workspaceId, now, calls } of batches) {
       let chunk: PendingCall[] = [];
       let keyCount = 0;
       for (const call of calls) {
         if (chunk.length > 0 && keyCount + call.keys.length > MAX_KEYS_PER_EXECUTION) {
-          void this.execute(now, chunk);
+          void this.execute(workspaceId, now, chunk);
           chunk = [];
           keyCount = 0;
         }
         chunk.push(call);
         keyCount += call.keys.length;
       }
-      void this.execute(now, chunk);
+      void this.execute(workspaceId, now, chunk);
     }
   }
 
+  /** Missed executions waiting to be reconciled (see CreditReconciler). */
+  get pendingReconciliations(): number {
+    return this.reconciler.size;
+  }
+
+  /** What reconciling missed executions has done so far. */
+  get reconciliation(): Readonly<ReconcilerTotals> {
+    return this.reconciler.totals;
+  }
+
+  /** Makes a last attempt at reconciling missed executions, and stops retrying. Idempotent. */
+  close(): Promise<void> {
+    return this.reconciler.close();
+  }
+
   /** One script execution for `calls`; each call's promise settles with its own outcome (or the shared failure). */
-  private async execute(now: number | undefined, calls: PendingCall[]): Promise<void> {
+  private async execute(workspaceId: string, now: number | undefined, calls: PendingCall[]): Promise<void> {
     // Each key goes out once, with its limit and duration, however many calls use it; the calls refer to it by its
     // (1-based) position. On a hot key this is most of what a call would otherwise send.
     const keys: string[] = [];
@@ -195,6 +252,8 @@ export class RedisRatelimitCounterStore implements RatelimitCounterStore {
     /** Per call, the units its first check asked to reserve (the reply holds what was reserved only then). */
     const reserves: number[] = [];
     let reservedBy: Set<string> | undefined;
+    /** Whether a call of this execution may spend credits. */
+    let spends = false;
     for (const call of calls) {
       callArgs.push(call.checks.length * 2 + (call.credit ? 1 : 0));
       // One reservation asked for at a time per counter: calls made while it is on its way go without.
@@ -209,15 +268,33 @@ export class RedisRatelimitCounterStore implements RatelimitCounterStore {
       call.checks.forEach((check, index) =>
         callArgs.push(position(call.keys[index] as string, check.limit, check.durationMs), check.cost, index === 0 ? reserve : 0),
       );
-      if (call.credit) callArgs.push(position(call.keys[call.checks.length] as string, 0, 0), call.credit.cost);
+      if (call.credit) {
+        callArgs.push(position(call.keys[call.checks.length] as string, 0, 0), call.credit.cost);
+        if (call.credit.cost > 0) spends = true;
+      }
     }
+    // An execution that may spend credits gets a receipt key, last in KEYS (see ratelimit-script.ts).
+    const receiptKey = spends ? this.keys.creditReceipt(workspaceId, `${this.instanceId}.${(this.executions++).toString(36)}`) : undefined;
+    if (receiptKey) keys.push(receiptKey);
+    const time = now === undefined ? "" : String(now);
+    const numbers = [...limitsOfKeys, ...callArgs].join(",");
     const sentAt = this.clock.now();
     try {
-      const reply = parseRatelimitReply(
-        await this.guard.run(() =>
-          this.redis.keygateRatelimit(keys.length, ...keys, now === undefined ? "" : String(now), String(calls.length), [...limitsOfKeys, ...callArgs].join(",")),
-        ),
-      );
+      let answer: string;
+      try {
+        answer = await this.guard.run(() =>
+          receiptKey
+            ? this.redis.keygateRatelimit(keys.length, ...keys, time, String(calls.length), numbers, RECEIPT_TTL_ARGUMENT)
+            : this.redis.keygateRatelimit(keys.length, ...keys, time, String(calls.length), numbers),
+        );
+        // Redis ran this execution before (ioredis sent it again after a reconnect), and that answer was lost.
+        if (answer === CANCELLED_REPLY) throw new StoreUnavailableError(new Error("the answer of this rate limit call was lost"));
+      } catch (error) {
+        // None of these calls is answered from this execution: if it ran or runs, what it took is given back.
+        if (receiptKey && !neverSent(error)) this.reconciler.add({ receiptKey, balances: balancesSpentFrom(calls, positions), now: time, missedAt: this.clock.now() });
+        throw error;
+      }
+      const reply = parseRatelimitReply(answer);
       this.stats.scriptCalls++;
       this.stats.redisDecisions += calls.length;
       const decidedAt = reply[0] as number;
@@ -309,4 +386,15 @@ export class RedisRatelimitCounterStore implements RatelimitCounterStore {
     if (!known || known.sequence < sequence - 1 || known.sequence > sequence) return undefined;
     return estimateUsed(at, sequence, check.durationMs, countsFor(known, sequence)) >= check.limit ? deny() : undefined;
   }
+}
+
+/** The balances the calls of an execution may spend from (cost above 0), each once, with their positions in its KEYS. */
+function balancesSpentFrom(calls: readonly PendingCall[], positions: ReadonlyMap<string, number>): { position: number; key: string }[] {
+  const balances = new Map<string, number>();
+  for (const call of calls) {
+    if (!call.credit || call.credit.cost === 0) continue;
+    const key = call.keys[call.checks.length] as string;
+    balances.set(key, positions.get(key) as number);
+  }
+  return [...balances].map(([key, position]) => ({ position, key }));
 }

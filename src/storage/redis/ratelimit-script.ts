@@ -1,4 +1,8 @@
 import type { Redis, Result } from "ioredis";
+import { BALANCE_LUA } from "./credit-scripts.js";
+
+/** The script's whole answer when it found its receipt key set and ran nothing (see ARGV[4]). */
+export const CANCELLED_REPLY = "cancelled";
 
 /**
  * The one atomic step of rate limiting: check N sliding-window limits and, only if every one passes, consume
@@ -12,14 +16,22 @@ import type { Redis, Result } from "ioredis";
  * does. Nothing is written before every call has been decided, so an error leaves the keys as they were.
  *
  * Each call is decided in two phases (decide everything, then consume everything). A call may carry a credit check
- * (verification's credits): the key's balance, refilled as due (lib/credit-refill.ts's arithmetic, mirrored below),
- * must cover the cost in phase 1, and is taken in phase 2 together with the limits, so neither is taken alone.
+ * (verification's credits): the key's balance, refilled as due (lib/credit-refill.ts's arithmetic, mirrored in
+ * BALANCE_LUA), must cover the cost in phase 1, and is taken in phase 2 together with the limits, so neither is
+ * taken alone.
+ *
+ * Receipts: an execution that may spend credits is given a receipt key of its own, unique to it. When it takes
+ * credits it writes there what it took from each balance; when it finds the key already set, it runs nothing at
+ * all and answers CANCELLED_REPLY. keygate settles an execution whose answer it did not get in time with
+ * RECONCILE_CREDITS_LUA (credit-scripts.ts), which gives the receipt's credits back or, when the execution has not
+ * run, sets the key so it never will: a credit stays spent only for a call whose answer arrived.
  *
  * KEYS      every key the batch uses, each once: counters (keys.ratelimitWindow), hashes with fields
  *             s = sequence number of the fixed window last written, c = its count, p = the count of the window
  *             before it; and balances (keys.keyCredits: JSON {remaining, refill?: {interval, amount, refillDay?},
  *             lastRefillAt}, written by the key store). A counter's name holds its limit and duration, so every
- *             check of one counter agrees on both. All keys share one workspace's hash tag (one Cluster slot).
+ *             check of one counter agrees on both. Last, when ARGV[4] is given, the execution's receipt key
+ *             (keys.creditReceipt). All keys share one workspace's hash tag (one Cluster slot).
  * ARGV[1]   now in unix ms, or "" to use the Redis server's TIME. Production passes "": every instance then
  *             decides on one clock, so clock skew between instances cannot widen a window. Tests pass an
  *             injected clock's time.
@@ -36,6 +48,9 @@ import type { Redis, Result } from "ioredis";
  *             its instance to admit later without asking (see ratelimit-counter-store.ts), but only on a counter
  *             already in use (its count before the call is above 0) and as long as the window stays at most half
  *             used; they are consumed here like any cost.
+ * ARGV[4]   only with a receipt key: how long a receipt stays, in ms. The receipt is the positions in KEYS of the
+ *             balances this execution took credits from and what it took from each, "position:credits" joined by
+ *             commas; it is written only when something was taken.
  *
  * Returns one string, the values joined by commas (parseRatelimitReply reads it): now, then per call: per check:
  *   passed, remaining, sequence, [reserved], [current, previous], then with a credit check: passed, remaining (-1
@@ -52,75 +67,20 @@ import type { Redis, Result } from "ioredis";
  *              (for the local fast path, which remembers exhausted windows only).
  * A counter expires when the window after the one it was last written in ends (at most 2 × duration after a
  * write): then neither of its counts can matter. Its expiry is set when a write starts a window.
+ * An execution that found its receipt key set answers CANCELLED_REPLY alone.
  */
-export const RATELIMIT_LUA = `
-local DAY = 86400000
-
--- Calendar arithmetic on days since 1970-01-01 (proleptic Gregorian), for monthly refills.
-local function civilFromDays(days)
-  local z = days + 719468
-  local era = math.floor(z / 146097)
-  local doe = z - era * 146097
-  local yoe = math.floor((doe - math.floor(doe / 1460) + math.floor(doe / 36524) - math.floor(doe / 146096)) / 365)
-  local doy = doe - (365 * yoe + math.floor(yoe / 4) - math.floor(yoe / 100))
-  local mp = math.floor((5 * doy + 2) / 153)
-  local day = doy - math.floor((153 * mp + 2) / 5) + 1
-  local month = mp < 10 and mp + 3 or mp - 9
-  local year = yoe + era * 400
-  if month <= 2 then year = year + 1 end
-  return year, month, day
+export const RATELIMIT_LUA = `${BALANCE_LUA}
+-- An execution that may spend credits ends KEYS with its receipt key. One that finds it set ran before, or was
+-- settled while its answer was awaited in vain: it runs nothing (see RECONCILE_CREDITS_LUA).
+local keyCount = #KEYS
+local receipt = nil
+if ARGV[4] then
+  receipt = KEYS[keyCount]
+  keyCount = keyCount - 1
+  if redis.call("EXISTS", receipt) == 1 then return "${CANCELLED_REPLY}" end
 end
 
-local function daysFromCivil(year, month, day)
-  if month <= 2 then year = year - 1 end
-  local era = math.floor(year / 400)
-  local yoe = year - era * 400
-  local mp = month > 2 and month - 3 or month + 9
-  local doy = math.floor((153 * mp + 2) / 5) + day - 1
-  return era * 146097 + yoe * 365 + math.floor(yoe / 4) - math.floor(yoe / 100) + doy - 719468
-end
-
-local function daysInMonth(year, month)
-  if month == 2 then
-    if (year % 4 == 0 and year % 100 ~= 0) or year % 400 == 0 then return 29 end
-    return 28
-  end
-  if month == 4 or month == 6 or month == 9 or month == 11 then return 30 end
-  return 31
-end
-
--- The latest scheduled refill at or before 'at' (see lastScheduledRefill in lib/credit-refill.ts).
-local function lastScheduledRefill(refill, at)
-  if refill.interval == "daily" then return math.floor(at / DAY) * DAY end
-  local refillDay = refill.refillDay or 1
-  local year, month = civilFromDays(math.floor(at / DAY))
-  local this = daysFromCivil(year, month, math.min(refillDay, daysInMonth(year, month))) * DAY
-  if this <= at then return this end
-  if month == 1 then year, month = year - 1, 12 else month = month - 1 end
-  return daysFromCivil(year, month, math.min(refillDay, daysInMonth(year, month))) * DAY
-end
-
--- A whole number written in full: Lua's own conversion (and cjson's) keeps 14 significant digits, exact below 10^14.
-local function whole(value) return string.format("%.0f", value) end
-
--- JSON of a balance in the key store's shape; integers are written in full.
-local function encodeBalance(remaining, refill, lastRefillAt)
-  local json = '{"remaining":' .. whole(remaining)
-  if refill then
-    json = json .. ',"refill":{"interval":' .. cjson.encode(refill.interval) .. ',"amount":' .. whole(refill.amount)
-    if refill.refillDay then json = json .. ',"refillDay":' .. whole(refill.refillDay) end
-    json = json .. '}'
-  end
-  return json .. ',"lastRefillAt":' .. whole(lastRefillAt) .. '}'
-end
-
-local now
-if ARGV[1] == "" then
-  local time = redis.call("TIME")
-  now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-else
-  now = tonumber(ARGV[1])
-end
+local now = timeFrom(ARGV[1])
 
 -- ARGV[3]'s numbers: each key's limit and duration (numbers[2k - 1] and numbers[2k]; balances 0, 0), then the calls.
 -- Read as a JSON array, in C: splitting the string in Lua cost Redis about 0.25 µs per number, cjson 0.08.
@@ -135,7 +95,7 @@ local function exact(value)
 end
 -- Whether a counter's numbers (none exceeds its limit) can reach 10^14; never through the API, whose limits stop at 10^6.
 local wideLimits = false
-for index = 1, #KEYS do
+for index = 1, keyCount do
   if limitOf(index) >= 1e14 then wideLimits = true end
 end
 
@@ -184,7 +144,7 @@ local function balanceAt(index)
     local raw = redis.call("GET", KEYS[index])
     if raw then
       local stored = cjson.decode(raw)
-      balance = { remaining = stored.remaining, refill = stored.refill, lastRefillAt = stored.lastRefillAt, written = false }
+      balance = { remaining = stored.remaining, refill = stored.refill, lastRefillAt = stored.lastRefillAt, written = false, spent = 0 }
     else
       balance = { missing = true }
     end
@@ -200,7 +160,7 @@ local checkOk, checkCounter, checkBase, checkBefore, checkLimit, checkCost, chec
 
 local reply = { now }
 local replied = 1
-local nextArg = 1 + 2 * #KEYS
+local nextArg = 1 + 2 * keyCount
 for call = 1, tonumber(ARGV[2]) do
   local header = numbers[nextArg]
   local checks = math.floor(header / 2)
@@ -235,15 +195,7 @@ for call = 1, tonumber(ARGV[2]) do
     creditCost = numbers[nextArg + 1]
     nextArg = nextArg + 2
     if not balance.missing then
-      creditRemaining = balance.remaining
-      creditLastRefillAt = balance.lastRefillAt
-      if balance.refill then
-        local due = lastScheduledRefill(balance.refill, now)
-        if due > balance.lastRefillAt then
-          if creditRemaining < balance.refill.amount then creditRemaining = balance.refill.amount end
-          creditLastRefillAt = due
-        end
-      end
+      creditRemaining, creditLastRefillAt = refilled(balance, now)
       creditOk = creditCost == 0 or creditRemaining >= creditCost
       if not creditOk then all = false end
     end
@@ -265,6 +217,7 @@ for call = 1, tonumber(ARGV[2]) do
       balance.remaining = creditRemaining
       balance.lastRefillAt = creditLastRefillAt
       balance.written = true
+      balance.spent = balance.spent + creditCost
     end
   end
   -- Each counter's take is consumed once (a counter may back several checks), or dropped when the call is denied.
@@ -315,10 +268,16 @@ for index, counter in pairs(counters) do
     end
   end
 end
+local spent = {}
 for index, balance in pairs(balances) do
   if balance.written then
     redis.call("SET", KEYS[index], encodeBalance(balance.remaining, balance.refill, balance.lastRefillAt))
+    if balance.spent > 0 then spent[#spent + 1] = index .. ":" .. whole(balance.spent) end
   end
+end
+-- The receipt: what this execution took from each balance (by position in KEYS), kept ARGV[4] ms.
+if receipt and #spent > 0 then
+  redis.call("SET", receipt, table.concat(spent, ","), "PX", ARGV[4])
 end
 -- Counts of a limit that wide are written in full too (see exact).
 if wideLimits then
