@@ -9,10 +9,10 @@ export interface ForwardedIdentity {
 }
 
 /**
- * The upstream URL of a request: the route's upstream with the request path appended, and the query string
- * without the key when the key came in a query parameter.
+ * The upstream URL of a request in two parts: the route's upstream with the request path appended, and the query
+ * string (without "?"; "" when there is none), without the key when the key came in a query parameter.
  */
-export function upstreamUrl(route: CompiledRoute, requestUrl: string): string {
+export function upstreamTarget(route: CompiledRoute, requestUrl: string): { url: string; query: string } {
   const queryAt = requestUrl.indexOf("?");
   const path = queryAt === -1 ? requestUrl : requestUrl.slice(0, queryAt);
   let query = queryAt === -1 ? "" : requestUrl.slice(queryAt + 1);
@@ -22,7 +22,13 @@ export function upstreamUrl(route: CompiledRoute, requestUrl: string): string {
     query = params.toString();
   }
   const base = route.upstream.pathname.replace(/\/+$/, "");
-  return `${route.upstream.origin}${base}${path}${query ? `?${query}` : ""}`;
+  return { url: `${route.upstream.origin}${base}${path}`, query };
+}
+
+/** The upstream URL of a request, query string included (see upstreamTarget). */
+export function upstreamUrl(route: CompiledRoute, requestUrl: string): string {
+  const { url, query } = upstreamTarget(route, requestUrl);
+  return query ? `${url}?${query}` : url;
 }
 
 /**

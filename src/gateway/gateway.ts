@@ -9,7 +9,7 @@ import { ERROR_CATALOGUE, type ErrorCode } from "../errors/catalogue.js";
 import { errorBody, sendError } from "../errors/error-handler.js";
 import { KeygateError } from "../errors/keygate-error.js";
 import { newId } from "../lib/ids.js";
-import { upstreamHeaders, upstreamUrl, type ForwardedIdentity } from "./forwarding.js";
+import { upstreamHeaders, upstreamTarget, upstreamUrl, type ForwardedIdentity } from "./forwarding.js";
 import { extractKey } from "./key-extraction.js";
 import { ratelimitHeaders, type AppliedLimit } from "./ratelimit-headers.js";
 import type { GatewayState, RouteState } from "./route-state.js";
@@ -159,7 +159,11 @@ export async function gateway(app: FastifyInstance, options: GatewayOptions): Pr
     if (decision.kind === "deny") return sendError(reply, request, docsUrl, decision.error);
     const { route, state: current, caller, ip } = decision;
     reply.headers(decision.headers);
-    return reply.from(upstreamUrl(route, request.url), {
+    const target = upstreamTarget(route, request.url);
+    // The query goes apart from the URL: reply-from percent-decodes the URL it is given (to look for ".."), which
+    // throws on a stray "%"; and a query is the upstream's to read, whatever it holds.
+    return reply.from(target.url, {
+      queryString: () => target.query,
       timeout: route.config.timeoutMs ?? current.settings.upstreamTimeoutMs,
       rewriteRequestHeaders: (_request, headers) => upstreamHeaders(route, headers, caller, { ip, protocol: request.protocol, host: request.headers.host }),
       onResponse: (_request, upstreamReply, response) => {
