@@ -5,6 +5,7 @@ import { addRequestIdHeader, answerUnmatched, errorHandling } from "./errors/err
 import { gateway } from "./gateway/gateway.js";
 import { RouteState } from "./gateway/route-state.js";
 import { RouteTable } from "./gateway/route-table.js";
+import { NODE_CHECKS_LEFT_TO_KEYGATE, refuseUnservableRequests } from "./http/protocol-checks.js";
 import { systemClock, type Clock } from "./lib/clock.js";
 import { newId } from "./lib/ids.js";
 import { metricsRoute } from "./routes/metrics.js";
@@ -50,6 +51,7 @@ export async function buildApp(config: KeygateConfig, options: BuildOptions = {}
     logController: new LogController({ disableRequestLogging: !config.logging.requests, requestIdLogLabel: "requestId" }),
     bodyLimit: config.server.bodyLimit,
     genReqId: () => newId("req"),
+    http: NODE_CHECKS_LEFT_TO_KEYGATE,
     requestIdHeader: false,
     return503OnClosing: true,
     ajv: {
@@ -86,6 +88,7 @@ export async function buildApp(config: KeygateConfig, options: BuildOptions = {}
   // /v2 takes JSON only; Fastify's default text/plain parser would turn a text body into a confusing 400.
   app.removeContentTypeParser("text/plain");
   addRequestIdHeader(app);
+  refuseUnservableRequests(app);
   await app.register(errorHandling, { docsUrl: config.errors.docsUrl, bodyLimit: config.server.bodyLimit });
   await app.register(v2Routes);
   await app.register(metricsRoute);

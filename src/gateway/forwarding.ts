@@ -42,6 +42,9 @@ export function upstreamHeaders(
   client: { ip: string; protocol: string; host: string | undefined },
 ): IncomingHttpHeaders {
   const headers: IncomingHttpHeaders = { ...incoming };
+  // Node's server has already answered `Expect: 100-continue` (and keygate refuses any other expectation); the
+  // proxy client refuses to send the header at all.
+  delete headers.expect;
   if (route.keySource.kind === "header") delete headers[route.keySource.header];
   const forward = route.config.forward ?? {};
   for (const header of Object.values(forward)) delete headers[header.toLowerCase()];
