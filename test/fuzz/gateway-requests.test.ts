@@ -232,6 +232,9 @@ function describe(request: Plan, keys: Keys): string {
   return excerpt(text.replaceAll(keys.main, "<key>").replaceAll(keys.abandoning, "<abandoning key>"), 400);
 }
 
+/** Headers for one connection only, as the twists send them (X-Custom and HTTP2-Settings are named by Connection). */
+const HOP_BY_HOP = ["keep-alive", "upgrade", "te", "trailer", "proxy-authorization", "proxy-connection", "expect", "x-custom", "http2-settings"];
+
 /** The upstream's own answers are JSON with the request it saw; everything else was made by keygate. */
 function fromUpstream(answer: RawAnswer): boolean {
   try {
@@ -349,4 +352,12 @@ t.test(`the gateway answers any request in the envelope or with its upstream's a
     ...otherUpstream.seen.filter((request) => !under(resolvedPath(request.url), "/other") && !under(resolvedPath(request.url), "/q")).map((request) => `the other routes' upstream got ${request.method} ${excerpt(request.url)}`),
   ];
   report(t, strays, "every request reached only the upstream of the route its path matched, dot segments resolved");
+  // Hop-by-hop headers (RFC 9110 §7.6.1) and the ones the client's Connection names stop at keygate; a relayed
+  // upgrade keeps its Upgrade.
+  const hopByHop = [...creditsUpstream.seen, ...otherUpstream.seen].flatMap((request) => {
+    const relayedUpgrade = /upgrade/i.test(String(request.headers.connection ?? ""));
+    const leaked = HOP_BY_HOP.filter((name) => request.headers[name] !== undefined && !(relayedUpgrade && name === "upgrade"));
+    return leaked.length > 0 ? [`${leaked.join(", ")} reached the upstream with ${request.method} ${excerpt(request.url, 80)}`] : [];
+  });
+  report(t, hopByHop, "no hop-by-hop header of the client reached an upstream");
 });
