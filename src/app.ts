@@ -7,6 +7,7 @@ import { TRUST_EVERY_HOP_WARNING } from "./gateway/client-address.js";
 import { compileGatewayState, RouteState } from "./gateway/route-state.js";
 import type { RouteTable } from "./gateway/route-table.js";
 import { closeWhenAnsweredEarly, connectionsCheckingInterval } from "./http/slow-requests.js";
+import { NODE_CHECKS_LEFT_TO_KEYGATE, refuseUnservableRequests } from "./http/protocol-checks.js";
 import { systemClock, type Clock } from "./lib/clock.js";
 import { newId } from "./lib/ids.js";
 import { LogRedaction } from "./lib/log-redaction.js";
@@ -72,6 +73,7 @@ export async function buildApp(config: KeygateConfig, options: BuildOptions = {}
       headersTimeout: config.server.headersTimeoutMs,
       requestTimeout: 0,
       connectionsCheckingInterval: connectionsCheckingInterval(config.server.headersTimeoutMs),
+      ...NODE_CHECKS_LEFT_TO_KEYGATE,
     },
     genReqId: () => newId("req"),
     requestIdHeader: false,
@@ -111,6 +113,7 @@ export async function buildApp(config: KeygateConfig, options: BuildOptions = {}
   // /v2 takes JSON only; Fastify's default text/plain parser would turn a text body into a confusing 400.
   app.removeContentTypeParser("text/plain");
   addRequestIdHeader(app);
+  refuseUnservableRequests(app);
   closeWhenAnsweredEarly(app);
   await app.register(errorHandling, { docsUrl, bodyLimit: config.server.bodyLimit });
   await app.register(v2Routes, { requestTimeoutMs: config.server.requestTimeoutMs });

@@ -72,6 +72,7 @@ export const ERROR_CATALOGUE = {
   "err:unkey:data:analytics_not_configured": { status: 412, title: PRECONDITION, meaning: "Analytics is turned off on this keygate." },
   "err:user:bad_request:request_body_too_large": { status: 413, title: "Request Entity Too Large", meaning: "The body is larger than server.bodyLimit." },
   "err:user:bad_request:unsupported_media_type": { status: 415, title: "Unsupported Media Type", meaning: "The body is not sent as application/json." },
+  "err:user:bad_request:expectation_failed": { status: 417, title: "Expectation Failed", meaning: "The request has an Expect header other than 100-continue." },
 
   // 422, 429, 431, 499
   "err:user:unprocessable_entity:query_execution_timeout": { status: 422, title: UNPROCESSABLE, meaning: "The analytics query ran longer than allowed." },

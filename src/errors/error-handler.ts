@@ -59,10 +59,17 @@ export const errorHandling = fp<ErrorHandlingOptions>(
 /** URLs of the gateway's catch-all routes: they take every path, so they never make a path "served". */
 const CATCH_ALL_URLS = new Set(["/", "/*"]);
 
+/**
+ * Characters of route patterns: hasRoute reads its argument as a pattern (and throws on a "*" that is not last),
+ * while keygate's own routes are plain paths without them. A path holding one is no route's.
+ */
+const PATTERN_CHARACTERS = /[*:]/;
+
 /** A request no route takes: 405 with Allow when the path is served for other methods, 404 otherwise. */
 export function answerUnmatched(app: FastifyInstance, request: FastifyRequest, reply: FastifyReply, docsUrl: string): FastifyReply {
   const path = request.url.split("?")[0] as string;
-  const allowed = CATCH_ALL_URLS.has(path) ? [] : HTTP_METHODS.filter((method) => app.hasRoute({ method, url: path }));
+  const routable = !CATCH_ALL_URLS.has(path) && !PATTERN_CHARACTERS.test(path);
+  const allowed = routable ? HTTP_METHODS.filter((method) => app.hasRoute({ method, url: path })) : [];
   if (allowed.length > 0) {
     return sendError(
       reply,

@@ -170,7 +170,8 @@ export async function gateway(app: FastifyInstance, options: GatewayOptions): Pr
     const { route, state: current, caller } = decision;
     reply.headers(decision.headers);
     const target = upstreamTarget(route, request.url);
-    // The query string goes on its own: the proxy library checks the path alone, as decide() did.
+    // The query goes apart from the URL: reply-from percent-decodes the URL it is given (to look for ".."), which
+    // throws on a stray "%"; and a query is the upstream's to read, whatever it holds.
     return reply.from(target.url, {
       queryString: () => target.query,
       timeout: route.config.timeoutMs ?? current.settings.upstreamTimeoutMs,

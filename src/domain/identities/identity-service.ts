@@ -5,7 +5,7 @@ import type { IdentityStore } from "../../storage/interfaces.js";
 import type { IdentityRecord } from "../../storage/records.js";
 import type { Caller } from "../caller.js";
 import type { CacheInvalidator } from "../invalidation.js";
-import { checkMetaSize, MAX_IDENTITY_META_BYTES } from "../meta.js";
+import { checkMeta, MAX_IDENTITY_META_BYTES } from "../meta.js";
 import { replaceNamedLimits, viewNamedLimits, type NamedLimitInput, type NamedLimitView } from "../named-limits.js";
 import { page, pagination, type ListInput, type Listed } from "../rbac/rbac-service.js";
 import { requireIdentity } from "../root-keys/permissions.js";
@@ -34,7 +34,7 @@ export class IdentityService {
 
   async createIdentity(caller: Caller, input: { externalId: string; meta?: Record<string, unknown>; ratelimits?: NamedLimitInput[] }): Promise<{ identityId: string }> {
     caller.authorize(requireIdentity("create_identity"));
-    checkMetaSize(input.meta, MAX_IDENTITY_META_BYTES, "body.meta");
+    checkMeta(input.meta, MAX_IDENTITY_META_BYTES, "body.meta");
     const now = this.clock.now();
     const identity: IdentityRecord = {
       id: newId("id", now),
@@ -67,7 +67,7 @@ export class IdentityService {
   async updateIdentity(caller: Caller, input: { identity: string; meta?: Record<string, unknown>; ratelimits?: NamedLimitInput[] }): Promise<IdentityView> {
     const identity = await this.findLive(caller.workspaceId, input.identity);
     caller.authorize(requireIdentity("update_identity", identity.id));
-    checkMetaSize(input.meta, MAX_IDENTITY_META_BYTES, "body.meta");
+    checkMeta(input.meta, MAX_IDENTITY_META_BYTES, "body.meta");
     const now = this.clock.now();
     const updated = await this.identities.update(caller.workspaceId, identity.id, (current) => ({
       ...current,

@@ -11,7 +11,7 @@ import type { CacheInvalidator } from "../invalidation.js";
 import { creditsAfterOperation, creditsAfterUpdate, creditsForNewKey, viewCredits, withRefills, type CreditsInput, type CreditsView } from "../credits.js";
 import type { IdentityService, IdentityView } from "../identities/identity-service.js";
 import { viewIdentity } from "../identities/identity-service.js";
-import { checkMetaSize, MAX_KEY_META_BYTES } from "../meta.js";
+import { checkMeta, MAX_KEY_META_BYTES } from "../meta.js";
 import { replaceNamedLimits, viewNamedLimits, type NamedLimitInput, type NamedLimitView } from "../named-limits.js";
 import { allOf } from "../permissions/query.js";
 import { pagination, type Listed, type PermissionView, type RbacService, type RoleView } from "../rbac/rbac-service.js";
@@ -93,7 +93,7 @@ export class KeyService {
     const workspaceId = caller.workspaceId;
     const api = await this.deps.apis.findLive(workspaceId, input.apiId);
     if (input.recoverable) this.requireVault("store recoverable keys");
-    checkMetaSize(input.meta, MAX_KEY_META_BYTES, "body.meta");
+    checkMeta(input.meta, MAX_KEY_META_BYTES, "body.meta");
     const now = this.deps.clock.now();
     const ratelimits = replaceNamedLimits([], input.ratelimits ?? [], "body.ratelimits", now);
     const credits = creditsForNewKey(input.credits, now);
@@ -169,7 +169,7 @@ export class KeyService {
     const workspaceId = caller.workspaceId;
     const key = await this.findLiveKey(workspaceId, input.keyId);
     caller.authorize(requireApi("update_key", key.apiId));
-    checkMetaSize(input.meta, MAX_KEY_META_BYTES, "body.meta");
+    checkMeta(input.meta, MAX_KEY_META_BYTES, "body.meta");
     // References are resolved before the atomic change, which must not wait on other reads.
     const roles = input.roles === undefined ? undefined : await this.deps.rbac.existingRoles(workspaceId, input.roles);
     const permissions = input.permissions === undefined ? undefined : await this.deps.rbac.permissionsForSlugs(workspaceId, input.permissions, null);
