@@ -213,6 +213,7 @@ export async function gateway(app: FastifyInstance, options: GatewayOptions): Pr
           target: upstreamUrl(route, request.url ?? "/"),
           headers,
           timeoutMs: route.config.timeoutMs ?? current.settings.upstreamTimeoutMs,
+          requestId: id,
           onUpstreamFailure: (kind, error) => {
             app.log.warn({ err: error, route: route.name }, "upstream failed an upgrade");
             void refund(decision).then(() => answerRaw(socket, id, upstreamFailure(route, kind === "timeout")));

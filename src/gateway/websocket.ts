@@ -21,6 +21,8 @@ export interface UpgradeRelayOptions {
   /** The end-to-end headers for the upstream; the relay adds the upgrade's own `Connection` and `Upgrade`. */
   headers: IncomingHttpHeaders;
   timeoutMs: number;
+  /** keygate's id of the request, sent back as `x-request-id` with the upstream's answer, as on every answer. */
+  requestId: string;
   /** Called when the upstream cannot be reached or does not answer in time; must answer on the socket. */
   onUpstreamFailure: (kind: "unreachable" | "timeout", error: unknown) => void;
 }
@@ -40,7 +42,7 @@ export function relayUpgrade(client: IncomingMessage, clientSocket: Duplex, head
   upstream.on("upgrade", (response: IncomingMessage, upstreamSocket: Duplex, upstreamHead: Buffer) => {
     upstream.setTimeout(0);
     const lines = [`HTTP/1.1 ${response.statusCode ?? 101} ${response.statusMessage ?? "Switching Protocols"}`];
-    for (const [name, value] of endToEndResponseLines(response.rawHeaders, { upgrade: true })) lines.push(`${name}: ${value}`);
+    for (const [name, value] of answerLines(response, options.requestId, { upgrade: true })) lines.push(`${name}: ${value}`);
     clientSocket.write(`${lines.join("\r\n")}\r\n\r\n`);
     if (upstreamHead.length > 0) clientSocket.write(upstreamHead);
     if (head.length > 0) upstreamSocket.write(head);
@@ -60,7 +62,7 @@ export function relayUpgrade(client: IncomingMessage, clientSocket: Duplex, head
     // The upstream answered without upgrading (e.g. 404 or 426): pass its answer on and close. The body arrives
     // decoded, so it goes out without the upstream's framing: its length, or the end of the connection, delimits it.
     const lines = [`HTTP/1.1 ${response.statusCode ?? 502} ${response.statusMessage ?? ""}`];
-    for (const [name, value] of endToEndResponseLines(response.rawHeaders)) lines.push(`${name}: ${value}`);
+    for (const [name, value] of answerLines(response, options.requestId)) lines.push(`${name}: ${value}`);
     lines.push("Connection: close");
     clientSocket.write(`${lines.join("\r\n")}\r\n\r\n`);
     response.pipe(clientSocket);
@@ -75,4 +77,11 @@ export function relayUpgrade(client: IncomingMessage, clientSocket: Duplex, head
   });
   clientSocket.on("error", () => upstream.destroy());
   upstream.end();
+}
+
+/** The upstream's end-to-end header lines, with keygate's request id in place of any the upstream sent. */
+function answerLines(response: IncomingMessage, requestId: string, options?: { upgrade: true }): [string, string][] {
+  const lines = endToEndResponseLines(response.rawHeaders, options).filter(([name]) => name.toLowerCase() !== "x-request-id");
+  lines.push(["x-request-id", requestId]);
+  return lines;
 }

@@ -1,5 +1,6 @@
 import type { AddressInfo } from "node:net";
 import t from "tap";
+import { samePath } from "../../src/gateway/route-table.js";
 import { envelopeProblem, excerpt, report } from "../helpers/envelope.js";
 import { fuzzSeed, Random } from "../helpers/fuzz.js";
 import { createKey, getKey } from "../helpers/fixtures.js";
@@ -246,9 +247,10 @@ function fromUpstream(answer: RawAnswer): boolean {
 }
 
 /** Where a path really leads once dot segments (plain or encoded) are resolved, as an upstream's router sees it. */
+/** The path an upstream serves: dot segments resolved, escaped unreserved characters decoded (RFC 3986 6.2.2). */
 function resolvedPath(url: string): string {
   try {
-    return new URL(url, "http://upstream.test").pathname;
+    return samePath(new URL(url, "http://upstream.test").pathname);
   } catch {
     return url;
   }
@@ -319,7 +321,9 @@ t.test(`the gateway answers any request in the envelope or with its upstream's a
       }
     });
     // A server may end a connection after answering a request it cannot read, or after saying it will close.
-    const mayClose = requests.some((request) => request.malformed || request.truncated || request.method === "CONNECT") || /close/i.test(exchange.answers.at(-1)?.headers.connection ?? "");
+    // A head over Node's 16 KB limit is refused (431) and the connection closed, with no answer when one is pending.
+    const oversized = (request: Plan) => bytes(request).indexOf("\r\n\r\n") > 16 * 1024;
+    const mayClose = requests.some((request) => request.malformed || request.truncated || oversized(request) || request.method === "CONNECT") || /close/i.test(exchange.answers.at(-1)?.headers.connection ?? "");
     if (exchange.answers.length < requests.length && !(mayClose && exchange.closedByServer)) {
       problems.push(`${exchange.answers.length} of ${requests.length} answers${exchange.closedByServer ? ", then the server closed" : " in 5 s"}: ${label} | unparsed: ${excerpt(exchange.rest)}`);
     }
@@ -331,6 +335,10 @@ t.test(`the gateway answers any request in the envelope or with its upstream's a
       await new Promise((resolve) => setTimeout(resolve, 20));
       difference = (await spent(main.keyId)) - received(main.keyId);
     }
+    // A malformed or truncated body can break the forwarding after the upstream saw the request: its credits are
+    // given back, so it may cost less than it reached, never more.
+    const brokenBody = requests.some((request) => request.malformed || request.truncated);
+    if (difference < drift && brokenBody) drift = difference;
     if (difference !== drift) {
       balanceProblems.push(`${difference - drift} credits charged beyond the requests the upstreams received: ${label}`);
       drift = difference;
@@ -356,7 +364,9 @@ t.test(`the gateway answers any request in the envelope or with its upstream's a
   // upgrade keeps its Upgrade.
   const hopByHop = [...creditsUpstream.seen, ...otherUpstream.seen].flatMap((request) => {
     const relayedUpgrade = /upgrade/i.test(String(request.headers.connection ?? ""));
-    const leaked = HOP_BY_HOP.filter((name) => request.headers[name] !== undefined && !(relayedUpgrade && name === "upgrade"));
+    // HTTP/1.1 lets `TE: trailers` through a proxy (RFC 9110 §10.1.4); other TE values are hop-by-hop.
+    const allowed = (name: string) => (relayedUpgrade && name === "upgrade") || (name === "te" && request.headers.te === "trailers");
+    const leaked = HOP_BY_HOP.filter((name) => request.headers[name] !== undefined && !allowed(name));
     return leaked.length > 0 ? [`${leaked.join(", ")} reached the upstream with ${request.method} ${excerpt(request.url, 80)}`] : [];
   });
   report(t, hopByHop, "no hop-by-hop header of the client reached an upstream");

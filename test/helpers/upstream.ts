@@ -105,6 +105,12 @@ export async function startUpstream(t: Teardown): Promise<Upstream> {
   const sockets = new WebSocketServer({ noServer: true });
   server.on("upgrade", (request, socket, head) => {
     seen.push({ method: request.method ?? "", url: request.url ?? "", headers: request.headers });
+    // Like an HTTP API that speaks no other protocol: an upgrade to anything but WebSocket is answered as a request.
+    if (request.headers.upgrade?.toLowerCase() !== "websocket") {
+      const body = JSON.stringify({ method: request.method, url: request.url, headers: request.headers });
+      socket.end(`HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
+      return;
+    }
     sockets.handleUpgrade(request, socket, head, (ws) => ws.on("message", (message) => ws.send(`echo:${message.toString()}`)));
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
