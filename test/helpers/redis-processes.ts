@@ -19,31 +19,43 @@ export const LOOPBACK = "127.0.0.1";
 
 /** Every child process a helper started and has not seen exit yet: killed if this process ends before teardown. */
 const children = new Set<ChildProcess>();
+/** Temporary directories not removed yet: removed then too. */
+const directories = new Set<string>();
 let exitHookInstalled = false;
 
-/** Remembers a child so that an abrupt end of the test process (exit, SIGTERM, tap's timeout) still kills it. */
-export function trackChild(child: ChildProcess): void {
-  if (!exitHookInstalled) {
-    exitHookInstalled = true;
-    onExit(() => {
-      for (const running of children) {
-        try {
-          running.kill("SIGCONT");
-          running.kill("SIGKILL");
-        } catch {
-          // Already gone.
-        }
+/** Makes an abrupt end of the test process (exit, SIGTERM, tap's timeout) still kill children and remove directories. */
+function installExitHook(): void {
+  if (exitHookInstalled) return;
+  exitHookInstalled = true;
+  onExit(() => {
+    for (const running of children) {
+      try {
+        running.kill("SIGCONT");
+        running.kill("SIGKILL");
+      } catch {
+        // Already gone.
       }
-    });
-  }
+    }
+    for (const path of directories) rmSync(path, { recursive: true, force: true });
+  });
+}
+
+/** Remembers a child until it exits, so that it is killed if the test process ends first. */
+export function trackChild(child: ChildProcess): void {
+  installExitHook();
   children.add(child);
   child.once("exit", () => children.delete(child));
 }
 
-/** A directory under the OS's temporary directory, removed on teardown. */
+/** A directory under the OS's temporary directory, removed on teardown (or when the test process ends first). */
 export function temporaryDirectory(t: Teardown, label: string): string {
+  installExitHook();
   const path = mkdtempSync(join(tmpdir(), `keygate-${label}-`));
-  t.teardown(() => rmSync(path, { recursive: true, force: true }));
+  directories.add(path);
+  t.teardown(() => {
+    rmSync(path, { recursive: true, force: true });
+    directories.delete(path);
+  });
   return path;
 }
 
