@@ -1,4 +1,4 @@
-import { writeFileSync } from "node:fs";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { LOOPBACK, NodeClients, RedisProcess, startOnFreePorts, temporaryDirectory, waitFor, type Teardown } from "./redis-processes.js";
 
@@ -89,10 +89,17 @@ export async function startRedisSentinel(t: Teardown, options: RedisSentinelOpti
     await Promise.all(all.map((instance) => instance.kill()));
   });
 
+  // Each data server has a directory of its own: a replica stores the RDB it syncs from (dump.rdb), which a
+  // restarted old master would otherwise load as its own.
+  const home = (port: number) => {
+    const path = join(directory, String(port));
+    mkdirSync(path, { recursive: true });
+    return path;
+  };
   const dataArgs = (port: number, replicaOf?: number) => [
     "--port", String(port),
     "--bind", LOOPBACK,
-    "--dir", directory,
+    "--dir", home(port),
     "--save", "",
     "--appendonly", "no",
     // A (re)joining replica syncs at once instead of after the default 5 s diskless-sync delay.
