@@ -5,7 +5,7 @@ import { envelopeProblem, excerpt, report } from "../helpers/envelope.js";
 import { fuzzSeed, Random } from "../helpers/fuzz.js";
 import { createKey, getKey } from "../helpers/fixtures.js";
 import { harness } from "../helpers/harness.js";
-import { rawExchange, type RawAnswer } from "../helpers/raw-exchange.js";
+import { rawExchange, type RawResponse } from "../helpers/raw-http.js";
 import { startUpstream, type Upstream } from "../helpers/upstream.js";
 
 /*
@@ -237,7 +237,7 @@ function describe(request: Plan, keys: Keys): string {
 const HOP_BY_HOP = ["keep-alive", "upgrade", "te", "trailer", "proxy-authorization", "proxy-connection", "expect", "x-custom", "http2-settings"];
 
 /** The upstream's own answers are JSON with the request it saw; everything else was made by keygate. */
-function fromUpstream(answer: RawAnswer): boolean {
+function fromUpstream(answer: RawResponse): boolean {
   try {
     const body = JSON.parse(answer.body.toString());
     return typeof body?.method === "string" && typeof body?.url === "string" && body.meta === undefined;
@@ -304,12 +304,12 @@ t.test(`the gateway answers any request in the envelope or with its upstream's a
     }
     sent += requests.length;
     const exchange = await rawExchange(port, Buffer.concat(requests.map(bytes)), {
-      answers: requests.length,
+      responses: requests.length,
       methods: requests.map((request) => request.method),
       endAfterWrite: requests.some((request) => request.truncated),
     });
     const label = requests.map((request) => describe(request, keys)).join(" then ");
-    exchange.answers.forEach((answer, index) => {
+    exchange.responses.forEach((answer, index) => {
       answered++;
       if (answer.status >= 500) problems.push(`status ${answer.status}: ${label} | got ${excerpt(answer.body)}`);
       else if (answer.status === 101) return;
@@ -323,9 +323,9 @@ t.test(`the gateway answers any request in the envelope or with its upstream's a
     // A server may end a connection after answering a request it cannot read, or after saying it will close.
     // A head over Node's 16 KB limit is refused (431) and the connection closed, with no answer when one is pending.
     const oversized = (request: Plan) => bytes(request).indexOf("\r\n\r\n") > 16 * 1024;
-    const mayClose = requests.some((request) => request.malformed || request.truncated || oversized(request) || request.method === "CONNECT") || /close/i.test(exchange.answers.at(-1)?.headers.connection ?? "");
-    if (exchange.answers.length < requests.length && !(mayClose && exchange.closedByServer)) {
-      problems.push(`${exchange.answers.length} of ${requests.length} answers${exchange.closedByServer ? ", then the server closed" : " in 5 s"}: ${label} | unparsed: ${excerpt(exchange.rest)}`);
+    const mayClose = requests.some((request) => request.malformed || request.truncated || oversized(request) || request.method === "CONNECT") || /close/i.test(exchange.responses.at(-1)?.headers.connection ?? "");
+    if (exchange.responses.length < requests.length && !(mayClose && exchange.closedByServer)) {
+      problems.push(`${exchange.responses.length} of ${requests.length} answers${exchange.closedByServer ? ", then the server closed" : " in 5 s"}: ${label} | unparsed: ${excerpt(exchange.rest)}`);
     }
 
     // The main key's credits follow what reached the upstreams; a request still under way settles within the
