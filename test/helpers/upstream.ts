@@ -14,8 +14,11 @@ export interface Upstream {
   server: Server;
   /** Every request the upstream received, in order. */
   seen: SeenRequest[];
-  /** Body bytes received by /echo and sent by /bytes so far (to see streams move while they are under way). */
-  progress: { received: number; sent: number };
+  /**
+   * Body bytes received by /echo and sent by /bytes so far (to see streams move while they are under way), and
+   * whether /bytes is held back by its reader: its last write was not taken in whole and 'drain' has not come.
+   */
+  progress: { received: number; sent: number; stalled: boolean };
   close(): Promise<void>;
 }
 
@@ -53,7 +56,7 @@ interface Teardown {
  */
 export async function startUpstream(t: Teardown): Promise<Upstream> {
   const seen: SeenRequest[] = [];
-  const progress = { received: 0, sent: 0 };
+  const progress = { received: 0, sent: 0, stalled: false };
   const server = createServer((request, response) => {
     seen.push({ method: request.method ?? "", url: request.url ?? "", headers: request.headers });
     const url = request.url ?? "/";
@@ -92,7 +95,13 @@ export async function startUpstream(t: Teardown): Promise<Upstream> {
           const piece = left >= chunk.length ? chunk : chunk.subarray(0, left);
           left -= piece.length;
           progress.sent += piece.length;
-          if (!response.write(piece)) return void response.once("drain", pump);
+          if (!response.write(piece)) {
+            progress.stalled = true;
+            return void response.once("drain", () => {
+              progress.stalled = false;
+              pump();
+            });
+          }
         }
         response.end();
       };
