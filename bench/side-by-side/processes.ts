@@ -36,20 +36,24 @@ type FromChild = { type: "served"; served: Served } | { type: "cpu"; micros: num
 
 /**
  * In a serving child: starts the servers, reports what `start` returns to the parent, answers the parent's
- * questions about the CPU time it used, and closes the servers when the parent says so.
+ * questions about the CPU time it used, and closes the servers when the parent says so or is gone (a driver that
+ * failed leaves no server behind).
  */
 async function serve(start: Start): Promise<void> {
   const { served, close } = await start();
+  let stopping: Promise<void> | undefined;
+  const stop = () =>
+    (stopping ??= (async () => {
+      await close();
+      process.exit(0);
+    })());
   const send = (message: FromChild) => process.send?.(message);
   send({ type: "served", served });
+  process.on("disconnect", stop);
   process.on("message", async (message: ToChild) => {
-    if (message.type === "cpu") {
-      const usage = process.cpuUsage();
-      send({ type: "cpu", micros: usage.user + usage.system });
-      return;
-    }
-    await close();
-    process.exit(0);
+    if (message.type === "stop") return stop();
+    const usage = process.cpuUsage();
+    send({ type: "cpu", micros: usage.user + usage.system });
   });
 }
 
