@@ -3,7 +3,7 @@
  * the upstream directly, through the bare proxy, and through keygate with a cached key, a permission query and
  * one Redis-backed named limit.
  *
- *   npm run bench:gateway -- [--duration 30] [--slice 2] [--connections 50] [--analytics embedded|off]
+ *   npm run bench:gateway -- [--duration 30] [--slice 2] [--connections 50] [--generator autocannon|wrk] [--analytics embedded|off] [--reservations on|off]
  *
  * Four processes: the upstream, the bare proxy, keygate, and the load generator (this one). See bench/README.md.
  */
@@ -11,7 +11,12 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import httpProxy from "@fastify/http-proxy";
 import Fastify from "fastify";
-import { REDIS_URL, callKeygate, deleteByPrefix, reservationsOption, forkServing, interleave, printRatio, printTargets, runOptions, serve, servingRole, startKeygate, type Target } from "./side-by-side.js";
+import { callKeygate, startKeygate } from "./side-by-side/keygate.js";
+import { interleave, type Target } from "./side-by-side/load.js";
+import { describeRun, reservationsOption, runOptions } from "./side-by-side/options.js";
+import { benchmark, forkServing, stopAll } from "./side-by-side/processes.js";
+import { REDIS_URL, deleteByPrefix } from "./side-by-side/redis.js";
+import { printRatio, printTargets } from "./side-by-side/report.js";
 
 const API_ID = "api_bench_gateway";
 
@@ -75,22 +80,15 @@ async function drive(): Promise<void> {
     headers: { authorization: `Bearer ${key}` },
   };
 
-  console.log(
-    `GET through the gateway vs a bare @fastify/http-proxy: ${options.generator}, ${options.connections} connections, ${options.duration} s per target in ${options.slice} s slices, interleaved; Redis ${REDIS_URL}; analytics ${engine}; reservations ${reservationsOption() ? "on" : "off"}`,
-  );
+  console.log(describeRun("GET through the gateway vs a bare @fastify/http-proxy", options, [`Redis ${REDIS_URL}`, `analytics ${engine}`, `reservations ${reservationsOption() ? "on" : "off"}`]));
   const runs = await interleave([direct, bareProxy, gateway], options);
   printTargets(runs);
   console.log();
   printRatio(runs, gateway, bareProxy, 0.85);
   printRatio(runs, bareProxy, direct);
 
-  await Promise.all([bareChild.stop(), keygateChild.stop()]);
-  await upstreamChild.stop();
+  await stopAll(bareChild, keygateChild, upstreamChild);
   await deleteByPrefix(prefix);
 }
 
-const role = servingRole();
-if (role === "upstream") await serve(startUpstream);
-else if (role === "bare-proxy") await serve(startBareProxy);
-else if (role === "keygate") await serve(startKeygateWithRoute);
-else await drive();
+await benchmark(drive, { upstream: startUpstream, "bare-proxy": startBareProxy, keygate: startKeygateWithRoute });

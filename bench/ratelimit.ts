@@ -7,7 +7,12 @@
  * See bench/README.md.
  */
 import Fastify from "fastify";
-import { REDIS_URL, ROOT_KEY, deleteByPrefix, forkServing, reservationsOption, interleave, printRatio, printTargets, runOptions, serve, servingRole, startKeygate, type Target } from "./side-by-side.js";
+import { ROOT_KEY, startKeygate } from "./side-by-side/keygate.js";
+import { interleave, type Target } from "./side-by-side/load.js";
+import { describeRun, reservationsOption, runOptions } from "./side-by-side/options.js";
+import { benchmark, forkServing, stopAll } from "./side-by-side/processes.js";
+import { REDIS_URL, deleteByPrefix } from "./side-by-side/redis.js";
+import { printRatio, printTargets } from "./side-by-side/report.js";
 
 /** The bare route, in a process of its own. */
 async function startBare() {
@@ -39,20 +44,15 @@ async function drive(): Promise<void> {
   const limit: Target = { label: "keygate ratelimit.limit (Redis)", url: `${keygate}/v2/ratelimit.limit`, servedBy: keygateChild, method: "POST", headers, body: admitted };
   const deniedLocally: Target = { label: "keygate, denied (local fast path)", url: limit.url, servedBy: keygateChild, method: "POST", headers, body: denied };
 
-  console.log(
-    `ratelimit.limit vs a bare Fastify route: ${options.generator}, ${options.connections} connections, ${options.duration} s per target in ${options.slice} s slices, interleaved; Redis ${REDIS_URL}; reservations ${reservationsOption() ? "on" : "off"}`,
-  );
+  console.log(describeRun("ratelimit.limit vs a bare Fastify route", options, [`Redis ${REDIS_URL}`, `reservations ${reservationsOption() ? "on" : "off"}`]));
   const runs = await interleave([bareRoute, limit, deniedLocally], options);
   printTargets(runs);
   console.log();
   printRatio(runs, limit, bareRoute, 0.5);
   printRatio(runs, deniedLocally, bareRoute);
 
-  await Promise.all([bareChild.stop(), keygateChild.stop()]);
+  await stopAll(bareChild, keygateChild);
   await deleteByPrefix(prefix);
 }
 
-const role = servingRole();
-if (role === "bare") await serve(startBare);
-else if (role === "keygate") await serve(startKeygateServing);
-else await drive();
+await benchmark(drive, { bare: startBare, keygate: startKeygateServing });

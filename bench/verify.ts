@@ -2,12 +2,17 @@
  * keys.verifyKey for a cached key against a bare Fastify route answering a fixed body of the same shape, side by
  * side in one run: once for a key without limits, once with one Redis-backed named limit and credits.
  *
- *   npm run bench:verify -- [--duration 30] [--slice 2] [--connections 50] [--analytics embedded|off]
+ *   npm run bench:verify -- [--duration 30] [--slice 2] [--connections 50] [--generator autocannon|wrk] [--analytics embedded|off]
  *
  * The bare route and keygate (on Redis stores) run in child processes of their own; the parent drives the load. See bench/README.md.
  */
 import Fastify from "fastify";
-import { REDIS_URL, ROOT_KEY, callKeygate, deleteByPrefix, forkServing, interleave, printRatio, printTargets, runOptions, serve, servingRole, startKeygate, type Target } from "./side-by-side.js";
+import { ROOT_KEY, callKeygate, startKeygate } from "./side-by-side/keygate.js";
+import { interleave, type Target } from "./side-by-side/load.js";
+import { describeRun, runOptions } from "./side-by-side/options.js";
+import { benchmark, forkServing, stopAll } from "./side-by-side/processes.js";
+import { REDIS_URL, deleteByPrefix } from "./side-by-side/redis.js";
+import { printRatio, printTargets } from "./side-by-side/report.js";
 
 const API_ID = "api_bench_verify";
 
@@ -47,20 +52,15 @@ async function drive(): Promise<void> {
   const verify: Target = { label: "keys.verifyKey, no limits", url: `${keygate}/v2/keys.verifyKey`, servedBy: keygateChild, method: "POST", headers, body: plainBody };
   const verifyLimited: Target = { label: "keys.verifyKey, named limit + credits", url: verify.url, servedBy: keygateChild, method: "POST", headers, body: limitedBody };
 
-  console.log(
-    `keys.verifyKey (cached key) vs a bare Fastify route: ${options.generator}, ${options.connections} connections, ${options.duration} s per target in ${options.slice} s slices, interleaved; Redis ${REDIS_URL}; analytics ${engine}`,
-  );
+  console.log(describeRun("keys.verifyKey (cached key) vs a bare Fastify route", options, [`Redis ${REDIS_URL}`, `analytics ${engine}`]));
   const runs = await interleave([bareRoute, verify, verifyLimited], options);
   printTargets(runs);
   console.log();
   printRatio(runs, verify, bareRoute, 0.7);
   printRatio(runs, verifyLimited, bareRoute, 0.5);
 
-  await Promise.all([bareChild.stop(), keygateChild.stop()]);
+  await stopAll(bareChild, keygateChild);
   await deleteByPrefix(prefix);
 }
 
-const role = servingRole();
-if (role === "bare") await serve(startBare);
-else if (role === "keygate") await serve(startKeygateServing);
-else await drive();
+await benchmark(drive, { bare: startBare, keygate: startKeygateServing });

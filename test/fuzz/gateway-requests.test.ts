@@ -5,8 +5,8 @@ import { envelopeProblem, excerpt, report } from "../helpers/envelope.js";
 import { fuzzSeed, Random } from "../helpers/fuzz.js";
 import { createKey, getKey } from "../helpers/fixtures.js";
 import { harness } from "../helpers/harness.js";
-import { rawExchange, type RawAnswer } from "../helpers/raw-exchange.js";
-import { startUpstream, type Upstream } from "../helpers/upstream.js";
+import { rawExchange, type RawExchange, type RawResponse } from "../helpers/raw-http.js";
+import { startUpstream, type SeenRequest, type Upstream } from "../helpers/upstream.js";
 
 /*
  * Requests of every shape through the gateway, over real sockets: odd paths (dot segments, encodings, NUL,
@@ -237,7 +237,7 @@ function describe(request: Plan, keys: Keys): string {
 const HOP_BY_HOP = ["keep-alive", "upgrade", "te", "trailer", "proxy-authorization", "proxy-connection", "expect", "x-custom", "http2-settings"];
 
 /** The upstream's own answers are JSON with the request it saw; everything else was made by keygate. */
-function fromUpstream(answer: RawAnswer): boolean {
+function fromUpstream(answer: RawResponse): boolean {
   try {
     const body = JSON.parse(answer.body.toString());
     return typeof body?.method === "string" && typeof body?.url === "string" && body.meta === undefined;
@@ -246,7 +246,6 @@ function fromUpstream(answer: RawAnswer): boolean {
   }
 }
 
-/** Where a path really leads once dot segments (plain or encoded) are resolved, as an upstream's router sees it. */
 /** The path an upstream serves: dot segments resolved, escaped unreserved characters decoded (RFC 3986 6.2.2). */
 function resolvedPath(url: string): string {
   try {
@@ -258,6 +257,72 @@ function resolvedPath(url: string): string {
 
 function under(path: string, prefix: string): boolean {
   return path === prefix || path.startsWith(`${prefix}/`);
+}
+
+/** Mostly one request per connection; sometimes a pipelined group of well-formed ones. */
+function nextGroup(random: Random, keys: Keys): Plan[] {
+  const group = random.chance(0.1) ? random.int(2, 3) : 1;
+  const requests: Plan[] = [];
+  while (requests.length < group) {
+    const next = plan(random, keys);
+    if (group > 1 && (next.malformed || next.truncated || next.method === "HEAD" || next.headers.some((line) => /^connection:.*(close|upgrade)/i.test(line)))) continue;
+    requests.push(next);
+  }
+  return requests;
+}
+
+/** What is wrong with the answers to `requests`, sent on one connection: a 5xx, an answer keygate made outside the envelope, answers missing. */
+function answerProblems(requests: Plan[], exchange: RawExchange, label: string): string[] {
+  const problems: string[] = [];
+  exchange.responses.forEach((answer, index) => {
+    if (answer.status >= 500) problems.push(`status ${answer.status}: ${label} | got ${excerpt(answer.body)}`);
+    else if (answer.status === 101) return;
+    else if (fromUpstream(answer)) {
+      if (!/^req_/.test(answer.headers["x-request-id"] ?? "")) problems.push(`an upstream answer without x-request-id: ${label}`);
+    } else {
+      const problem = envelopeProblem({ ...answer, head: requests[index]?.method === "HEAD" });
+      if (problem) problems.push(`answer ${index + 1}: ${problem}: ${label} | got ${answer.status} ${excerpt(answer.body)}`);
+    }
+  });
+  // A server may end a connection after answering a request it cannot read, or after saying it will close.
+  // A head over Node's 16 KB limit is refused (431) and the connection closed, with no answer when one is pending.
+  const oversized = (request: Plan) => bytes(request).indexOf("\r\n\r\n") > 16 * 1024;
+  const mayClose = requests.some((request) => request.malformed || request.truncated || oversized(request) || request.method === "CONNECT") || /close/i.test(exchange.responses.at(-1)?.headers.connection ?? "");
+  if (exchange.responses.length < requests.length && !(mayClose && exchange.closedByServer)) {
+    problems.push(`${exchange.responses.length} of ${requests.length} answers${exchange.closedByServer ? ", then the server closed" : " in 5 s"}: ${label} | unparsed: ${excerpt(exchange.rest)}`);
+  }
+  return problems;
+}
+
+/** Polls `value` every 20 ms until it equals `expected` or `boundMs` has passed; returns the last value. */
+async function settled(value: () => Promise<number>, expected: (current: number) => boolean, boundMs: number): Promise<number> {
+  let current = await value();
+  for (let waited = 0; !expected(current) && waited < boundMs; waited += 20) {
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    current = await value();
+  }
+  return current;
+}
+
+/** Requests an upstream got outside the routes that lead to it. */
+function strayRequests(creditsUpstream: Upstream, otherUpstream: Upstream): string[] {
+  return [
+    ...creditsUpstream.seen.filter((request) => !under(resolvedPath(request.url), "/base/credits")).map((request) => `the credits route's upstream got ${request.method} ${excerpt(request.url)}`),
+    ...otherUpstream.seen.filter((request) => !under(resolvedPath(request.url), "/other") && !under(resolvedPath(request.url), "/q")).map((request) => `the other routes' upstream got ${request.method} ${excerpt(request.url)}`),
+  ];
+}
+
+/**
+ * Hop-by-hop headers of the client (RFC 9110 §7.6.1) and the ones its Connection names that reached an upstream;
+ * a relayed upgrade keeps its Upgrade, and HTTP/1.1 lets `TE: trailers` through a proxy (RFC 9110 §10.1.4).
+ */
+function leakedHopByHop(seen: SeenRequest[]): string[] {
+  return seen.flatMap((request) => {
+    const relayedUpgrade = /upgrade/i.test(String(request.headers.connection ?? ""));
+    const allowed = (name: string) => (relayedUpgrade && name === "upgrade") || (name === "te" && request.headers.te === "trailers");
+    const leaked = HOP_BY_HOP.filter((name) => request.headers[name] !== undefined && !allowed(name));
+    return leaked.length > 0 ? [`${leaked.join(", ")} reached the upstream with ${request.method} ${excerpt(request.url, 80)}`] : [];
+  });
 }
 
 t.test(`the gateway answers any request in the envelope or with its upstream's answer, and charges only what reached the upstream (FUZZ_SEED=${SEED})`, async (t) => {
@@ -294,47 +359,20 @@ t.test(`the gateway answers any request in the envelope or with its upstream's a
   /** Credits the main key spent minus requests the upstreams received with it, so far: 0 when all is well. */
   let drift = 0;
   while (sent < REQUESTS) {
-    // Mostly one request per connection; sometimes a pipelined group of well-formed ones.
-    const group = random.chance(0.1) ? random.int(2, 3) : 1;
-    const requests: Plan[] = [];
-    while (requests.length < group) {
-      const next = plan(random, keys);
-      if (group > 1 && (next.malformed || next.truncated || next.method === "HEAD" || next.headers.some((line) => /^connection:.*(close|upgrade)/i.test(line)))) continue;
-      requests.push(next);
-    }
+    const requests = nextGroup(random, keys);
     sent += requests.length;
     const exchange = await rawExchange(port, Buffer.concat(requests.map(bytes)), {
-      answers: requests.length,
+      responses: requests.length,
       methods: requests.map((request) => request.method),
       endAfterWrite: requests.some((request) => request.truncated),
     });
+    answered += exchange.responses.length;
     const label = requests.map((request) => describe(request, keys)).join(" then ");
-    exchange.answers.forEach((answer, index) => {
-      answered++;
-      if (answer.status >= 500) problems.push(`status ${answer.status}: ${label} | got ${excerpt(answer.body)}`);
-      else if (answer.status === 101) return;
-      else if (fromUpstream(answer)) {
-        if (!/^req_/.test(answer.headers["x-request-id"] ?? "")) problems.push(`an upstream answer without x-request-id: ${label}`);
-      } else {
-        const problem = envelopeProblem({ ...answer, head: requests[index]?.method === "HEAD" });
-        if (problem) problems.push(`answer ${index + 1}: ${problem}: ${label} | got ${answer.status} ${excerpt(answer.body)}`);
-      }
-    });
-    // A server may end a connection after answering a request it cannot read, or after saying it will close.
-    // A head over Node's 16 KB limit is refused (431) and the connection closed, with no answer when one is pending.
-    const oversized = (request: Plan) => bytes(request).indexOf("\r\n\r\n") > 16 * 1024;
-    const mayClose = requests.some((request) => request.malformed || request.truncated || oversized(request) || request.method === "CONNECT") || /close/i.test(exchange.answers.at(-1)?.headers.connection ?? "");
-    if (exchange.answers.length < requests.length && !(mayClose && exchange.closedByServer)) {
-      problems.push(`${exchange.answers.length} of ${requests.length} answers${exchange.closedByServer ? ", then the server closed" : " in 5 s"}: ${label} | unparsed: ${excerpt(exchange.rest)}`);
-    }
+    problems.push(...answerProblems(requests, exchange, label));
 
     // The main key's credits follow what reached the upstreams; a request still under way settles within the
     // bound. Each request that changes the difference is named (the difference is then carried forward).
-    let difference = (await spent(main.keyId)) - received(main.keyId);
-    for (let waited = 0; difference !== drift && waited < 500; waited += 20) {
-      await new Promise((resolve) => setTimeout(resolve, 20));
-      difference = (await spent(main.keyId)) - received(main.keyId);
-    }
+    const difference = await settled(async () => (await spent(main.keyId)) - received(main.keyId), (current) => current === drift, 500);
     // A malformed or truncated body can break the forwarding after the upstream saw the request: its credits are
     // given back, so it may cost less than it reached, never more.
     const brokenBody = requests.some((request) => request.malformed || request.truncated);
@@ -349,25 +387,8 @@ t.test(`the gateway answers any request in the envelope or with its upstream's a
   report(t, balanceProblems, `the credits the main key spent equal the requests the upstreams received with it (${received(main.keyId)})`);
   // A request abandoned mid-body races the upstream's answer: it stays paid for when the upstream answered first
   // and is given back when the forwarding failed first. Either way it never costs more than what was received.
-  let abandonedSpent = await spent(abandoning.keyId);
-  for (let waited = 0; abandonedSpent > received(abandoning.keyId) && waited < 2_000; waited += 20) {
-    await new Promise((resolve) => setTimeout(resolve, 20));
-    abandonedSpent = await spent(abandoning.keyId);
-  }
+  const abandonedSpent = await settled(() => spent(abandoning.keyId), (current) => current <= received(abandoning.keyId), 2_000);
   t.ok(abandonedSpent <= received(abandoning.keyId), `requests abandoned mid-body cost at most what reached the upstreams (${abandonedSpent} spent, ${received(abandoning.keyId)} received)`);
-  const strays = [
-    ...creditsUpstream.seen.filter((request) => !under(resolvedPath(request.url), "/base/credits")).map((request) => `the credits route's upstream got ${request.method} ${excerpt(request.url)}`),
-    ...otherUpstream.seen.filter((request) => !under(resolvedPath(request.url), "/other") && !under(resolvedPath(request.url), "/q")).map((request) => `the other routes' upstream got ${request.method} ${excerpt(request.url)}`),
-  ];
-  report(t, strays, "every request reached only the upstream of the route its path matched, dot segments resolved");
-  // Hop-by-hop headers (RFC 9110 §7.6.1) and the ones the client's Connection names stop at keygate; a relayed
-  // upgrade keeps its Upgrade.
-  const hopByHop = [...creditsUpstream.seen, ...otherUpstream.seen].flatMap((request) => {
-    const relayedUpgrade = /upgrade/i.test(String(request.headers.connection ?? ""));
-    // HTTP/1.1 lets `TE: trailers` through a proxy (RFC 9110 §10.1.4); other TE values are hop-by-hop.
-    const allowed = (name: string) => (relayedUpgrade && name === "upgrade") || (name === "te" && request.headers.te === "trailers");
-    const leaked = HOP_BY_HOP.filter((name) => request.headers[name] !== undefined && !allowed(name));
-    return leaked.length > 0 ? [`${leaked.join(", ")} reached the upstream with ${request.method} ${excerpt(request.url, 80)}`] : [];
-  });
-  report(t, hopByHop, "no hop-by-hop header of the client reached an upstream");
+  report(t, strayRequests(creditsUpstream, otherUpstream), "every request reached only the upstream of the route its path matched, dot segments resolved");
+  report(t, leakedHopByHop([...creditsUpstream.seen, ...otherUpstream.seen]), "no hop-by-hop header of the client reached an upstream");
 });

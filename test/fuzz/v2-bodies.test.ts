@@ -1,5 +1,6 @@
 import type { AddressInfo } from "node:net";
 import t, { type Test } from "tap";
+import { defined } from "../../src/lib/defined.js";
 import { PROCEDURES } from "../../src/routes/v2/index.js";
 import type { AnyProcedure } from "../../src/routes/v2/procedure.js";
 import { envelopeProblem, errorName, excerpt, report } from "../helpers/envelope.js";
@@ -20,7 +21,7 @@ import {
   type Path,
 } from "../helpers/fuzz.js";
 import { harness, ROOT_KEY, type Harness, type StorageKind } from "../helpers/harness.js";
-import { rawExchange } from "../helpers/raw-exchange.js";
+import { rawExchange } from "../helpers/raw-http.js";
 import { REDIS_URL, uniquePrefix } from "../helpers/redis.js";
 
 /*
@@ -342,15 +343,15 @@ t.test("framing a client library would not send is answered in the envelope over
 
   const problems: string[] = [];
   for (const framing of cases) {
-    const exchange = await rawExchange(port, framing.bytes, { answers: framing.answers, ...(framing.methods ? { methods: framing.methods } : {}), ...(framing.endAfterWrite ? { endAfterWrite: true } : {}) });
-    exchange.answers.forEach((answer, index) => {
+    const exchange = await rawExchange(port, framing.bytes, { responses: framing.answers, ...defined({ methods: framing.methods, endAfterWrite: framing.endAfterWrite }) });
+    exchange.responses.forEach((answer, index) => {
       const problem = envelopeProblem({ ...answer, head: framing.methods?.[index] === "HEAD" });
       if (problem) problems.push(`${framing.label}: answer ${index + 1}: ${problem} | got ${answer.status} ${excerpt(answer.body)}`);
     });
     // A server may close after an answer that says so (Connection: close), as Fastify does after a body it cannot parse.
-    const announcedClose = /close/i.test(exchange.answers.at(-1)?.headers.connection ?? "");
-    if (exchange.answers.length < framing.answers && !((framing.mayClose || announcedClose) && exchange.closedByServer)) {
-      problems.push(`${framing.label}: ${exchange.answers.length} of ${framing.answers} answers${exchange.closedByServer ? ", then the server closed" : ", then nothing"}; unparsed: ${excerpt(exchange.rest)}`);
+    const announcedClose = /close/i.test(exchange.responses.at(-1)?.headers.connection ?? "");
+    if (exchange.responses.length < framing.answers && !((framing.mayClose || announcedClose) && exchange.closedByServer)) {
+      problems.push(`${framing.label}: ${exchange.responses.length} of ${framing.answers} answers${exchange.closedByServer ? ", then the server closed" : ", then nothing"}; unparsed: ${excerpt(exchange.rest)}`);
     }
   }
   report(t, problems, `${cases.length} framings, every answer in the envelope without a 5xx`);

@@ -1,11 +1,13 @@
+import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import t from "tap";
+import t, { type Test } from "tap";
 import { validateConfig } from "../../src/config/load.js";
 import { reloadRoutes } from "../../src/gateway/reload.js";
 import { compileGatewayState, RouteState } from "../../src/gateway/route-state.js";
 import { createKey } from "../helpers/fixtures.js";
 import { harness } from "../helpers/harness.js";
 import { startUpstream } from "../helpers/upstream.js";
+import { waitFor, within } from "../helpers/wait.js";
 
 const API = "api_reload_test";
 
@@ -35,7 +37,7 @@ t.test("a reload applies routes and gateway settings, refuses an invalid file, a
   t.match(lines.find((line) => line.level === "warn"), { message: /take effect after a restart/, details: { sections: ["server"] } });
 });
 
-t.test("swapping the routes under load fails no request; requests in flight finish on the routes they began with", async (t) => {
+t.test("swapping the routes under load fails no request", async (t) => {
   const first = await startUpstream(t);
   const second = await startUpstream(t);
   const config = (upstream: string) => ({ name: "svc", match: { prefix: "/svc" }, upstream, apiId: API });
@@ -57,7 +59,7 @@ t.test("swapping the routes under load fails no request; requests in flight fini
   await Promise.all(
     Array.from({ length: 20 }, async () => {
       for (let i = 0; i < 25; i++) {
-        // Some requests take long enough that the routes change while they are in flight.
+        // Some requests take long enough that the routes change while they are at the upstream.
         const path = i % 5 === 0 ? "/svc/slow/30" : "/svc/x";
         statuses.push((await fetch(`${base}${path}`, { headers: { authorization: `Bearer ${key}` } })).status);
       }
@@ -67,4 +69,77 @@ t.test("swapping the routes under load fails no request; requests in flight fini
   await swapper;
   t.same([...new Set(statuses)], [200], `${statuses.length} requests, all answered 200, across ${swaps} swaps`);
   t.ok(first.seen.length > 0 && second.seen.length > 0, `both upstreams served (${first.seen.length} and ${second.seen.length})`);
+});
+
+interface NamedUpstream {
+  url: string;
+  /** The paths it received, in order. */
+  seen: string[];
+  /** Lets every answer it holds go (and those it will be asked for after). */
+  release(): void;
+}
+
+/** An upstream that answers every request with `{ upstream: name, url }`; with `hold`, only once release() is called. */
+async function namedUpstream(t: Test, name: string, hold = false): Promise<NamedUpstream> {
+  const seen: string[] = [];
+  let released: () => void = () => {};
+  const gate = hold ? new Promise<void>((resolve) => (released = resolve)) : Promise.resolve();
+  const server = createServer((request, response) => {
+    seen.push(request.url ?? "");
+    request.resume();
+    void gate.then(() => response.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ upstream: name, url: request.url })));
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  t.teardown(() => {
+    released();
+    server.closeAllConnections();
+    return new Promise((resolve) => server.close(resolve));
+  });
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, seen, release: () => released() };
+}
+
+t.test("a request in flight when the routes change goes on to the upstream it began with; the next request takes the new routes", async (t) => {
+  const old = await namedUpstream(t, "old", true);
+  const replacement = await namedUpstream(t, "new");
+  const route = (upstream: string) => ({ name: "svc", match: { prefix: "/svc" }, upstream, apiId: API });
+  const h = await harness(t, { config: { apis: [{ id: API, name: "reload", workspaceId: "ws_test" }], routes: [route(old.url)] } });
+  await h.app.listen({ port: 0, host: "127.0.0.1" });
+  const base = `http://127.0.0.1:${(h.app.server.address() as AddressInfo).port}`;
+  const inFlight = await createKey(h, API);
+  const later = await createKey(h, API);
+  const get = (path: string, key: string) => fetch(`${base}${path}`, { headers: { authorization: `Bearer ${key}` } });
+
+  // The in-flight request is held inside keygate while its key is verified, after the gateway has begun it and
+  // before it is forwarded: the routes change at that moment.
+  const verification = h.app.services.verification;
+  const verify = verification.verify.bind(verification);
+  let entered: () => void = () => {};
+  const verifying = new Promise<void>((resolve) => (entered = resolve));
+  let letGo: () => void = () => {};
+  const swapped = new Promise<void>((resolve) => (letGo = resolve));
+  verification.verify = async (request) => {
+    if (request.key === inFlight.key) {
+      entered();
+      await swapped;
+    }
+    return verify(request);
+  };
+
+  const first = get("/svc/in-flight", inFlight.key);
+  await within(5_000, "the first request being verified", verifying);
+  h.app.gatewayRoutes.replace(compileGatewayState({ routes: [route(replacement.url)], gateway: h.config.gateway }));
+  letGo();
+  await waitFor("the first request reaching an upstream", 5_000, () => (old.seen.length + replacement.seen.length > 0 ? true : undefined));
+  t.same(old.seen, ["/svc/in-flight"], "the request begun before the swap reached the old upstream");
+
+  // The old upstream still holds its answer: the next request is served on the new routes meanwhile.
+  const second = await get("/svc/after", later.key);
+  t.equal(second.status, 200);
+  t.same(await second.json(), { upstream: "new", url: "/svc/after" }, "a request begun after the swap reaches the new upstream");
+
+  old.release();
+  const answered = await first;
+  t.equal(answered.status, 200);
+  t.same(await answered.json(), { upstream: "old", url: "/svc/in-flight" }, "and the first is answered by the old one");
+  t.same(replacement.seen, ["/svc/after"]);
 });

@@ -4,7 +4,7 @@ import t, { type Test } from "tap";
 import WebSocket from "ws";
 import { createKey } from "../helpers/fixtures.js";
 import { harness } from "../helpers/harness.js";
-import { exchange, headerValues, rawRequest } from "../helpers/raw-http.js";
+import { headerValues, rawRequest, sendUntilClosed } from "../helpers/raw-http.js";
 import { startUpstream } from "../helpers/upstream.js";
 
 const API = "api_websocket_test";
@@ -84,7 +84,7 @@ t.test("WebSocket upgrades pass the same checks, then are relayed both ways", as
 
   await t.test("an upstream's refusal of an upgrade reaches the client whole, without its hop-by-hop headers", async (t) => {
     const port = Number(new URL(base).port);
-    const response = await exchange(
+    const response = await sendUntilClosed(
       port,
       rawRequest("GET", "/refusing/ws", [
         ["Host", "gateway.test"],

@@ -4,6 +4,7 @@ import { buildApp } from "../../src/app.js";
 import { validateConfig } from "../../src/config/load.js";
 import type { KeygateConfig } from "../../src/config/schema.js";
 import type { Clock } from "../../src/lib/clock.js";
+import { defined } from "../../src/lib/defined.js";
 import { REDIS_URL, uniquePrefix } from "./redis.js";
 
 export type StorageKind = "memory" | "redis";
@@ -60,7 +61,7 @@ export async function harness(t: TapLike, options: HarnessOptions = {}): Promise
   };
   const config = validateConfig(raw, "test harness");
   const logging = options.log ? { logStream: options.log } : { logger: false };
-  const app = await buildApp(config, { ...logging, ...(options.clock ? { clock: options.clock } : {}), ...(options.analytics ? { analytics: options.analytics } : {}) });
+  const app = await buildApp(config, { ...logging, ...defined({ clock: options.clock, analytics: options.analytics }) });
   t.teardown(() => app.close());
 
   return {

@@ -136,3 +136,42 @@ export async function startPair(t: Teardown, extraYaml = ""): Promise<[RunningSe
   if (!a || !b) throw new Error("two instances were asked for");
   return [a, b];
 }
+
+/** The root key and API of a process started by startGatewayProcess. */
+export const GATEWAY_ROOT_KEY = "root_gateway_process_test";
+export const GATEWAY_API = "api_gateway_process";
+
+export interface GatewayProcess {
+  server: RunningServer;
+  /** The configuration file the process reads. */
+  path: string;
+  /** A key of GATEWAY_API. */
+  key: string;
+  /** A GET through the gateway with a key of GATEWAY_API. */
+  get(path: string): Promise<Response>;
+  /** Rewrites the configuration file with /svc routed to `upstream` (the other settings as at the start). */
+  routeTo(upstream: string): void;
+}
+
+/**
+ * keygate as a process (Redis stores under a prefix of the test's own, analytics off, logging at warn) with one
+ * route, /svc to `upstream`, in a configuration file of its own; `watchConfig` as given. Holds one key of
+ * GATEWAY_API.
+ */
+export async function startGatewayProcess(t: Teardown, options: { upstream: string; watchConfig: boolean }): Promise<GatewayProcess> {
+  const prefix = uniquePrefix(t, "gateway");
+  const directory = mkdtempSync(join(tmpdir(), "keygate-gateway-"));
+  t.teardown(() => rmSync(directory, { recursive: true, force: true }));
+  const path = join(directory, "keygate.yaml");
+  const routeTo = (upstream: string) =>
+    writeFileSync(
+      path,
+      `storage:\n  redis: { url: "${REDIS_URL}", prefix: "${prefix}" }\nrootKeys:\n  - { key: "${GATEWAY_ROOT_KEY}", workspaceId: ws_gateway, permissions: ["*"] }\n` +
+        `apis:\n  - { id: ${GATEWAY_API}, name: gateway-process, workspaceId: ws_gateway }\nlogging:\n  level: warn\nanalytics:\n  engine: off\n` +
+        `gateway: { watchConfig: ${options.watchConfig} }\nroutes:\n  - { name: svc, match: { prefix: /svc }, upstream: "${upstream}", apiId: ${GATEWAY_API} }\n`,
+    );
+  routeTo(options.upstream);
+  const server = await startServer(t, { KEYGATE_CONFIG: path });
+  const key = (await post(server.baseUrl, "keys.createKey", GATEWAY_ROOT_KEY, { apiId: GATEWAY_API })).body.data.key as string;
+  return { server, path, key, get: (at) => fetch(`${server.baseUrl}${at}`, { headers: { authorization: `Bearer ${key}` } }), routeTo };
+}

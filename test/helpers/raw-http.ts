@@ -1,16 +1,24 @@
+/**
+ * HTTP/1.1 on a bare socket, for what a real client library would refuse to send or would hide: bad framing, odd or
+ * repeated headers, pipelining, half-closed connections, header lines exactly as the server wrote them.
+ */
 import { connect, type Socket } from "node:net";
+import { within } from "./wait.js";
 
-/** An HTTP/1.1 answer as it came off the wire: header lines in order and as spelled, the body de-chunked. */
+/** One HTTP/1.1 response as it came off the wire. */
 export interface RawResponse {
   status: number;
-  /** Every header line, in order, names as sent. */
-  headers: [string, string][];
+  /** Values by lower-case name; a repeated header's values joined with ", ". */
+  headers: Record<string, string>;
+  /** Every header line, in order, names spelled as sent (see headerValues). */
+  headerLines: [string, string][];
+  /** De-chunked, decoded as UTF-8; empty for HEAD, 101, 204 and 304. */
   body: string;
 }
 
-/** Every value of a header (case-insensitive), in order; empty when absent. */
+/** Every value of a header (name case-insensitive), in the order of its lines; empty when absent. */
 export function headerValues(response: RawResponse, name: string): string[] {
-  return response.headers.filter(([header]) => header.toLowerCase() === name.toLowerCase()).map(([, value]) => value);
+  return response.headerLines.filter(([header]) => header.toLowerCase() === name.toLowerCase()).map(([, value]) => value);
 }
 
 /** The raw bytes of a request: request line, header lines exactly as given (duplicates and case kept), body. */
@@ -28,6 +36,7 @@ export interface RawConnection {
   closed: Promise<Buffer>;
 }
 
+/** Opens a connection to a loopback port, for a test that writes and reads at its own pace. */
 export async function openConnection(port: number): Promise<RawConnection> {
   const socket = connect(port, "127.0.0.1");
   await new Promise<void>((resolve, reject) => {
@@ -44,75 +53,157 @@ export async function openConnection(port: number): Promise<RawConnection> {
   return { socket, received: () => Buffer.concat(chunks), closed };
 }
 
-/** Resolves with `promise`, or rejects after `ms` with `what` in the message: a bounded wait for a positive signal. */
-export function within<T>(ms: number, what: string, promise: Promise<T>): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_resolve, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what}: not within ${ms} ms`)), ms);
-  });
-  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
+export interface RawExchange {
+  /** The complete final responses, in order (interim 1xx answers are skipped). */
+  responses: RawResponse[];
+  /** The server closed the connection (or reset it) before we did. */
+  closedByServer: boolean;
+  /** Bytes after the last complete response that do not form one (a response cut short, or garbage). */
+  rest: Buffer;
+}
+
+export interface RawExchangeOptions {
+  /** Stop once this many final responses are complete (the connection is then closed by us); without it, read until the server closes. */
+  responses?: number;
+  /** Methods of the requests in order, so that a HEAD answer is read without a body. */
+  methods?: readonly string[];
+  /** Half-close after writing: the server sees the end of the request stream (a truncated body stays truncated). */
+  endAfterWrite?: boolean;
+  /** Upper bound on waiting for the responses or the close, in ms (a bound, not an expectation). */
+  waitMs?: number;
 }
 
 /**
- * Sends `request` on a new connection and reads until the server closes it; rejects when it does not close within
- * `closeWithinMs` (send `Connection: close` to be answered and closed).
+ * Writes `request` (one or several requests' bytes) on a new connection and reads what comes back until the
+ * responses asked for are complete, the server closes, or `waitMs` passes: whichever comes first. Never rejects:
+ * the result says what came.
  */
-export async function exchange(port: number, request: string, closeWithinMs = 5_000): Promise<RawResponse> {
+export async function rawExchange(port: number, request: Buffer | string, options: RawExchangeOptions = {}): Promise<RawExchange> {
+  const connection = await openConnection(port);
+  const methods = options.methods ?? [];
+  const enough = new Promise<void>((resolve) => {
+    if (options.responses === undefined) return;
+    const wanted = options.responses;
+    connection.socket.on("data", () => {
+      if (splitResponses(connection.received(), methods, false).responses.length >= wanted) resolve();
+    });
+  });
+  connection.socket.write(request);
+  if (options.endAfterWrite) connection.socket.end();
+  let timer: NodeJS.Timeout | undefined;
+  const outcome = await Promise.race([
+    enough.then(() => "enough" as const),
+    connection.closed.then(() => "closed" as const),
+    new Promise<"late">((resolve) => (timer = setTimeout(resolve, options.waitMs ?? 5_000, "late"))),
+  ]);
+  clearTimeout(timer);
+  connection.socket.destroy();
+  const closedByServer = outcome === "closed";
+  return { ...splitResponses(connection.received(), methods, closedByServer), closedByServer };
+}
+
+/**
+ * The one response to `request` on a new connection that the server then closes (send `Connection: close`);
+ * rejects when the server does not close it within `closeWithinMs`, or closed it without a response.
+ */
+export async function sendUntilClosed(port: number, request: string, closeWithinMs = 5_000): Promise<RawResponse> {
   const connection = await openConnection(port);
   connection.socket.write(request);
-  const bytes = await within(closeWithinMs, "the server closing the connection", connection.closed);
-  return parseResponse(bytes);
-}
-
-/**
- * Parses one HTTP/1.1 response (Content-Length, chunked, or delimited by the connection's end), after any interim
- * responses (100 Continue).
- */
-export function parseResponse(bytes: Buffer): RawResponse {
-  return parseNext(bytes).response;
-}
-
-/** Parses every response of a connection that served several requests in turn (keep-alive). */
-export function parseResponses(bytes: Buffer): RawResponse[] {
-  const responses: RawResponse[] = [];
-  while (bytes.length > 0) {
-    const next = parseNext(bytes);
-    responses.push(next.response);
-    bytes = next.rest;
+  try {
+    return parseResponse(await within(closeWithinMs, "the server closing the connection", connection.closed));
+  } finally {
+    connection.socket.destroy();
   }
+}
+
+/** The first response in everything a closed connection received; throws when there is none. */
+export function parseResponse(bytes: Buffer): RawResponse {
+  const [first] = splitResponses(bytes, [], true).responses;
+  if (!first) throw new Error(`no complete response in ${JSON.stringify(bytes.subarray(0, 200).toString("latin1"))}`);
+  return first;
+}
+
+/** Every response of a closed connection that served several requests in turn; throws when bytes are left over. */
+export function parseResponses(bytes: Buffer): RawResponse[] {
+  const { responses, rest } = splitResponses(bytes, [], true);
+  if (rest.length > 0) throw new Error(`bytes after ${responses.length} responses that are not one: ${JSON.stringify(rest.subarray(0, 200).toString("latin1"))}`);
   return responses;
 }
 
-function parseNext(bytes: Buffer): { response: RawResponse; rest: Buffer } {
-  while (/^HTTP\/1\.[01] 1(?!01)\d\d /.test(bytes.subarray(0, 13).toString("latin1"))) bytes = bytes.subarray(bytes.indexOf("\r\n\r\n") + 4);
-  const end = bytes.indexOf("\r\n\r\n");
-  if (end === -1) throw new Error(`no complete response head in ${JSON.stringify(bytes.subarray(0, 200).toString("latin1"))}`);
-  const [statusLine, ...lines] = bytes.subarray(0, end).toString("latin1").split("\r\n");
-  const status = Number(/^HTTP\/1\.[01] (\d{3})/.exec(statusLine ?? "")?.[1]);
-  const headers = lines.map((line): [string, string] => {
-    const colon = line.indexOf(":");
-    return [line.slice(0, colon), line.slice(colon + 1).trim()];
-  });
-  const response = { status, headers, body: "" };
-  let rest = bytes.subarray(end + 4);
-  if (headerValues(response, "transfer-encoding").some((value) => /chunked/i.test(value))) {
-    const parts: Buffer[] = [];
-    for (;;) {
-      const lineEnd = rest.indexOf("\r\n");
-      const size = parseInt(rest.subarray(0, lineEnd).toString("latin1"), 16);
-      if (!(size > 0)) break;
-      parts.push(rest.subarray(lineEnd + 2, lineEnd + 2 + size));
-      rest = rest.subarray(lineEnd + 2 + size + 2);
+/**
+ * The complete responses at the start of `data` (Content-Length, chunked, or delimited by the connection's end)
+ * and what follows them. `methods` are the requests' methods in order (a HEAD answer has no body); with `atEnd`,
+ * the connection has ended, so a response without a length ends with the data.
+ */
+function splitResponses(data: Buffer, methods: readonly string[], atEnd: boolean): { responses: RawResponse[]; rest: Buffer } {
+  const responses: RawResponse[] = [];
+  let offset = 0;
+  for (;;) {
+    const head = readHead(data, offset);
+    if (!head) break;
+    const { status, headers, headerLines, bodyStart } = head;
+    // Interim answers (100 Continue) are skipped; 101 Switching Protocols is the last HTTP answer on its connection.
+    if (status >= 100 && status < 200 && status !== 101) {
+      offset = bodyStart;
+      continue;
     }
-    response.body = Buffer.concat(parts).toString("utf8");
-    // The last chunk, then any trailer fields, end with an empty line.
-    const last = rest.indexOf("\r\n\r\n");
-    rest = last === -1 ? Buffer.alloc(0) : rest.subarray(last + 4);
-  } else {
-    const length = headerValues(response, "content-length")[0];
-    const size = length === undefined ? rest.length : Number(length);
-    response.body = rest.subarray(0, size).toString("utf8");
-    rest = rest.subarray(size);
+    const method = methods[responses.length] ?? "GET";
+    const body = method === "HEAD" || status === 101 || status === 204 || status === 304 ? { bytes: Buffer.alloc(0), end: bodyStart } : readBody(data, bodyStart, headers, atEnd);
+    if (!body) break;
+    responses.push({ status, headers, headerLines, body: body.bytes.toString("utf8") });
+    offset = body.end;
   }
-  return { response, rest };
+  return { responses, rest: data.subarray(offset) };
+}
+
+/** The status line and header lines starting at `offset`, or undefined when they are not complete (or not HTTP). */
+function readHead(data: Buffer, offset: number): { status: number; headers: Record<string, string>; headerLines: [string, string][]; bodyStart: number } | undefined {
+  const headEnd = data.indexOf("\r\n\r\n", offset);
+  if (headEnd === -1) return undefined;
+  const [statusLine, ...lines] = data.subarray(offset, headEnd).toString("latin1").split("\r\n");
+  const statusMatch = /^HTTP\/1\.[01] (\d{3})/.exec(statusLine ?? "");
+  if (!statusMatch) return undefined;
+  const headers: Record<string, string> = {};
+  const headerLines: [string, string][] = [];
+  for (const line of lines) {
+    const colon = line.indexOf(":");
+    if (colon === -1) continue;
+    const name = line.slice(0, colon).trim();
+    const value = line.slice(colon + 1).trim();
+    headerLines.push([name, value]);
+    const key = name.toLowerCase();
+    headers[key] = headers[key] === undefined ? value : `${headers[key]}, ${value}`;
+  }
+  return { status: Number(statusMatch[1]), headers, headerLines, bodyStart: headEnd + 4 };
+}
+
+/** The body starting at `start` and where it ends, or undefined when it is not complete yet. */
+function readBody(data: Buffer, start: number, headers: Record<string, string>, atEnd: boolean): { bytes: Buffer; end: number } | undefined {
+  if (/chunked/i.test(headers["transfer-encoding"] ?? "")) return readChunked(data, start);
+  if (headers["content-length"] !== undefined) {
+    const end = start + Number(headers["content-length"]);
+    return data.length < end ? undefined : { bytes: data.subarray(start, end), end };
+  }
+  return atEnd ? { bytes: data.subarray(start), end: data.length } : undefined;
+}
+
+/** A chunked body starting at `start`, through its last chunk and any trailer fields, or undefined when incomplete. */
+function readChunked(data: Buffer, start: number): { bytes: Buffer; end: number } | undefined {
+  const chunks: Buffer[] = [];
+  let position = start;
+  for (;;) {
+    const lineEnd = data.indexOf("\r\n", position);
+    if (lineEnd === -1) return undefined;
+    const size = parseInt(data.subarray(position, lineEnd).toString("latin1"), 16);
+    if (Number.isNaN(size)) return undefined;
+    if (size === 0) {
+      // The last chunk, then any trailer fields, end with an empty line.
+      const trailerEnd = data.indexOf("\r\n\r\n", lineEnd);
+      if (trailerEnd === -1) return data.length < lineEnd + 4 ? undefined : { bytes: Buffer.concat(chunks), end: lineEnd + 4 };
+      return { bytes: Buffer.concat(chunks), end: trailerEnd + 4 };
+    }
+    if (data.length < lineEnd + 2 + size + 2) return undefined;
+    chunks.push(data.subarray(lineEnd + 2, lineEnd + 2 + size));
+    position = lineEnd + 2 + size + 2;
+  }
 }

@@ -1,7 +1,9 @@
 import { spawn } from "node:child_process";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { LOOPBACK, NodeClients, parseFields, RedisProcess, startOnFreePorts, temporaryDirectory, trackChild, waitFor, type Teardown } from "./redis-processes.js";
+import { LOOPBACK } from "./ports.js";
+import { NodeClients, parseFields, RedisProcess, startOnFreePorts, temporaryDirectory, trackChild, type Teardown } from "./redis-processes.js";
+import { waitFor, waitUntilNoProblems } from "./wait.js";
 
 /**
  * A Redis Cluster of the test's own: 6 redis-server processes (3 masters, 3 replicas) on free loopback ports,
@@ -337,14 +339,7 @@ export async function startRedisCluster(t: Teardown, options: RedisClusterOption
     return `${views}${logTails()}`;
   };
 
-  const waitUntilHealthy = async (timeoutMs = 30_000): Promise<void> => {
-    await waitFor("the cluster is healthy", timeoutMs, async (because) => {
-      const problems = await healthProblems();
-      if (problems.length === 0) return true;
-      because(problems.join("; "));
-      return undefined;
-    }, diagnostics);
-  };
+  const waitUntilHealthy = (timeoutMs = 30_000) => waitUntilNoProblems("the cluster is healthy", timeoutMs, healthProblems, diagnostics);
 
   // redis-cli returns once the node it checks with has the full picture; the others learn it by gossip.
   await waitFor(

@@ -1,21 +1,21 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
-import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Redis } from "ioredis";
 import { onExit } from "signal-exit";
+import { freePorts, LOOPBACK } from "./ports.js";
+import { waitFor } from "./wait.js";
 
 /**
  * What redis-cluster.ts and redis-sentinel.ts share: redis-server processes of a test's own (started on ports
- * the OS handed out, killed by PID), a temporary directory, connections to look at each server, and bounded waits.
+ * the OS handed out, killed by PID), a temporary directory, and connections to look at each server.
  */
 
 export interface Teardown {
   teardown(fn: () => unknown): void;
 }
 
-export const LOOPBACK = "127.0.0.1";
 
 /** Every child process a helper started and has not seen exit yet: killed if this process ends before teardown. */
 const children = new Set<ChildProcess>();
@@ -57,44 +57,6 @@ export function temporaryDirectory(t: Teardown, label: string): string {
     directories.delete(path);
   });
   return path;
-}
-
-function listen(port: number): Promise<Server | undefined> {
-  return new Promise((resolve) => {
-    const server = createServer();
-    server.once("error", () => resolve(undefined));
-    server.listen(port, LOOPBACK, () => resolve(server));
-  });
-}
-
-/**
- * `count` distinct loopback ports that were free a moment ago; with `busOffset`, port + busOffset was free too
- * (Redis Cluster listens on port + 10000 for its bus). All are held until every one is found, so none repeats.
- */
-export async function freePorts(count: number, busOffset = 0): Promise<number[]> {
-  const held: Server[] = [];
-  const ports: number[] = [];
-  try {
-    for (let attempt = 0; ports.length < count; attempt++) {
-      if (attempt > count * 50) throw new Error(`could not find ${count} free ports${busOffset ? ` with free bus ports (+${busOffset})` : ""}`);
-      const server = await listen(0);
-      if (!server) continue;
-      held.push(server);
-      const port = (server.address() as { port: number }).port;
-      if (busOffset === 0) {
-        ports.push(port);
-        continue;
-      }
-      if (port + busOffset > 65_535) continue;
-      const bus = await listen(port + busOffset);
-      if (!bus) continue;
-      held.push(bus);
-      ports.push(port);
-    }
-    return ports;
-  } finally {
-    await Promise.all(held.map((server) => new Promise((resolve) => server.close(resolve))));
-  }
 }
 
 /** The last `lines` lines of `text`. */
@@ -264,46 +226,6 @@ export function parseFields(text: string): Map<string, string> {
     if (colon > 0) fields.set(line.slice(0, colon), line.slice(colon + 1).trim());
   }
   return fields;
-}
-
-export function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
-/**
- * Polls `check` every 50 ms until it returns something other than undefined, and returns that; a check that throws
- * counts as not yet. After `timeoutMs` it rejects with `what`, the last reason the check gave (a thrown error or
- * the string it returned through `because`) and `diagnostics()`.
- */
-export async function waitFor<T>(
-  what: string,
-  timeoutMs: number,
-  check: (because: (reason: string) => void) => Promise<T | undefined>,
-  diagnostics: () => Promise<string> = async () => "",
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let reason = "not checked yet";
-  const because = (text: string) => {
-    reason = text;
-  };
-  for (;;) {
-    try {
-      const result = await check(because);
-      if (result !== undefined) return result;
-    } catch (error) {
-      reason = (error as Error).message;
-    }
-    if (Date.now() >= deadline) {
-      let details = "";
-      try {
-        details = await diagnostics();
-      } catch (error) {
-        details = `(diagnostics failed: ${(error as Error).message})`;
-      }
-      throw new Error(`timed out after ${timeoutMs} ms waiting until ${what}; last: ${reason}${details ? `\n${details}` : ""}`);
-    }
-    await sleep(50);
-  }
 }
 
 /**

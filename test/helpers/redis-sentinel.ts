@@ -1,6 +1,8 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { LOOPBACK, NodeClients, RedisProcess, startOnFreePorts, temporaryDirectory, waitFor, type Teardown } from "./redis-processes.js";
+import { LOOPBACK } from "./ports.js";
+import { NodeClients, RedisProcess, startOnFreePorts, temporaryDirectory, type Teardown } from "./redis-processes.js";
+import { waitFor, waitUntilNoProblems } from "./wait.js";
 
 /**
  * A Redis Sentinel setup of the test's own: one master, one replica and three sentinels (quorum 2) on free
@@ -208,14 +210,7 @@ export async function startRedisSentinel(t: Teardown, options: RedisSentinelOpti
     return problems;
   };
 
-  const waitUntilHealthy = async (timeoutMs = 30_000): Promise<void> => {
-    await waitFor("the sentinel setup is healthy", timeoutMs, async (because) => {
-      const problems = await healthProblems();
-      if (problems.length === 0) return true;
-      because(problems.join("; "));
-      return undefined;
-    }, diagnostics);
-  };
+  const waitUntilHealthy = (timeoutMs = 30_000) => waitUntilNoProblems("the sentinel setup is healthy", timeoutMs, healthProblems, diagnostics);
 
   await waitUntilHealthy(startTimeoutMs);
 
@@ -252,11 +247,7 @@ export async function startRedisSentinel(t: Teardown, options: RedisSentinelOpti
     const instance = processOf(server);
     const started = Date.now();
     await instance.start(clients);
-    await waitFor(`${server.url} is a replica again and the setup is healthy`, timeoutMs, async (because) => {
-      const problems = await healthProblems();
-      if (problems.length > 0) because(problems.join("; "));
-      return problems.length === 0 ? true : undefined;
-    }, diagnostics);
+    await waitUntilNoProblems(`${server.url} is a replica again and the setup is healthy`, timeoutMs, healthProblems, diagnostics);
     return { ms: Date.now() - started };
   };
 

@@ -3,18 +3,10 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { createServer, type Server, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { freePort } from "./ports.js";
 
 interface Teardown {
   teardown(fn: () => unknown): void;
-}
-
-/** A port that was free a moment ago (the OS picked it for a listener that is closed again). */
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const port = (server.address() as { port: number }).port;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
 }
 
 export interface PrivateRedis {
@@ -35,7 +27,7 @@ export interface PrivateRedisOptions {
   persistent?: boolean;
   /** Extra redis-server arguments, e.g. ["--requirepass", "secret"]. */
   args?: readonly string[];
-  /** The port to listen on (one from freePort()); a free one otherwise. */
+  /** The port to listen on (one from ports.ts freePort()); a free one otherwise. */
   port?: number;
 }
 

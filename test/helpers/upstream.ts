@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
+import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { WebSocketServer } from "ws";
 
@@ -14,8 +14,11 @@ export interface Upstream {
   server: Server;
   /** Every request the upstream received, in order. */
   seen: SeenRequest[];
-  /** Body bytes received by /echo and sent by /bytes so far (to see streams move while they are under way). */
-  progress: { received: number; sent: number };
+  /**
+   * Body bytes received by /echo and sent by /bytes so far (to see streams move while they are under way), and
+   * whether /bytes is held back by its reader: its last write was not taken in whole and 'drain' has not come.
+   */
+  progress: { received: number; sent: number; stalled: boolean };
   close(): Promise<void>;
 }
 
@@ -40,12 +43,74 @@ interface Teardown {
   teardown(fn: () => unknown): void;
 }
 
+type Progress = Upstream["progress"];
+
+/** Streams `count` bytes of 7s in 64 KiB chunks, as fast as the reader takes them. */
+function streamBytes(response: ServerResponse, count: number, progress: Progress): void {
+  let left = count;
+  const chunk = Buffer.alloc(64 * 1024, 7);
+  response.writeHead(200, { "content-type": "application/octet-stream" });
+  const pump = () => {
+    while (left > 0) {
+      const piece = left >= chunk.length ? chunk : chunk.subarray(0, left);
+      left -= piece.length;
+      progress.sent += piece.length;
+      if (!response.write(piece)) {
+        progress.stalled = true;
+        return void response.once("drain", () => {
+          progress.stalled = false;
+          pump();
+        });
+      }
+    }
+    response.end();
+  };
+  pump();
+}
+
+/** Reads the request body as it comes and answers its length and SHA-256. */
+function echoDigest(request: IncomingMessage, response: ServerResponse, progress: Progress): void {
+  const hash = createHash("sha256");
+  let length = 0;
+  request.on("data", (chunk: Buffer) => {
+    hash.update(chunk);
+    length += chunk.length;
+    progress.received += chunk.length;
+  });
+  request.on("end", () => response.end(JSON.stringify({ length, sha256: hash.digest("hex") })));
+}
+
+/** Answers by path; see startUpstream. */
+function answer(request: IncomingMessage, response: ServerResponse, progress: Progress): void {
+  const url = request.url ?? "/";
+  const status = /\/status\/(\d{3})/.exec(url);
+  const slow = /\/slow\/(\d+)/.exec(url);
+  const bytes = /\/bytes\/(\d+)/.exec(url);
+  if (/\/echo(\/|\?|$)/.test(url)) return echoDigest(request, response, progress);
+  request.resume();
+  if (status) {
+    response.writeHead(Number(status[1]), { "content-type": "application/json" }).end(JSON.stringify({ status: Number(status[1]) }));
+  } else if (slow) {
+    const timer = setTimeout(() => response.writeHead(200).end("late"), Number(slow[1]));
+    response.on("close", () => clearTimeout(timer));
+  } else if (/\/hop-by-hop(\/|\?|$)/.test(url)) {
+    response.writeHead(200, [...HOP_BY_HOP_RESPONSE.flat(), "content-type", "application/json"]);
+    response.write(JSON.stringify({ headers: request.headers, rawHeaders: request.rawHeaders }));
+    response.addTrailers({ "x-checksum": "abc" });
+    response.end();
+  } else if (bytes) {
+    streamBytes(response, Number(bytes[1]), progress);
+  } else {
+    response.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ method: request.method, url, headers: request.headers }));
+  }
+}
+
 /**
  * A real upstream on a loopback port. Paths (the segments may follow any prefix, e.g. /svc/echo):
  *  /status/<code>   answers that status
  *  /slow/<ms>       answers after <ms>
- *  /echo            streams the request body back, with its SHA-256 in x-body-sha256
- *  /bytes/<n>       streams n bytes (in 64 KiB chunks)
+ *  /echo            reads the request body as it streams in and answers JSON { length, sha256 } of it
+ *  /bytes/<n>       streams n bytes (in 64 KiB chunks), as fast as the reader takes them
  *  /hop-by-hop      200 JSON { headers, rawHeaders } of the request, sent back with every kind of hop-by-hop header
  *                   (see HOP_BY_HOP_RESPONSE) next to `X-End-To-End: kept`, chunked, with a trailer
  *  anything else    200 JSON { method, url, headers }
@@ -53,54 +118,10 @@ interface Teardown {
  */
 export async function startUpstream(t: Teardown): Promise<Upstream> {
   const seen: SeenRequest[] = [];
-  const progress = { received: 0, sent: 0 };
+  const progress: Progress = { received: 0, sent: 0, stalled: false };
   const server = createServer((request, response) => {
     seen.push({ method: request.method ?? "", url: request.url ?? "", headers: request.headers });
-    const url = request.url ?? "/";
-    const status = /\/status\/(\d{3})/.exec(url);
-    const slow = /\/slow\/(\d+)/.exec(url);
-    const bytes = /\/bytes\/(\d+)/.exec(url);
-    if (status) {
-      request.resume();
-      response.writeHead(Number(status[1]), { "content-type": "application/json" }).end(JSON.stringify({ status: Number(status[1]) }));
-    } else if (slow) {
-      request.resume();
-      const timer = setTimeout(() => response.writeHead(200).end("late"), Number(slow[1]));
-      response.on("close", () => clearTimeout(timer));
-    } else if (/\/echo(\/|\?|$)/.test(url)) {
-      const hash = createHash("sha256");
-      let length = 0;
-      request.on("data", (chunk: Buffer) => {
-        hash.update(chunk);
-        length += chunk.length;
-        progress.received += chunk.length;
-      });
-      request.on("end", () => response.end(JSON.stringify({ length, sha256: hash.digest("hex") })));
-    } else if (/\/hop-by-hop(\/|\?|$)/.test(url)) {
-      request.resume();
-      response.writeHead(200, [...HOP_BY_HOP_RESPONSE.flat(), "content-type", "application/json"]);
-      response.write(JSON.stringify({ headers: request.headers, rawHeaders: request.rawHeaders }));
-      response.addTrailers({ "x-checksum": "abc" });
-      response.end();
-    } else if (bytes) {
-      request.resume();
-      let left = Number(bytes[1]);
-      const chunk = Buffer.alloc(64 * 1024, 7);
-      response.writeHead(200, { "content-type": "application/octet-stream" });
-      const pump = () => {
-        while (left > 0) {
-          const piece = left >= chunk.length ? chunk : chunk.subarray(0, left);
-          left -= piece.length;
-          progress.sent += piece.length;
-          if (!response.write(piece)) return void response.once("drain", pump);
-        }
-        response.end();
-      };
-      pump();
-    } else {
-      request.resume();
-      response.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ method: request.method, url, headers: request.headers }));
-    }
+    answer(request, response, progress);
   });
   const sockets = new WebSocketServer({ noServer: true });
   server.on("upgrade", (request, socket, head) => {

@@ -3,7 +3,7 @@ import t from "tap";
 import { createKey } from "../helpers/fixtures.js";
 import { envelopeProblem, errorName } from "../helpers/envelope.js";
 import { harness, ROOT_KEY } from "../helpers/harness.js";
-import { rawExchange, type RawAnswer } from "../helpers/raw-exchange.js";
+import { rawExchange, type RawResponse } from "../helpers/raw-http.js";
 import { startUpstream } from "../helpers/upstream.js";
 
 const API = "api_protocol_checks";
@@ -25,10 +25,10 @@ t.test("requests Node would refuse bare are refused in the envelope, and Expect:
   const port = (h.app.server.address() as AddressInfo).port;
   const { key, keyId } = await createKey(h, API, { credits: { remaining: 100 } });
   const remaining = async () => (await h.call("keys.getKey", { keyId })).body.data.credits.remaining;
-  const send = async (head: string, body = ""): Promise<RawAnswer> => {
-    const exchange = await rawExchange(port, `${head}\r\n\r\n${body}`, { answers: 1 });
-    t.equal(exchange.answers.length, 1, `one answer to ${head.split("\r\n")[0]}`);
-    return exchange.answers[0] as RawAnswer;
+  const send = async (head: string, body = ""): Promise<RawResponse> => {
+    const exchange = await rawExchange(port, `${head}\r\n\r\n${body}`, { responses: 1 });
+    t.equal(exchange.responses.length, 1, `one answer to ${head.split("\r\n")[0]}`);
+    return exchange.responses[0] as RawResponse;
   };
   const v2 = (headers: string[]) => ["POST /v2/apis.createApi HTTP/1.1", `Authorization: Bearer ${ROOT_KEY}`, "Content-Type: application/json", "Content-Length: 16", ...headers].join("\r\n");
   const gateway = (headers: string[]) => ["GET /metered/x HTTP/1.1", `Authorization: Bearer ${key}`, ...headers].join("\r\n");

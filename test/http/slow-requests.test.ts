@@ -3,8 +3,9 @@ import type { AddressInfo } from "node:net";
 import t from "tap";
 import { createKey } from "../helpers/fixtures.js";
 import { harness, ROOT_KEY } from "../helpers/harness.js";
-import { headerValues, openConnection, parseResponse, parseResponses, rawRequest, within, type RawConnection, type RawResponse } from "../helpers/raw-http.js";
+import { headerValues, openConnection, parseResponse, parseResponses, rawRequest, type RawConnection, type RawResponse } from "../helpers/raw-http.js";
 import { startUpstream } from "../helpers/upstream.js";
+import { within } from "../helpers/wait.js";
 
 const API = "api_slow_requests";
 

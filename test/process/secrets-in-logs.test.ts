@@ -5,7 +5,7 @@ import { join } from "node:path";
 import t from "tap";
 import WebSocket from "ws";
 import { post, startServer } from "../helpers/process.js";
-import { freePort } from "../helpers/redis-server.js";
+import { freePort } from "../helpers/ports.js";
 import { startUpstream } from "../helpers/upstream.js";
 
 const ROOT_KEY = "root_logs_configured_Zq7Lk2Vx9";

@@ -1,7 +1,8 @@
 import t, { type Test } from "tap";
 import { Redis } from "ioredis";
 import { connectRedis } from "../../src/storage/redis/connection.js";
-import { blackHole, freePort, privateRedis } from "../helpers/redis-server.js";
+import { freePort } from "../helpers/ports.js";
+import { blackHole, privateRedis } from "../helpers/redis-server.js";
 
 const PASSWORD = "s3cret-not-for-logs";
 

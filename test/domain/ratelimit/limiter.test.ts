@@ -5,7 +5,7 @@ import { KeygateError } from "../../../src/errors/keygate-error.js";
 import { createRedisStores } from "../../../src/storage/index.js";
 import { MemoryRatelimitCounterStore } from "../../../src/storage/memory/ratelimit-counter-store.js";
 import { ManualClock } from "../../helpers/clock.js";
-import { freePort } from "../../helpers/redis-server.js";
+import { freePort } from "../../helpers/ports.js";
 
 /** Counters in a Redis nobody listens for: every call fails as unavailable (after the deadline, then at once). */
 async function unreachableCounters(t: { teardown(fn: () => unknown): void }) {

@@ -1,0 +1,163 @@
+/**
+ * Load on the targets: autocannon (in this process) or wrk (a process of its own) drives one target at a time, in
+ * short slices that take turns, and each slice records what the load generator saw and the CPU time the serving
+ * child and Redis spent meanwhile.
+ */
+import { execFile } from "node:child_process";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { promisify } from "node:util";
+import autocannon from "autocannon";
+import { Redis } from "ioredis";
+import type { RunOptions } from "./options.js";
+import type { Child } from "./processes.js";
+import { REDIS_URL, redisCpuMicros } from "./redis.js";
+
+/** One thing to load: a URL and the request sent to it, and the child that serves it. */
+export interface Target {
+  label: string;
+  url: string;
+  servedBy: Child;
+  method?: "GET" | "POST";
+  headers?: Record<string, string>;
+  /**
+   * A fixed body, or `{ numbered }`: a body in which `{n}` becomes a number of its own for every request of the run
+   * (for bodies that must differ). Numbering costs the load generator building every request, CPU that the
+   * servers then lack on a small machine: use it only when needed.
+   */
+  body?: string | { numbered: string };
+}
+
+/** What the load generator saw of one slice. */
+export interface Load {
+  requests: number;
+  seconds: number;
+  /** Latency percentiles in ms, rounded as autocannon reports them. */
+  p50: number;
+  p99: number;
+  non2xx: number;
+  errors: number;
+}
+
+export interface Measurement extends Load {
+  /** CPU time the serving child and Redis used during the slice, in microseconds. */
+  serverCpuMicros: number;
+  redisCpuMicros: number;
+}
+
+/** Every target's slices, in the order of the targets. */
+export type Runs = Map<Target, Measurement[]>;
+
+/** How many slices of `slice` seconds make up `duration` (at least one). */
+export function sliceCount(duration: number, slice: number): number {
+  return Math.max(1, Math.round(duration / slice));
+}
+
+/**
+ * Loads each target for 2 s to warm it up, then measures the targets in turn, `slice` seconds each, until each has
+ * had `duration` seconds: drift on a shared machine (other work starting or stopping) then hits all of them alike.
+ */
+export async function interleave(targets: Target[], options: RunOptions): Promise<Runs> {
+  const redis = new Redis(REDIS_URL);
+  try {
+    for (const target of targets) await measure(target, 2, options, redis);
+    const runs: Runs = new Map(targets.map((target) => [target, []]));
+    for (let i = 0; i < sliceCount(options.duration, options.slice); i++) {
+      for (const target of targets) runs.get(target)?.push(await measure(target, options.slice, options, redis));
+      process.stdout.write(".");
+    }
+    process.stdout.write("\n\n");
+    return runs;
+  } finally {
+    redis.disconnect();
+  }
+}
+
+/** Requests numbered so far in this run, so that `{n}` never repeats across slices and targets. */
+let numbered = 0;
+
+async function measure(target: Target, duration: number, options: RunOptions, redis: Redis): Promise<Measurement> {
+  const cpuBefore = await target.servedBy.cpuMicros();
+  const redisBefore = await redisCpuMicros(redis);
+  const load = options.generator === "wrk" ? await loadWithWrk(target, duration, options.connections) : await loadWithAutocannon(target, duration, options.connections);
+  const serverCpuMicros = (await target.servedBy.cpuMicros()) - cpuBefore;
+  return { ...load, serverCpuMicros, redisCpuMicros: (await redisCpuMicros(redis)) - redisBefore };
+}
+
+async function loadWithAutocannon(target: Target, duration: number, connections: number): Promise<Load> {
+  const { body } = target;
+  const request: autocannon.Request = { method: target.method ?? "GET", headers: target.headers ?? {} };
+  if (typeof body === "string") request.body = body;
+  if (typeof body === "object") request.setupRequest = (next: autocannon.Request) => ({ ...next, body: body.numbered.replaceAll("{n}", String(numbered++)) });
+  const result = await autocannon({ url: target.url, connections, duration, requests: [request] });
+  return { requests: result.requests.total, seconds: result.duration, p50: result.latency.p50, p99: result.latency.p99, non2xx: result.non2xx, errors: result.errors };
+}
+
+/** Runs a command to its end; resolves with what it wrote to stdout and stderr, whatever its exit code (wrk --version exits 1). */
+function run(command: string, args: string[]): Promise<string> {
+  return promisify(execFile)(command, args).then(
+    ({ stdout, stderr }) => stdout + stderr,
+    (error: { code?: unknown; stdout?: string; stderr?: string }) => (typeof error.code === "number" ? `${error.stdout ?? ""}${error.stderr ?? ""}` : Promise.reject(error)),
+  );
+}
+
+/** Rejects, saying how to install it, when wrk is not on the PATH. */
+export async function assertWrkInstalled(): Promise<void> {
+  await run("wrk", ["--version"]).catch(() => Promise.reject(new Error("--generator wrk needs wrk on the PATH (Debian: apt-get install wrk)")));
+}
+
+/** One thread of wrk with a Lua script that sends the target's request; numbered bodies continue the run's count. */
+async function loadWithWrk(target: Target, duration: number, connections: number): Promise<Load> {
+  const script = join(await mkdtemp(join(tmpdir(), "keygate-wrk-")), "target.lua");
+  try {
+    await writeFile(script, wrkScript(target, numbered));
+    const load = parseWrkOutput(await run("wrk", ["-t1", `-c${connections}`, `-d${duration}s`, "--latency", "-s", script, target.url]));
+    // Numbers handed out in this slice: at most one per request sent, so the next slice starts beyond them.
+    if (typeof target.body === "object") numbered += load.requests + connections;
+    return load;
+  } finally {
+    await rm(dirname(script), { recursive: true, force: true });
+  }
+}
+
+/** The Lua script that makes wrk send the target's request; numbered bodies count on from `firstNumber`. */
+function wrkScript(target: Target, firstNumber: number): string {
+  const { body } = target;
+  const lines = [`wrk.method = ${luaString(target.method ?? "GET")}`, ...Object.entries(target.headers ?? {}).map(([name, value]) => `wrk.headers[${luaString(name)}] = ${luaString(value)}`)];
+  if (typeof body === "string") lines.push(`wrk.body = ${luaString(body)}`);
+  if (typeof body === "object") {
+    const parts = body.numbered.split("{n}").map(luaString).join(", ");
+    lines.push(`local n = ${firstNumber}`, `local parts = { ${parts} }`, "request = function()", "  n = n + 1", "  return wrk.format(nil, nil, nil, table.concat(parts, tostring(n)))", "end");
+  }
+  return lines.join("\n");
+}
+
+function luaString(text: string): string {
+  return JSON.stringify(text); // A JSON string of printable text is a valid Lua string literal.
+}
+
+/** What wrk --latency printed, as a Load; throws when it reported no requests. */
+export function parseWrkOutput(output: string): Load {
+  const requests = /(\d+) requests in ([\d.]+)(us|ms|s|m)\b/.exec(output);
+  if (!requests) throw new Error(`wrk did not report its requests:\n${output}`);
+  const socketErrors = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(output);
+  return {
+    requests: Number(requests[1]),
+    seconds: milliseconds(requests[2] as string, requests[3] as string) / 1_000,
+    p50: latencyMs(output, "50%"),
+    p99: latencyMs(output, "99%"),
+    non2xx: Number(/Non-2xx or 3xx responses: (\d+)/.exec(output)?.[1] ?? 0),
+    errors: socketErrors ? socketErrors.slice(1).reduce((sum, count) => sum + Number(count), 0) : 0,
+  };
+}
+
+function milliseconds(value: string, unit: string): number {
+  return Number(value) * ({ us: 0.001, ms: 1, s: 1_000, m: 60_000 } as Record<string, number>)[unit]!;
+}
+
+/** A percentile of wrk's latency distribution, in ms rounded as autocannon reports it (NaN when absent). */
+function latencyMs(output: string, percentile: string): number {
+  const line = new RegExp(`^\\s+${percentile}\\s+([\\d.]+)(us|ms|s|m)\\s*$`, "m").exec(output);
+  return line ? Math.round(milliseconds(line[1] as string, line[2] as string)) : Number.NaN;
+}

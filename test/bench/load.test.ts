@@ -1,0 +1,36 @@
+import t from "tap";
+import { parseWrkOutput, sliceCount } from "../../bench/side-by-side/load.js";
+
+const WRK_OUTPUT = `Running 2s test @ http://127.0.0.1:36693/
+  1 threads and 10 connections
+  Thread Stats   Avg      Stdev     Max   +/- Stdev
+    Latency     5.75ms   13.41ms 119.06ms   93.97%
+    Req/Sec     4.61k     2.55k    8.61k    60.00%
+  Latency Distribution
+     50%  830.00us
+     75%    4.76ms
+     90%   11.72ms
+     99%    1.21s
+  9192 requests in 2.00s, 584.97KB read
+  Socket errors: connect 1, read 2, write 0, timeout 4
+  Non-2xx or 3xx responses: 1532
+Requests/sec:   4581.93
+Transfer/sec:    583.18KB
+`;
+
+t.test("wrk's report becomes a slice: requests, seconds, latency in ms whatever wrk's unit, non-2xx, socket errors summed", async (t) => {
+  t.same(parseWrkOutput(WRK_OUTPUT), { requests: 9_192, seconds: 2, p50: 1, p99: 1_210, non2xx: 1_532, errors: 7 });
+  const quiet = WRK_OUTPUT.replace(/ {2}Socket errors.*\n/, "").replace(/ {2}Non-2xx.*\n/, "").replace("in 2.00s", "in 500.00ms");
+  t.same(parseWrkOutput(quiet), { requests: 9_192, seconds: 0.5, p50: 1, p99: 1_210, non2xx: 0, errors: 0 });
+});
+
+t.test("wrk's report without a count of requests is an error that shows the report", async (t) => {
+  t.throws(() => parseWrkOutput("unable to connect to 127.0.0.1:1 Connection refused\n"), /Connection refused/);
+});
+
+t.test("a run is cut into slices of the given length, at least one", async (t) => {
+  t.equal(sliceCount(30, 2), 15);
+  t.equal(sliceCount(4, 3), 1);
+  t.equal(sliceCount(5, 2), 3, "rounded");
+  t.equal(sliceCount(1, 2), 1);
+});
