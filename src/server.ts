@@ -4,7 +4,7 @@ import { deliverBootstrapRootKey, ensureBootstrapRootKey } from "./bootstrap.js"
 import { ConfigError, configPath, loadConfig } from "./config/load.js";
 import { reloadRoutes, watchRoutes } from "./gateway/reload.js";
 import type { KeygateConfig } from "./config/schema.js";
-import { redactUrl } from "./storage/redis/connection.js";
+import { describeTarget } from "./storage/redis/topology.js";
 
 /** Process entry: load the configuration, build the app, listen, and close gracefully on SIGINT/SIGTERM. */
 async function main(): Promise<void> {
@@ -29,9 +29,9 @@ async function main(): Promise<void> {
   // "keygate is listening" comes last. The bootstrap root key never goes there (see deliverBootstrapRootKey).
   const startup = app.log.child({}, { level: config.logging.level === "silent" ? "silent" : "info" });
   startup.info(
-    config.storage.redis ? { storage: "redis", redis: redactUrl(config.storage.redis.url), prefix: config.storage.redis.prefix } : { storage: "memory" },
+    config.storage.redis ? { storage: "redis", redis: describeTarget(config.storage.redis), prefix: config.storage.redis.prefix } : { storage: "memory" },
     config.storage.redis
-      ? `storage: Redis at ${redactUrl(config.storage.redis.url)}, key prefix '${config.storage.redis.prefix}'`
+      ? `storage: ${describeTarget(config.storage.redis)}, key prefix '${config.storage.redis.prefix}'`
       : "storage: in-memory (everything is lost when keygate stops; set REDIS_URL to keep data in Redis)",
   );
   startup.info({ analytics: config.analytics.engine }, app.analytics.describe());

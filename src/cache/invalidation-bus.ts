@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import type { Redis } from "ioredis";
+import { duplicateClient, type RedisClient } from "../storage/redis/topology.js";
 import type { CacheInvalidator } from "../domain/invalidation.js";
 
 export type InvalidationMessage =
@@ -18,8 +18,8 @@ export type InvalidationListener = (message: InvalidationMessage) => void;
 export class InvalidationBus implements CacheInvalidator {
   private readonly listeners: InvalidationListener[] = [];
   private readonly instanceId = randomBytes(8).toString("hex");
-  private publisher: Redis | undefined;
-  private subscriber: Redis | undefined;
+  private publisher: RedisClient | undefined;
+  private subscriber: RedisClient | undefined;
   private channel = "";
 
   /** Registers a cache that evicts on every message. */
@@ -32,10 +32,10 @@ export class InvalidationBus implements CacheInvalidator {
    * do nothing else). After every reconnect the local listeners get "everything", since messages may have been
    * missed: the caches then revalidate what they hold before trusting it.
    */
-  async connect(redis: Redis, prefix: string): Promise<void> {
+  async connect(redis: RedisClient, prefix: string): Promise<void> {
     this.publisher = redis;
     this.channel = `${prefix}:invalidations`;
-    const subscriber = redis.duplicate({ lazyConnect: true });
+    const subscriber = duplicateClient(redis);
     subscriber.on("error", () => {});
     let connectedBefore = false;
     subscriber.on("ready", () => {

@@ -98,7 +98,7 @@ function readYaml(path: string): RawConfig {
 }
 
 /**
- * PORT, HOST, REDIS_URL, KEYGATE_REDIS_PREFIX, KEYGATE_ROOT_KEY, KEYGATE_VAULT_KEY, KEYGATE_ANALYTICS_ENGINE and
+ * PORT, HOST, REDIS_URL (or REDIS_CLUSTER_NODES, or REDIS_SENTINELS with REDIS_SENTINEL_NAME), KEYGATE_REDIS_PREFIX, KEYGATE_ROOT_KEY, KEYGATE_VAULT_KEY, KEYGATE_ANALYTICS_ENGINE and
  * KEYGATE_ANALYTICS_PATH override the file. Returns which config paths
  * came from which variable, so a validation message can name the variable the user actually set.
  */
@@ -122,19 +122,26 @@ function applyEnvironment(raw: RawConfig, env: Record<string, string | undefined
     section("server").host = host;
     fromEnv.set("server.host", "HOST");
   }
-  const redisUrl = nonEmpty(env.REDIS_URL);
-  if (redisUrl !== undefined) {
+  const redisForm = redisFromEnvironment(env);
+  if (redisForm !== undefined) {
     const storage = section("storage");
-    const redis = storage.redis && typeof storage.redis === "object" ? (storage.redis as RawConfig) : {};
-    storage.redis = { ...redis, url: redisUrl };
-    fromEnv.set("storage.redis.url", "REDIS_URL");
+    const { url: _url, cluster: _cluster, sentinel, ...settings } = storage.redis && typeof storage.redis === "object" ? (storage.redis as RawConfig) : {};
+    // A form from the environment replaces the file's form; a sentinel list without a name keeps the file's name.
+    const form = redisForm.form;
+    if (form.sentinel && form.sentinel.name === undefined) {
+      const fileName = sentinel && typeof sentinel === "object" ? (sentinel as RawConfig).name : undefined;
+      if (fileName === undefined) throw new ConfigError("environment", ["REDIS_SENTINELS: needs REDIS_SENTINEL_NAME (or storage.redis.sentinel.name in the file) too"]);
+      form.sentinel.name = fileName;
+    }
+    storage.redis = { ...settings, ...form };
+    for (const [path, variable] of redisForm.paths) fromEnv.set(path, variable);
   }
   const redisPrefix = nonEmpty(env.KEYGATE_REDIS_PREFIX);
   if (redisPrefix !== undefined) {
     const storage = section("storage");
     // A prefix alone would read as "storage.redis.url is required"; say which variable is missing its partner.
     if (!storage.redis || typeof storage.redis !== "object") {
-      throw new ConfigError("environment", ["KEYGATE_REDIS_PREFIX: needs a Redis store; set REDIS_URL (or storage.redis.url in the file) too"]);
+      throw new ConfigError("environment", ["KEYGATE_REDIS_PREFIX: needs a Redis store; set REDIS_URL, REDIS_CLUSTER_NODES or REDIS_SENTINELS (or storage.redis in the file) too"]);
     }
     storage.redis = { ...(storage.redis as RawConfig), prefix: redisPrefix };
     fromEnv.set("storage.redis.prefix", "KEYGATE_REDIS_PREFIX");
@@ -195,6 +202,7 @@ function checkConsistency(config: KeygateConfig): string[] {
   if (config.analytics.buffer.batchSize > config.analytics.buffer.maxEvents) {
     problems.push("analytics.buffer.batchSize: must not be larger than analytics.buffer.maxEvents");
   }
+  problems.push(...redisProblems(config.storage.redis));
   problems.push(...trustProxyProblems(config.gateway.trustProxy));
   try {
     RouteTable.compile(config.routes);
@@ -202,6 +210,61 @@ function checkConsistency(config: KeygateConfig): string[] {
     if (!(error instanceof RouteTableError)) throw error;
     problems.push(...error.problems);
   }
+  return problems;
+}
+
+/**
+ * The Redis form the environment names: REDIS_URL, REDIS_CLUSTER_NODES (comma-separated URLs), or REDIS_SENTINELS
+ * (comma-separated URLs) with REDIS_SENTINEL_NAME. At most one form may be set.
+ */
+function redisFromEnvironment(env: Record<string, string | undefined>): { form: RawRedisForm; paths: [string, string][] } | undefined {
+  const url = nonEmpty(env.REDIS_URL);
+  const clusterNodes = nonEmpty(env.REDIS_CLUSTER_NODES);
+  const sentinels = nonEmpty(env.REDIS_SENTINELS);
+  const sentinelName = nonEmpty(env.REDIS_SENTINEL_NAME);
+  const given = [url && "REDIS_URL", clusterNodes && "REDIS_CLUSTER_NODES", (sentinels || sentinelName) && "REDIS_SENTINELS"].filter(Boolean);
+  if (given.length > 1) throw new ConfigError("environment", [`${given.join(" and ")}: set only one Redis form`]);
+  const list = (text: string) => text.split(",").map((item) => item.trim()).filter((item) => item !== "");
+  if (url !== undefined) return { form: { url }, paths: [["storage.redis.url", "REDIS_URL"]] };
+  if (clusterNodes !== undefined) return { form: { cluster: { nodes: list(clusterNodes) } }, paths: [["storage.redis.cluster.nodes", "REDIS_CLUSTER_NODES"]] };
+  if (sentinels === undefined && sentinelName !== undefined) {
+    throw new ConfigError("environment", ["REDIS_SENTINEL_NAME: needs REDIS_SENTINELS (the sentinels' URLs, comma-separated) too"]);
+  }
+  if (sentinels === undefined) return undefined;
+  return {
+    form: { sentinel: { sentinels: list(sentinels), ...(sentinelName !== undefined ? { name: sentinelName } : {}) } },
+    paths: [
+      ["storage.redis.sentinel.sentinels", "REDIS_SENTINELS"],
+      ["storage.redis.sentinel.name", "REDIS_SENTINEL_NAME"],
+    ],
+  };
+}
+
+type RawRedisForm = { url?: string; cluster?: { nodes: string[] }; sentinel?: { sentinels: string[]; name?: unknown } };
+
+/** Exactly one Redis form; URLs of one deployment share their credentials and scheme; only a single server has databases. */
+function redisProblems(redis: KeygateConfig["storage"]["redis"]): string[] {
+  if (redis === undefined) return [];
+  const forms = (["url", "cluster", "sentinel"] as const).filter((form) => redis[form] !== undefined);
+  if (forms.length !== 1) {
+    return [`storage.redis: give exactly one of 'url', 'cluster' or 'sentinel'${forms.length > 1 ? ` (found ${forms.map((form) => `'${form}'`).join(" and ")})` : ""}`];
+  }
+  const problems: string[] = [];
+  const checkGroup = (path: string, urls: readonly string[]) => {
+    const access = (url: string) => {
+      const parsed = new URL(url);
+      return `${parsed.protocol}${parsed.username}:${parsed.password}`;
+    };
+    urls.forEach((url, index) => {
+      if (!URL.canParse(url)) return problems.push(`${path}[${index}]: is not a URL`);
+      const parsed = new URL(url);
+      if (parsed.pathname !== "" && parsed.pathname !== "/") problems.push(`${path}[${index}]: names a database ('${parsed.pathname.slice(1)}'); a Redis Cluster or Sentinel setup serves database 0 only`);
+      if (urls[0] !== undefined && URL.canParse(urls[0]) && access(url) !== access(urls[0])) problems.push(`${path}[${index}]: must use the same scheme, user name and password as ${path}[0]`);
+      return undefined;
+    });
+  };
+  if (redis.cluster) checkGroup("storage.redis.cluster.nodes", redis.cluster.nodes);
+  if (redis.sentinel) checkGroup("storage.redis.sentinel.sentinels", redis.sentinel.sentinels);
   return problems;
 }
 

@@ -82,8 +82,26 @@ export const LoggingConfigSchema = Strict({
   requests: Type.Boolean({ default: false }),
 }, EMPTY);
 
+const RedisUrl = Type.String({ pattern: describedPattern("^rediss?://", "be a redis:// or rediss:// URL") });
+
+/** Exactly one of `url`, `cluster` or `sentinel` names the Redis deployment (checked after the schema). */
 export const RedisConfigSchema = Strict({
-  url: Type.String({ pattern: describedPattern("^rediss?://", "be a redis:// or rediss:// URL") }),
+  /** One Redis server. */
+  url: Type.Optional(RedisUrl),
+  /** A Redis Cluster: a few of its nodes; the client discovers the rest. Credentials and TLS come from these URLs. */
+  cluster: Type.Optional(Strict({
+    nodes: Type.Array(RedisUrl, { minItems: 1, maxItems: 100 }),
+  })),
+  /** A master and its replicas watched by Redis Sentinel; keygate follows the master the sentinels name. */
+  sentinel: Type.Optional(Strict({
+    /** The master's name in the sentinels' configuration (`sentinel monitor <name> …`). */
+    name: Type.String({ minLength: 1, maxLength: 255 }),
+    /** Credentials in these URLs authenticate to the sentinels; rediss:// means TLS to sentinels and data servers. */
+    sentinels: Type.Array(RedisUrl, { minItems: 1, maxItems: 100 }),
+    /** Credentials of the master and replicas, when they need any. */
+    masterUsername: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
+    masterPassword: Type.Optional(Type.String({ minLength: 1, maxLength: 1024 })),
+  })),
   /** Every key keygate writes starts with `<prefix>:`, so several deployments can share one Redis. */
   prefix: Type.String({ minLength: 1, maxLength: 64, pattern: describedPattern("^[A-Za-z0-9_.:-]+$", "contain only letters, digits and the characters _ . : -"), default: DEFAULTS.redisPrefix }),
   /** Deadline for each Redis command; a slower answer counts as a failure. */

@@ -1,4 +1,4 @@
-import type { Redis } from "ioredis";
+import type { RedisClient } from "./redis/topology.js";
 import { DEFAULTS, type KeygateConfig } from "../config/schema.js";
 import { systemClock, type Clock } from "../lib/clock.js";
 import type { Stores } from "./interfaces.js";
@@ -56,7 +56,7 @@ export function createMemoryStores(options: StoreOptions = {}): Stores {
 /** Stores kept in Redis, with the connection and key prefix other Redis users (pub/sub) share. */
 export interface RedisBackedStores extends Stores {
   readonly kind: "redis";
-  readonly redis: Redis;
+  readonly redis: RedisClient;
   readonly prefix: string;
   readonly ratelimitCounters: RedisRatelimitCounterStore;
   readonly breaker: NonNullable<Stores["breaker"]>;
@@ -70,7 +70,7 @@ const DEFAULT_BREAKER: BreakerSettings = { failureThreshold: DEFAULTS.redisBreak
 
 /** Stores over an open connection. `ownsConnection`: close() also quits the connection. */
 export function createRedisStores(
-  redis: Redis,
+  redis: RedisClient,
   prefix: string,
   ownsConnection: boolean,
   options: StoreOptions & { breaker?: BreakerSettings; reconcileRetryMs?: number; maxPendingReconciliations?: number } = {},

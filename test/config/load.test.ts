@@ -65,7 +65,7 @@ t.test("KEYGATE_REDIS_PREFIX sets storage.redis.prefix, over the file's, with RE
   const bare = directoryWith({});
   t.equal(loadConfig({ env: { REDIS_URL: "redis://b:6380", KEYGATE_REDIS_PREFIX: "tenant:a" }, cwd: bare }).storage.redis?.prefix, "tenant:a");
   t.equal(loadConfig({ env: { REDIS_URL: "redis://b:6380" }, cwd: bare }).storage.redis?.prefix, "keygate", "the default without it");
-  t.same(problemsOf(() => loadConfig({ env: { KEYGATE_REDIS_PREFIX: "staging" }, cwd: bare })), ["KEYGATE_REDIS_PREFIX: needs a Redis store; set REDIS_URL (or storage.redis.url in the file) too"]);
+  t.same(problemsOf(() => loadConfig({ env: { KEYGATE_REDIS_PREFIX: "staging" }, cwd: bare })), ["KEYGATE_REDIS_PREFIX: needs a Redis store; set REDIS_URL, REDIS_CLUSTER_NODES or REDIS_SENTINELS (or storage.redis in the file) too"]);
   t.same(problemsOf(() => loadConfig({ env: { REDIS_URL: "redis://b:6380", KEYGATE_REDIS_PREFIX: "has space" }, cwd: bare })), [
     "storage.redis.prefix (from KEYGATE_REDIS_PREFIX): must contain only letters, digits and the characters _ . : -",
   ]);
@@ -100,7 +100,6 @@ t.test("every problem of a file is reported at once, each with its path", async 
     "rootKeys[0].workspaceId: must contain only letters, digits and _",
     "server.bodyLimit: must be an integer",
     "server.port: must be greater than or equal to 0",
-    "storage.redis.url: is required",
     "unknownSection: is not a known field",
   ].sort());
 });

@@ -1,4 +1,5 @@
-import type { Redis, Result } from "ioredis";
+import type { Result } from "ioredis";
+import type { RedisClient } from "./topology.js";
 import type { AnalyticsQuotaStore, QuotaUsage } from "../interfaces.js";
 import type { RedisKeys } from "./keys.js";
 
@@ -38,13 +39,13 @@ declare module "ioredis" {
 const EXPIRY_GRACE_MS = 60_000;
 
 export class RedisAnalyticsQuotaStore implements AnalyticsQuotaStore {
-  private readonly redis: Redis;
+  private readonly redis: RedisClient;
   private readonly keys: RedisKeys;
 
-  constructor(redis: Redis, keys: RedisKeys) {
+  constructor(redis: RedisClient, keys: RedisKeys) {
     this.redis = redis;
     this.keys = keys;
-    if (typeof (redis as Partial<Redis>).keygateQuotaAcquire !== "function") {
+    if (typeof (redis as Partial<RedisClient>).keygateQuotaAcquire !== "function") {
       redis.defineCommand("keygateQuotaAcquire", { numberOfKeys: 1, lua: ACQUIRE_LUA });
       redis.defineCommand("keygateQuotaAddExecution", { numberOfKeys: 1, lua: ADD_EXECUTION_LUA });
     }

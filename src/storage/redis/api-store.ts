@@ -1,14 +1,14 @@
-import type { Redis } from "ioredis";
+import type { RedisClient } from "./topology.js";
 import type { ApiStore } from "../interfaces.js";
 import type { ApiRecord } from "../records.js";
 import { Batch, readJson, updateJson } from "./atomic.js";
 import type { RedisKeys } from "./keys.js";
 
 export class RedisApiStore implements ApiStore {
-  private readonly redis: Redis;
+  private readonly redis: RedisClient;
   private readonly keys: RedisKeys;
 
-  constructor(redis: Redis, keys: RedisKeys) {
+  constructor(redis: RedisClient, keys: RedisKeys) {
     this.redis = redis;
     this.keys = keys;
   }

@@ -1,4 +1,5 @@
-import type { Redis, Result } from "ioredis";
+import type { Result } from "ioredis";
+import type { RedisClient } from "./topology.js";
 
 /**
  * Applies a batch of writes only if every check holds, in one script, so writes that touch several keys are
@@ -42,8 +43,8 @@ declare module "ioredis" {
 }
 
 /** Registers the script once per connection; ioredis sends EVALSHA and reloads the script after NOSCRIPT. */
-export function defineAtomicCommands(redis: Redis): void {
-  if (typeof (redis as Partial<Redis>).keygateApplyBatch === "function") return;
+export function defineAtomicCommands(redis: RedisClient): void {
+  if (typeof (redis as Partial<RedisClient>).keygateApplyBatch === "function") return;
   redis.defineCommand("keygateApplyBatch", { lua: APPLY_BATCH_LUA });
 }
 
@@ -119,14 +120,14 @@ export class Batch {
   }
 
   /** True when applied; false when a check failed and nothing was written. */
-  async apply(redis: Redis): Promise<boolean> {
+  async apply(redis: RedisClient): Promise<boolean> {
     const failedCheck = await redis.keygateApplyBatch(this.keys.length, ...this.keys, JSON.stringify({ c: this.checks, w: this.writes }));
     return failedCheck === 0;
   }
 }
 
 /** Reads a JSON record; null when the key is absent. */
-export async function readJson<T>(redis: Redis, key: string): Promise<{ record: T; raw: string } | null> {
+export async function readJson<T>(redis: RedisClient, key: string): Promise<{ record: T; raw: string } | null> {
   const raw = await redis.get(key);
   return raw === null ? null : { record: JSON.parse(raw) as T, raw };
 }
@@ -137,7 +138,7 @@ export async function readJson<T>(redis: Redis, key: string): Promise<{ record: 
  * state (or none) and returns its result. When another writer got there first the whole step is retried.
  */
 export async function updateJson<T, R>(
-  redis: Redis,
+  redis: RedisClient,
   key: string,
   change: (current: T | null, batch: Batch) => R,
   maxAttempts = 50,

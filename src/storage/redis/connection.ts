@@ -1,45 +1,36 @@
 import { Redis } from "ioredis";
-import type { RedisConfig } from "../../config/schema.js";
 import { defineAtomicCommands } from "./atomic.js";
-import { RATELIMIT_COMMAND } from "./ratelimit-script.js";
+import { createRedisClient, describeTarget, type ConnectionSettings, type RedisClient, type RedisTarget } from "./topology.js";
+
+export { redactUrl } from "./topology.js";
 
 /**
- * Opens a Redis connection and waits until it answers, at most `connectTimeoutMs`. Every command afterwards has
- * the `commandTimeoutMs` deadline, also while it waits in the offline queue during a reconnect, so a hung or
- * absent Redis is a fast error rather than a stuck request.
+ * Opens a connection to the configured deployment (one server, a Cluster, or the master Sentinel names) and waits
+ * until it answers, at most `connectTimeoutMs`. Every command afterwards has the `commandTimeoutMs` deadline, also
+ * while it waits in the offline queue during a reconnect, so a hung or absent Redis is a fast error rather than a
+ * stuck request.
  *
  * Start-up fails with a message that names the cause in words (never the password). A cause that retrying cannot
  * change (a wrong or missing password, an unknown host, a database the server does not have) fails at once;
  * anything else (nothing listening yet, no answer) is retried until the deadline, since Redis may be starting
  * at the same time as keygate.
  */
-export async function connectRedis(config: Pick<RedisConfig, "url" | "commandTimeoutMs" | "connectTimeoutMs">): Promise<Redis> {
-  const redis = new Redis(config.url, {
-    lazyConnect: true,
-    connectTimeout: config.connectTimeoutMs,
-    commandTimeout: config.commandTimeoutMs,
-    maxRetriesPerRequest: 1,
-    // Commands issued in the same tick share one write: under concurrent load, far fewer syscalls on both sides.
-    enableAutoPipelining: true,
-    // ...except the rate limit script: its store already sends one execution per event-loop turn for all the calls
-    // of that turn. Wrapped in an auto-pipeline it went out a turn later: measured with a named limit and credits,
-    // keys.verifyKey served 1.3 times as many requests without it.
-    autoPipeliningIgnoredCommands: [RATELIMIT_COMMAND],
-    // Keep trying to reconnect, never faster than every 100 ms nor slower than every 2 s.
-    retryStrategy: (attempt) => Math.min(100 * attempt, 2_000),
-  });
+export async function connectRedis(config: RedisTarget & ConnectionSettings): Promise<RedisClient> {
+  const redis = createRedisClient(config, config);
   // ioredis reports connection trouble as 'error' events; commands report it to their callers.
   redis.on("error", () => {});
+  const where = describeTarget(config);
   const seen: { last?: Failure } = {};
   try {
-    await withDeadline(openAndCheck(redis, databaseIndex(config.url), seen), config.connectTimeoutMs, () =>
+    const database = config.url !== undefined ? databaseIndex(config.url) : 0;
+    await withDeadline(openAndCheck(redis, database, seen), config.connectTimeoutMs, () =>
       seen.last && seen.last.kind !== "no answer"
         ? `${seen.last.cause}, still after ${config.connectTimeoutMs} ms of retrying`
         : `no answer from ${target(redis)} within ${config.connectTimeoutMs} ms`,
     );
   } catch (error) {
     redis.disconnect();
-    throw new Error(`cannot use Redis at ${redactUrl(config.url)}: ${(error as Error).message}`, { cause: error });
+    throw new Error(`cannot use ${where}: ${(error as Error).message}`, { cause: error });
   }
   defineAtomicCommands(redis);
   return redis;
@@ -65,7 +56,7 @@ class StartupFailure extends Error {
  * Connects (ioredis retries by its retryStrategy), waits until the connection is ready, checks that the configured
  * database was selected, and PINGs. Rejects at once on a definitive failure; `seen.last` is the latest failure.
  */
-async function openAndCheck(redis: Redis, database: number, seen: { last?: Failure }): Promise<void> {
+async function openAndCheck(redis: RedisClient, database: number, seen: { last?: Failure }): Promise<void> {
   let failDefinitively!: (failure: StartupFailure) => void;
   const definitive = new Promise<never>((_, reject) => (failDefinitively = reject));
   definitive.catch(() => {});
@@ -75,20 +66,23 @@ async function openAndCheck(redis: Redis, database: number, seen: { last?: Failu
     if (failure.definitive) failDefinitively(new StartupFailure(failure));
   };
   redis.on("error", onError);
+  // A Cluster client reports each node's trouble (a refused password, say) as 'node error'.
+  redis.on("node error", onError);
   try {
     const ready = new Promise<void>((resolve) => redis.once("ready", () => resolve()));
     redis.connect().catch(() => {});
     await Promise.race([ready, definitive]);
     // ioredis selects the database while connecting but only reports a refusal as an 'error' event and carries
     // on in database 0: select it again, so a refusal is an answer here.
-    if (database !== 0) await Promise.race([redis.select(database), definitive]).catch((error: unknown) => Promise.reject(asFailure(error, redis, database)));
+    if (database !== 0 && redis instanceof Redis) await Promise.race([redis.select(database), definitive]).catch((error: unknown) => Promise.reject(asFailure(error, redis, database)));
     await Promise.race([redis.ping(), definitive]).catch((error: unknown) => Promise.reject(asFailure(error, redis, database)));
   } finally {
     redis.off("error", onError);
+    redis.off("node error", onError);
   }
 }
 
-function asFailure(error: unknown, redis: Redis, database: number): StartupFailure {
+function asFailure(error: unknown, redis: RedisClient, database: number): StartupFailure {
   return error instanceof StartupFailure ? error : new StartupFailure(describeFailure(error, redis, database));
 }
 
@@ -108,14 +102,16 @@ function databaseIndex(url: string): number {
   return Number(text);
 }
 
-/** host:port, or the socket path, that the client connects to. */
-function target(redis: Redis): string {
-  const options = redis.options as { host?: string; port?: number; path?: string };
+/** host:port, or the socket path, that a single-server client connects to; the nodes or the master name otherwise. */
+function target(redis: RedisClient): string {
+  if (!(redis instanceof Redis)) return "any of the cluster's nodes";
+  const options = redis.options as { host?: string; port?: number; path?: string; sentinels?: unknown; name?: string };
+  if (options.sentinels) return `the master '${options.name}' (as the sentinels name it)`;
   return options.path ?? `${options.host ?? "localhost"}:${options.port ?? 6379}`;
 }
 
 /** Names a connection or command failure in words. Reply texts of Redis never hold the password; URLs are not quoted. */
-function describeFailure(error: unknown, redis: Redis, database: number): Failure {
+function describeFailure(error: unknown, redis: RedisClient, database: number): Failure {
   const message = error instanceof Error ? error.message : String(error);
   const code = (error as { code?: unknown }).code;
   if (/^WRONGPASS\b|invalid password|invalid username-password/i.test(message)) {
@@ -134,7 +130,7 @@ function describeFailure(error: unknown, redis: Redis, database: number): Failur
     return { kind: "permission", cause: `the Redis user may not run what keygate needs: ${message}`, definitive: true };
   }
   if (code === "ENOTFOUND") {
-    return { kind: "unknown host", cause: `unknown host '${(redis.options as { host?: string }).host}' (the name does not resolve)`, definitive: true };
+    return { kind: "unknown host", cause: `unknown host '${hostOf(error, redis)}' (the name does not resolve)`, definitive: true };
   }
   if (code === "ECONNREFUSED" || code === "ENOENT") {
     return { kind: "refused", cause: `nothing is listening on ${target(redis)} (connection refused)`, definitive: false };
@@ -143,19 +139,11 @@ function describeFailure(error: unknown, redis: Redis, database: number): Failur
   return { kind: "other", cause: `${message}${typeof code === "string" && !message.includes(code) ? ` (${code})` : ""}`, definitive: false };
 }
 
-/**
- * A Redis URL without its password, for messages and logs. A user name without a password is masked too: it may
- * be a password written in the wrong place (`redis://secret@host`).
- */
-export function redactUrl(url: string): string {
-  try {
-    const parsed = new URL(url);
-    if (parsed.password) parsed.password = "***";
-    else if (parsed.username) parsed.username = "***";
-    return parsed.toString();
-  } catch {
-    return "(unparseable url)";
-  }
+/** The host name a failed lookup was for. */
+function hostOf(error: unknown, redis: RedisClient): string {
+  const hostname = (error as { hostname?: unknown }).hostname;
+  if (typeof hostname === "string") return hostname;
+  return redis instanceof Redis ? String((redis.options as { host?: string }).host) : "(a cluster node)";
 }
 
 /** `work` within `ms`; past it, rejects with the message `describe()` gives then. */

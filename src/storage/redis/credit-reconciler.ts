@@ -1,4 +1,4 @@
-import type { Redis } from "ioredis";
+import type { RedisClient } from "./topology.js";
 import type { Clock } from "../../lib/clock.js";
 import { isStoreUnavailable } from "../unavailable.js";
 import { SETTLED_MARK } from "./credit-scripts.js";
@@ -27,7 +27,7 @@ export interface MissedExecution {
 
 export interface CreditReconcilerOptions {
   /** The raw connection (commands have its deadline); `guard` puts the breaker in front of it. */
-  redis: Redis;
+  redis: RedisClient;
   guard: RedisGuard;
   clock: Clock;
   log: StoreLog;

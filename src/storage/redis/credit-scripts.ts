@@ -1,4 +1,5 @@
-import type { Redis, Result } from "ioredis";
+import type { Result } from "ioredis";
+import type { RedisClient } from "./topology.js";
 
 /**
  * Lua shared by every script that reads or writes a credit balance (keys.keyCredits: JSON {remaining, refill?:
@@ -173,8 +174,8 @@ declare module "ioredis" {
 }
 
 /** Registers the credit scripts on a connection; ioredis sends EVALSHA and loads a script again after NOSCRIPT. */
-export function defineCreditCommands(redis: Pick<Redis, "defineCommand">): void {
-  if (typeof (redis as Partial<Redis>).keygateRefundCredits === "function") return;
+export function defineCreditCommands(redis: Pick<RedisClient, "defineCommand">): void {
+  if (typeof (redis as Partial<RedisClient>).keygateRefundCredits === "function") return;
   redis.defineCommand("keygateRefundCredits", { lua: REFUND_CREDITS_LUA });
   redis.defineCommand("keygateReconcileCredits", { lua: RECONCILE_CREDITS_LUA });
 }

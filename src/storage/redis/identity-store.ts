@@ -1,4 +1,4 @@
-import type { Redis } from "ioredis";
+import type { RedisClient } from "./topology.js";
 import type { IdentityStore, Page, PageRequest } from "../interfaces.js";
 import type { IdentityRecord } from "../records.js";
 import { containsIgnoringCase } from "../search.js";
@@ -9,7 +9,7 @@ import type { RedisKeys } from "./keys.js";
 export class RedisIdentityStore implements IdentityStore {
   private readonly identities: RedisIndexedRecords<IdentityRecord>;
 
-  constructor(redis: Redis, keys: RedisKeys) {
+  constructor(redis: RedisClient, keys: RedisKeys) {
     this.identities = new RedisIndexedRecords(
       redis,
       { record: keys.identity, unique: keys.liveIdentityIdByExternalId, listed: keys.liveIdentityIds },

@@ -1,4 +1,4 @@
-import type { Redis } from "ioredis";
+import type { RedisClient } from "./topology.js";
 import type { Page, PageRequest } from "../interfaces.js";
 import { Batch, readJson, updateJson } from "./atomic.js";
 import { readMany, readPage } from "./pages.js";
@@ -23,13 +23,13 @@ export interface IndexedRecordKeys {
  * batch. A retired record stays readable by id but leaves the unique index and the listing.
  */
 export class RedisIndexedRecords<T extends WorkspaceRecord> {
-  private readonly redis: Redis;
+  private readonly redis: RedisClient;
   private readonly keys: IndexedRecordKeys;
   private readonly uniqueOf: (record: T) => string;
   private readonly retired: (record: T) => boolean;
 
   /** `retired` tells a record retire() has kept (e.g. a deleted identity) from a listed one. */
-  constructor(redis: Redis, keys: IndexedRecordKeys, uniqueOf: (record: T) => string, retired: (record: T) => boolean = () => false) {
+  constructor(redis: RedisClient, keys: IndexedRecordKeys, uniqueOf: (record: T) => string, retired: (record: T) => boolean = () => false) {
     this.redis = redis;
     this.keys = keys;
     this.uniqueOf = uniqueOf;

@@ -1,4 +1,4 @@
-import type { Redis } from "ioredis";
+import type { RedisClient } from "./topology.js";
 import type { KeyChange, KeyStore, Page, PageRequest } from "../interfaces.js";
 import type { CreditRecord, KeyRecord } from "../records.js";
 import { Batch, readJson } from "./atomic.js";
@@ -12,10 +12,10 @@ const MAX_ATTEMPTS = 50;
  * touching the key), an index from hash to id, and sorted sets of live key ids per API and per API and identity.
  */
 export class RedisKeyStore implements KeyStore {
-  private readonly redis: Redis;
+  private readonly redis: RedisClient;
   private readonly keys: RedisKeys;
 
-  constructor(redis: Redis, keys: RedisKeys) {
+  constructor(redis: RedisClient, keys: RedisKeys) {
     this.redis = redis;
     this.keys = keys;
   }

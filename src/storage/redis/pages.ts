@@ -1,4 +1,4 @@
-import type { Redis } from "ioredis";
+import type { RedisClient } from "./topology.js";
 import type { Page, PageRequest } from "../interfaces.js";
 
 /** How many ids one round trip reads while a filter skips records. */
@@ -9,7 +9,7 @@ const SCAN_CHUNK = 200;
  * id >= cursor that `accept` keeps, and the id of the next kept record as nextCursor.
  */
 export async function readPage<T>(
-  redis: Redis,
+  redis: RedisClient,
   indexKey: string,
   recordKey: (id: string) => string,
   page: PageRequest,
@@ -36,7 +36,7 @@ export async function readPage<T>(
 }
 
 /** Records by id in the order given, skipping ids that do not resolve. */
-export async function readMany<T>(redis: Redis, keys: readonly string[]): Promise<T[]> {
+export async function readMany<T>(redis: RedisClient, keys: readonly string[]): Promise<T[]> {
   if (keys.length === 0) return [];
   const raws = await redis.mget(keys as string[]);
   return raws.filter((raw): raw is string => raw !== null).map((raw) => JSON.parse(raw) as T);

@@ -1,4 +1,4 @@
-import type { Redis } from "ioredis";
+import type { RedisClient } from "./topology.js";
 import type { Page, PageRequest, PermissionStore } from "../interfaces.js";
 import type { PermissionRecord } from "../records.js";
 import { containsIgnoringCase } from "../search.js";
@@ -8,7 +8,7 @@ import type { RedisKeys } from "./keys.js";
 export class RedisPermissionStore implements PermissionStore {
   private readonly permissions: RedisIndexedRecords<PermissionRecord>;
 
-  constructor(redis: Redis, keys: RedisKeys) {
+  constructor(redis: RedisClient, keys: RedisKeys) {
     this.permissions = new RedisIndexedRecords(redis, { record: keys.permission, unique: keys.permissionIdBySlug, listed: keys.permissionIds }, (permission) => permission.slug);
   }
 

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "./topology.js";
 import { LRUCache } from "lru-cache";
 import type { Clock } from "../../lib/clock.js";
 import { countsFor, estimateUsed, windowEnd, windowSequence, type StoredWindow } from "../../lib/sliding-window.js";
@@ -122,7 +122,7 @@ interface Batch {
  */
 export class RedisRatelimitCounterStore implements RatelimitCounterStore {
   readonly stats: CounterStoreStats = { scriptCalls: 0, redisDecisions: 0, localDenials: 0, localAdmissions: 0 };
-  private readonly redis: Redis;
+  private readonly redis: RedisClient;
   private readonly keys: RedisKeys;
   private readonly guard: RedisGuard;
   private readonly clock: Clock;
@@ -141,7 +141,7 @@ export class RedisRatelimitCounterStore implements RatelimitCounterStore {
   private readonly instanceId = randomBytes(6).toString("base64url");
   private executions = 0;
 
-  constructor(redis: Redis, keys: RedisKeys, guard: RedisGuard, clock: Clock, options: RedisCounterStoreOptions = { reservations: true }) {
+  constructor(redis: RedisClient, keys: RedisKeys, guard: RedisGuard, clock: Clock, options: RedisCounterStoreOptions = { reservations: true }) {
     this.redis = redis;
     this.keys = keys;
     this.guard = guard;

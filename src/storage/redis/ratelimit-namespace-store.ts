@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "./topology.js";
 import type { RatelimitNamespaceStore } from "../interfaces.js";
 import type { RatelimitNamespaceRecord, RatelimitOverrideRecord } from "../records.js";
 import { Batch, readJson, updateJson } from "./atomic.js";
@@ -19,11 +19,11 @@ const MAX_ATTEMPTS = 50;
  * Every call runs behind the connection's circuit breaker.
  */
 export class RedisRatelimitNamespaceStore implements RatelimitNamespaceStore {
-  private readonly redis: Redis;
+  private readonly redis: RedisClient;
   private readonly keys: RedisKeys;
   private readonly guard: RedisGuard;
 
-  constructor(redis: Redis, keys: RedisKeys, guard: RedisGuard) {
+  constructor(redis: RedisClient, keys: RedisKeys, guard: RedisGuard) {
     this.redis = redis;
     this.keys = keys;
     this.guard = guard;

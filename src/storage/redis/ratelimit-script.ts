@@ -1,4 +1,5 @@
-import type { Redis, Result } from "ioredis";
+import type { Result } from "ioredis";
+import type { RedisClient } from "./topology.js";
 import { BALANCE_LUA } from "./credit-scripts.js";
 
 /** The script's whole answer when it found its receipt key set and ran nothing (see ARGV[4]). */
@@ -301,7 +302,7 @@ export function parseRatelimitReply(reply: string): number[] {
 export const RATELIMIT_COMMAND = "keygateRatelimit";
 
 /** Registers the script on a connection; ioredis sends EVALSHA and loads the script again after NOSCRIPT. */
-export function defineRatelimitCommand(redis: Redis): void {
-  if (typeof (redis as Partial<Redis>).keygateRatelimit === "function") return;
+export function defineRatelimitCommand(redis: RedisClient): void {
+  if (typeof (redis as Partial<RedisClient>).keygateRatelimit === "function") return;
   redis.defineCommand(RATELIMIT_COMMAND, { lua: RATELIMIT_LUA });
 }

@@ -1,4 +1,4 @@
-import type { Redis } from "ioredis";
+import type { RedisClient } from "./topology.js";
 import type { Page, PageRequest, RoleStore } from "../interfaces.js";
 import type { RoleRecord } from "../records.js";
 import { containsIgnoringCase } from "../search.js";
@@ -9,7 +9,7 @@ export class RedisRoleStore implements RoleStore {
   /** The name index lower-cases names (keys.roleIdByName): names are unique regardless of case. */
   private readonly roles: RedisIndexedRecords<RoleRecord>;
 
-  constructor(redis: Redis, keys: RedisKeys) {
+  constructor(redis: RedisClient, keys: RedisKeys) {
     this.roles = new RedisIndexedRecords(redis, { record: keys.role, unique: keys.roleIdByName, listed: keys.roleIds }, (role) => role.name);
   }
 

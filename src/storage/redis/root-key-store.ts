@@ -1,4 +1,4 @@
-import type { Redis } from "ioredis";
+import type { RedisClient } from "./topology.js";
 import type { RootKeyStore } from "../interfaces.js";
 import type { RootKeyRecord } from "../records.js";
 import { Batch, readJson, updateJson } from "./atomic.js";
@@ -6,10 +6,10 @@ import type { RedisKeys } from "./keys.js";
 
 /** Root keys live under the `{rootkeys}` tag: the record by hash, an id→hash index and the sorted id list. */
 export class RedisRootKeyStore implements RootKeyStore {
-  private readonly redis: Redis;
+  private readonly redis: RedisClient;
   private readonly keys: RedisKeys;
 
-  constructor(redis: Redis, keys: RedisKeys) {
+  constructor(redis: RedisClient, keys: RedisKeys) {
     this.redis = redis;
     this.keys = keys;
   }
