@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { duplicateClient, type RedisClient } from "../storage/redis/topology.js";
+import { closeClient, duplicateClient, type RedisClient } from "../storage/redis/topology.js";
 import type { CacheInvalidator } from "../domain/invalidation.js";
 
 export type InvalidationMessage =
@@ -67,7 +67,7 @@ export class InvalidationBus implements CacheInvalidator {
   async close(): Promise<void> {
     const subscriber = this.subscriber;
     this.subscriber = undefined;
-    if (subscriber) await subscriber.quit().catch(() => subscriber.disconnect());
+    if (subscriber) await closeClient(subscriber);
   }
 
   private async send(message: InvalidationMessage): Promise<void> {

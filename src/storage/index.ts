@@ -1,4 +1,4 @@
-import type { RedisClient } from "./redis/topology.js";
+import { closeClient, type RedisClient } from "./redis/topology.js";
 import { DEFAULTS, type KeygateConfig } from "../config/schema.js";
 import { systemClock, type Clock } from "../lib/clock.js";
 import type { Stores } from "./interfaces.js";
@@ -109,7 +109,7 @@ export function createRedisStores(
       // Calls that may have spent credits and got no answer are settled while the connection is still open.
       await ratelimitCounters.close();
       guard.breaker.stop();
-      if (ownsConnection) await redis.quit().catch(() => redis.disconnect());
+      if (ownsConnection) await closeClient(redis);
     },
   };
 }

@@ -125,3 +125,12 @@ function access(url: string): { username?: string; password?: string; tls?: obje
 export function duplicateClient(redis: RedisClient): RedisClient {
   return redis instanceof Cluster ? redis.duplicate([], { lazyConnect: true }) : redis.duplicate({ lazyConnect: true });
 }
+
+/**
+ * Closes a client: QUIT lets the replies in flight arrive, then disconnect() ends what QUIT leaves open (with
+ * Sentinel, the connections that watch for a failover; without it they would reconnect forever).
+ */
+export async function closeClient(redis: RedisClient): Promise<void> {
+  await redis.quit().catch(() => {});
+  redis.disconnect();
+}
