@@ -116,23 +116,32 @@ export async function post(baseUrl: string, procedure: string, rootKey: string, 
 /** Root key held (with `*`, in workspace ws_cluster) by every instance started by startInstances. */
 export const CLUSTER_ROOT_KEY = "root_cluster_test_all";
 
+export interface InstanceOptions {
+  /** The Redis form in YAML flow style (`cluster: { nodes: [...] }`); the test's Redis URL by default. */
+  redis?: string;
+  /** The root key's workspace (ws_cluster by default). */
+  workspaceId?: string;
+}
+
 /**
  * `count` keygate processes on one Redis and one key prefix (unique to the test, cleaned up), with
  * CLUSTER_ROOT_KEY and any `extraYaml` configuration appended to the file they share.
  */
-export async function startInstances(t: Teardown, count: number, extraYaml = ""): Promise<RunningServer[]> {
+export async function startInstances(t: Teardown, count: number, extraYaml = "", options: InstanceOptions = {}): Promise<RunningServer[]> {
   const prefix = uniquePrefix(t, "cluster");
   const path = join(mkdtempSync(join(tmpdir(), "keygate-cluster-")), "keygate.yaml");
+  const redis = options.redis ?? `url: "${REDIS_URL}"`;
+  const workspaceId = options.workspaceId ?? "ws_cluster";
   writeFileSync(
     path,
-    `storage:\n  redis: { url: "${REDIS_URL}", prefix: "${prefix}" }\nrootKeys:\n  - { key: "${CLUSTER_ROOT_KEY}", workspaceId: ws_cluster, permissions: ["*"] }\nlogging:\n  level: warn\n${extraYaml}`,
+    `storage:\n  redis: { ${redis}, prefix: "${prefix}" }\nrootKeys:\n  - { key: "${CLUSTER_ROOT_KEY}", workspaceId: ${workspaceId}, permissions: ["*"] }\nlogging:\n  level: warn\n${extraYaml}`,
   );
   return Promise.all(Array.from({ length: count }, () => startServer(t, { KEYGATE_CONFIG: path })));
 }
 
 /** Two instances as startInstances makes them. */
-export async function startPair(t: Teardown, extraYaml = ""): Promise<[RunningServer, RunningServer]> {
-  const [a, b] = await startInstances(t, 2, extraYaml);
+export async function startPair(t: Teardown, extraYaml = "", options: InstanceOptions = {}): Promise<[RunningServer, RunningServer]> {
+  const [a, b] = await startInstances(t, 2, extraYaml, options);
   if (!a || !b) throw new Error("two instances were asked for");
   return [a, b];
 }

@@ -47,10 +47,10 @@ export function createRedisClient(target: RedisTarget, settings: ConnectionSetti
       enableAutoPipelining,
       autoPipeliningIgnoredCommands,
       clusterRetryStrategy: reconnectDelay,
-      // While a master fails over or a slot moves, retry a command for up to ~2 s before it fails (bounded by
-      // the command deadline as well).
-      retryDelayOnFailover: 200,
-      retryDelayOnClusterDown: 200,
+      // While a master fails over or a slot moves, a command is tried again every 100 ms, at most 16 times
+      // (maxRedirections), each try with the command deadline: then it fails and ratelimit.fail decides.
+      retryDelayOnFailover: 100,
+      retryDelayOnClusterDown: 100,
       retryDelayOnTryAgain: 100,
       slotsRefreshTimeout: settings.connectTimeoutMs,
       scaleReads: "master",
