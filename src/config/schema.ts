@@ -21,6 +21,8 @@ export const DEFAULTS = {
   redisPrefix: "keygate",
   redisCommandTimeoutMs: 500,
   redisConnectTimeoutMs: 5_000,
+  /** How long a management write waits for its replicas when storage.redis.waitForReplicas asks for any. */
+  redisReplicaWaitMs: 1_000,
   /** Consecutive failed or late Redis calls after which the rate limiter stops calling Redis for a while. */
   redisBreakerFailureThreshold: 3,
   /** How long the rate limiter leaves Redis alone before probing it again (PING, in the background). */
@@ -106,6 +108,14 @@ export const RedisConfigSchema = Strict({
   prefix: Type.String({ minLength: 1, maxLength: 64, pattern: describedPattern("^[A-Za-z0-9_.:-]+$", "contain only letters, digits and the characters _ . : -"), default: DEFAULTS.redisPrefix }),
   /** Deadline for each Redis command; a slower answer counts as a failure. */
   commandTimeoutMs: Type.Integer({ minimum: 10, maximum: 60_000, default: DEFAULTS.redisCommandTimeoutMs }),
+  /**
+   * Management writes (keys, APIs, roles, permissions, identities, root keys, namespaces, overrides) are
+   * acknowledged only once this many replicas confirmed them (Redis WAIT), so a failover cannot lose them.
+   */
+  waitForReplicas: Type.Optional(Strict({
+    replicas: Type.Integer({ minimum: 1, maximum: 10 }),
+    timeoutMs: Type.Integer({ minimum: 1, maximum: 60_000, default: DEFAULTS.redisReplicaWaitMs }),
+  })),
   /** How long start-up waits for Redis before giving up. */
   connectTimeoutMs: Type.Integer({ minimum: 100, maximum: 300_000, default: DEFAULTS.redisConnectTimeoutMs }),
   /** The circuit breaker in front of the rate limiter's Redis calls. */

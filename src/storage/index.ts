@@ -1,6 +1,7 @@
 import { closeClient, type RedisClient } from "./redis/topology.js";
 import { DEFAULTS, type KeygateConfig } from "../config/schema.js";
 import { systemClock, type Clock } from "../lib/clock.js";
+import { defined } from "../lib/defined.js";
 import type { Stores } from "./interfaces.js";
 import { MemoryAnalyticsQuotaStore } from "./memory/analytics-quota-store.js";
 import { MemoryApiStore } from "./memory/api-store.js";
@@ -24,6 +25,7 @@ import { RedisPermissionStore } from "./redis/permission-store.js";
 import { RedisRatelimitCounterStore } from "./redis/ratelimit-counter-store.js";
 import { RedisRatelimitNamespaceStore } from "./redis/ratelimit-namespace-store.js";
 import { RedisRoleStore } from "./redis/role-store.js";
+import { waitingForReplicas, type ReplicaWaitSettings } from "./redis/replica-wait.js";
 import { RedisRootKeyStore } from "./redis/root-key-store.js";
 
 export interface StoreOptions {
@@ -73,14 +75,16 @@ export function createRedisStores(
   redis: RedisClient,
   prefix: string,
   ownsConnection: boolean,
-  options: StoreOptions & { breaker?: BreakerSettings; reconcileRetryMs?: number; maxPendingReconciliations?: number } = {},
+  options: StoreOptions & { breaker?: BreakerSettings; replicaWait?: ReplicaWaitSettings; reconcileRetryMs?: number; maxPendingReconciliations?: number } = {},
 ): RedisBackedStores {
   const keys = createRedisKeys(prefix);
   const clock = options.clock ?? systemClock;
   // One breaker per connection, shared by every store: when Redis stops answering, the rate limiter falls back at
   // once for every namespace, and every other read or write fails fast with StoreUnavailableError.
   const guard = new RedisGuard(redisBreaker(redis, options.breaker ?? DEFAULT_BREAKER, clock));
-  const guarded = guardedClient(redis, guard);
+  // Management writes may wait for replicas; rate limit counters and credit spending never do.
+  const writer = options.replicaWait ? waitingForReplicas(redis, options.replicaWait) : redis;
+  const guarded = guardedClient(writer, guard);
   defineCreditCommands(redis);
   const ratelimitCounters = new RedisRatelimitCounterStore(redis, keys, guard, clock, {
     reservations: options.ratelimitReservations ?? true,
@@ -99,7 +103,7 @@ export function createRedisStores(
     permissions: new RedisPermissionStore(guarded, keys),
     roles: new RedisRoleStore(guarded, keys),
     identities: new RedisIdentityStore(guarded, keys),
-    ratelimitNamespaces: new RedisRatelimitNamespaceStore(redis, keys, guard),
+    ratelimitNamespaces: new RedisRatelimitNamespaceStore(writer, keys, guard),
     ratelimitCounters,
     breaker: guard.breaker,
     analyticsQuota: new RedisAnalyticsQuotaStore(guarded, keys),
@@ -118,5 +122,5 @@ export function createRedisStores(
 export async function openStores(storage: KeygateConfig["storage"], options: StoreOptions = {}): Promise<Stores> {
   if (!storage.redis) return createMemoryStores(options);
   const redis = await connectRedis(storage.redis);
-  return createRedisStores(redis, storage.redis.prefix, true, { ...options, breaker: storage.redis.breaker });
+  return createRedisStores(redis, storage.redis.prefix, true, { ...options, breaker: storage.redis.breaker, ...defined({ replicaWait: storage.redis.waitForReplicas }) });
 }

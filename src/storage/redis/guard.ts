@@ -1,6 +1,7 @@
 import { CircuitBreaker, CircuitOpenError } from "../../lib/circuit-breaker.js";
 import type { Clock } from "../../lib/clock.js";
 import { StoreUnavailableError } from "../unavailable.js";
+import { WriteNotReplicatedError } from "./replica-wait.js";
 
 /**
  * Error replies that mean "Redis cannot serve right now" rather than "this command is wrong": loading a dataset,
@@ -13,6 +14,7 @@ const UNAVAILABLE_REPLY = /^(LOADING|BUSY|TRYAGAIN|CLUSTERDOWN|MASTERDOWN|READON
  * of the error replies only those above. Other replies (an error in a script) are bugs and are not counted.
  */
 export function isRedisUnavailable(error: unknown): boolean {
+  if (error instanceof WriteNotReplicatedError) return false;
   if (error instanceof Error && error.name === "ReplyError") return UNAVAILABLE_REPLY.test(error.message);
   return true;
 }
