@@ -2,14 +2,16 @@
  * ratelimit.limit on Redis against a bare Fastify route, measured side by side in one run.
  *
  *   npm run bench:ratelimit -- [--duration 30] [--slice 2] [--connections 50] [--generator autocannon|wrk] [--reservations on|off]
+ *                              [--cluster redis://127.0.0.1:7000,…]
  *
  * The bare route and keygate (on Redis stores) run in child processes of their own; the parent drives the load.
+ * With --cluster, a third child serves keygate on that Redis Cluster, measured in the same run.
  * See bench/README.md.
  */
 import Fastify from "fastify";
 import { ROOT_KEY, startKeygate } from "./side-by-side/keygate.js";
 import { interleave, type Target } from "./side-by-side/load.js";
-import { describeRun, reservationsOption, runOptions } from "./side-by-side/options.js";
+import { clusterOption, describeRun, reservationsOption, runOptions } from "./side-by-side/options.js";
 import { benchmark, forkServing, stopAll } from "./side-by-side/processes.js";
 import { REDIS_URL, deleteByPrefix } from "./side-by-side/redis.js";
 import { printRatio, printTargets } from "./side-by-side/report.js";
@@ -29,6 +31,12 @@ async function startKeygateServing() {
   return { served: { url: keygate.url, prefix: keygate.prefix }, close: () => keygate.close() };
 }
 
+/** keygate on the --cluster Redis Cluster, in a process of its own. */
+async function startClusterKeygateServing() {
+  const keygate = await startKeygate({ analytics: { engine: "off" }, clusterNodes: clusterOption() });
+  return { served: { url: keygate.url }, close: () => keygate.close() };
+}
+
 async function drive(): Promise<void> {
   const options = await runOptions();
   const bareChild = await forkServing(import.meta.url, "bare");
@@ -44,15 +52,21 @@ async function drive(): Promise<void> {
   const limit: Target = { label: "keygate ratelimit.limit (Redis)", url: `${keygate}/v2/ratelimit.limit`, servedBy: keygateChild, method: "POST", headers, body: admitted };
   const deniedLocally: Target = { label: "keygate, denied (local fast path)", url: limit.url, servedBy: keygateChild, method: "POST", headers, body: denied };
 
-  console.log(describeRun("ratelimit.limit vs a bare Fastify route", options, [`Redis ${REDIS_URL}`, `reservations ${reservationsOption() ? "on" : "off"}`]));
-  const runs = await interleave([bareRoute, limit, deniedLocally], options);
+  const clusterNodes = clusterOption();
+  const clusterChild = clusterNodes.length > 0 ? await forkServing(import.meta.url, "keygate-cluster") : undefined;
+  const onCluster: Target | undefined = clusterChild && { ...limit, label: "keygate ratelimit.limit (Redis Cluster)", url: `${clusterChild.served.url as string}/v2/ratelimit.limit`, servedBy: clusterChild };
+
+  const where = [`Redis ${REDIS_URL}`, ...(clusterNodes.length > 0 ? [`Redis Cluster ${clusterNodes.join(",")}`] : []), `reservations ${reservationsOption() ? "on" : "off"}`];
+  console.log(describeRun("ratelimit.limit vs a bare Fastify route", options, where));
+  const runs = await interleave([bareRoute, limit, deniedLocally, ...(onCluster ? [onCluster] : [])], options);
   printTargets(runs);
   console.log();
   printRatio(runs, limit, bareRoute, 0.5);
   printRatio(runs, deniedLocally, bareRoute);
+  if (onCluster) printRatio(runs, onCluster, limit);
 
-  await stopAll(bareChild, keygateChild);
+  await stopAll(bareChild, keygateChild, ...(clusterChild ? [clusterChild] : []));
   await deleteByPrefix(prefix);
 }
 
-await benchmark(drive, { bare: startBare, keygate: startKeygateServing });
+await benchmark(drive, { bare: startBare, keygate: startKeygateServing, "keygate-cluster": startClusterKeygateServing });

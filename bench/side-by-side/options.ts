@@ -43,6 +43,13 @@ export function analyticsEngineOption(): "embedded" | "off" {
 }
 
 /** --reservations on|off: ratelimit.reservations of the keygate under load (default: on, as deployed). */
+/** --cluster redis://host:port,…: nodes of a Redis Cluster to measure next to the single Redis; none by default. */
+export function clusterOption(): string[] {
+  const { values } = parseArgs({ options: { cluster: { type: "string" } }, strict: false });
+  const text = typeof values.cluster === "string" ? values.cluster : "";
+  return text.split(",").map((url) => url.trim()).filter((url) => url !== "");
+}
+
 export function reservationsOption(): boolean {
   return choiceOption("reservations", ["on", "off"]) === "on";
 }

@@ -18,3 +18,15 @@ async function openClusterStores(t: Test) {
 }
 
 t.test("Redis Cluster stores meet the store contract", (t) => storeContract(t, openClusterStores));
+
+t.test("writes of many workspaces issued in one tick (their slots on every master) all succeed", async (t) => {
+  const stores = await openClusterStores(t);
+  const created = await Promise.all(
+    Array.from({ length: 60 }, (_, i) =>
+      stores.apis.create({ id: `api_tick${i}`, workspaceId: `ws_tick${i}`, name: "one-tick", keySpaceId: `ks_tick${i}`, createdAt: 0, deleteProtection: false }),
+    ),
+  );
+  t.same(created, Array(60).fill(true));
+  const refunds = await Promise.all(Array.from({ length: 60 }, (_, i) => stores.keys.refundCredits(`ws_tick${i}`, `key_absent${i}`, 1, 0)));
+  t.equal(refunds.length, 60, "credit scripts of many slots in one tick are answered too");
+});

@@ -42,10 +42,12 @@ declare module "ioredis" {
   }
 }
 
+export const APPLY_BATCH_COMMAND = "keygateApplyBatch";
+
 /** Registers the script once per connection; ioredis sends EVALSHA and reloads the script after NOSCRIPT. */
 export function defineAtomicCommands(redis: RedisClient): void {
   if (typeof (redis as Partial<RedisClient>).keygateApplyBatch === "function") return;
-  redis.defineCommand("keygateApplyBatch", { lua: APPLY_BATCH_LUA });
+  redis.defineCommand(APPLY_BATCH_COMMAND, { lua: APPLY_BATCH_LUA });
 }
 
 type Check = [number, "absent" | "present" | "equals", string?];

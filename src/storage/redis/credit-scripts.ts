@@ -173,9 +173,11 @@ declare module "ioredis" {
   }
 }
 
+export const CREDIT_COMMANDS = ["keygateRefundCredits", "keygateReconcileCredits"] as const;
+
 /** Registers the credit scripts on a connection; ioredis sends EVALSHA and loads a script again after NOSCRIPT. */
 export function defineCreditCommands(redis: Pick<RedisClient, "defineCommand">): void {
   if (typeof (redis as Partial<RedisClient>).keygateRefundCredits === "function") return;
-  redis.defineCommand("keygateRefundCredits", { lua: REFUND_CREDITS_LUA });
-  redis.defineCommand("keygateReconcileCredits", { lua: RECONCILE_CREDITS_LUA });
+  redis.defineCommand(CREDIT_COMMANDS[0], { lua: REFUND_CREDITS_LUA });
+  redis.defineCommand(CREDIT_COMMANDS[1], { lua: RECONCILE_CREDITS_LUA });
 }

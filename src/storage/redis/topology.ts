@@ -1,5 +1,7 @@
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from "ioredis";
 import { defined } from "../../lib/defined.js";
+import { APPLY_BATCH_COMMAND } from "./atomic.js";
+import { CREDIT_COMMANDS } from "./credit-scripts.js";
 import { RATELIMIT_COMMAND } from "./ratelimit-script.js";
 
 /** A connection to any of the three deployments; the stores use only what both clients offer. */
@@ -45,7 +47,9 @@ export function createRedisClient(target: RedisTarget, settings: ConnectionSetti
     const options: ClusterOptions = {
       lazyConnect: true,
       enableAutoPipelining,
-      autoPipeliningIgnoredCommands,
+      // A Cluster auto-pipeline is grouped by the slot of a command's first argument, which for these scripts is
+      // their key count, not a key: commands of different slots would share a pipeline, which ioredis refuses.
+      autoPipeliningIgnoredCommands: [...autoPipeliningIgnoredCommands, APPLY_BATCH_COMMAND, ...CREDIT_COMMANDS],
       clusterRetryStrategy: reconnectDelay,
       // While a master fails over or a slot moves, a command is tried again every 100 ms, at most 16 times
       // (maxRedirections), each try with the command deadline: then it fails and ratelimit.fail decides.
