@@ -9,7 +9,10 @@ import { AnalyticsService } from "./domain/analytics/analytics-service.js";
 import { ApiService } from "./domain/apis/api-service.js";
 import { IdentityService } from "./domain/identities/identity-service.js";
 import { generateKey } from "./domain/keys/key-material.js";
+import { KeyAccessService } from "./domain/keys/key-access-service.js";
+import { KeySecrets } from "./domain/keys/key-secrets.js";
 import { KeyService } from "./domain/keys/key-service.js";
+import { LiveKeys } from "./domain/keys/live-keys.js";
 import { Limiter } from "./domain/ratelimit/limiter.js";
 import { RatelimitService } from "./domain/ratelimit/ratelimit-service.js";
 import { RbacService } from "./domain/rbac/rbac-service.js";
@@ -30,6 +33,8 @@ export interface Services {
   readonly rootKeys: RootKeyService;
   readonly apis: ApiService;
   readonly keys: KeyService;
+  /** What each key may do: its direct permissions and its roles. */
+  readonly keyAccess: KeyAccessService;
   readonly rbac: RbacService;
   readonly identities: IdentityService;
   /** Namespace rate limits and overrides (ratelimit.*, the gateway's namespace limits). */
@@ -92,6 +97,7 @@ export function createServices(stores: Stores, config: KeygateConfig, clock: Clo
   const rbac = new RbacService(stores.permissions, stores.roles, invalidations, clock);
   const identities = new IdentityService(stores.identities, invalidations, clock);
   const vault = config.vault.key === undefined ? undefined : new Vault(config.vault.key);
+  const liveKeys = new LiveKeys(stores.keys, apis);
   const keyViewSources = { keys: stores.keys, apis, rbac, identities };
   const verification = new VerificationService(
     { find: (workspaceId, hash) => keyViews.get(workspaceId, hash, () => loadKeyView(keyViewSources, workspaceId, hash)) },
@@ -103,7 +109,8 @@ export function createServices(stores: Stores, config: KeygateConfig, clock: Clo
     invalidations,
     rootKeys: new RootKeyService(rootKeyStore, invalidations, clock, config.rootKeys),
     apis,
-    keys: new KeyService({ keys: stores.keys, apis, rbac, identities, vault, invalidator: invalidations, clock, generateKey }),
+    keys: new KeyService({ keys: stores.keys, live: liveKeys, apis, rbac, identities, secrets: new KeySecrets(vault), invalidator: invalidations, clock, generateKey }),
+    keyAccess: new KeyAccessService({ keys: stores.keys, live: liveKeys, rbac, invalidator: invalidations, clock }),
     rbac,
     identities,
     ratelimit: new RatelimitService({ namespaces: stores.ratelimitNamespaces, directory, limiter, clock }),

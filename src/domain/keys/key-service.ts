@@ -1,39 +1,25 @@
 import { KeygateError } from "../../errors/keygate-error.js";
 import type { Clock } from "../../lib/clock.js";
+import { defined } from "../../lib/defined.js";
 import { hashKey } from "../../lib/hash.js";
 import { newId } from "../../lib/ids.js";
-import type { Vault } from "../../lib/vault.js";
 import type { KeyStore } from "../../storage/interfaces.js";
 import type { CreditRecord, IdentityRecord, KeyRecord } from "../../storage/records.js";
 import type { ApiService } from "../apis/api-service.js";
 import type { Caller } from "../caller.js";
 import type { CacheInvalidator } from "../invalidation.js";
 import { creditsAfterOperation, creditsAfterUpdate, creditsForNewKey, viewCredits, withRefills, type CreditsInput, type CreditsView } from "../credits.js";
-import type { IdentityService, IdentityView } from "../identities/identity-service.js";
-import { viewIdentity } from "../identities/identity-service.js";
+import type { IdentityService } from "../identities/identity-service.js";
 import { checkMeta, MAX_KEY_META_BYTES } from "../meta.js";
-import { replaceNamedLimits, viewNamedLimits, type NamedLimitInput, type NamedLimitView } from "../named-limits.js";
+import { replaceNamedLimits, type NamedLimitInput } from "../named-limits.js";
 import { allOf } from "../permissions/query.js";
-import { pagination, type Listed, type PermissionView, type RbacService, type RoleView } from "../rbac/rbac-service.js";
-import { requireApi, requireRbac } from "../root-keys/permissions.js";
+import { pagination, type Listed, type RbacService } from "../rbac/rbac-service.js";
+import { requireApi } from "../root-keys/permissions.js";
+import { describeKeys, type KeyDetails } from "./key-details.js";
+import type { KeySecrets } from "./key-secrets.js";
+import { keyNotFound, type LiveKeys } from "./live-keys.js";
 
-/** A key as the management API shows it (getKey, whoami, listKeys). Never the hash; the plaintext only on request. */
-export interface KeyDetails {
-  keyId: string;
-  start: string;
-  enabled: boolean;
-  name?: string;
-  meta?: Record<string, unknown>;
-  createdAt: number;
-  updatedAt?: number;
-  expires?: number;
-  permissions?: string[];
-  roles?: string[];
-  credits?: CreditsView;
-  identity?: IdentityView;
-  plaintext?: string;
-  ratelimits?: NamedLimitView[];
-}
+export type { KeyDetails } from "./key-details.js";
 
 export interface CreateKeyInput {
   apiId: string;
@@ -67,11 +53,11 @@ export interface UpdateKeyInput {
 
 export interface KeyServiceDeps {
   keys: KeyStore;
+  live: LiveKeys;
   apis: ApiService;
   rbac: RbacService;
   identities: IdentityService;
-  /** Absent when the operator configured no vault key: recoverable keys are then refused with 412. */
-  vault: Vault | undefined;
+  secrets: KeySecrets;
   invalidator: CacheInvalidator;
   clock: Clock;
   generateKey: (prefix: string | undefined, byteLength: number) => { key: string; start: string };
@@ -79,7 +65,11 @@ export interface KeyServiceDeps {
 
 const MS_PER_MINUTE = 60_000;
 
-/** The keys.* procedures and apis.listKeys: issuing, reading, changing and revoking end-user keys. */
+/**
+ * The keys.* procedures and apis.listKeys that issue, read, change and revoke end-user keys. What a key may do
+ * (its permissions and roles) is KeyAccessService's; how a key is shown, key-details.ts; recoverable keys,
+ * KeySecrets.
+ */
 export class KeyService {
   private readonly deps: KeyServiceDeps;
 
@@ -92,7 +82,7 @@ export class KeyService {
     if (input.recoverable) caller.authorize(requireApi("encrypt_key", input.apiId));
     const workspaceId = caller.workspaceId;
     const api = await this.deps.apis.findLive(workspaceId, input.apiId);
-    if (input.recoverable) this.requireVault("store recoverable keys");
+    if (input.recoverable) this.deps.secrets.require("store recoverable keys");
     checkMeta(input.meta, MAX_KEY_META_BYTES, "body.meta");
     const now = this.deps.clock.now();
     const ratelimits = replaceNamedLimits([], input.ratelimits ?? [], "body.ratelimits", now);
@@ -110,29 +100,31 @@ export class KeyService {
       keySpaceId: api.keySpaceId,
       hash: hashKey(key),
       start,
-      ...(input.prefix !== undefined ? { prefix: input.prefix } : {}),
       byteLength: input.byteLength,
-      ...(input.name !== undefined ? { name: input.name } : {}),
-      ...(identity ? { identityId: identity.id } : {}),
-      ...(input.meta !== undefined ? { meta: input.meta } : {}),
-      ...(input.expires !== undefined ? { expires: input.expires } : {}),
       enabled: input.enabled,
       permissionIds: permissions.map((p) => p.id),
       roleIds: roles.map((r) => r.id),
       ratelimits,
-      ...(input.recoverable ? { encrypted: (this.deps.vault as Vault).encrypt(key, secretContext(workspaceId, id)) } : {}),
       createdAt: now,
+      ...defined({
+        prefix: input.prefix,
+        name: input.name,
+        identityId: identity?.id,
+        meta: input.meta,
+        expires: input.expires,
+        encrypted: input.recoverable ? this.deps.secrets.encrypt(key, workspaceId, id) : undefined,
+      }),
     };
-    if (!(await this.deps.keys.create(record, credits))) throw new Error("key id or hash collision; try again");
+    if (!(await this.deps.keys.create(record, credits))) throw idCollision();
     // An instance may remember this hash as unknown from an earlier attempt; it is known now.
     await this.deps.invalidator.keyChanged(workspaceId, record.hash);
     return { keyId: id, key };
   }
 
   async getKey(caller: Caller, input: { keyId: string; decrypt: boolean }): Promise<KeyDetails> {
-    const key = await this.findLiveKey(caller.workspaceId, input.keyId);
+    const key = await this.deps.live.find(caller.workspaceId, input.keyId);
     caller.authorize(requireApi("read_key", key.apiId));
-    if (input.decrypt) this.authorizeDecrypt(caller, key.apiId);
+    if (input.decrypt) this.deps.secrets.authorizeDecrypt(caller, key.apiId);
     const [details] = await this.describe(caller.workspaceId, [key], input.decrypt);
     return details as KeyDetails;
   }
@@ -140,7 +132,7 @@ export class KeyService {
   /** The key behind a plaintext key, as getKey shows it. */
   async whoami(caller: Caller, input: { key: string }): Promise<KeyDetails> {
     const key = await this.deps.keys.findByHash(caller.workspaceId, hashKey(input.key));
-    if (!key || !(await this.isLive(key))) throw new KeygateError("err:unkey:data:key_not_found", "The key does not exist or has been deleted.");
+    if (!key || !(await this.deps.live.isLive(key))) throw new KeygateError("err:unkey:data:key_not_found", "The key does not exist or has been deleted.");
     caller.authorize(requireApi("read_key", key.apiId));
     const [details] = await this.describe(caller.workspaceId, [key], false);
     return details as KeyDetails;
@@ -148,7 +140,7 @@ export class KeyService {
 
   async listKeys(caller: Caller, input: { apiId: string; limit: number; cursor?: string; externalId?: string; decrypt: boolean }): Promise<Listed<KeyDetails>> {
     caller.authorize(allOf(requireApi("read_key", input.apiId), requireApi("read_api", input.apiId)));
-    if (input.decrypt) this.authorizeDecrypt(caller, input.apiId);
+    if (input.decrypt) this.deps.secrets.authorizeDecrypt(caller, input.apiId);
     const workspaceId = caller.workspaceId;
     await this.deps.apis.findLive(workspaceId, input.apiId);
     let identityId: string | undefined;
@@ -159,15 +151,14 @@ export class KeyService {
     }
     const found = await this.deps.keys.list(workspaceId, input.apiId, {
       limit: input.limit,
-      ...(input.cursor !== undefined ? { cursor: input.cursor } : {}),
-      ...(identityId !== undefined ? { identityId } : {}),
+      ...defined({ cursor: input.cursor, identityId }),
     });
     return { items: await this.describe(workspaceId, found.items, input.decrypt), pagination: pagination(found) };
   }
 
   async updateKey(caller: Caller, input: UpdateKeyInput): Promise<void> {
     const workspaceId = caller.workspaceId;
-    const key = await this.findLiveKey(workspaceId, input.keyId);
+    const key = await this.deps.live.find(workspaceId, input.keyId);
     caller.authorize(requireApi("update_key", key.apiId));
     checkMeta(input.meta, MAX_KEY_META_BYTES, "body.meta");
     // References are resolved before the atomic change, which must not wait on other reads.
@@ -200,7 +191,7 @@ export class KeyService {
   }
 
   async updateCredits(caller: Caller, input: { keyId: string; operation: "set" | "increment" | "decrement"; value?: number | null }): Promise<CreditsView> {
-    const key = await this.findLiveKey(caller.workspaceId, input.keyId);
+    const key = await this.deps.live.find(caller.workspaceId, input.keyId);
     caller.authorize(requireApi("update_key", key.apiId));
     const now = this.deps.clock.now();
     const credits = await this.deps.keys.update(caller.workspaceId, key.id, (current, balance) => {
@@ -224,7 +215,7 @@ export class KeyService {
 
   /** Soft delete (the key stays on record, never verifies again) or, with `permanent`, removal for good. */
   async deleteKey(caller: Caller, input: { keyId: string; permanent: boolean }): Promise<void> {
-    const key = await this.findLiveKey(caller.workspaceId, input.keyId);
+    const key = await this.deps.live.find(caller.workspaceId, input.keyId);
     caller.authorize(requireApi("delete_key", key.apiId));
     if (input.permanent) {
       if (!(await this.deps.keys.remove(caller.workspaceId, key.id))) throw keyNotFound(input.keyId);
@@ -245,11 +236,11 @@ export class KeyService {
    */
   async rerollKey(caller: Caller, input: { keyId: string; expiration: number }): Promise<{ keyId: string; key: string }> {
     const workspaceId = caller.workspaceId;
-    const old = await this.findLiveKey(workspaceId, input.keyId);
+    const old = await this.deps.live.find(workspaceId, input.keyId);
     caller.authorize(requireApi("create_key", old.apiId));
     if (old.encrypted) {
       caller.authorize(requireApi("encrypt_key", old.apiId));
-      this.requireVault("store recoverable keys");
+      this.deps.secrets.require("store recoverable keys");
     }
     const now = this.deps.clock.now();
     const id = newId("key", now);
@@ -261,12 +252,12 @@ export class KeyService {
       hash: hashKey(key),
       start,
       ratelimits: old.ratelimits.map((limit) => ({ ...limit, id: newId("rl", now) })),
-      ...(encrypted ? { encrypted: (this.deps.vault as Vault).encrypt(key, secretContext(workspaceId, id)) } : {}),
+      ...(encrypted ? { encrypted: this.deps.secrets.encrypt(key, workspaceId, id) } : {}),
       createdAt: now,
     };
     const oldCredits = await this.deps.keys.getCredits(workspaceId, old.id);
     const credits: CreditRecord | null = oldCredits ? withRefills(oldCredits, now) : null;
-    if (!(await this.deps.keys.create(record, credits))) throw new Error("key id or hash collision; try again");
+    if (!(await this.deps.keys.create(record, credits))) throw idCollision();
 
     const expiresAt = input.expiration === 0 ? now : Math.ceil((now + input.expiration) / MS_PER_MINUTE) * MS_PER_MINUTE;
     await this.deps.keys.update(workspaceId, old.id, (current) =>
@@ -279,141 +270,9 @@ export class KeyService {
     return { keyId: id, key };
   }
 
-  async addPermissions(caller: Caller, input: { keyId: string; permissions: string[] }): Promise<PermissionView[]> {
-    const key = await this.findLiveKey(caller.workspaceId, input.keyId);
-    caller.authorize(allOf(requireApi("update_key", key.apiId), requireRbac("add_permission_to_key")));
-    const added = await this.deps.rbac.permissionsForSlugs(caller.workspaceId, input.permissions, caller);
-    return this.changeDirectPermissions(caller.workspaceId, key, (ids) => [...new Set([...ids, ...added.map((p) => p.id)])]);
+  private describe(workspaceId: string, keys: readonly KeyRecord[], decrypt: boolean): Promise<KeyDetails[]> {
+    return describeKeys(this.deps, workspaceId, keys, decrypt);
   }
-
-  async removePermissions(caller: Caller, input: { keyId: string; permissions: string[] }): Promise<PermissionView[]> {
-    const key = await this.findLiveKey(caller.workspaceId, input.keyId);
-    caller.authorize(allOf(requireApi("update_key", key.apiId), requireRbac("remove_permission_from_key")));
-    const removed = new Set((await this.deps.rbac.existingPermissions(caller.workspaceId, input.permissions)).map((p) => p.id));
-    return this.changeDirectPermissions(caller.workspaceId, key, (ids) => ids.filter((id) => !removed.has(id)));
-  }
-
-  async setPermissions(caller: Caller, input: { keyId: string; permissions: string[] }): Promise<PermissionView[]> {
-    const key = await this.findLiveKey(caller.workspaceId, input.keyId);
-    caller.authorize(allOf(requireApi("update_key", key.apiId), requireRbac("add_permission_to_key"), requireRbac("remove_permission_from_key")));
-    const permissions = await this.deps.rbac.permissionsForSlugs(caller.workspaceId, input.permissions, caller);
-    return this.changeDirectPermissions(caller.workspaceId, key, () => permissions.map((p) => p.id));
-  }
-
-  async addRoles(caller: Caller, input: { keyId: string; roles: string[] }): Promise<RoleView[]> {
-    const key = await this.findLiveKey(caller.workspaceId, input.keyId);
-    caller.authorize(allOf(requireApi("update_key", key.apiId), requireRbac("add_role_to_key")));
-    const added = await this.deps.rbac.existingRoles(caller.workspaceId, input.roles);
-    return this.changeRoles(caller.workspaceId, key, (ids) => [...new Set([...ids, ...added.map((r) => r.id)])]);
-  }
-
-  async removeRoles(caller: Caller, input: { keyId: string; roles: string[] }): Promise<RoleView[]> {
-    const key = await this.findLiveKey(caller.workspaceId, input.keyId);
-    caller.authorize(requireApi("update_key", key.apiId));
-    const removed = new Set((await this.deps.rbac.existingRoles(caller.workspaceId, input.roles)).map((r) => r.id));
-    return this.changeRoles(caller.workspaceId, key, (ids) => ids.filter((id) => !removed.has(id)));
-  }
-
-  async setRoles(caller: Caller, input: { keyId: string; roles: string[] }): Promise<RoleView[]> {
-    const key = await this.findLiveKey(caller.workspaceId, input.keyId);
-    caller.authorize(requireApi("update_key", key.apiId));
-    const roles = await this.deps.rbac.existingRoles(caller.workspaceId, input.roles);
-    return this.changeRoles(caller.workspaceId, key, () => roles.map((r) => r.id));
-  }
-
-  /** A live key of the workspace: absent, deleted, other-workspace keys and keys of deleted APIs are all 404. */
-  private async findLiveKey(workspaceId: string, keyId: string): Promise<KeyRecord> {
-    const key = await this.deps.keys.get(workspaceId, keyId);
-    if (!key || !(await this.isLive(key))) throw keyNotFound(keyId);
-    return key;
-  }
-
-  private async isLive(key: KeyRecord): Promise<boolean> {
-    return key.deletedAt === undefined && (await this.deps.apis.isLive(key.workspaceId, key.apiId));
-  }
-
-  /** Replaces one of a live key's id lists (direct permissions or roles) atomically; answers the new list. */
-  private async changeIdList(workspaceId: string, key: KeyRecord, field: "permissionIds" | "roleIds", change: (ids: string[]) => string[]): Promise<string[]> {
-    const now = this.deps.clock.now();
-    const ids = await this.deps.keys.update(workspaceId, key.id, (current) => {
-      if (current.deletedAt !== undefined) return { result: null };
-      const next = change(current[field]);
-      return { key: { ...current, [field]: next, updatedAt: now }, result: next };
-    });
-    if (!ids) throw keyNotFound(key.id);
-    await this.deps.invalidator.keyChanged(workspaceId, key.hash);
-    return ids;
-  }
-
-  private async changeDirectPermissions(workspaceId: string, key: KeyRecord, change: (ids: string[]) => string[]): Promise<PermissionView[]> {
-    return this.deps.rbac.viewPermissionsById(workspaceId, await this.changeIdList(workspaceId, key, "permissionIds", change));
-  }
-
-  private async changeRoles(workspaceId: string, key: KeyRecord, change: (ids: string[]) => string[]): Promise<RoleView[]> {
-    const ids = await this.changeIdList(workspaceId, key, "roleIds", change);
-    return this.deps.rbac.viewRoles(workspaceId, await this.deps.rbac.rolesById(workspaceId, ids));
-  }
-
-  private authorizeDecrypt(caller: Caller, apiId: string): void {
-    caller.authorize(requireApi("decrypt_key", apiId));
-    this.requireVault("decrypt keys");
-  }
-
-  private requireVault(purpose: string): void {
-    if (!this.deps.vault) {
-      throw new KeygateError("err:unkey:application:precondition_failed", `keygate has no vault key, so it cannot ${purpose}. The operator sets one with KEYGATE_VAULT_KEY or vault.key.`);
-    }
-  }
-
-  /** Keys as the API shows them, reading their permissions, roles, identities and balances in batches. */
-  private async describe(workspaceId: string, keys: readonly KeyRecord[], decrypt: boolean): Promise<KeyDetails[]> {
-    const unique = (ids: string[]) => [...new Set(ids)];
-    const [permissions, roles, identities, balances] = await Promise.all([
-      this.deps.rbac.permissionsById(workspaceId, unique(keys.flatMap((key) => key.permissionIds))),
-      this.deps.rbac.rolesById(workspaceId, unique(keys.flatMap((key) => key.roleIds))),
-      this.deps.identities.liveById(workspaceId, unique(keys.flatMap((key) => (key.identityId ? [key.identityId] : [])))),
-      this.deps.keys.getCreditsMany(workspaceId, keys.map((key) => key.id)),
-    ]);
-    const slugById = new Map(permissions.map((p) => [p.id, p.slug]));
-    const roleNameById = new Map(roles.map((r) => [r.id, r.name]));
-    const now = this.deps.clock.now();
-    return keys.map((key) => {
-      const slugs = key.permissionIds.map((id) => slugById.get(id)).filter((slug): slug is string => slug !== undefined);
-      const roleNames = key.roleIds.map((id) => roleNameById.get(id)).filter((name): name is string => name !== undefined);
-      const identity = key.identityId ? identities.get(key.identityId) : undefined;
-      const credits = viewCredits(balances.get(key.id) ?? null, now);
-      const ratelimits = viewNamedLimits(key.ratelimits);
-      return {
-        keyId: key.id,
-        start: key.start,
-        enabled: key.enabled,
-        ...(key.name !== undefined ? { name: key.name } : {}),
-        ...(key.meta !== undefined ? { meta: key.meta } : {}),
-        createdAt: key.createdAt,
-        ...(key.updatedAt !== undefined ? { updatedAt: key.updatedAt } : {}),
-        ...(key.expires !== undefined ? { expires: key.expires } : {}),
-        ...(slugs.length > 0 ? { permissions: slugs } : {}),
-        ...(roleNames.length > 0 ? { roles: roleNames } : {}),
-        ...(credits ? { credits } : {}),
-        ...(identity ? { identity: viewIdentity(identity) } : {}),
-        ...(decrypt && key.encrypted ? { plaintext: this.decrypt(key) } : {}),
-        ...(ratelimits ? { ratelimits } : {}),
-      };
-    });
-  }
-
-  private decrypt(key: KeyRecord): string {
-    try {
-      return (this.deps.vault as Vault).decrypt(key.encrypted as NonNullable<KeyRecord["encrypted"]>, secretContext(key.workspaceId, key.id));
-    } catch (error) {
-      throw new KeygateError("err:unkey:application:precondition_failed", `The key '${key.id}' was encrypted under another vault key and cannot be decrypted with the configured one.`, { cause: error });
-    }
-  }
-}
-
-/** What a recoverable key's ciphertext is bound to, so it cannot be moved onto another key. */
-function secretContext(workspaceId: string, keyId: string): string {
-  return `${workspaceId}/${keyId}`;
 }
 
 function setOrClear<K extends "name" | "meta" | "expires" | "identityId">(record: KeyRecord, field: K, value: KeyRecord[K] | null | undefined): void {
@@ -421,6 +280,7 @@ function setOrClear<K extends "name" | "meta" | "expires" | "identityId">(record
   else if (value !== undefined) record[field] = value;
 }
 
-function keyNotFound(keyId: string): KeygateError {
-  return new KeygateError("err:unkey:data:key_not_found", `The key '${keyId}' does not exist or has been deleted.`);
+/** Two random ids (or hashes) met: practically impossible, and safe to retry. */
+function idCollision(): KeygateError {
+  return new KeygateError("err:unkey:application:unexpected_error", "A new key collided with an existing one. Try again.");
 }

@@ -7,5 +7,5 @@ export default defineProcedure({
   name: "keys.addPermissions",
   body: Strict({ keyId: KeyId, permissions: Type.Array(PermissionSlug, { minItems: 1, maxItems: 1000 }) }),
   data: Type.Array(PermissionResponse),
-  handler: ({ body, caller, services }) => services.keys.addPermissions(caller, body),
+  handler: ({ body, caller, services }) => services.keyAccess.addPermissions(caller, body),
 });

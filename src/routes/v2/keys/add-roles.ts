@@ -7,5 +7,5 @@ export default defineProcedure({
   name: "keys.addRoles",
   body: Strict({ keyId: KeyId, roles: Type.Array(RoleName, { minItems: 1, maxItems: 100 }) }),
   data: Type.Array(RoleResponse),
-  handler: ({ body, caller, services }) => services.keys.addRoles(caller, body),
+  handler: ({ body, caller, services }) => services.keyAccess.addRoles(caller, body),
 });

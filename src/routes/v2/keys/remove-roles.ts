@@ -7,5 +7,5 @@ export default defineProcedure({
   name: "keys.removeRoles",
   body: Strict({ keyId: KeyId, roles: Type.Array(RoleName, { minItems: 1, maxItems: 100 }) }),
   data: Type.Array(RoleResponse),
-  handler: ({ body, caller, services }) => services.keys.removeRoles(caller, body),
+  handler: ({ body, caller, services }) => services.keyAccess.removeRoles(caller, body),
 });

@@ -7,5 +7,5 @@ export default defineProcedure({
   name: "keys.setPermissions",
   body: Strict({ keyId: KeyId, permissions: Type.Array(PermissionSlug, { minItems: 0, maxItems: 1000 }) }),
   data: Type.Array(PermissionResponse),
-  handler: ({ body, caller, services }) => services.keys.setPermissions(caller, body),
+  handler: ({ body, caller, services }) => services.keyAccess.setPermissions(caller, body),
 });

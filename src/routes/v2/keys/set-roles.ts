@@ -7,5 +7,5 @@ export default defineProcedure({
   name: "keys.setRoles",
   body: Strict({ keyId: KeyId, roles: Type.Array(RoleName, { minItems: 0, maxItems: 100 }) }),
   data: Type.Array(RoleResponse),
-  handler: ({ body, caller, services }) => services.keys.setRoles(caller, body),
+  handler: ({ body, caller, services }) => services.keyAccess.setRoles(caller, body),
 });
