@@ -55,7 +55,18 @@ const BATCH = args.batch === undefined ? undefined : numberOption("batch");
 const FLUSH_MS = args["flush-ms"] === undefined ? undefined : numberOption("flush-ms");
 
 const ROOT_KEY = "root_bench_analytics_everything";
-const OUTCOMES: VerificationOutcome[] = ["VALID", "VALID", "VALID", "VALID", "VALID", "RATE_LIMITED", "USAGE_EXCEEDED", "NOT_FOUND", "INSUFFICIENT_PERMISSIONS", "EXPIRED"];
+const OUTCOMES: VerificationOutcome[] = [
+  "VALID",
+  "VALID",
+  "VALID",
+  "VALID",
+  "VALID",
+  "RATE_LIMITED",
+  "USAGE_EXCEEDED",
+  "NOT_FOUND",
+  "INSUFFICIENT_PERMISSIONS",
+  "EXPIRED",
+];
 
 const SPEC_QUERY =
   "SELECT external_id, SUM(count) AS total, sumIf(count, outcome = 'VALID') AS valid FROM key_verifications_per_day_v1 WHERE time >= now() - INTERVAL 7 DAY GROUP BY external_id ORDER BY total DESC LIMIT 10";
@@ -123,7 +134,10 @@ tick();
 
 function runClient(url: string, body: string): Promise<{ latencies: number[]; errors: number }> {
   return new Promise((resolve, reject) => {
-    const worker = new Worker(CLIENT, { eval: true, workerData: { url, body, rootKey: ROOT_KEY, connections: CONNECTIONS, seconds: SECONDS, rate: REQUEST_RATE } });
+    const worker = new Worker(CLIENT, {
+      eval: true,
+      workerData: { url, body, rootKey: ROOT_KEY, connections: CONNECTIONS, seconds: SECONDS, rate: REQUEST_RATE },
+    });
     worker.once("message", resolve);
     worker.once("error", reject);
   });
@@ -200,16 +214,26 @@ async function measureQueries(app: FastifyInstance): Promise<void> {
   }
   await app.analytics.flush();
   const loadS = (performance.now() - loadStarted) / 1000;
-  console.log(`loaded in ${loadS.toFixed(1)} s (${Math.round(ROWS / loadS)} events/s through record() and the pipeline, flushing every 20,000); dropped: ${dropped(app.analytics.stats()) - droppedBefore}\n`);
+  console.log(
+    `loaded in ${loadS.toFixed(1)} s (${Math.round(ROWS / loadS)} events/s through record() and the pipeline, flushing every 20,000); dropped: ${dropped(app.analytics.stats()) - droppedBefore}\n`,
+  );
 
   const query = async (sql: string) => {
-    const response = await app.inject({ method: "POST", url: "/v2/analytics.getVerifications", headers: { authorization: `Bearer ${ROOT_KEY}`, "content-type": "application/json" }, payload: { query: sql } });
+    const response = await app.inject({
+      method: "POST",
+      url: "/v2/analytics.getVerifications",
+      headers: { authorization: `Bearer ${ROOT_KEY}`, "content-type": "application/json" },
+      payload: { query: sql },
+    });
     if (response.statusCode !== 200) throw new Error(`${sql}: ${response.statusCode} ${response.body}`);
     return response.json().data as Record<string, unknown>[];
   };
   console.log("| query | runs | min ms | p50 ms | p95 ms | max ms | rows |");
   console.log("|---|---:|---:|---:|---:|---:|---:|");
-  for (const [name, sql] of [["spec query, key_verifications_per_day_v1", SPEC_QUERY], ["same aggregation, key_verifications_v1 (raw)", RAW_QUERY]] as const) {
+  for (const [name, sql] of [
+    ["spec query, key_verifications_per_day_v1", SPEC_QUERY],
+    ["same aggregation, key_verifications_v1 (raw)", RAW_QUERY],
+  ] as const) {
     const times: number[] = [];
     let rows = 0;
     for (let run = 0; run < QUERY_RUNS; run++) {
@@ -218,7 +242,9 @@ async function measureQueries(app: FastifyInstance): Promise<void> {
       times.push(performance.now() - started);
     }
     times.sort((a, b) => a - b);
-    console.log(`| ${name} | ${QUERY_RUNS} | ${ms(times[0] as number)} | ${ms(percentile(times, 50))} | ${ms(percentile(times, 95))} | ${ms(times[times.length - 1] as number)} | ${rows} |`);
+    console.log(
+      `| ${name} | ${QUERY_RUNS} | ${ms(times[0] as number)} | ${ms(percentile(times, 50))} | ${ms(percentile(times, 95))} | ${ms(times[times.length - 1] as number)} | ${rows} |`,
+    );
   }
   const [check] = await query("SELECT count() AS raw FROM key_verifications_v1");
   console.log(`\nrows in key_verifications_v1 for the workspace: ${String(check?.raw)}`);
@@ -230,7 +256,12 @@ async function main(): Promise<void> {
     logging: { level: "silent" },
     rootKeys: [{ key: ROOT_KEY, workspaceId: "ws_bench", permissions: ["*"] }],
     apis: [{ id: "api_bench_orders", name: "orders", workspaceId: "ws_bench" }],
-    analytics: { engine: "embedded", path: dir, query: { maxExecutionMs: 60_000 }, buffer: defined({ batchSize: BATCH, flushIntervalMs: FLUSH_MS }) },
+    analytics: {
+      engine: "embedded",
+      path: dir,
+      query: { maxExecutionMs: 60_000 },
+      buffer: defined({ batchSize: BATCH, flushIntervalMs: FLUSH_MS }),
+    },
   });
   const app = await buildApp(config, { logger: false });
   // Each answered request records one event, as verification does (except in the baseline row).
@@ -241,7 +272,9 @@ async function main(): Promise<void> {
   const address = await app.listen({ host: "127.0.0.1", port: 0 });
   const { batchSize, flushIntervalMs } = config.analytics.buffer;
   console.log(
-    `# analytics benchmark: ${SECONDS} s per rate, ${REQUEST_RATE} requests/s over at most ${CONNECTIONS} connections, batches of ${batchSize} or every ${flushIntervalMs} ms, node ${process.version}, ${cpus().length} CPUs, load average ${loadavg().map((n) => n.toFixed(2)).join(" ")}`,
+    `# analytics benchmark: ${SECONDS} s per rate, ${REQUEST_RATE} requests/s over at most ${CONNECTIONS} connections, batches of ${batchSize} or every ${flushIntervalMs} ms, node ${process.version}, ${cpus().length} CPUs, load average ${loadavg()
+      .map((n) => n.toFixed(2))
+      .join(" ")}`,
   );
   await measureEventLoad(app, `${address}/v2/apis.getApi`, JSON.stringify({ apiId: "api_bench_orders" }), perRequest);
   await measureQueries(app);

@@ -15,7 +15,7 @@ import { callKeygate, startKeygate } from "./side-by-side/keygate.js";
 import { interleave, type Target } from "./side-by-side/load.js";
 import { describeRun, reservationsOption, runOptions } from "./side-by-side/options.js";
 import { benchmark, forkServing, stopAll } from "./side-by-side/processes.js";
-import { REDIS_URL, deleteByPrefix } from "./side-by-side/redis.js";
+import { deleteByPrefix, REDIS_URL } from "./side-by-side/redis.js";
 import { printRatio, printTargets } from "./side-by-side/report.js";
 
 const API_ID = "api_bench_gateway";
@@ -47,7 +47,16 @@ async function startKeygateWithRoute() {
   const upstream = upstreamUrl();
   const keygate = await startKeygate({
     apiId: API_ID,
-    routes: [{ name: "orders", match: { prefix: "/orders" }, upstream, apiId: API_ID, permissions: "orders.read OR admin", ratelimits: [{ name: "requests", cost: 1 }] }],
+    routes: [
+      {
+        name: "orders",
+        match: { prefix: "/orders" },
+        upstream,
+        apiId: API_ID,
+        permissions: "orders.read OR admin",
+        ratelimits: [{ name: "requests", cost: 1 }],
+      },
+    ],
     gateway: { watchConfig: false },
   });
   return { served: { url: keygate.url, prefix: keygate.prefix, engine: keygate.analytics }, close: () => keygate.close() };
@@ -68,7 +77,11 @@ async function drive(): Promise<void> {
   const bareChild = await forkServing(import.meta.url, "bare-proxy");
   const keygateChild = await forkServing(import.meta.url, "keygate");
   const { url: keygate, prefix, engine } = keygateChild.served as { url: string; prefix: string; engine: string };
-  const created = await callKeygate(keygate, "keys.createKey", { apiId: API_ID, permissions: ["orders.read"], ratelimits: [{ name: "requests", limit: 1_000_000, duration: 60_000 }] });
+  const created = await callKeygate(keygate, "keys.createKey", {
+    apiId: API_ID,
+    permissions: ["orders.read"],
+    ratelimits: [{ name: "requests", limit: 1_000_000, duration: 60_000 }],
+  });
   const key = String(created.key);
 
   const direct: Target = { label: "upstream directly", url: `${upstream}/orders/7`, servedBy: upstreamChild };
@@ -80,7 +93,13 @@ async function drive(): Promise<void> {
     headers: { authorization: `Bearer ${key}` },
   };
 
-  console.log(describeRun("GET through the gateway vs a bare @fastify/http-proxy", options, [`Redis ${REDIS_URL}`, `analytics ${engine}`, `reservations ${reservationsOption() ? "on" : "off"}`]));
+  console.log(
+    describeRun("GET through the gateway vs a bare @fastify/http-proxy", options, [
+      `Redis ${REDIS_URL}`,
+      `analytics ${engine}`,
+      `reservations ${reservationsOption() ? "on" : "off"}`,
+    ]),
+  );
   const runs = await interleave([direct, bareProxy, gateway], options);
   printTargets(runs);
   console.log();

@@ -13,7 +13,7 @@ import { ROOT_KEY, startKeygate } from "./side-by-side/keygate.js";
 import { interleave, type Target } from "./side-by-side/load.js";
 import { clusterOption, describeRun, reservationsOption, runOptions } from "./side-by-side/options.js";
 import { benchmark, forkServing, stopAll } from "./side-by-side/processes.js";
-import { REDIS_URL, deleteByPrefix } from "./side-by-side/redis.js";
+import { deleteByPrefix, REDIS_URL } from "./side-by-side/redis.js";
 import { printRatio, printTargets } from "./side-by-side/report.js";
 
 /** The bare route, in a process of its own. */
@@ -48,15 +48,45 @@ async function drive(): Promise<void> {
   // Denied path: one identifier far over its limit (after the first call, decided by the local fast path).
   const denied = JSON.stringify({ namespace: "bench", identifier: "one-caller", limit: 1, duration: 60_000 });
 
-  const bareRoute: Target = { label: "bare Fastify route", url: `${bareChild.served.url as string}/v2/ratelimit.limit`, servedBy: bareChild, method: "POST", headers, body: admitted };
-  const limit: Target = { label: "keygate ratelimit.limit (Redis)", url: `${keygate}/v2/ratelimit.limit`, servedBy: keygateChild, method: "POST", headers, body: admitted };
-  const deniedLocally: Target = { label: "keygate, denied (local fast path)", url: limit.url, servedBy: keygateChild, method: "POST", headers, body: denied };
+  const bareRoute: Target = {
+    label: "bare Fastify route",
+    url: `${bareChild.served.url as string}/v2/ratelimit.limit`,
+    servedBy: bareChild,
+    method: "POST",
+    headers,
+    body: admitted,
+  };
+  const limit: Target = {
+    label: "keygate ratelimit.limit (Redis)",
+    url: `${keygate}/v2/ratelimit.limit`,
+    servedBy: keygateChild,
+    method: "POST",
+    headers,
+    body: admitted,
+  };
+  const deniedLocally: Target = {
+    label: "keygate, denied (local fast path)",
+    url: limit.url,
+    servedBy: keygateChild,
+    method: "POST",
+    headers,
+    body: denied,
+  };
 
   const clusterNodes = clusterOption();
   const clusterChild = clusterNodes.length > 0 ? await forkServing(import.meta.url, "keygate-cluster") : undefined;
-  const onCluster: Target | undefined = clusterChild && { ...limit, label: "keygate ratelimit.limit (Redis Cluster)", url: `${clusterChild.served.url as string}/v2/ratelimit.limit`, servedBy: clusterChild };
+  const onCluster: Target | undefined = clusterChild && {
+    ...limit,
+    label: "keygate ratelimit.limit (Redis Cluster)",
+    url: `${clusterChild.served.url as string}/v2/ratelimit.limit`,
+    servedBy: clusterChild,
+  };
 
-  const where = [`Redis ${REDIS_URL}`, ...(clusterNodes.length > 0 ? [`Redis Cluster ${clusterNodes.join(",")}`] : []), `reservations ${reservationsOption() ? "on" : "off"}`];
+  const where = [
+    `Redis ${REDIS_URL}`,
+    ...(clusterNodes.length > 0 ? [`Redis Cluster ${clusterNodes.join(",")}`] : []),
+    `reservations ${reservationsOption() ? "on" : "off"}`,
+  ];
   console.log(describeRun("ratelimit.limit vs a bare Fastify route", options, where));
   const runs = await interleave([bareRoute, limit, deniedLocally, ...(onCluster ? [onCluster] : [])], options);
   printTargets(runs);

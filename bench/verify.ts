@@ -7,11 +7,11 @@
  * The bare route and keygate (on Redis stores) run in child processes of their own; the parent drives the load. See bench/README.md.
  */
 import Fastify from "fastify";
-import { ROOT_KEY, callKeygate, startKeygate } from "./side-by-side/keygate.js";
+import { callKeygate, ROOT_KEY, startKeygate } from "./side-by-side/keygate.js";
 import { interleave, type Target } from "./side-by-side/load.js";
 import { describeRun, runOptions } from "./side-by-side/options.js";
 import { benchmark, forkServing, stopAll } from "./side-by-side/processes.js";
-import { REDIS_URL, deleteByPrefix } from "./side-by-side/redis.js";
+import { deleteByPrefix, REDIS_URL } from "./side-by-side/redis.js";
 import { printRatio, printTargets } from "./side-by-side/report.js";
 
 const API_ID = "api_bench_verify";
@@ -19,7 +19,10 @@ const API_ID = "api_bench_verify";
 /** The bare route, in a process of its own. */
 async function startBare() {
   const bare = Fastify({ logger: false });
-  const fixed = { meta: { requestId: "req_bench" }, data: { valid: true, code: "VALID", keyId: "key_bench", enabled: true, permissions: [], roles: [] } };
+  const fixed = {
+    meta: { requestId: "req_bench" },
+    data: { valid: true, code: "VALID", keyId: "key_bench", enabled: true, permissions: [], roles: [] },
+  };
   bare.post("/v2/keys.verifyKey", async () => fixed);
   const url = await bare.listen({ host: "127.0.0.1", port: 0 });
   return { served: { url }, close: () => bare.close() };
@@ -48,9 +51,30 @@ async function drive(): Promise<void> {
   const plainBody = JSON.stringify({ key: plainKey });
   const limitedBody = JSON.stringify({ key: limitedKey, ratelimits: [{ name: "requests" }], credits: { cost: 1 } });
 
-  const bareRoute: Target = { label: "bare Fastify route", url: `${bare}/v2/keys.verifyKey`, servedBy: bareChild, method: "POST", headers, body: plainBody };
-  const verify: Target = { label: "keys.verifyKey, no limits", url: `${keygate}/v2/keys.verifyKey`, servedBy: keygateChild, method: "POST", headers, body: plainBody };
-  const verifyLimited: Target = { label: "keys.verifyKey, named limit + credits", url: verify.url, servedBy: keygateChild, method: "POST", headers, body: limitedBody };
+  const bareRoute: Target = {
+    label: "bare Fastify route",
+    url: `${bare}/v2/keys.verifyKey`,
+    servedBy: bareChild,
+    method: "POST",
+    headers,
+    body: plainBody,
+  };
+  const verify: Target = {
+    label: "keys.verifyKey, no limits",
+    url: `${keygate}/v2/keys.verifyKey`,
+    servedBy: keygateChild,
+    method: "POST",
+    headers,
+    body: plainBody,
+  };
+  const verifyLimited: Target = {
+    label: "keys.verifyKey, named limit + credits",
+    url: verify.url,
+    servedBy: keygateChild,
+    method: "POST",
+    headers,
+    body: limitedBody,
+  };
 
   console.log(describeRun("keys.verifyKey (cached key) vs a bare Fastify route", options, [`Redis ${REDIS_URL}`, `analytics ${engine}`]));
   const runs = await interleave([bareRoute, verify, verifyLimited], options);

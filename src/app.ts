@@ -1,20 +1,20 @@
-import Fastify, { LogController, type FastifyInstance } from "fastify";
-import { openAnalytics, type AnalyticsRuntime } from "./analytics/index.js";
+import Fastify, { type FastifyInstance, LogController } from "fastify";
+import { type AnalyticsRuntime, openAnalytics } from "./analytics/index.js";
+import { InvalidationBus } from "./cache/invalidation-bus.js";
 import type { KeygateConfig } from "./config/schema.js";
 import { addRequestIdHeader, answerFrameworkError, answerUnmatched, clientErrorHandler, errorHandling } from "./errors/error-handler.js";
-import { gateway } from "./gateway/gateway.js";
 import { TRUST_EVERY_HOP_WARNING } from "./gateway/client-address.js";
+import { gateway } from "./gateway/gateway.js";
 import { compileGatewayState, RouteState } from "./gateway/route-state.js";
 import type { RouteTable } from "./gateway/route-table.js";
-import { closeWhenAnsweredEarly, connectionsCheckingInterval } from "./http/slow-requests.js";
 import { NODE_CHECKS_LEFT_TO_KEYGATE, refuseUnservableRequests } from "./http/protocol-checks.js";
-import { systemClock, type Clock } from "./lib/clock.js";
+import { closeWhenAnsweredEarly, connectionsCheckingInterval } from "./http/slow-requests.js";
+import { type Clock, systemClock } from "./lib/clock.js";
 import { newId } from "./lib/ids.js";
 import { LogRedaction } from "./lib/log-redaction.js";
 import { metricsRoute } from "./routes/metrics.js";
 import { v2Routes } from "./routes/v2/index.js";
 import { createServices, type Services } from "./services.js";
-import { InvalidationBus } from "./cache/invalidation-bus.js";
 import { isRedisBacked, openStores } from "./storage/index.js";
 import type { Stores } from "./storage/interfaces.js";
 
@@ -85,7 +85,8 @@ export async function buildApp(config: KeygateConfig, options: BuildOptions = {}
     },
   });
 
-  const stores = options.stores ?? (await openStores(config.storage, { clock, ratelimitReservations: config.ratelimit.reservations, log: app.log }));
+  const stores =
+    options.stores ?? (await openStores(config.storage, { clock, ratelimitReservations: config.ratelimit.reservations, log: app.log }));
   if (!options.stores) app.addHook("onClose", async () => stores.close());
   let analytics: AnalyticsRuntime;
   try {
@@ -103,7 +104,8 @@ export async function buildApp(config: KeygateConfig, options: BuildOptions = {}
   // An injected clock (tests) also drives rate limit windows; otherwise they follow the store's shared clock.
   const services = createServices(stores, config, clock, { windowsFollowClock: options.clock !== undefined, invalidations, analytics });
   stores.breaker?.onStateChange((state) => {
-    if (state === "open") app.log.warn({ fail: config.ratelimit.fail }, "Redis does not answer: rate limits follow ratelimit.fail until it does");
+    if (state === "open")
+      app.log.warn({ fail: config.ratelimit.fail }, "Redis does not answer: rate limits follow ratelimit.fail until it does");
     else if (state === "closed") app.log.info("Redis answers again: rate limits are exact again");
   });
   app.decorate("stores", stores);

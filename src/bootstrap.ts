@@ -59,7 +59,10 @@ export async function deliverBootstrapRootKey(services: Services, created: Boots
   const { log } = options;
   const { workspaceId } = created;
   if (options.terminal) {
-    log.info({ workspaceId, shownOn: "stderr" }, `created a bootstrap root key with every permission (workspace ${workspaceId}); it is shown on the terminal, once, and never logged`);
+    log.info(
+      { workspaceId, shownOn: "stderr" },
+      `created a bootstrap root key with every permission (workspace ${workspaceId}); it is shown on the terminal, once, and never logged`,
+    );
     return { to: "terminal", banner: terminalBanner(created, options.port) };
   }
   const path = resolve(options.directory, BOOTSTRAP_KEY_FILE);

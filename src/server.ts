@@ -2,8 +2,8 @@ import type { AddressInfo } from "node:net";
 import { buildApp } from "./app.js";
 import { deliverBootstrapRootKey, ensureBootstrapRootKey } from "./bootstrap.js";
 import { ConfigError, configPath, loadConfig } from "./config/load.js";
-import { reloadRoutes, watchRoutes } from "./gateway/reload.js";
 import type { KeygateConfig } from "./config/schema.js";
+import { reloadRoutes, watchRoutes } from "./gateway/reload.js";
 import { describeTarget } from "./storage/redis/topology.js";
 
 /** Process entry: load the configuration, build the app, listen, and close gracefully on SIGINT/SIGTERM. */
@@ -29,7 +29,9 @@ async function main(): Promise<void> {
   // "keygate is listening" comes last. The bootstrap root key never goes there (see deliverBootstrapRootKey).
   const startup = app.log.child({}, { level: config.logging.level === "silent" ? "silent" : "info" });
   startup.info(
-    config.storage.redis ? { storage: "redis", redis: describeTarget(config.storage.redis), prefix: config.storage.redis.prefix } : { storage: "memory" },
+    config.storage.redis
+      ? { storage: "redis", redis: describeTarget(config.storage.redis), prefix: config.storage.redis.prefix }
+      : { storage: "memory" },
     config.storage.redis
       ? `storage: ${describeTarget(config.storage.redis)}, key prefix '${config.storage.redis.prefix}'`
       : "storage: in-memory (everything is lost when keygate stops; set REDIS_URL to keep data in Redis)",
@@ -42,9 +44,17 @@ async function main(): Promise<void> {
       : "gateway: no routes (add `routes` to the configuration to put keygate in front of an API)",
   );
   const delivery = bootstrap
-    ? await deliverBootstrapRootKey(app.services, bootstrap, { terminal: process.stderr.isTTY === true, directory: process.cwd(), port, log: startup })
+    ? await deliverBootstrapRootKey(app.services, bootstrap, {
+        terminal: process.stderr.isTTY === true,
+        directory: process.cwd(),
+        port,
+        log: startup,
+      })
     : undefined;
-  startup.info({ address, host: config.server.host, port }, `keygate is listening on ${address} (configured host ${config.server.host}, port ${config.server.port})`);
+  startup.info(
+    { address, host: config.server.host, port },
+    `keygate is listening on ${address} (configured host ${config.server.host}, port ${config.server.port})`,
+  );
   if (delivery?.to === "terminal") process.stderr.write(delivery.banner);
 
   const path = configPath();

@@ -1,4 +1,4 @@
-import { disabledAnalytics, type AnalyticsRuntime } from "./analytics/index.js";
+import { type AnalyticsRuntime, disabledAnalytics } from "./analytics/index.js";
 import { CachedRootKeyStore } from "./cache/cached-root-key-store.js";
 import { InvalidationBus } from "./cache/invalidation-bus.js";
 import { KeyViewCache } from "./cache/key-view-cache.js";
@@ -8,8 +8,8 @@ import type { KeygateConfig } from "./config/schema.js";
 import { AnalyticsService } from "./domain/analytics/analytics-service.js";
 import { ApiService } from "./domain/apis/api-service.js";
 import { IdentityService } from "./domain/identities/identity-service.js";
-import { generateKey } from "./domain/keys/key-material.js";
 import { KeyAccessService } from "./domain/keys/key-access-service.js";
+import { generateKey } from "./domain/keys/key-material.js";
 import { KeySecrets } from "./domain/keys/key-secrets.js";
 import { KeyService } from "./domain/keys/key-service.js";
 import { LiveKeys } from "./domain/keys/live-keys.js";
@@ -74,7 +74,10 @@ export function createServices(stores: Stores, config: KeygateConfig, clock: Clo
   const { maxConcurrent, ...queryLimits } = config.analytics.query;
   // While the store cannot answer, a cached root key or key view that awaits revalidation is still served (within
   // its stale window); any other failure of the reload reaches the caller.
-  const rootKeyStore = new CachedRootKeyStore(stores.rootKeys, new SwrCache<RootKeyRecord>({ ...ROOT_KEY_CACHE, clock, keepServingOn: isStoreUnavailable }));
+  const rootKeyStore = new CachedRootKeyStore(
+    stores.rootKeys,
+    new SwrCache<RootKeyRecord>({ ...ROOT_KEY_CACHE, clock, keepServingOn: isStoreUnavailable }),
+  );
   const keyViews = new KeyViewCache({ ...KEY_VIEW_CACHE, clock, keepServingOn: isStoreUnavailable });
   invalidations.listen((message) => {
     if (message.kind === "rootKey") rootKeyStore.invalidate(message.hash);
@@ -109,7 +112,17 @@ export function createServices(stores: Stores, config: KeygateConfig, clock: Clo
     invalidations,
     rootKeys: new RootKeyService(rootKeyStore, invalidations, clock, config.rootKeys),
     apis,
-    keys: new KeyService({ keys: stores.keys, live: liveKeys, apis, rbac, identities, secrets: new KeySecrets(vault), invalidator: invalidations, clock, generateKey }),
+    keys: new KeyService({
+      keys: stores.keys,
+      live: liveKeys,
+      apis,
+      rbac,
+      identities,
+      secrets: new KeySecrets(vault),
+      invalidator: invalidations,
+      clock,
+      generateKey,
+    }),
     keyAccess: new KeyAccessService({ keys: stores.keys, live: liveKeys, rbac, invalidator: invalidations, clock }),
     rbac,
     identities,

@@ -32,7 +32,10 @@ t.test("on a terminal the key is to be shown once on stderr, with a command to t
   t.equal(banner.split(created.key).length - 1, 1, "the key, once");
   t.match(banner, /ROOT KEY \(workspace ws_default, every permission\)/);
   t.match(banner, /curl -s -X POST http:\/\/localhost:8080\/v2\/apis\.createApi -H "Authorization: Bearer \$ROOT_KEY"/);
-  t.same(logged.map((entry) => entry.level), ["info"]);
+  t.same(
+    logged.map((entry) => entry.level),
+    ["info"],
+  );
   t.notMatch(JSON.stringify(logged), created.key, "the log line does not hold the key");
   t.notOk(existsSync(join(directory, BOOTSTRAP_KEY_FILE)), "no file");
   t.equal((await works()).workspaceId, "ws_default");
@@ -45,7 +48,10 @@ t.test("without a terminal the key goes to a file only its owner can read, and a
   t.same(delivery, { to: "file", path });
   t.equal(readFileSync(path, "utf8"), `${created.key}\n`);
   t.equal(statSync(path).mode & 0o777, 0o600);
-  t.same(logged.map((entry) => entry.level), ["warn"]);
+  t.same(
+    logged.map((entry) => entry.level),
+    ["warn"],
+  );
   t.same(logged[0]?.details, { workspaceId: "ws_default", file: path });
   t.match(logged[0]?.message, /delete the file/);
   t.notMatch(JSON.stringify(logged), created.key);
@@ -68,7 +74,10 @@ t.test("a key that cannot be written is revoked, and the error says what to do",
   writeFileSync(join(directory, "data"), "not a directory");
   const delivery = await deliverBootstrapRootKey(app.services, created, { terminal: false, directory, port: 8080, log });
   t.same(delivery, { to: "nowhere" });
-  t.same(logged.map((entry) => entry.level), ["error"]);
+  t.same(
+    logged.map((entry) => entry.level),
+    ["error"],
+  );
   t.match(logged[0]?.message, /KEYGATE_ROOT_KEY/);
   t.notMatch(JSON.stringify(logged), created.key);
   await t.rejects(works(), "the key no longer works");

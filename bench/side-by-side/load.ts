@@ -80,7 +80,10 @@ let numbered = 0;
 async function measure(target: Target, duration: number, options: RunOptions, redis: Redis): Promise<Measurement> {
   const cpuBefore = await target.servedBy.cpuMicros();
   const redisBefore = await redisCpuMicros(redis);
-  const load = options.generator === "wrk" ? await loadWithWrk(target, duration, options.connections) : await loadWithAutocannon(target, duration, options.connections);
+  const load =
+    options.generator === "wrk"
+      ? await loadWithWrk(target, duration, options.connections)
+      : await loadWithAutocannon(target, duration, options.connections);
   const serverCpuMicros = (await target.servedBy.cpuMicros()) - cpuBefore;
   return { ...load, serverCpuMicros, redisCpuMicros: (await redisCpuMicros(redis)) - redisBefore };
 }
@@ -89,22 +92,33 @@ async function loadWithAutocannon(target: Target, duration: number, connections:
   const { body } = target;
   const request: autocannon.Request = { method: target.method ?? "GET", headers: target.headers ?? {} };
   if (typeof body === "string") request.body = body;
-  if (typeof body === "object") request.setupRequest = (next: autocannon.Request) => ({ ...next, body: body.numbered.replaceAll("{n}", String(numbered++)) });
+  if (typeof body === "object")
+    request.setupRequest = (next: autocannon.Request) => ({ ...next, body: body.numbered.replaceAll("{n}", String(numbered++)) });
   const result = await autocannon({ url: target.url, connections, duration, requests: [request] });
-  return { requests: result.requests.total, seconds: result.duration, p50: result.latency.p50, p99: result.latency.p99, non2xx: result.non2xx, errors: result.errors };
+  return {
+    requests: result.requests.total,
+    seconds: result.duration,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    non2xx: result.non2xx,
+    errors: result.errors,
+  };
 }
 
 /** Runs a command to its end; resolves with what it wrote to stdout and stderr, whatever its exit code (wrk --version exits 1). */
 function run(command: string, args: string[]): Promise<string> {
   return promisify(execFile)(command, args).then(
     ({ stdout, stderr }) => stdout + stderr,
-    (error: { code?: unknown; stdout?: string; stderr?: string }) => (typeof error.code === "number" ? `${error.stdout ?? ""}${error.stderr ?? ""}` : Promise.reject(error)),
+    (error: { code?: unknown; stdout?: string; stderr?: string }) =>
+      typeof error.code === "number" ? `${error.stdout ?? ""}${error.stderr ?? ""}` : Promise.reject(error),
   );
 }
 
 /** Rejects, saying how to install it, when wrk is not on the PATH. */
 export async function assertWrkInstalled(): Promise<void> {
-  await run("wrk", ["--version"]).catch(() => Promise.reject(new Error("--generator wrk needs wrk on the PATH (Debian: apt-get install wrk)")));
+  await run("wrk", ["--version"]).catch(() =>
+    Promise.reject(new Error("--generator wrk needs wrk on the PATH (Debian: apt-get install wrk)")),
+  );
 }
 
 /** One thread of wrk with a Lua script that sends the target's request; numbered bodies continue the run's count. */
@@ -124,11 +138,21 @@ async function loadWithWrk(target: Target, duration: number, connections: number
 /** The Lua script that makes wrk send the target's request; numbered bodies count on from `firstNumber`. */
 function wrkScript(target: Target, firstNumber: number): string {
   const { body } = target;
-  const lines = [`wrk.method = ${luaString(target.method ?? "GET")}`, ...Object.entries(target.headers ?? {}).map(([name, value]) => `wrk.headers[${luaString(name)}] = ${luaString(value)}`)];
+  const lines = [
+    `wrk.method = ${luaString(target.method ?? "GET")}`,
+    ...Object.entries(target.headers ?? {}).map(([name, value]) => `wrk.headers[${luaString(name)}] = ${luaString(value)}`),
+  ];
   if (typeof body === "string") lines.push(`wrk.body = ${luaString(body)}`);
   if (typeof body === "object") {
     const parts = body.numbered.split("{n}").map(luaString).join(", ");
-    lines.push(`local n = ${firstNumber}`, `local parts = { ${parts} }`, "request = function()", "  n = n + 1", "  return wrk.format(nil, nil, nil, table.concat(parts, tostring(n)))", "end");
+    lines.push(
+      `local n = ${firstNumber}`,
+      `local parts = { ${parts} }`,
+      "request = function()",
+      "  n = n + 1",
+      "  return wrk.format(nil, nil, nil, table.concat(parts, tostring(n)))",
+      "end",
+    );
   }
   return lines.join("\n");
 }

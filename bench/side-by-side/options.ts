@@ -14,7 +14,11 @@ export interface RunOptions {
 /** --duration, --slice, --connections and --generator from the command line (defaults: 30 s, 2 s, 50, autocannon). */
 export async function runOptions(): Promise<RunOptions> {
   const { values } = parseArgs({
-    options: { duration: { type: "string", default: "30" }, slice: { type: "string", default: "2" }, connections: { type: "string", default: "50" } },
+    options: {
+      duration: { type: "string", default: "30" },
+      slice: { type: "string", default: "2" },
+      connections: { type: "string", default: "50" },
+    },
     strict: false,
   });
   const numbers = { duration: Number(values.duration), slice: Number(values.slice), connections: Number(values.connections) };
@@ -47,7 +51,10 @@ export function analyticsEngineOption(): "embedded" | "off" {
 export function clusterOption(): string[] {
   const { values } = parseArgs({ options: { cluster: { type: "string" } }, strict: false });
   const text = typeof values.cluster === "string" ? values.cluster : "";
-  return text.split(",").map((url) => url.trim()).filter((url) => url !== "");
+  return text
+    .split(",")
+    .map((url) => url.trim())
+    .filter((url) => url !== "");
 }
 
 export function reservationsOption(): boolean {

@@ -3,7 +3,7 @@
  * what it measures. The benchmark script forks itself with `--serve <role>`; the child starts its servers, says
  * what it serves, and answers the driver's questions about the CPU time it used.
  */
-import { fork, type ChildProcess } from "node:child_process";
+import { type ChildProcess, fork } from "node:child_process";
 import { fileURLToPath } from "node:url";
 
 /** What a serving child reports once it listens (its URLs and whatever else the driver needs). */

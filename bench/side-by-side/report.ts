@@ -96,7 +96,9 @@ export function printTargets(runs: Runs): void {
     const s = summarise(slices);
     const cpu = `cpu/req ${s.cpuPerRequest.server.toFixed(1).padStart(6)} us + Redis ${s.cpuPerRequest.redis.toFixed(1).padStart(5)} us   busy ${s.busyCores.toFixed(2)} cores`;
     const failures = s.failures > 0 ? `   (${s.failures} non-2xx or errors)` : "";
-    console.log(`${target.label.padEnd(width)} ${s.requestsPerSecond.toFixed(0).padStart(7)} req/s   p50 ${String(s.p50).padStart(3)} ms   p99 ${String(s.p99).padStart(3)} ms   ${cpu}${failures}`);
+    console.log(
+      `${target.label.padEnd(width)} ${s.requestsPerSecond.toFixed(0).padStart(7)} req/s   p50 ${String(s.p50).padStart(3)} ms   p99 ${String(s.p99).padStart(3)} ms   ${cpu}${failures}`,
+    );
   }
   let content: string | undefined;
   try {
@@ -105,8 +107,12 @@ export function printTargets(runs: Runs): void {
     // No haltpoll driver here: nothing to say.
   }
   const polling = haltPollNanoseconds(content);
-  if (polling === 0) console.log("machine: idle CPUs halt at once (guest_halt_poll_ns 0): an answer that finds the load generator asleep pays a VM exit to wake it");
-  else if (polling !== undefined) console.log(`machine: idle CPUs poll for up to ${polling / 1_000} us before they halt (guest_halt_poll_ns ${polling})`);
+  if (polling === 0)
+    console.log(
+      "machine: idle CPUs halt at once (guest_halt_poll_ns 0): an answer that finds the load generator asleep pays a VM exit to wake it",
+    );
+  else if (polling !== undefined)
+    console.log(`machine: idle CPUs poll for up to ${polling / 1_000} us before they halt (guest_halt_poll_ns ${polling})`);
 }
 
 /** Baselines whose pace has been noted already (it is said once per baseline). */
@@ -117,12 +123,16 @@ export function printRatio(runs: Runs, target: Target, baseline: Target, goal?: 
   const theirs = runs.get(baseline) ?? [];
   const r = ratio(runs.get(target) ?? [], theirs);
   const goalText = goal === undefined ? "" : `, goal >= ${goal.toFixed(2)}`;
-  console.log(`ratio ${target.label} / ${baseline.label}: ${r.byRequests.toFixed(2)} (per slice ${r.perSlice.lowest.toFixed(2)}..${r.perSlice.highest.toFixed(2)}, median ${r.perSlice.median.toFixed(2)}${goalText})`);
+  console.log(
+    `ratio ${target.label} / ${baseline.label}: ${r.byRequests.toFixed(2)} (per slice ${r.perSlice.lowest.toFixed(2)}..${r.perSlice.highest.toFixed(2)}, median ${r.perSlice.median.toFixed(2)}${goalText})`,
+  );
   console.log(`  by CPU per request (server + Redis): ${r.byCpu.toFixed(2)}`);
   if (noted.has(baseline)) return;
   const busy = summarise(theirs).busyCores.toFixed(2);
   const pace = baselinePace(summarise(theirs).busyCores);
-  if (pace === "held back") console.log(`  note: the ${baseline.label} kept only ${busy} of a core busy: something else set its pace; read the ratio by CPU`);
-  if (pace === "helped") console.log(`  note: the ${baseline.label} kept ${busy} cores busy, more than its one event loop can: both ratios flatter keygate`);
+  if (pace === "held back")
+    console.log(`  note: the ${baseline.label} kept only ${busy} of a core busy: something else set its pace; read the ratio by CPU`);
+  if (pace === "helped")
+    console.log(`  note: the ${baseline.label} kept ${busy} cores busy, more than its one event loop can: both ratios flatter keygate`);
   if (pace !== "paced") noted.add(baseline);
 }

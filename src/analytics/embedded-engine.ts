@@ -1,10 +1,10 @@
 import { mkdirSync, rmSync } from "node:fs";
 import { rm, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
-import { AnalyticsEngineError, type AnalyticsConnection } from "../domain/analytics/engine.js";
-import { quoteString, safeId } from "../domain/analytics/sql.js";
-import { RAW_TABLE_NAME, type AnalyticsEngine, type EventBatch } from "./engine.js";
+import { type AnalyticsConnection, AnalyticsEngineError } from "../domain/analytics/engine.js";
 import type { VerificationEvent } from "../domain/analytics/events.js";
+import { quoteString, safeId } from "../domain/analytics/sql.js";
+import { type AnalyticsEngine, type EventBatch, RAW_TABLE_NAME } from "./engine.js";
 import { RowBinaryWriter } from "./row-binary.js";
 import { ROW_COLUMNS, ROW_STRUCTURE, toRowValues } from "./rows.js";
 
@@ -61,7 +61,9 @@ export class EmbeddedEngine implements AnalyticsEngine {
     const location = resolve(path);
     // file() reads these as patterns, and has no escape for them: a batch would be read from other files, or not at all.
     if (GLOB_CHARACTERS.test(location)) {
-      throw new Error(`the embedded analytics engine cannot use ${location}: its path must not contain *, ?, { or } (set analytics.path elsewhere)`);
+      throw new Error(
+        `the embedded analytics engine cannot use ${location}: its path must not contain *, ?, { or } (set analytics.path elsewhere)`,
+      );
     }
     mkdirSync(location, { recursive: true });
     // Loaded on demand: the library is large and only this engine needs it.
@@ -253,7 +255,9 @@ let boundDirectory: { path: string; users: number } | undefined;
 
 function claimDirectory(path: string): void {
   if (boundDirectory && boundDirectory.path !== path) {
-    throw new Error(`the embedded analytics engine of this process already uses ${boundDirectory.path}; chDB binds one directory per process`);
+    throw new Error(
+      `the embedded analytics engine of this process already uses ${boundDirectory.path}; chDB binds one directory per process`,
+    );
   }
   boundDirectory = { path, users: (boundDirectory?.users ?? 0) + 1 };
 }

@@ -4,7 +4,7 @@ import type { VerificationEventSink } from "../domain/analytics/events.js";
 import type { Clock } from "../lib/clock.js";
 import { EmbeddedEngine } from "./embedded-engine.js";
 import type { AnalyticsEngine, EventBatch } from "./engine.js";
-import { EventPipeline, type BatchIO, type EventPipelineStats, type PipelineLog, type Scheduler } from "./pipeline.js";
+import { type BatchIO, EventPipeline, type EventPipelineStats, type PipelineLog, type Scheduler } from "./pipeline.js";
 import { schemaStatements } from "./schema.js";
 import { ServerEngine, type ServerEngineOptions } from "./server-engine.js";
 
@@ -64,7 +64,11 @@ export async function openAnalytics(config: AnalyticsConfig, options: OpenAnalyt
     });
   } else {
     // A ClickHouse server may come later; until it does, queries answer 503 and events wait in the buffer.
-    await ready.ensure().catch((error: unknown) => options.log?.warn(`analytics: ClickHouse at ${engine.location} is not ready yet: ${(error as Error).message}`));
+    await ready
+      .ensure()
+      .catch((error: unknown) =>
+        options.log?.warn(`analytics: ClickHouse at ${engine.location} is not ready yet: ${(error as Error).message}`),
+      );
   }
 
   const batches: BatchIO<EventBatch> = {
@@ -95,7 +99,10 @@ export async function openAnalytics(config: AnalyticsConfig, options: OpenAnalyt
     sink: pipeline,
     stats: () => pipeline.stats(),
     flush: () => pipeline.flush(),
-    describe: () => (engine.kind === "embedded" ? `analytics: embedded ClickHouse (chDB), data in ${engine.location}` : `analytics: ClickHouse server at ${engine.location}`),
+    describe: () =>
+      engine.kind === "embedded"
+        ? `analytics: embedded ClickHouse (chDB), data in ${engine.location}`
+        : `analytics: ClickHouse server at ${engine.location}`,
     close: () => (closing ??= pipeline.close().finally(() => engine.close())),
   };
 }
@@ -155,7 +162,14 @@ export function disabledAnalytics(): AnalyticsRuntime {
         recorded++;
       },
     },
-    stats: () => ({ recorded, written: 0, buffered: 0, dropped: { bufferFull: 0, writeFailed: 0, afterClose: 0, disabled: recorded }, batchesWritten: 0, failedWrites: 0 }),
+    stats: () => ({
+      recorded,
+      written: 0,
+      buffered: 0,
+      dropped: { bufferFull: 0, writeFailed: 0, afterClose: 0, disabled: recorded },
+      batchesWritten: 0,
+      failedWrites: 0,
+    }),
     flush: async () => {},
     describe: () => "analytics: off (analytics.getVerifications answers 412)",
     close: async () => {},

@@ -91,7 +91,11 @@ export class EventPipeline<B extends EventBatch> implements VerificationEventSin
   private readonly lastWarningAt = { drop: Number.NEGATIVE_INFINITY, write: Number.NEGATIVE_INFINITY };
   private droppedSinceWarning = 0;
 
-  constructor(batches: BatchIO<B>, options: EventPipelineOptions, dependencies: { scheduler?: Scheduler; clock: Clock; log?: PipelineLog }) {
+  constructor(
+    batches: BatchIO<B>,
+    options: EventPipelineOptions,
+    dependencies: { scheduler?: Scheduler; clock: Clock; log?: PipelineLog },
+  ) {
     if (options.batchSize > options.maxEvents) throw new Error("batchSize must not exceed maxEvents");
     this.batches = batches;
     this.filling = batches.create();
@@ -241,9 +245,13 @@ export class EventPipeline<B extends EventBatch> implements VerificationEventSin
 
   private noteDrop(count: number, reason: string): void {
     this.droppedSinceWarning += count;
-    this.warn("drop", `analytics: dropped ${this.droppedSinceWarning} verification events (latest because ${reason}); see keygate_analytics_events_dropped_total`, () => {
-      this.droppedSinceWarning = 0;
-    });
+    this.warn(
+      "drop",
+      `analytics: dropped ${this.droppedSinceWarning} verification events (latest because ${reason}); see keygate_analytics_events_dropped_total`,
+      () => {
+        this.droppedSinceWarning = 0;
+      },
+    );
   }
 
   /** Logs at most one warning of each kind per WARNING_INTERVAL_MS, so an outage cannot flood the log. */

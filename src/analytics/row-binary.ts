@@ -20,7 +20,7 @@ export class RowBinaryWriter {
   write(values: RowValues): void {
     const start = this.offset;
     try {
-      for (let column = 0; column < COLUMN_WRITERS.length; column++) COLUMN_WRITERS[column]!(this, values[column]!);
+      for (const [column, writeColumn] of COLUMN_WRITERS.entries()) writeColumn(this, values[column] as never);
     } catch (error) {
       this.offset = start;
       throw error;

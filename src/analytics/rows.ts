@@ -29,7 +29,20 @@ function wholeNumber(value: number): number {
 export function toRow(event: VerificationEvent, region: string): VerificationRow {
   const [request_id, time, workspace_id, key_space_id, identity_id, external_id, key_id, rowRegion, outcome, tags, spent_credits, latency] =
     toRowValues(event, region);
-  return { request_id, time, workspace_id, key_space_id, identity_id, external_id, key_id, region: rowRegion, outcome, tags, spent_credits, latency };
+  return {
+    request_id,
+    time,
+    workspace_id,
+    key_space_id,
+    identity_id,
+    external_id,
+    key_id,
+    region: rowRegion,
+    outcome,
+    tags,
+    spent_credits,
+    latency,
+  };
 }
 
 /** The columns of `key_verifications_v1` in the order toRowValues() gives them. */

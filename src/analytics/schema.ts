@@ -25,10 +25,38 @@ interface Aggregate {
 const SECONDS = "toDateTime(intDiv(time, 1000), 'UTC')";
 
 const AGGREGATES: readonly Aggregate[] = [
-  { table: "key_verifications_per_minute_v1", view: "key_verifications_per_minute_mv_v1", timeType: "DateTime('UTC')", bucket: `toStartOfMinute(${SECONDS})`, partition: "toYYYYMMDD(time)", retention: "perMinute" },
-  { table: "key_verifications_per_hour_v1", view: "key_verifications_per_hour_mv_v1", timeType: "DateTime('UTC')", bucket: `toStartOfHour(${SECONDS})`, partition: "toYYYYMM(time)", retention: "perHour" },
-  { table: "key_verifications_per_day_v1", view: "key_verifications_per_day_mv_v1", timeType: "Date", bucket: `toDate(${SECONDS})`, partition: "toYYYYMM(time)", retention: "perDay" },
-  { table: "key_verifications_per_month_v1", view: "key_verifications_per_month_mv_v1", timeType: "Date", bucket: `toStartOfMonth(${SECONDS})`, partition: "toYear(time)", retention: "perMonth" },
+  {
+    table: "key_verifications_per_minute_v1",
+    view: "key_verifications_per_minute_mv_v1",
+    timeType: "DateTime('UTC')",
+    bucket: `toStartOfMinute(${SECONDS})`,
+    partition: "toYYYYMMDD(time)",
+    retention: "perMinute",
+  },
+  {
+    table: "key_verifications_per_hour_v1",
+    view: "key_verifications_per_hour_mv_v1",
+    timeType: "DateTime('UTC')",
+    bucket: `toStartOfHour(${SECONDS})`,
+    partition: "toYYYYMM(time)",
+    retention: "perHour",
+  },
+  {
+    table: "key_verifications_per_day_v1",
+    view: "key_verifications_per_day_mv_v1",
+    timeType: "Date",
+    bucket: `toDate(${SECONDS})`,
+    partition: "toYYYYMM(time)",
+    retention: "perDay",
+  },
+  {
+    table: "key_verifications_per_month_v1",
+    view: "key_verifications_per_month_mv_v1",
+    timeType: "Date",
+    bucket: `toStartOfMonth(${SECONDS})`,
+    partition: "toYear(time)",
+    retention: "perMonth",
+  },
 ];
 
 export function schemaStatements(database: string, retentionDays: RetentionDays): string[] {

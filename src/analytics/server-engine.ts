@@ -1,8 +1,8 @@
-import { createClient, type ClickHouseClient, type DataFormat } from "@clickhouse/client";
-import { AnalyticsEngineError, type AnalyticsConnection } from "../domain/analytics/engine.js";
+import { type ClickHouseClient, createClient, type DataFormat } from "@clickhouse/client";
+import { type AnalyticsConnection, AnalyticsEngineError } from "../domain/analytics/engine.js";
 import { safeId } from "../domain/analytics/sql.js";
 import { redactUrl } from "../storage/redis/connection.js";
-import { EventList, RAW_TABLE_NAME, type AnalyticsEngine, type EventBatch } from "./engine.js";
+import { type AnalyticsEngine, type EventBatch, EventList, RAW_TABLE_NAME } from "./engine.js";
 import { toRow } from "./rows.js";
 
 export interface ServerEngineOptions {
@@ -64,7 +64,10 @@ export class ServerEngine implements AnalyticsEngine {
 
   async rows(sql: string, params?: Record<string, string>): Promise<Record<string, unknown>[]> {
     const text = await this.run(sql, params, "JSONEachRow");
-    return text.split("\n").filter((line) => line !== "").map((line) => JSON.parse(line) as Record<string, unknown>);
+    return text
+      .split("\n")
+      .filter((line) => line !== "")
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
   }
 
   /**
@@ -73,7 +76,11 @@ export class ServerEngine implements AnalyticsEngine {
    */
   private async run(sql: string, params: Record<string, string> | undefined, format: DataFormat): Promise<string> {
     try {
-      const result = await this.queries.exec({ query: sql, clickhouse_settings: { default_format: format }, ...(params ? { query_params: params } : {}) });
+      const result = await this.queries.exec({
+        query: sql,
+        clickhouse_settings: { default_format: format },
+        ...(params ? { query_params: params } : {}),
+      });
       const chunks: Buffer[] = [];
       for await (const chunk of result.stream) chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as string));
       // Decoded once, so a character split between chunks stays whole.

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
-import { closeClient, duplicateClient, type RedisClient } from "../storage/redis/topology.js";
 import type { CacheInvalidator } from "../domain/invalidation.js";
+import { closeClient, duplicateClient, type RedisClient } from "../storage/redis/topology.js";
 
 export type InvalidationMessage =
   | { kind: "key"; workspaceId: string; hash: string }

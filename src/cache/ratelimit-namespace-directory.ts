@@ -1,5 +1,5 @@
-import { OverrideMatcher } from "../domain/ratelimit/override-matcher.js";
 import { NAMESPACE_FRESH_MS, type NamespaceDirectory, type ResolvedNamespace } from "../domain/ratelimit/namespace-directory.js";
+import { OverrideMatcher } from "../domain/ratelimit/override-matcher.js";
 import type { Clock } from "../lib/clock.js";
 import type { RatelimitNamespaceStore } from "../storage/interfaces.js";
 import { isStoreUnavailable } from "../storage/unavailable.js";
@@ -88,5 +88,13 @@ function key(workspaceId: string, nameOrId: string): string {
 
 /** One of the directory's caches: fresh for `freshMs`, then served for NAMESPACE_CACHE.staleIfErrorMs only while the store cannot answer. */
 function staleIfErrorCache<V>(freshMs: number, clock: Clock): SwrCache<V> {
-  return new SwrCache<V>({ max: NAMESPACE_CACHE.max, freshMs, staleMs: freshMs + NAMESPACE_CACHE.staleIfErrorMs, negativeMs: 0, mode: "stale-if-error", keepServingOn: isStoreUnavailable, clock });
+  return new SwrCache<V>({
+    max: NAMESPACE_CACHE.max,
+    freshMs,
+    staleMs: freshMs + NAMESPACE_CACHE.staleIfErrorMs,
+    negativeMs: 0,
+    mode: "stale-if-error",
+    keepServingOn: isStoreUnavailable,
+    clock,
+  });
 }

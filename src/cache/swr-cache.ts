@@ -115,7 +115,11 @@ export class SwrCache<V> {
     });
   }
 
-  private load(key: string, load: (previous: V | null | undefined) => Promise<V | null>, previous: V | null | undefined): Promise<V | null> {
+  private load(
+    key: string,
+    load: (previous: V | null | undefined) => Promise<V | null>,
+    previous: V | null | undefined,
+  ): Promise<V | null> {
     const pending = this.loading.get(key);
     if (pending) return pending;
     const promise: Promise<V | null> = Promise.resolve()

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
-import { parseArgs, type ParseArgsConfig } from "node:util";
-import { systemClock } from "../lib/clock.js";
+import { type ParseArgsConfig, parseArgs } from "node:util";
 import { isKeygateError } from "../errors/keygate-error.js";
+import { systemClock } from "../lib/clock.js";
 import type { Services } from "../services.js";
 
 /** One command of the CLI: how it is called and what it does (the help text is built from these). */
@@ -18,7 +18,8 @@ const COMMANDS: Readonly<Record<string, Readonly<Record<string, CommandHelp>>>> 
     },
     list: {
       synopsis: "root-key list [--workspace <ws>] [--json]",
-      description: "Lists stored root keys, a header row then one tab-separated row each: id, workspace, state, name, permissions\n(never the keys themselves). --json prints a JSON array instead.",
+      description:
+        "Lists stored root keys, a header row then one tab-separated row each: id, workspace, state, name, permissions\n(never the keys themselves). --json prints a JSON array instead.",
     },
     revoke: {
       synopsis: "root-key revoke <id>",
@@ -28,7 +29,8 @@ const COMMANDS: Readonly<Record<string, Readonly<Record<string, CommandHelp>>>> 
   "ratelimit-namespace": {
     list: {
       synopsis: "ratelimit-namespace list --workspace <ws> [--json]",
-      description: "Lists the rate limit namespaces of a workspace, a header row then one tab-separated row each: id, state, name.\n--json prints a JSON array instead.",
+      description:
+        "Lists the rate limit namespaces of a workspace, a header row then one tab-separated row each: id, state, name.\n--json prints a JSON array instead.",
     },
     delete: {
       synopsis: "ratelimit-namespace delete <name or rlns_ id> --workspace <ws>",
@@ -43,7 +45,10 @@ KEYGATE_REDIS_PREFIX). Root keys and namespaces live in Redis: without storage.r
 running keygate. Add --help to any command for its own usage.`;
 
 function describe(help: CommandHelp): string {
-  return `  ${help.synopsis}\n${help.description.split("\n").map((line) => `      ${line}`).join("\n")}`;
+  return `  ${help.synopsis}\n${help.description
+    .split("\n")
+    .map((line) => `      ${line}`)
+    .join("\n")}`;
 }
 
 /** The usage of everything, of one group of commands, or of one command. */
@@ -51,8 +56,11 @@ function usage(group?: string, command?: string): string {
   const commands = group === undefined ? undefined : COMMANDS[group];
   const help = command === undefined ? undefined : commands?.[command];
   if (help) return `usage: keygate ${help.synopsis}\n\n${help.description}\n\n${FOOTER}`;
-  if (group !== undefined && commands) return `usage: keygate ${group} <command>\n\n${Object.values(commands).map(describe).join("\n")}\n\n${FOOTER}`;
-  return `usage: keygate <command>\n\n${Object.values(COMMANDS).flatMap((entries) => Object.values(entries).map(describe)).join("\n")}\n\n${FOOTER}`;
+  if (group !== undefined && commands)
+    return `usage: keygate ${group} <command>\n\n${Object.values(commands).map(describe).join("\n")}\n\n${FOOTER}`;
+  return `usage: keygate <command>\n\n${Object.values(COMMANDS)
+    .flatMap((entries) => Object.values(entries).map(describe))
+    .join("\n")}\n\n${FOOTER}`;
 }
 
 const WORKSPACE_PATTERN = /^[a-zA-Z0-9_]{1,255}$/;
@@ -109,7 +117,10 @@ async function main(argv: string[]): Promise<void> {
   ]);
   const config = loadConfig();
   if (!config.storage.redis) {
-    throw new UsageError(`${group} commands need a Redis store: set REDIS_URL or storage.redis in the configuration`, usage(group, command));
+    throw new UsageError(
+      `${group} commands need a Redis store: set REDIS_URL or storage.redis in the configuration`,
+      usage(group, command),
+    );
   }
   const stores = await openStores(config.storage);
   // Connected so that a revocation reaches every running keygate at once.
@@ -129,7 +140,8 @@ function parseCommandArgs<T extends ParseArgsConfig>(group: string, command: str
     return parseArgs(config);
   } catch (error) {
     const code = (error as { code?: unknown }).code;
-    if (typeof code === "string" && code.startsWith("ERR_PARSE_ARGS")) throw new UsageError((error as Error).message, usage(group, command));
+    if (typeof code === "string" && code.startsWith("ERR_PARSE_ARGS"))
+      throw new UsageError((error as Error).message, usage(group, command));
     throw error;
   }
 }
@@ -153,7 +165,12 @@ function rootKeyCommand(command: string, rest: string[]): Run {
   if (command === "create") {
     const { values } = parseCommandArgs("root-key", command, {
       args: rest,
-      options: { workspace: { type: "string" }, permission: { type: "string", multiple: true }, name: { type: "string" }, expires: { type: "string" } },
+      options: {
+        workspace: { type: "string" },
+        permission: { type: "string", multiple: true },
+        name: { type: "string" },
+        expires: { type: "string" },
+      },
       strict: true,
     });
     const workspaceId = values.workspace;
@@ -179,7 +196,11 @@ function rootKeyCommand(command: string, rest: string[]): Run {
     };
   }
   if (command === "list") {
-    const { values } = parseCommandArgs("root-key", command, { args: rest, options: { workspace: { type: "string" }, json: { type: "boolean" } }, strict: true });
+    const { values } = parseCommandArgs("root-key", command, {
+      args: rest,
+      options: { workspace: { type: "string" }, json: { type: "boolean" } },
+      strict: true,
+    });
     return async (services) => listRootKeys(services, values.workspace, values.json === true);
   }
   const { positionals } = parseCommandArgs("root-key", command, { args: rest, allowPositionals: true, strict: true });
@@ -205,7 +226,13 @@ async function listRootKeys(services: Services, workspaceId: string | undefined,
     ...(rootKey.expires !== undefined ? { expires: rootKey.expires } : {}),
     ...(rootKey.revokedAt !== undefined ? { revokedAt: rootKey.revokedAt } : {}),
   }));
-  printList(json, ["ID", "WORKSPACE", "STATE", "NAME", "PERMISSIONS"], rows, (row) => [row.id, row.workspaceId, row.state, row.name ?? "-", row.permissions.join(",")]);
+  printList(json, ["ID", "WORKSPACE", "STATE", "NAME", "PERMISSIONS"], rows, (row) => [
+    row.id,
+    row.workspaceId,
+    row.state,
+    row.name ?? "-",
+    row.permissions.join(","),
+  ]);
 }
 
 /** Checks the arguments of a ratelimit-namespace command (a UsageError when they are wrong) and returns what it does. */
@@ -218,7 +245,8 @@ function namespaceCommand(command: string, rest: string[]): Run {
     strict: true,
   });
   const workspaceId = values.workspace;
-  if (typeof workspaceId !== "string" || !WORKSPACE_PATTERN.test(workspaceId)) throw fail("--workspace is required and may hold letters, digits and _ only");
+  if (typeof workspaceId !== "string" || !WORKSPACE_PATTERN.test(workspaceId))
+    throw fail("--workspace is required and may hold letters, digits and _ only");
   if (command === "list") return async (services) => listNamespaces(services, workspaceId, values.json === true);
   const target = positionals[0];
   if (!target || positionals.length > 1) throw fail("give the name or rlns_ id of the namespace to delete");

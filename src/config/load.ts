@@ -4,9 +4,9 @@ import { Ajv } from "ajv";
 import { parseDocument } from "yaml";
 import { trustProxyProblems } from "../gateway/client-address.js";
 import { RouteTable, RouteTableError } from "../gateway/route-table.js";
+import { toValidationIssues } from "../http/validation-issues.js";
 import { deepFreeze } from "../lib/freeze.js";
 import { hashKey } from "../lib/hash.js";
-import { toValidationIssues } from "../http/validation-issues.js";
 import { ConfigSchema, DEFAULTS, type KeygateConfig } from "./schema.js";
 
 /** The file read when KEYGATE_CONFIG is not set, if it exists. */
@@ -35,7 +35,6 @@ type RawConfig = Record<string, unknown>;
  */
 export function loadConfig(options: LoadConfigOptions = {}): KeygateConfig {
   const env = options.env ?? process.env;
-  const cwd = options.cwd ?? process.cwd();
   const explicit = nonEmpty(env.KEYGATE_CONFIG);
   const path = configPath(options);
   if (explicit && !existsSync(path as string)) {
@@ -125,12 +124,20 @@ function applyEnvironment(raw: RawConfig, env: Record<string, string | undefined
   const redisForm = redisFromEnvironment(env);
   if (redisForm !== undefined) {
     const storage = section("storage");
-    const { url: _url, cluster: _cluster, sentinel, ...settings } = storage.redis && typeof storage.redis === "object" ? (storage.redis as RawConfig) : {};
+    const {
+      url: _url,
+      cluster: _cluster,
+      sentinel,
+      ...settings
+    } = storage.redis && typeof storage.redis === "object" ? (storage.redis as RawConfig) : {};
     // A form from the environment replaces the file's form; a sentinel list without a name keeps the file's name.
     const form = redisForm.form;
     if (form.sentinel && form.sentinel.name === undefined) {
       const fileName = sentinel && typeof sentinel === "object" ? (sentinel as RawConfig).name : undefined;
-      if (fileName === undefined) throw new ConfigError("environment", ["REDIS_SENTINELS: needs REDIS_SENTINEL_NAME (or storage.redis.sentinel.name in the file) too"]);
+      if (fileName === undefined)
+        throw new ConfigError("environment", [
+          "REDIS_SENTINELS: needs REDIS_SENTINEL_NAME (or storage.redis.sentinel.name in the file) too",
+        ]);
       form.sentinel.name = fileName;
     }
     storage.redis = { ...settings, ...form };
@@ -141,7 +148,9 @@ function applyEnvironment(raw: RawConfig, env: Record<string, string | undefined
     const storage = section("storage");
     // A prefix alone would read as "storage.redis.url is required"; say which variable is missing its partner.
     if (!storage.redis || typeof storage.redis !== "object") {
-      throw new ConfigError("environment", ["KEYGATE_REDIS_PREFIX: needs a Redis store; set REDIS_URL, REDIS_CLUSTER_NODES or REDIS_SENTINELS (or storage.redis in the file) too"]);
+      throw new ConfigError("environment", [
+        "KEYGATE_REDIS_PREFIX: needs a Redis store; set REDIS_URL, REDIS_CLUSTER_NODES or REDIS_SENTINELS (or storage.redis in the file) too",
+      ]);
     }
     storage.redis = { ...(storage.redis as RawConfig), prefix: redisPrefix };
     fromEnv.set("storage.redis.prefix", "KEYGATE_REDIS_PREFIX");
@@ -149,7 +158,10 @@ function applyEnvironment(raw: RawConfig, env: Record<string, string | undefined
   const rootKey = nonEmpty(env.KEYGATE_ROOT_KEY);
   if (rootKey !== undefined) {
     const rootKeys = Array.isArray(raw.rootKeys) ? raw.rootKeys : [];
-    raw.rootKeys = [...rootKeys, { key: rootKey, name: "KEYGATE_ROOT_KEY", workspaceId: DEFAULTS.bootstrapWorkspaceId, permissions: ["*"] }];
+    raw.rootKeys = [
+      ...rootKeys,
+      { key: rootKey, name: "KEYGATE_ROOT_KEY", workspaceId: DEFAULTS.bootstrapWorkspaceId, permissions: ["*"] },
+    ];
     fromEnv.set(`rootKeys[${rootKeys.length}]`, "KEYGATE_ROOT_KEY");
   }
   const analyticsEngine = nonEmpty(env.KEYGATE_ANALYTICS_ENGINE);
@@ -222,11 +234,18 @@ function redisFromEnvironment(env: Record<string, string | undefined>): { form: 
   const clusterNodes = nonEmpty(env.REDIS_CLUSTER_NODES);
   const sentinels = nonEmpty(env.REDIS_SENTINELS);
   const sentinelName = nonEmpty(env.REDIS_SENTINEL_NAME);
-  const given = [url && "REDIS_URL", clusterNodes && "REDIS_CLUSTER_NODES", (sentinels || sentinelName) && "REDIS_SENTINELS"].filter(Boolean);
+  const given = [url && "REDIS_URL", clusterNodes && "REDIS_CLUSTER_NODES", (sentinels || sentinelName) && "REDIS_SENTINELS"].filter(
+    Boolean,
+  );
   if (given.length > 1) throw new ConfigError("environment", [`${given.join(" and ")}: set only one Redis form`]);
-  const list = (text: string) => text.split(",").map((item) => item.trim()).filter((item) => item !== "");
+  const list = (text: string) =>
+    text
+      .split(",")
+      .map((item) => item.trim())
+      .filter((item) => item !== "");
   if (url !== undefined) return { form: { url }, paths: [["storage.redis.url", "REDIS_URL"]] };
-  if (clusterNodes !== undefined) return { form: { cluster: { nodes: list(clusterNodes) } }, paths: [["storage.redis.cluster.nodes", "REDIS_CLUSTER_NODES"]] };
+  if (clusterNodes !== undefined)
+    return { form: { cluster: { nodes: list(clusterNodes) } }, paths: [["storage.redis.cluster.nodes", "REDIS_CLUSTER_NODES"]] };
   if (sentinels === undefined && sentinelName !== undefined) {
     throw new ConfigError("environment", ["REDIS_SENTINEL_NAME: needs REDIS_SENTINELS (the sentinels' URLs, comma-separated) too"]);
   }
@@ -247,7 +266,9 @@ function redisProblems(redis: KeygateConfig["storage"]["redis"]): string[] {
   if (redis === undefined) return [];
   const forms = (["url", "cluster", "sentinel"] as const).filter((form) => redis[form] !== undefined);
   if (forms.length !== 1) {
-    return [`storage.redis: give exactly one of 'url', 'cluster' or 'sentinel'${forms.length > 1 ? ` (found ${forms.map((form) => `'${form}'`).join(" and ")})` : ""}`];
+    return [
+      `storage.redis: give exactly one of 'url', 'cluster' or 'sentinel'${forms.length > 1 ? ` (found ${forms.map((form) => `'${form}'`).join(" and ")})` : ""}`,
+    ];
   }
   const problems: string[] = [];
   const checkGroup = (path: string, urls: readonly string[]) => {
@@ -255,13 +276,19 @@ function redisProblems(redis: KeygateConfig["storage"]["redis"]): string[] {
       const parsed = new URL(url);
       return `${parsed.protocol}${parsed.username}:${parsed.password}`;
     };
-    urls.forEach((url, index) => {
-      if (!URL.canParse(url)) return problems.push(`${path}[${index}]: is not a URL`);
+    for (const [index, url] of urls.entries()) {
+      if (!URL.canParse(url)) {
+        problems.push(`${path}[${index}]: is not a URL`);
+        continue;
+      }
       const parsed = new URL(url);
-      if (parsed.pathname !== "" && parsed.pathname !== "/") problems.push(`${path}[${index}]: names a database ('${parsed.pathname.slice(1)}'); a Redis Cluster or Sentinel setup serves database 0 only`);
-      if (urls[0] !== undefined && URL.canParse(urls[0]) && access(url) !== access(urls[0])) problems.push(`${path}[${index}]: must use the same scheme, user name and password as ${path}[0]`);
-      return undefined;
-    });
+      if (parsed.pathname !== "" && parsed.pathname !== "/")
+        problems.push(
+          `${path}[${index}]: names a database ('${parsed.pathname.slice(1)}'); a Redis Cluster or Sentinel setup serves database 0 only`,
+        );
+      if (urls[0] !== undefined && URL.canParse(urls[0]) && access(url) !== access(urls[0]))
+        problems.push(`${path}[${index}]: must use the same scheme, user name and password as ${path}[0]`);
+    }
   };
   if (redis.cluster) checkGroup("storage.redis.cluster.nodes", redis.cluster.nodes);
   if (redis.sentinel) checkGroup("storage.redis.sentinel.sentinels", redis.sentinel.sentinels);

@@ -1,4 +1,4 @@
-import { Type, type Static } from "typebox";
+import { type Static, Type } from "typebox";
 import { DEFAULT_DOCS_URL } from "../errors/catalogue.js";
 import { GatewaySettingsSchema, RouteSchema } from "../gateway/route-config.js";
 import { describedPattern } from "../http/patterns.js";
@@ -68,21 +68,27 @@ const HTTP_URL_PATTERN = describedPattern("^https?://", "be an http:// or https:
 
 const EMPTY = { default: {} };
 
-export const ServerConfigSchema = Strict({
-  host: Type.String({ minLength: 1, default: DEFAULTS.host }),
-  port: Type.Integer({ minimum: 0, maximum: 65535, default: DEFAULTS.port }),
-  bodyLimit: Type.Integer({ minimum: 1024, maximum: 1024 * 1024 * 1024, default: DEFAULTS.bodyLimitBytes }),
-  /** How long a /v2 request's body may take to arrive (408 and closed after that). The gateway's uploads have no such limit. */
-  requestTimeoutMs: Type.Integer({ minimum: 100, maximum: 3_600_000, default: DEFAULTS.requestTimeoutMs }),
-  /** How long any request's headers may take to arrive (408 and closed after that), on /v2 and the gateway alike. */
-  headersTimeoutMs: Type.Integer({ minimum: 100, maximum: 3_600_000, default: DEFAULTS.headersTimeoutMs }),
-}, EMPTY);
+export const ServerConfigSchema = Strict(
+  {
+    host: Type.String({ minLength: 1, default: DEFAULTS.host }),
+    port: Type.Integer({ minimum: 0, maximum: 65535, default: DEFAULTS.port }),
+    bodyLimit: Type.Integer({ minimum: 1024, maximum: 1024 * 1024 * 1024, default: DEFAULTS.bodyLimitBytes }),
+    /** How long a /v2 request's body may take to arrive (408 and closed after that). The gateway's uploads have no such limit. */
+    requestTimeoutMs: Type.Integer({ minimum: 100, maximum: 3_600_000, default: DEFAULTS.requestTimeoutMs }),
+    /** How long any request's headers may take to arrive (408 and closed after that), on /v2 and the gateway alike. */
+    headersTimeoutMs: Type.Integer({ minimum: 100, maximum: 3_600_000, default: DEFAULTS.headersTimeoutMs }),
+  },
+  EMPTY,
+);
 
-export const LoggingConfigSchema = Strict({
-  level: StringEnum(["fatal", "error", "warn", "info", "debug", "trace", "silent"], { default: DEFAULTS.logLevel }),
-  /** One log line per request. Off by default: the gateway's hot path should not pay for access logs unasked. */
-  requests: Type.Boolean({ default: false }),
-}, EMPTY);
+export const LoggingConfigSchema = Strict(
+  {
+    level: StringEnum(["fatal", "error", "warn", "info", "debug", "trace", "silent"], { default: DEFAULTS.logLevel }),
+    /** One log line per request. Off by default: the gateway's hot path should not pay for access logs unasked. */
+    requests: Type.Boolean({ default: false }),
+  },
+  EMPTY,
+);
 
 const RedisUrl = Type.String({ pattern: describedPattern("^rediss?://", "be a redis:// or rediss:// URL") });
 
@@ -91,54 +97,77 @@ export const RedisConfigSchema = Strict({
   /** One Redis server. */
   url: Type.Optional(RedisUrl),
   /** A Redis Cluster: a few of its nodes; the client discovers the rest. Credentials and TLS come from these URLs. */
-  cluster: Type.Optional(Strict({
-    nodes: Type.Array(RedisUrl, { minItems: 1, maxItems: 100 }),
-  })),
+  cluster: Type.Optional(
+    Strict({
+      nodes: Type.Array(RedisUrl, { minItems: 1, maxItems: 100 }),
+    }),
+  ),
   /** A master and its replicas watched by Redis Sentinel; keygate follows the master the sentinels name. */
-  sentinel: Type.Optional(Strict({
-    /** The master's name in the sentinels' configuration (`sentinel monitor <name> …`). */
-    name: Type.String({ minLength: 1, maxLength: 255 }),
-    /** Credentials in these URLs authenticate to the sentinels; rediss:// means TLS to sentinels and data servers. */
-    sentinels: Type.Array(RedisUrl, { minItems: 1, maxItems: 100 }),
-    /** Credentials of the master and replicas, when they need any. */
-    masterUsername: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
-    masterPassword: Type.Optional(Type.String({ minLength: 1, maxLength: 1024 })),
-  })),
+  sentinel: Type.Optional(
+    Strict({
+      /** The master's name in the sentinels' configuration (`sentinel monitor <name> …`). */
+      name: Type.String({ minLength: 1, maxLength: 255 }),
+      /** Credentials in these URLs authenticate to the sentinels; rediss:// means TLS to sentinels and data servers. */
+      sentinels: Type.Array(RedisUrl, { minItems: 1, maxItems: 100 }),
+      /** Credentials of the master and replicas, when they need any. */
+      masterUsername: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
+      masterPassword: Type.Optional(Type.String({ minLength: 1, maxLength: 1024 })),
+    }),
+  ),
   /** Every key keygate writes starts with `<prefix>:`, so several deployments can share one Redis. */
-  prefix: Type.String({ minLength: 1, maxLength: 64, pattern: describedPattern("^[A-Za-z0-9_.:-]+$", "contain only letters, digits and the characters _ . : -"), default: DEFAULTS.redisPrefix }),
+  prefix: Type.String({
+    minLength: 1,
+    maxLength: 64,
+    pattern: describedPattern("^[A-Za-z0-9_.:-]+$", "contain only letters, digits and the characters _ . : -"),
+    default: DEFAULTS.redisPrefix,
+  }),
   /** Deadline for each Redis command; a slower answer counts as a failure. */
   commandTimeoutMs: Type.Integer({ minimum: 10, maximum: 60_000, default: DEFAULTS.redisCommandTimeoutMs }),
   /**
    * Management writes (keys, APIs, roles, permissions, identities, root keys, namespaces, overrides) are
    * acknowledged only once this many replicas confirmed them (Redis WAIT), so a failover cannot lose them.
    */
-  waitForReplicas: Type.Optional(Strict({
-    replicas: Type.Integer({ minimum: 1, maximum: 10 }),
-    timeoutMs: Type.Integer({ minimum: 1, maximum: 60_000, default: DEFAULTS.redisReplicaWaitMs }),
-  })),
+  waitForReplicas: Type.Optional(
+    Strict({
+      replicas: Type.Integer({ minimum: 1, maximum: 10 }),
+      timeoutMs: Type.Integer({ minimum: 1, maximum: 60_000, default: DEFAULTS.redisReplicaWaitMs }),
+    }),
+  ),
   /** How long start-up waits for Redis before giving up. */
   connectTimeoutMs: Type.Integer({ minimum: 100, maximum: 300_000, default: DEFAULTS.redisConnectTimeoutMs }),
   /** The circuit breaker in front of the rate limiter's Redis calls. */
-  breaker: Strict({
-    failureThreshold: Type.Integer({ minimum: 1, maximum: 1_000, default: DEFAULTS.redisBreakerFailureThreshold }),
-    openMs: Type.Integer({ minimum: 50, maximum: 600_000, default: DEFAULTS.redisBreakerOpenMs }),
-  }, EMPTY),
+  breaker: Strict(
+    {
+      failureThreshold: Type.Integer({ minimum: 1, maximum: 1_000, default: DEFAULTS.redisBreakerFailureThreshold }),
+      openMs: Type.Integer({ minimum: 50, maximum: 600_000, default: DEFAULTS.redisBreakerOpenMs }),
+    },
+    EMPTY,
+  ),
 });
 
 export const RATELIMIT_FAIL_MODES = ["closed", "open", "local"] as const;
 
-export const RatelimitConfigSchema = Strict({
-  /** closed: refuse with 503; open: allow; local: decide on this instance's own counters. */
-  fail: Type.Unsafe<(typeof RATELIMIT_FAIL_MODES)[number]>({ type: "string", enum: [...RATELIMIT_FAIL_MODES], default: DEFAULTS.ratelimitFail }),
-  /** Whether an instance may admit calls from units of a large limit it reserved in Redis ahead (docs/operations.md). */
-  reservations: Type.Boolean({ default: true }),
-}, EMPTY);
+export const RatelimitConfigSchema = Strict(
+  {
+    /** closed: refuse with 503; open: allow; local: decide on this instance's own counters. */
+    fail: Type.Unsafe<(typeof RATELIMIT_FAIL_MODES)[number]>({
+      type: "string",
+      enum: [...RATELIMIT_FAIL_MODES],
+      default: DEFAULTS.ratelimitFail,
+    }),
+    /** Whether an instance may admit calls from units of a large limit it reserved in Redis ahead (docs/operations.md). */
+    reservations: Type.Boolean({ default: true }),
+  },
+  EMPTY,
+);
 
 export const RootKeyConfigSchema = Strict({
   /** The plaintext root key. Give either this or `hash`. */
   key: Type.Optional(Type.String({ minLength: 8, maxLength: 512 })),
   /** base64 SHA-256 of the root key, so the file need not hold the secret (`printf %s "$KEY" | openssl dgst -sha256 -binary | base64`). */
-  hash: Type.Optional(Type.String({ pattern: describedPattern("^[A-Za-z0-9+/]{43}=$", "be a SHA-256 hash in base64 (44 characters ending in =)") })),
+  hash: Type.Optional(
+    Type.String({ pattern: describedPattern("^[A-Za-z0-9+/]{43}=$", "be a SHA-256 hash in base64 (44 characters ending in =)") }),
+  ),
   name: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
   workspaceId: WorkspaceId,
   permissions: Type.Array(Type.String({ minLength: 1, maxLength: 512 }), { minItems: 1, maxItems: 1000 }),
@@ -157,53 +186,76 @@ export const DeclaredApiSchema = Strict({
 const Days = (fallback: number) => Type.Integer({ minimum: 1, maximum: 3_650, default: fallback });
 const AD = ANALYTICS_DEFAULTS;
 
-export const AnalyticsConfigSchema = Strict({
-  /** Where verification events go and analytics.getVerifications reads: in-process chDB, a ClickHouse server, or nowhere. */
-  engine: Type.Union([Type.Literal("embedded"), Type.Literal("clickhouse"), Type.Literal("off")], { default: AD.engine }),
-  /** Data directory of the embedded engine, relative to the working directory. Kept across restarts. */
-  path: Type.String({ minLength: 1, default: AD.path }),
-  clickhouse: Strict({
-    url: Type.Optional(Type.String({ pattern: HTTP_URL_PATTERN })),
-    database: Type.String({ minLength: 1, maxLength: 64, pattern: describedPattern("^[A-Za-z_][A-Za-z0-9_]*$", "start with a letter or _ and contain only letters, digits and _"), default: AD.clickhouseDatabase }),
-    username: Type.String({ minLength: 1, default: AD.clickhouseUsername }),
-    password: Type.String({ default: "" }),
-    requestTimeoutMs: Type.Integer({ minimum: 100, maximum: 600_000, default: AD.clickhouseRequestTimeoutMs }),
-  }, EMPTY),
-  /** Written into the `region` column of every event this instance records. */
-  region: Type.String({ maxLength: 64, default: AD.region }),
-  buffer: Strict({
-    /** Events held in memory at most; beyond it new events are dropped and counted. */
-    maxEvents: Type.Integer({ minimum: 1, maximum: 10_000_000, default: AD.buffer.maxEvents }),
-    /** A batch is written as soon as this many events wait. */
-    batchSize: Type.Integer({ minimum: 1, maximum: 1_000_000, default: AD.buffer.batchSize }),
-    /** Whatever waits is written at least this often. */
-    flushIntervalMs: Type.Integer({ minimum: 10, maximum: 600_000, default: AD.buffer.flushIntervalMs }),
-  }, EMPTY),
-  /** How long each table keeps rows (TTL), and how far back queries may look. */
-  retentionDays: Strict({
-    raw: Days(AD.retentionDays.raw),
-    perMinute: Days(AD.retentionDays.perMinute),
-    perHour: Days(AD.retentionDays.perHour),
-    perDay: Days(AD.retentionDays.perDay),
-    perMonth: Days(AD.retentionDays.perMonth),
-  }, EMPTY),
-  query: Strict({
-    maxExecutionMs: Type.Integer({ minimum: 10, maximum: 3_600_000, default: AD.query.maxExecutionMs }),
-    maxMemoryBytes: Type.Integer({ minimum: 1_000_000, maximum: 1_000_000_000_000, default: AD.query.maxMemoryBytes }),
-    /** Rows returned at most; a larger or missing LIMIT is clamped to it. */
-    maxResultRows: Type.Integer({ minimum: 1, maximum: 10_000_000, default: AD.query.maxResultRows }),
-    maxResultBytes: Type.Integer({ minimum: 1_024, maximum: 1024 * 1024 * 1024, default: AD.query.maxResultBytes }),
-    maxRowsToRead: Type.Integer({ minimum: 1, maximum: 1_000_000_000_000, default: AD.query.maxRowsToRead }),
-    /** Analytics queries this instance runs at once; more wait their turn. */
-    maxConcurrent: Type.Integer({ minimum: 1, maximum: 64, default: AD.query.maxConcurrent }),
-  }, EMPTY),
-  /** Per workspace, in fixed windows; shared by every instance when Redis is configured. */
-  quota: Strict({
-    windowMs: Type.Integer({ minimum: 1_000, maximum: 86_400_000, default: AD.quota.windowMs }),
-    queries: Type.Integer({ minimum: 1, maximum: 100_000_000, default: AD.quota.queries }),
-    executionMs: Type.Integer({ minimum: 1, maximum: 86_400_000_000, default: AD.quota.executionMs }),
-  }, EMPTY),
-}, EMPTY);
+export const AnalyticsConfigSchema = Strict(
+  {
+    /** Where verification events go and analytics.getVerifications reads: in-process chDB, a ClickHouse server, or nowhere. */
+    engine: Type.Union([Type.Literal("embedded"), Type.Literal("clickhouse"), Type.Literal("off")], { default: AD.engine }),
+    /** Data directory of the embedded engine, relative to the working directory. Kept across restarts. */
+    path: Type.String({ minLength: 1, default: AD.path }),
+    clickhouse: Strict(
+      {
+        url: Type.Optional(Type.String({ pattern: HTTP_URL_PATTERN })),
+        database: Type.String({
+          minLength: 1,
+          maxLength: 64,
+          pattern: describedPattern("^[A-Za-z_][A-Za-z0-9_]*$", "start with a letter or _ and contain only letters, digits and _"),
+          default: AD.clickhouseDatabase,
+        }),
+        username: Type.String({ minLength: 1, default: AD.clickhouseUsername }),
+        password: Type.String({ default: "" }),
+        requestTimeoutMs: Type.Integer({ minimum: 100, maximum: 600_000, default: AD.clickhouseRequestTimeoutMs }),
+      },
+      EMPTY,
+    ),
+    /** Written into the `region` column of every event this instance records. */
+    region: Type.String({ maxLength: 64, default: AD.region }),
+    buffer: Strict(
+      {
+        /** Events held in memory at most; beyond it new events are dropped and counted. */
+        maxEvents: Type.Integer({ minimum: 1, maximum: 10_000_000, default: AD.buffer.maxEvents }),
+        /** A batch is written as soon as this many events wait. */
+        batchSize: Type.Integer({ minimum: 1, maximum: 1_000_000, default: AD.buffer.batchSize }),
+        /** Whatever waits is written at least this often. */
+        flushIntervalMs: Type.Integer({ minimum: 10, maximum: 600_000, default: AD.buffer.flushIntervalMs }),
+      },
+      EMPTY,
+    ),
+    /** How long each table keeps rows (TTL), and how far back queries may look. */
+    retentionDays: Strict(
+      {
+        raw: Days(AD.retentionDays.raw),
+        perMinute: Days(AD.retentionDays.perMinute),
+        perHour: Days(AD.retentionDays.perHour),
+        perDay: Days(AD.retentionDays.perDay),
+        perMonth: Days(AD.retentionDays.perMonth),
+      },
+      EMPTY,
+    ),
+    query: Strict(
+      {
+        maxExecutionMs: Type.Integer({ minimum: 10, maximum: 3_600_000, default: AD.query.maxExecutionMs }),
+        maxMemoryBytes: Type.Integer({ minimum: 1_000_000, maximum: 1_000_000_000_000, default: AD.query.maxMemoryBytes }),
+        /** Rows returned at most; a larger or missing LIMIT is clamped to it. */
+        maxResultRows: Type.Integer({ minimum: 1, maximum: 10_000_000, default: AD.query.maxResultRows }),
+        maxResultBytes: Type.Integer({ minimum: 1_024, maximum: 1024 * 1024 * 1024, default: AD.query.maxResultBytes }),
+        maxRowsToRead: Type.Integer({ minimum: 1, maximum: 1_000_000_000_000, default: AD.query.maxRowsToRead }),
+        /** Analytics queries this instance runs at once; more wait their turn. */
+        maxConcurrent: Type.Integer({ minimum: 1, maximum: 64, default: AD.query.maxConcurrent }),
+      },
+      EMPTY,
+    ),
+    /** Per workspace, in fixed windows; shared by every instance when Redis is configured. */
+    quota: Strict(
+      {
+        windowMs: Type.Integer({ minimum: 1_000, maximum: 86_400_000, default: AD.quota.windowMs }),
+        queries: Type.Integer({ minimum: 1, maximum: 100_000_000, default: AD.quota.queries }),
+        executionMs: Type.Integer({ minimum: 1, maximum: 86_400_000_000, default: AD.quota.executionMs }),
+      },
+      EMPTY,
+    ),
+  },
+  EMPTY,
+);
 
 export const ConfigSchema = Strict({
   server: ServerConfigSchema,

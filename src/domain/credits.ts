@@ -24,11 +24,16 @@ export function viewCredits(credits: CreditRecord | null, now: number): CreditsV
 /** Validates a refill given at `location`: monthly needs refillDay; daily with refillDay is dropped or refused. */
 function checkRefill(refill: NonNullable<CreditsInput["refill"]>, location: string, dailyRefillDay: "ignore" | "refuse"): CreditRefill {
   if (refill.interval === "monthly") {
-    if (refill.refillDay === undefined) throw invalidAt(`${location}.refillDay`, "is required when the interval is 'monthly'", "give the day of the month (1-31)");
+    if (refill.refillDay === undefined)
+      throw invalidAt(`${location}.refillDay`, "is required when the interval is 'monthly'", "give the day of the month (1-31)");
     return { interval: "monthly", amount: refill.amount, refillDay: refill.refillDay };
   }
   if (refill.refillDay !== undefined && dailyRefillDay === "refuse") {
-    throw invalidAt(`${location}.refillDay`, "must not be given when the interval is 'daily'", "remove refillDay or use the 'monthly' interval");
+    throw invalidAt(
+      `${location}.refillDay`,
+      "must not be given when the interval is 'daily'",
+      "remove refillDay or use the 'monthly' interval",
+    );
   }
   return { interval: "daily", amount: refill.amount };
 }
@@ -59,14 +64,24 @@ export function creditsAfterUpdate(current: CreditRecord | null, input: CreditsI
   if (input.refill === null) refill = undefined;
   else if (input.refill !== undefined) refill = checkRefill(input.refill, "body.credits.refill", "refuse");
   if (remaining === undefined) {
-    if (refill) throw invalidAt("body.credits.remaining", "must be provided when credits.refill is set on a key with unlimited credits", "give the starting balance");
+    if (refill)
+      throw invalidAt(
+        "body.credits.remaining",
+        "must be provided when credits.refill is set on a key with unlimited credits",
+        "give the starting balance",
+      );
     return null;
   }
   return { remaining, ...(refill ? { refill } : {}), lastRefillAt: base && input.remaining === undefined ? base.lastRefillAt : now };
 }
 
 /** updateCredits: set (null: unlimited, which also drops the refill), increment, or decrement (floored at 0). */
-export function creditsAfterOperation(current: CreditRecord | null, operation: "set" | "increment" | "decrement", value: number | null | undefined, now: number): CreditRecord | null {
+export function creditsAfterOperation(
+  current: CreditRecord | null,
+  operation: "set" | "increment" | "decrement",
+  value: number | null | undefined,
+  now: number,
+): CreditRecord | null {
   if (operation === "set") {
     if (value === null || value === undefined) return null;
     const base = current ? withRefills(current, now) : null;
@@ -75,7 +90,12 @@ export function creditsAfterOperation(current: CreditRecord | null, operation: "
   if (value === null || value === undefined) {
     throw invalidAt("body.value", "must be provided for the increment and decrement operations", "give the amount to add or subtract");
   }
-  if (!current) throw invalidAt("body.operation", "cannot increment or decrement a key with unlimited credits", "use 'set' to give the key a balance first");
+  if (!current)
+    throw invalidAt(
+      "body.operation",
+      "cannot increment or decrement a key with unlimited credits",
+      "use 'set' to give the key a balance first",
+    );
   const base = withRefills(current, now);
   const remaining = operation === "increment" ? base.remaining + value : Math.max(0, base.remaining - value);
   return { ...base, remaining };

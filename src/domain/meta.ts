@@ -15,10 +15,19 @@ export const MAX_META_DEPTH = 100;
 export function checkMeta(meta: Record<string, unknown> | null | undefined, maxBytes: number, location: string): void {
   if (meta === null || meta === undefined) return;
   if (nestsDeeperThan(meta, MAX_META_DEPTH)) {
-    throw invalidAt(location, `must not nest objects and arrays more than ${MAX_META_DEPTH} levels deep`, "flatten it, or keep deep data elsewhere and store a reference");
+    throw invalidAt(
+      location,
+      `must not nest objects and arrays more than ${MAX_META_DEPTH} levels deep`,
+      "flatten it, or keep deep data elsewhere and store a reference",
+    );
   }
   const bytes = Buffer.byteLength(JSON.stringify(meta));
-  if (bytes > maxBytes) throw invalidAt(location, `must be at most ${maxBytes} bytes as JSON (it is ${bytes})`, "keep large data elsewhere and store a reference");
+  if (bytes > maxBytes)
+    throw invalidAt(
+      location,
+      `must be at most ${maxBytes} bytes as JSON (it is ${bytes})`,
+      "keep large data elsewhere and store a reference",
+    );
 }
 
 /**

@@ -21,11 +21,21 @@ export interface NamedLimitView {
  * The named limits of a key or identity after a full replace keyed by name: names not listed go, listed names
  * keep their `rl_` id. Duplicate names in one request are a 400 at `location[i].name`.
  */
-export function replaceNamedLimits(current: readonly RatelimitConfig[], input: readonly NamedLimitInput[], location: string, now: number): RatelimitConfig[] {
+export function replaceNamedLimits(
+  current: readonly RatelimitConfig[],
+  input: readonly NamedLimitInput[],
+  location: string,
+  now: number,
+): RatelimitConfig[] {
   const seen = new Map<string, number>();
   input.forEach((limit, index) => {
     const earlier = seen.get(limit.name);
-    if (earlier !== undefined) throw invalidAt(`${location}[${index}].name`, `repeats the name of ${location.replace(/^body\./, "")}[${earlier}]`, "give each limit its own name");
+    if (earlier !== undefined)
+      throw invalidAt(
+        `${location}[${index}].name`,
+        `repeats the name of ${location.replace(/^body\./, "")}[${earlier}]`,
+        "give each limit its own name",
+      );
     seen.set(limit.name, index);
   });
   const existing = new Map(current.map((limit) => [limit.name, limit.id]));
@@ -40,5 +50,11 @@ export function replaceNamedLimits(current: readonly RatelimitConfig[], input: r
 
 export function viewNamedLimits(limits: readonly RatelimitConfig[]): NamedLimitView[] | undefined {
   if (limits.length === 0) return undefined;
-  return limits.map((limit) => ({ id: limit.id, name: limit.name, limit: limit.limit, duration: limit.durationMs, autoApply: limit.autoApply }));
+  return limits.map((limit) => ({
+    id: limit.id,
+    name: limit.name,
+    limit: limit.limit,
+    duration: limit.durationMs,
+    autoApply: limit.autoApply,
+  }));
 }

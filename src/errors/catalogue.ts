@@ -20,28 +20,84 @@ const INTERNAL = "Internal Server Error";
 
 export const ERROR_CATALOGUE = {
   // 400: the request itself is wrong
-  "err:unkey:application:invalid_input": { status: 400, title: BAD_REQUEST, meaning: "The body failed validation; `errors[]` names each problem by location." },
-  "err:user:bad_request:request_body_unreadable": { status: 400, title: BAD_REQUEST, meaning: "The body is not valid JSON, or is empty where JSON is required." },
+  "err:unkey:application:invalid_input": {
+    status: 400,
+    title: BAD_REQUEST,
+    meaning: "The body failed validation; `errors[]` names each problem by location.",
+  },
+  "err:user:bad_request:request_body_unreadable": {
+    status: 400,
+    title: BAD_REQUEST,
+    meaning: "The body is not valid JSON, or is empty where JSON is required.",
+  },
   "err:user:bad_request:missing_required_header": { status: 400, title: BAD_REQUEST, meaning: "A header the operation needs is missing." },
-  "err:user:bad_request:permissions_query_syntax_error": { status: 400, title: BAD_REQUEST, meaning: "The permission query does not parse; the detail gives the position." },
-  "err:user:bad_request:invalid_analytics_query": { status: 400, title: BAD_REQUEST, meaning: "The analytics SQL does not parse or refers to something unknown." },
-  "err:user:bad_request:invalid_analytics_table": { status: 400, title: BAD_REQUEST, meaning: "The analytics SQL reads a table that is not one of the public tables." },
-  "err:user:bad_request:invalid_analytics_function": { status: 400, title: BAD_REQUEST, meaning: "The analytics SQL calls a function that is not allowed." },
-  "err:user:bad_request:invalid_analytics_query_type": { status: 400, title: BAD_REQUEST, meaning: "The analytics SQL is not a single SELECT." },
-  "err:user:bad_request:query_range_exceeds_retention": { status: 400, title: BAD_REQUEST, meaning: "The analytics SQL asks for data older than the retention period." },
-  "err:user:bad_request:malformed_request": { status: 400, title: BAD_REQUEST, meaning: "The request is not valid HTTP/1.1 (request line, header syntax or framing), so it cannot be read; the connection is closed." },
-  "err:user:bad_request:malformed_url": { status: 400, title: BAD_REQUEST, meaning: "The request URL cannot be decoded (e.g. a '%' not followed by two hex digits)." },
+  "err:user:bad_request:permissions_query_syntax_error": {
+    status: 400,
+    title: BAD_REQUEST,
+    meaning: "The permission query does not parse; the detail gives the position.",
+  },
+  "err:user:bad_request:invalid_analytics_query": {
+    status: 400,
+    title: BAD_REQUEST,
+    meaning: "The analytics SQL does not parse or refers to something unknown.",
+  },
+  "err:user:bad_request:invalid_analytics_table": {
+    status: 400,
+    title: BAD_REQUEST,
+    meaning: "The analytics SQL reads a table that is not one of the public tables.",
+  },
+  "err:user:bad_request:invalid_analytics_function": {
+    status: 400,
+    title: BAD_REQUEST,
+    meaning: "The analytics SQL calls a function that is not allowed.",
+  },
+  "err:user:bad_request:invalid_analytics_query_type": {
+    status: 400,
+    title: BAD_REQUEST,
+    meaning: "The analytics SQL is not a single SELECT.",
+  },
+  "err:user:bad_request:query_range_exceeds_retention": {
+    status: 400,
+    title: BAD_REQUEST,
+    meaning: "The analytics SQL asks for data older than the retention period.",
+  },
+  "err:user:bad_request:malformed_request": {
+    status: 400,
+    title: BAD_REQUEST,
+    meaning: "The request is not valid HTTP/1.1 (request line, header syntax or framing), so it cannot be read; the connection is closed.",
+  },
+  "err:user:bad_request:malformed_url": {
+    status: 400,
+    title: BAD_REQUEST,
+    meaning: "The request URL cannot be decoded (e.g. a '%' not followed by two hex digits).",
+  },
 
   // 401: who is calling is not established (api-decisions.md: all of these are 401)
   "err:unkey:authentication:missing": { status: 401, title: "Unauthorized", meaning: "No Authorization header was sent." },
-  "err:unkey:authentication:malformed": { status: 401, title: "Unauthorized", meaning: "The Authorization header is not `Bearer <root key>`." },
-  "err:unkey:authentication:key_not_found": { status: 401, title: "Unauthorized", meaning: "The root key is unknown, revoked, disabled or expired." },
+  "err:unkey:authentication:malformed": {
+    status: 401,
+    title: "Unauthorized",
+    meaning: "The Authorization header is not `Bearer <root key>`.",
+  },
+  "err:unkey:authentication:key_not_found": {
+    status: 401,
+    title: "Unauthorized",
+    meaning: "The root key is unknown, revoked, disabled or expired.",
+  },
 
   // 403: the caller is known but may not do this
-  "err:unkey:authorization:insufficient_permissions": { status: 403, title: "Insufficient Permissions", meaning: "The root key lacks a permission the operation needs; the detail names it." },
+  "err:unkey:authorization:insufficient_permissions": {
+    status: 403,
+    title: "Insufficient Permissions",
+    meaning: "The root key lacks a permission the operation needs; the detail names it.",
+  },
   "err:unkey:authorization:forbidden": { status: 403, title: "Forbidden", meaning: "The operation is not allowed for this caller." },
   "err:unkey:authorization:key_disabled": { status: 403, title: "Key is disabled", meaning: "The key used is disabled." },
-  "err:unkey:authorization:workspace_disabled": { status: 403, title: "Workspace is disabled", meaning: "The workspace of the root key is disabled." },
+  "err:unkey:authorization:workspace_disabled": {
+    status: 403,
+    title: "Workspace is disabled",
+    meaning: "The workspace of the root key is disabled.",
+  },
 
   // 404: the resource does not exist in the caller's workspace (another workspace's resources are 404 too)
   "err:user:bad_request:route_not_found": { status: 404, title: NOT_FOUND, meaning: "No operation is served at this path." },
@@ -59,51 +115,159 @@ export const ERROR_CATALOGUE = {
   "err:unkey:data:audit_log_not_found": { status: 404, title: NOT_FOUND, meaning: "The audit log entry does not exist." },
 
   // 405, 408, 409, 410
-  "err:user:bad_request:method_not_allowed": { status: 405, title: "Method Not Allowed", meaning: "The path exists but not for this HTTP method; see the Allow header." },
-  "err:user:bad_request:request_timeout": { status: 408, title: "Request Timeout", meaning: "The request took too long to arrive or to answer." },
+  "err:user:bad_request:method_not_allowed": {
+    status: 405,
+    title: "Method Not Allowed",
+    meaning: "The path exists but not for this HTTP method; see the Allow header.",
+  },
+  "err:user:bad_request:request_timeout": {
+    status: 408,
+    title: "Request Timeout",
+    meaning: "The request took too long to arrive or to answer.",
+  },
   "err:unkey:data:identity_already_exists": { status: 409, title: CONFLICT, meaning: "An identity with this externalId already exists." },
   "err:unkey:data:role_already_exists": { status: 409, title: CONFLICT, meaning: "A role with this name already exists." },
   "err:unkey:data:permission_already_exists": { status: 409, title: CONFLICT, meaning: "A permission with this slug already exists." },
   "err:unkey:data:ratelimit_namespace_gone": { status: 410, title: "Resource Gone", meaning: "The rate limit namespace was deleted." },
 
   // 412, 413, 415
-  "err:unkey:application:protected_resource": { status: 412, title: "Resource is protected", meaning: "The resource has delete protection." },
-  "err:unkey:application:precondition_failed": { status: 412, title: PRECONDITION, meaning: "The operation needs something that is not set up (e.g. a vault key, a named rate limit)." },
+  "err:unkey:application:protected_resource": {
+    status: 412,
+    title: "Resource is protected",
+    meaning: "The resource has delete protection.",
+  },
+  "err:unkey:application:precondition_failed": {
+    status: 412,
+    title: PRECONDITION,
+    meaning: "The operation needs something that is not set up (e.g. a vault key, a named rate limit).",
+  },
   "err:unkey:data:analytics_not_configured": { status: 412, title: PRECONDITION, meaning: "Analytics is turned off on this keygate." },
-  "err:user:bad_request:request_body_too_large": { status: 413, title: "Request Entity Too Large", meaning: "The body is larger than server.bodyLimit." },
-  "err:user:bad_request:unsupported_media_type": { status: 415, title: "Unsupported Media Type", meaning: "The body is not sent as application/json." },
-  "err:user:bad_request:expectation_failed": { status: 417, title: "Expectation Failed", meaning: "The request has an Expect header other than 100-continue." },
+  "err:user:bad_request:request_body_too_large": {
+    status: 413,
+    title: "Request Entity Too Large",
+    meaning: "The body is larger than server.bodyLimit.",
+  },
+  "err:user:bad_request:unsupported_media_type": {
+    status: 415,
+    title: "Unsupported Media Type",
+    meaning: "The body is not sent as application/json.",
+  },
+  "err:user:bad_request:expectation_failed": {
+    status: 417,
+    title: "Expectation Failed",
+    meaning: "The request has an Expect header other than 100-continue.",
+  },
 
   // 422, 429, 431, 499
-  "err:user:unprocessable_entity:query_execution_timeout": { status: 422, title: UNPROCESSABLE, meaning: "The analytics query ran longer than allowed." },
-  "err:user:unprocessable_entity:query_memory_limit_exceeded": { status: 422, title: UNPROCESSABLE, meaning: "The analytics query needed more memory than allowed." },
-  "err:user:unprocessable_entity:query_rows_limit_exceeded": { status: 422, title: UNPROCESSABLE, meaning: "The analytics query read or returned more rows than allowed." },
-  "err:user:too_many_requests:query_quota_exceeded": { status: 429, title: TOO_MANY, meaning: "The workspace used up its analytics query quota for now." },
+  "err:user:unprocessable_entity:query_execution_timeout": {
+    status: 422,
+    title: UNPROCESSABLE,
+    meaning: "The analytics query ran longer than allowed.",
+  },
+  "err:user:unprocessable_entity:query_memory_limit_exceeded": {
+    status: 422,
+    title: UNPROCESSABLE,
+    meaning: "The analytics query needed more memory than allowed.",
+  },
+  "err:user:unprocessable_entity:query_rows_limit_exceeded": {
+    status: 422,
+    title: UNPROCESSABLE,
+    meaning: "The analytics query read or returned more rows than allowed.",
+  },
+  "err:user:too_many_requests:query_quota_exceeded": {
+    status: 429,
+    title: TOO_MANY,
+    meaning: "The workspace used up its analytics query quota for now.",
+  },
   "err:user:too_many_requests:workspace_rate_limited": { status: 429, title: TOO_MANY, meaning: "The workspace sent too many requests." },
-  "err:user:bad_request:request_header_fields_too_large": { status: 431, title: "Request Header Fields Too Large", meaning: "The request line and headers together are larger than Node's limit (16 KB unless `--max-http-header-size` says otherwise); the connection is closed." },
-  "err:user:bad_request:client_closed_request": { status: 499, title: "Client Closed Request", meaning: "The client went away before its request was read or answered; logged at info, since it is no fault of keygate." },
+  "err:user:bad_request:request_header_fields_too_large": {
+    status: 431,
+    title: "Request Header Fields Too Large",
+    meaning:
+      "The request line and headers together are larger than Node's limit (16 KB unless `--max-http-header-size` says otherwise); the connection is closed.",
+  },
+  "err:user:bad_request:client_closed_request": {
+    status: 499,
+    title: "Client Closed Request",
+    meaning: "The client went away before its request was read or answered; logged at info, since it is no fault of keygate.",
+  },
 
   // The gateway: answers to requests for an upstream API (the /v2 API never sends these)
-  "err:keygate:gateway:invalid_path": { status: 400, title: BAD_REQUEST, meaning: "The request path has a dot segment ('.' or '..', also percent-encoded or between backslashes) or does not decode; it is not forwarded." },
-  "err:keygate:gateway:missing_key": { status: 401, title: "Unauthorized", meaning: "The request carries no API key where the route expects one; WWW-Authenticate says where." },
-  "err:keygate:gateway:invalid_key": { status: 401, title: "Unauthorized", meaning: "The API key is unknown, deleted, or belongs to another API." },
+  "err:keygate:gateway:invalid_path": {
+    status: 400,
+    title: BAD_REQUEST,
+    meaning:
+      "The request path has a dot segment ('.' or '..', also percent-encoded or between backslashes) or does not decode; it is not forwarded.",
+  },
+  "err:keygate:gateway:missing_key": {
+    status: 401,
+    title: "Unauthorized",
+    meaning: "The request carries no API key where the route expects one; WWW-Authenticate says where.",
+  },
+  "err:keygate:gateway:invalid_key": {
+    status: 401,
+    title: "Unauthorized",
+    meaning: "The API key is unknown, deleted, or belongs to another API.",
+  },
   "err:keygate:gateway:key_disabled": { status: 401, title: "Unauthorized", meaning: "The API key is disabled." },
   "err:keygate:gateway:key_expired": { status: 401, title: "Unauthorized", meaning: "The API key has expired." },
   "err:keygate:gateway:forbidden": { status: 403, title: "Forbidden", meaning: "The API key may not be used for this request." },
-  "err:keygate:gateway:insufficient_permissions": { status: 403, title: "Forbidden", meaning: "The API key lacks the permissions the route's permission query needs." },
-  "err:keygate:gateway:rate_limited": { status: 429, title: TOO_MANY, meaning: "A rate limit of the key or of the route is exhausted; Retry-After and the RateLimit headers say which and until when." },
-  "err:keygate:gateway:usage_exceeded": { status: 429, title: TOO_MANY, meaning: "The key has no credits left for this request; Retry-After says when they refill, when they do." },
-  "err:keygate:gateway:upstream_unreachable": { status: 502, title: "Bad Gateway", meaning: "The route's upstream refused the connection, reset it or answered with something that is not HTTP." },
-  "err:keygate:gateway:upstream_timeout": { status: 504, title: "Gateway Timeout", meaning: "The route's upstream did not answer within the upstream timeout." },
+  "err:keygate:gateway:insufficient_permissions": {
+    status: 403,
+    title: "Forbidden",
+    meaning: "The API key lacks the permissions the route's permission query needs.",
+  },
+  "err:keygate:gateway:rate_limited": {
+    status: 429,
+    title: TOO_MANY,
+    meaning: "A rate limit of the key or of the route is exhausted; Retry-After and the RateLimit headers say which and until when.",
+  },
+  "err:keygate:gateway:usage_exceeded": {
+    status: 429,
+    title: TOO_MANY,
+    meaning: "The key has no credits left for this request; Retry-After says when they refill, when they do.",
+  },
+  "err:keygate:gateway:upstream_unreachable": {
+    status: 502,
+    title: "Bad Gateway",
+    meaning: "The route's upstream refused the connection, reset it or answered with something that is not HTTP.",
+  },
+  "err:keygate:gateway:upstream_timeout": {
+    status: 504,
+    title: "Gateway Timeout",
+    meaning: "The route's upstream did not answer within the upstream timeout.",
+  },
 
   // 5xx: our side
-  "err:unkey:application:unexpected_error": { status: 500, title: INTERNAL, meaning: "Something failed inside keygate; the cause is in the server log under the request id." },
+  "err:unkey:application:unexpected_error": {
+    status: 500,
+    title: INTERNAL,
+    meaning: "Something failed inside keygate; the cause is in the server log under the request id.",
+  },
   "err:unkey:application:service_unavailable": { status: 500, title: INTERNAL, meaning: "A backing service did not answer." },
   "err:unkey:application:assertion_failed": { status: 500, title: INTERNAL, meaning: "An internal invariant did not hold." },
-  "err:unkey:data:analytics_connection_failed": { status: 503, title: "Service Unavailable", meaning: "The analytics engine cannot be reached." },
-  "err:unkey:data:credits_unavailable": { status: 503, title: "Service Unavailable", meaning: "Credit balances cannot be reached (Redis does not answer) and `ratelimit.fail` is `closed` or `local`, so a request that spends credits is refused; Retry-After says when to try again." },
-  "err:keygate:server:shutting_down": { status: 503, title: "Service Unavailable", meaning: "keygate is closing and takes no new requests; send the request again, to another instance if there is one." },
-  "err:unkey:data:ratelimit_unavailable": { status: 503, title: "Service Unavailable", meaning: "Rate limit counters cannot be reached and `ratelimit.fail` is `closed`, so the check is refused; Retry-After says when to try again." },
+  "err:unkey:data:analytics_connection_failed": {
+    status: 503,
+    title: "Service Unavailable",
+    meaning: "The analytics engine cannot be reached.",
+  },
+  "err:unkey:data:credits_unavailable": {
+    status: 503,
+    title: "Service Unavailable",
+    meaning:
+      "Credit balances cannot be reached (Redis does not answer) and `ratelimit.fail` is `closed` or `local`, so a request that spends credits is refused; Retry-After says when to try again.",
+  },
+  "err:keygate:server:shutting_down": {
+    status: 503,
+    title: "Service Unavailable",
+    meaning: "keygate is closing and takes no new requests; send the request again, to another instance if there is one.",
+  },
+  "err:unkey:data:ratelimit_unavailable": {
+    status: 503,
+    title: "Service Unavailable",
+    meaning:
+      "Rate limit counters cannot be reached and `ratelimit.fail` is `closed`, so the check is refused; Retry-After says when to try again.",
+  },
 } as const satisfies Record<string, CatalogueEntry>;
 
 export type ErrorCode = keyof typeof ERROR_CATALOGUE;

@@ -4,8 +4,8 @@ import type { FastifyBaseLogger, FastifyError, FastifyInstance, FastifyReply, Fa
 import fp from "fastify-plugin";
 import { toValidationIssues } from "../http/validation-issues.js";
 import { newId } from "../lib/ids.js";
-import { ERROR_CATALOGUE, errorTypeUrl, type ErrorCode } from "./catalogue.js";
-import { invalidInput, KeygateError, isKeygateError } from "./keygate-error.js";
+import { ERROR_CATALOGUE, type ErrorCode, errorTypeUrl } from "./catalogue.js";
+import { invalidInput, isKeygateError, KeygateError } from "./keygate-error.js";
 
 export interface ErrorHandlingOptions {
   docsUrl: string;
@@ -47,7 +47,10 @@ export const errorHandling = fp<ErrorHandlingOptions>(
     });
     app.addHook("onRequest", (request, reply, done) => {
       if (!closing) return done();
-      const error = new KeygateError("err:keygate:server:shutting_down", "keygate is shutting down. Send the request again, to another instance if there is one.");
+      const error = new KeygateError(
+        "err:keygate:server:shutting_down",
+        "keygate is shutting down. Send the request again, to another instance if there is one.",
+      );
       logServerError(request.log, error);
       reply.header("connection", "close");
       sendError(reply, request, options.docsUrl, error);
@@ -75,12 +78,21 @@ export function answerUnmatched(app: FastifyInstance, request: FastifyRequest, r
       reply,
       request,
       docsUrl,
-      new KeygateError("err:user:bad_request:method_not_allowed", `${request.method} is not allowed on ${path}; use ${allowed.join(" or ")}.`, {
-        headers: { allow: allowed.join(", ") },
-      }),
+      new KeygateError(
+        "err:user:bad_request:method_not_allowed",
+        `${request.method} is not allowed on ${path}; use ${allowed.join(" or ")}.`,
+        {
+          headers: { allow: allowed.join(", ") },
+        },
+      ),
     );
   }
-  return sendError(reply, request, docsUrl, new KeygateError("err:user:bad_request:route_not_found", `No operation is served at ${request.method} ${path}.`));
+  return sendError(
+    reply,
+    request,
+    docsUrl,
+    new KeygateError("err:user:bad_request:route_not_found", `No operation is served at ${request.method} ${path}.`),
+  );
 }
 
 /**
@@ -105,8 +117,16 @@ function clientWentAway(error: FastifyError, request: FastifyRequest): boolean {
  * to no one, for the request log) and a line at info without a stack, since it is no fault of keygate.
  */
 export function answerClientClosed(reply: FastifyReply, request: FastifyRequest, docsUrl: string): FastifyReply {
-  request.log.info({ code: "err:user:bad_request:client_closed_request" }, "the client closed the connection before its request was read or answered");
-  return sendError(reply, request, docsUrl, new KeygateError("err:user:bad_request:client_closed_request", "The connection was closed before the request was read or answered."));
+  request.log.info(
+    { code: "err:user:bad_request:client_closed_request" },
+    "the client closed the connection before its request was read or answered",
+  );
+  return sendError(
+    reply,
+    request,
+    docsUrl,
+    new KeygateError("err:user:bad_request:client_closed_request", "The connection was closed before the request was read or answered."),
+  );
 }
 
 /**
@@ -116,7 +136,15 @@ export function answerClientClosed(reply: FastifyReply, request: FastifyRequest,
  */
 export function answerFrameworkError(error: FastifyError, request: FastifyRequest, reply: FastifyReply, docsUrl: string): FastifyReply {
   if (error.code === "FST_ERR_BAD_URL") {
-    return sendError(reply, request, docsUrl, new KeygateError("err:user:bad_request:malformed_url", "The request URL cannot be decoded: each '%' must start a percent-encoded UTF-8 character ('%' and two hexadecimal digits per byte)."));
+    return sendError(
+      reply,
+      request,
+      docsUrl,
+      new KeygateError(
+        "err:user:bad_request:malformed_url",
+        "The request URL cannot be decoded: each '%' must start a percent-encoded UTF-8 character ('%' and two hexadecimal digits per byte).",
+      ),
+    );
   }
   request.log.error({ err: error }, "unexpected error");
   return sendError(reply, request, docsUrl, new KeygateError("err:unkey:application:unexpected_error", UNEXPECTED_DETAIL));
@@ -125,9 +153,13 @@ export function answerFrameworkError(error: FastifyError, request: FastifyReques
 /** How Node's HTTP parser errors are answered (by the `code` of the 'clientError' event's error). */
 function clientErrorAnswer(code: string | undefined): KeygateError {
   if (code === "HPE_HEADER_OVERFLOW") {
-    return new KeygateError("err:user:bad_request:request_header_fields_too_large", "The request line and headers are too large; send fewer or shorter headers.");
+    return new KeygateError(
+      "err:user:bad_request:request_header_fields_too_large",
+      "The request line and headers are too large; send fewer or shorter headers.",
+    );
   }
-  if (code === "ERR_HTTP_REQUEST_TIMEOUT") return new KeygateError("err:user:bad_request:request_timeout", "The request took too long to arrive.");
+  if (code === "ERR_HTTP_REQUEST_TIMEOUT")
+    return new KeygateError("err:user:bad_request:request_timeout", "The request took too long to arrive.");
   return new KeygateError("err:user:bad_request:malformed_request", "The request is not valid HTTP/1.1 and cannot be read.");
 }
 
@@ -215,11 +247,20 @@ function toKeygateError(error: FastifyError, bodyLimit: number): KeygateError | 
     return invalidInput(issues);
   }
   const byCode: Partial<Record<string, [ErrorCode, string]>> = {
-    FST_ERR_CTP_BODY_TOO_LARGE: ["err:user:bad_request:request_body_too_large", `The request body is larger than the limit of ${bodyLimit} bytes.`],
-    FST_ERR_CTP_INVALID_MEDIA_TYPE: ["err:user:bad_request:unsupported_media_type", "Send the request body as JSON with 'Content-Type: application/json'."],
+    FST_ERR_CTP_BODY_TOO_LARGE: [
+      "err:user:bad_request:request_body_too_large",
+      `The request body is larger than the limit of ${bodyLimit} bytes.`,
+    ],
+    FST_ERR_CTP_INVALID_MEDIA_TYPE: [
+      "err:user:bad_request:unsupported_media_type",
+      "Send the request body as JSON with 'Content-Type: application/json'.",
+    ],
     FST_ERR_CTP_EMPTY_JSON_BODY: ["err:user:bad_request:request_body_unreadable", "The request body is empty; send a JSON object."],
     FST_ERR_CTP_INVALID_JSON_BODY: ["err:user:bad_request:request_body_unreadable", "The request body is not valid JSON."],
-    FST_ERR_CTP_INVALID_CONTENT_LENGTH: ["err:user:bad_request:request_body_unreadable", "The Content-Length header does not match the body."],
+    FST_ERR_CTP_INVALID_CONTENT_LENGTH: [
+      "err:user:bad_request:request_body_unreadable",
+      "The Content-Length header does not match the body.",
+    ],
     FST_ERR_CTP_INVALID_TYPE: ["err:user:bad_request:unsupported_media_type", "The Content-Type header is not valid."],
   };
   const mapped = error.code ? byCode[error.code] : undefined;

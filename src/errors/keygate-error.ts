@@ -18,7 +18,11 @@ export class KeygateError extends Error {
   /** Extra response headers the error implies (e.g. Retry-After, WWW-Authenticate). */
   readonly headers: Record<string, string> | undefined;
 
-  constructor(code: ErrorCode, detail: string, options: { errors?: ValidationIssue[]; cause?: unknown; headers?: Record<string, string> } = {}) {
+  constructor(
+    code: ErrorCode,
+    detail: string,
+    options: { errors?: ValidationIssue[]; cause?: unknown; headers?: Record<string, string> } = {},
+  ) {
     super(detail, { cause: options.cause });
     this.name = "KeygateError";
     this.code = code;

@@ -59,6 +59,9 @@ export function compileTrust(setting: TrustProxySetting): ProxyTrust {
 export function clientAddress(peer: string | undefined, forwardedFor: string | string[] | undefined, trust: ProxyTrust): string {
   if (forwardedFor === undefined || peer === undefined) return peer ?? "unknown";
   // proxy-addr reads only these two fields of a request.
-  const request = { headers: { "x-forwarded-for": Array.isArray(forwardedFor) ? forwardedFor.join(", ") : forwardedFor }, socket: { remoteAddress: peer } };
+  const request = {
+    headers: { "x-forwarded-for": Array.isArray(forwardedFor) ? forwardedFor.join(", ") : forwardedFor },
+    socket: { remoteAddress: peer },
+  };
   return proxyaddr(request as unknown as IncomingMessage, trust) ?? peer;
 }

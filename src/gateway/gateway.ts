@@ -10,12 +10,12 @@ import { answerClientClosed, errorBody, logServerError, sendError } from "../err
 import { KeygateError } from "../errors/keygate-error.js";
 import { newId } from "../lib/ids.js";
 import { clientAddress } from "./client-address.js";
-import { pathRefusal, upstreamHeaders, upstreamTarget, upstreamUrl, type ForwardedIdentity } from "./forwarding.js";
+import { type ForwardedIdentity, pathRefusal, upstreamHeaders, upstreamTarget, upstreamUrl } from "./forwarding.js";
 import { endToEndHeaders } from "./hop-by-hop.js";
 import { extractKey } from "./key-extraction.js";
-import { ratelimitHeaders, type AppliedLimit } from "./ratelimit-headers.js";
+import { type AppliedLimit, ratelimitHeaders } from "./ratelimit-headers.js";
 import type { GatewayState, RouteState } from "./route-state.js";
-import { samePath, type CompiledRoute, type IdentifierSource } from "./route-table.js";
+import { type CompiledRoute, type IdentifierSource, samePath } from "./route-table.js";
 import { relayUpgrade, writeRawResponse } from "./websocket.js";
 
 export interface GatewayOptions {
@@ -31,7 +31,10 @@ const DENIALS: Record<Exclude<VerificationCode, "VALID">, { code: ErrorCode; det
   DISABLED: { code: "err:keygate:gateway:key_disabled", detail: "The API key is disabled." },
   EXPIRED: { code: "err:keygate:gateway:key_expired", detail: "The API key has expired." },
   FORBIDDEN: { code: "err:keygate:gateway:forbidden", detail: "The API key may not be used for this request." },
-  INSUFFICIENT_PERMISSIONS: { code: "err:keygate:gateway:insufficient_permissions", detail: "The API key lacks the permissions this route needs." },
+  INSUFFICIENT_PERMISSIONS: {
+    code: "err:keygate:gateway:insufficient_permissions",
+    detail: "The API key lacks the permissions this route needs.",
+  },
   RATE_LIMITED: { code: "err:keygate:gateway:rate_limited", detail: "Too many requests: a rate limit of this API key is exhausted." },
   USAGE_EXCEEDED: { code: "err:keygate:gateway:usage_exceeded", detail: "The API key has no credits left for this request." },
 };
@@ -87,16 +90,24 @@ export async function gateway(app: FastifyInstance, options: GatewayOptions): Pr
     if (same === "/v2" || same.startsWith("/v2/")) return { kind: "unmatched" };
     // Decided before anything is charged: such a path is never forwarded (see pathRefusal).
     const refusal = pathRefusal(path);
-    if (refusal) return { kind: "deny", error: new KeygateError("err:keygate:gateway:invalid_path", `The request path ${refusal}; keygate does not forward it.`) };
+    if (refusal)
+      return {
+        kind: "deny",
+        error: new KeygateError("err:keygate:gateway:invalid_path", `The request path ${refusal}; keygate does not forward it.`),
+      };
     const route = current.table.match(request.method, path);
     if (!route) {
       const allowed = current.table.methodsFor(path);
       if (allowed.length === 0) return { kind: "unmatched" };
       return {
         kind: "deny",
-        error: new KeygateError("err:user:bad_request:method_not_allowed", `${request.method} is not allowed on ${path}; use ${allowed.join(" or ")}.`, {
-          headers: { allow: allowed.join(", ") },
-        }),
+        error: new KeygateError(
+          "err:user:bad_request:method_not_allowed",
+          `${request.method} is not allowed on ${path}; use ${allowed.join(" or ")}.`,
+          {
+            headers: { allow: allowed.join(", ") },
+          },
+        ),
       };
     }
 
@@ -118,14 +129,19 @@ export async function gateway(app: FastifyInstance, options: GatewayOptions): Pr
       ...(route.permissionQuery ? { permissions: route.permissionQuery } : {}),
       ...(route.config.credits ? { credits: route.config.credits } : {}),
       ...(route.config.ratelimits ? { ratelimits: route.config.ratelimits } : {}),
-      ...(route.namespaceLimits.length > 0 ? { extraLimits: (view: KeyView) => namespaceChecks(app, workspaceId, route, view, request, ip) } : {}),
+      ...(route.namespaceLimits.length > 0
+        ? { extraLimits: (view: KeyView) => namespaceChecks(app, workspaceId, route, view, request, ip) }
+        : {}),
     });
 
     const limits = appliedLimits(verification);
     const code = verification.data.code;
     if (code !== "VALID") {
       const denial = DENIALS[code];
-      const detail = code === "INSUFFICIENT_PERMISSIONS" && route.permissionQuery ? `${denial.detail} It needs: ${formatQuery(route.permissionQuery)}.` : denial.detail;
+      const detail =
+        code === "INSUFFICIENT_PERMISSIONS" && route.permissionQuery
+          ? `${denial.detail} It needs: ${formatQuery(route.permissionQuery)}.`
+          : denial.detail;
       const headers = code === "RATE_LIMITED" ? ratelimitHeaders(limits, verification.decidedAt) : {};
       if (code === "USAGE_EXCEEDED" && verification.nextRefillAt !== undefined) {
         headers["retry-after"] = String(Math.max(1, Math.ceil((verification.nextRefillAt - verification.decidedAt) / 1000)));
@@ -164,7 +180,13 @@ export async function gateway(app: FastifyInstance, options: GatewayOptions): Pr
       : new KeygateError("err:keygate:gateway:upstream_unreachable", `The upstream of route '${route.name}' cannot be reached.`);
 
   const handler = async (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> => {
-    const decision = await decide({ id: request.id, method: request.method, url: request.url, headers: request.headers, remoteAddress: request.socket.remoteAddress });
+    const decision = await decide({
+      id: request.id,
+      method: request.method,
+      url: request.url,
+      headers: request.headers,
+      remoteAddress: request.socket.remoteAddress,
+    });
     if (decision.kind === "unmatched") return options.unmatched(request, reply);
     if (decision.kind === "deny") return sendError(reply, request, docsUrl, decision.error);
     const { route, state: current, caller } = decision;
@@ -175,7 +197,12 @@ export async function gateway(app: FastifyInstance, options: GatewayOptions): Pr
     return reply.from(target.url, {
       queryString: () => target.query,
       timeout: route.config.timeoutMs ?? current.settings.upstreamTimeoutMs,
-      rewriteRequestHeaders: (_request, headers) => upstreamHeaders(route, headers, caller, { peer: request.socket.remoteAddress, protocol: request.protocol, host: request.headers.host }),
+      rewriteRequestHeaders: (_request, headers) =>
+        upstreamHeaders(route, headers, caller, {
+          peer: request.socket.remoteAddress,
+          protocol: request.protocol,
+          host: request.headers.host,
+        }),
       // The upstream's hop-by-hop headers describe its connection to keygate: Node sets the client's own.
       rewriteHeaders: (headers) => endToEndHeaders(headers, "response"),
       onResponse: (_request, upstreamReply, response) => {
@@ -184,9 +211,17 @@ export async function gateway(app: FastifyInstance, options: GatewayOptions): Pr
       },
       onError: (upstreamReply, { error }) => {
         // A client that goes away mid-upload breaks the upstream request too: not the upstream's failure.
-        if (request.socket.destroyed) return void refund(decision).then(() => answerClientClosed(upstreamReply as FastifyReply, request, docsUrl));
+        if (request.socket.destroyed)
+          return void refund(decision).then(() => answerClientClosed(upstreamReply as FastifyReply, request, docsUrl));
         request.log.warn({ err: error, route: route.name, upstream: route.upstream.origin }, "upstream failed");
-        void refund(decision).then(() => sendError(upstreamReply as FastifyReply, request, docsUrl, upstreamFailure(route, (error as { statusCode?: number }).statusCode === 504)));
+        void refund(decision).then(() =>
+          sendError(
+            upstreamReply as FastifyReply,
+            request,
+            docsUrl,
+            upstreamFailure(route, (error as { statusCode?: number }).statusCode === 504),
+          ),
+        );
       },
     });
   };
@@ -198,17 +233,37 @@ export async function gateway(app: FastifyInstance, options: GatewayOptions): Pr
   // WebSocket upgrades bypass Fastify's routing: they are decided here with the same checks, then relayed.
   const answerRaw = (socket: Duplex, requestId: string, error: KeygateError) => {
     const status = ERROR_CATALOGUE[error.code].status;
-    writeRawResponse(socket, status, { "content-type": "application/json; charset=utf-8", "x-request-id": requestId, ...error.headers }, JSON.stringify(errorBody(requestId, error, docsUrl)));
+    writeRawResponse(
+      socket,
+      status,
+      { "content-type": "application/json; charset=utf-8", "x-request-id": requestId, ...error.headers },
+      JSON.stringify(errorBody(requestId, error, docsUrl)),
+    );
   };
   const onUpgrade = (request: IncomingMessage, socket: Duplex, head: Buffer) => {
     const id = newId("req");
     socket.on("error", () => socket.destroy());
-    decide({ id, method: request.method ?? "GET", url: request.url ?? "/", headers: request.headers, remoteAddress: request.socket.remoteAddress })
+    decide({
+      id,
+      method: request.method ?? "GET",
+      url: request.url ?? "/",
+      headers: request.headers,
+      remoteAddress: request.socket.remoteAddress,
+    })
       .then((decision) => {
-        if (decision.kind === "unmatched") return answerRaw(socket, id, new KeygateError("err:user:bad_request:route_not_found", `No route takes upgrades at ${(request.url ?? "/").split("?")[0]}.`));
+        if (decision.kind === "unmatched")
+          return answerRaw(
+            socket,
+            id,
+            new KeygateError("err:user:bad_request:route_not_found", `No route takes upgrades at ${(request.url ?? "/").split("?")[0]}.`),
+          );
         if (decision.kind === "deny") return answerRaw(socket, id, decision.error);
         const { route, state: current, caller } = decision;
-        const headers = upstreamHeaders(route, request.headers, caller, { peer: request.socket.remoteAddress, protocol: "encrypted" in request.socket ? "https" : "http", host: request.headers.host });
+        const headers = upstreamHeaders(route, request.headers, caller, {
+          peer: request.socket.remoteAddress,
+          protocol: "encrypted" in request.socket ? "https" : "http",
+          host: request.headers.host,
+        });
         relayUpgrade(request, socket, head, {
           target: upstreamUrl(route, request.url ?? "/"),
           headers,
@@ -226,7 +281,14 @@ export async function gateway(app: FastifyInstance, options: GatewayOptions): Pr
           return answerRaw(socket, id, error);
         }
         app.log.error({ err: error, requestId: id }, "unexpected error on an upgrade");
-        answerRaw(socket, id, new KeygateError("err:unkey:application:unexpected_error", "Something went wrong inside keygate. Quote the request id when you report it."));
+        answerRaw(
+          socket,
+          id,
+          new KeygateError(
+            "err:unkey:application:unexpected_error",
+            "Something went wrong inside keygate. Quote the request id when you report it.",
+          ),
+        );
       });
   };
   app.server.on("upgrade", onUpgrade);
@@ -254,7 +316,14 @@ function appliedLimits(verification: Verification): AppliedLimit[] {
 }
 
 /** The route's namespace limits for this request, resolved (overrides applied) to join the key's atomic step. */
-async function namespaceChecks(app: FastifyInstance, workspaceId: string, route: CompiledRoute, view: KeyView, request: GatewayRequest, ip: () => string): Promise<ExtraLimit[]> {
+async function namespaceChecks(
+  app: FastifyInstance,
+  workspaceId: string,
+  route: CompiledRoute,
+  view: KeyView,
+  request: GatewayRequest,
+  ip: () => string,
+): Promise<ExtraLimit[]> {
   const requests = route.namespaceLimits.map((limit) => ({
     namespace: limit.namespace,
     identifier: identifierFor(limit.identifier, view, request, ip),
@@ -263,7 +332,11 @@ async function namespaceChecks(app: FastifyInstance, workspaceId: string, route:
     cost: limit.cost,
   }));
   const resolved = await app.services.ratelimit.resolve(workspaceId, requests, { createMissingNamespaces: true });
-  return resolved.map((limit) => ({ name: limit.request.namespace, check: limit.check, ...(limit.overrideId !== undefined ? { overrideId: limit.overrideId } : {}) }));
+  return resolved.map((limit) => ({
+    name: limit.request.namespace,
+    check: limit.check,
+    ...(limit.overrideId !== undefined ? { overrideId: limit.overrideId } : {}),
+  }));
 }
 
 /**

@@ -50,7 +50,9 @@ function connectionOptions(value: HeaderValue): ReadonlySet<string> {
  */
 function passingTe(value: HeaderValue): string | undefined {
   if (value === undefined) return undefined;
-  const codings = (Array.isArray(value) ? value.join(",") : String(value)).split(",").map((coding) => coding.split(";")[0]?.trim().toLowerCase());
+  const codings = (Array.isArray(value) ? value.join(",") : String(value))
+    .split(",")
+    .map((coding) => coding.split(";")[0]?.trim().toLowerCase());
   return codings.includes("trailers") ? "trailers" : undefined;
 }
 
@@ -64,7 +66,10 @@ function hopByHopRule(direction: Direction, connection: HeaderValue): (name: str
  * The end-to-end headers of a message, to pass on: a new object without `Connection`, every header it names and
  * the fixed hop-by-hop set. A request keeps `TE: trailers`. Names must be lower case (as Node and undici give them).
  */
-export function endToEndHeaders<Headers extends IncomingHttpHeaders | OutgoingHttpHeaders>(headers: Headers, direction: Direction): Headers {
+export function endToEndHeaders<Headers extends IncomingHttpHeaders | OutgoingHttpHeaders>(
+  headers: Headers,
+  direction: Direction,
+): Headers {
   const isHopByHop = hopByHopRule(direction, headers.connection);
   const result: Record<string, unknown> = {};
   for (const name of Object.keys(headers)) {

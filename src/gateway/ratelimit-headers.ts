@@ -21,7 +21,9 @@ export function ratelimitHeaders(limits: readonly AppliedLimit[], now: number): 
   const described = denied ? [denied] : limits;
   const secondsUntil = (at: number) => Math.max(0, Math.ceil((at - now) / 1000));
   const headers: Record<string, string> = {
-    "ratelimit-policy": described.map((limit) => `${quote(limit.name)};q=${limit.limit};w=${Math.ceil(limit.durationMs / 1000)}`).join(", "),
+    "ratelimit-policy": described
+      .map((limit) => `${quote(limit.name)};q=${limit.limit};w=${Math.ceil(limit.durationMs / 1000)}`)
+      .join(", "),
     ratelimit: described.map((limit) => `${quote(limit.name)};r=${limit.remaining};t=${secondsUntil(limit.resetAt)}`).join(", "),
   };
   const tightest = denied ?? described.reduce((a, b) => (b.remaining / b.limit < a.remaining / a.limit ? b : a));

@@ -1,4 +1,4 @@
-import { watch, type FSWatcher } from "node:fs";
+import { type FSWatcher, watch } from "node:fs";
 import { basename, dirname } from "node:path";
 import { isDeepStrictEqual } from "node:util";
 import type { KeygateConfig } from "../config/schema.js";
@@ -26,7 +26,10 @@ export function reloadRoutes(state: RouteState, running: KeygateConfig, load: ()
     log.error({ err: error }, "the configuration file is invalid; the routes in force stay as they are");
     return false;
   }
-  const ignored = Object.keys(next).filter((section) => !RELOADABLE.has(section) && !isDeepStrictEqual(next[section as keyof KeygateConfig], running[section as keyof KeygateConfig]));
+  const ignored = Object.keys(next).filter(
+    (section) =>
+      !RELOADABLE.has(section) && !isDeepStrictEqual(next[section as keyof KeygateConfig], running[section as keyof KeygateConfig]),
+  );
   if (ignored.length > 0) log.warn({ sections: ignored }, "changes to these sections take effect after a restart");
   state.replace(compileGatewayState(next));
   log.info({ routes: next.routes.map((route) => route.name) }, "routes reloaded");

@@ -1,4 +1,4 @@
-import { Type, type Static } from "typebox";
+import { type Static, Type } from "typebox";
 import { describedPattern } from "../http/patterns.js";
 import { ID_PATTERN, Strict, StringEnum } from "../http/schemas.js";
 
@@ -7,7 +7,11 @@ export const ROUTE_METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "
 
 /** The characters of an HTTP header name (an RFC 9110 token). */
 const TOKEN_CHARACTERS = "A-Za-z0-9!#$%&'*+.^_`|~-";
-const HEADER_NAME = Type.String({ minLength: 1, maxLength: 128, pattern: describedPattern(`^[${TOKEN_CHARACTERS}]+$`, "be an HTTP header name (letters, digits and ! # $ % & ' * + . ^ _ ` | ~ -)") });
+const HEADER_NAME = Type.String({
+  minLength: 1,
+  maxLength: 128,
+  pattern: describedPattern(`^[${TOKEN_CHARACTERS}]+$`, "be an HTTP header name (letters, digits and ! # $ % & ' * + . ^ _ ` | ~ -)"),
+});
 const LABEL_PATTERN = describedPattern("^[A-Za-z0-9._-]+$", "contain only letters, digits, ., _ and -");
 
 export const RouteKeySchema = Strict({
@@ -22,7 +26,9 @@ export const RouteKeySchema = Strict({
 export const NamespaceLimitSchema = Strict({
   namespace: Type.String({ minLength: 1, maxLength: 255 }),
   /** What is counted: the key, its identity (the key when it has none), the client IP, or a request header. */
-  identifier: Type.String({ pattern: describedPattern(`^(key|identity|ip|header:[${TOKEN_CHARACTERS}]+)$`, "be key, identity, ip or header:<header name>") }),
+  identifier: Type.String({
+    pattern: describedPattern(`^(key|identity|ip|header:[${TOKEN_CHARACTERS}]+)$`, "be key, identity, ip or header:<header name>"),
+  }),
   limit: Type.Integer({ minimum: 1, maximum: 1_000_000 }),
   duration: Type.Integer({ minimum: 1_000, maximum: 2_592_000_000 }),
   cost: Type.Integer({ minimum: 0, maximum: 1_000, default: 1 }),
@@ -43,7 +49,12 @@ export const RouteSchema = Strict({
   /** A permission query the key must satisfy, e.g. "orders.read OR admin". */
   permissions: Type.Optional(Type.String({ minLength: 1, maxLength: 1000 })),
   /** The key's (or its identity's) named limits to apply, with their cost. */
-  ratelimits: Type.Optional(Type.Array(Strict({ name: Type.String({ minLength: 3, maxLength: 255 }), cost: Type.Integer({ minimum: 0, maximum: 1_000, default: 1 }) }), { maxItems: 50 })),
+  ratelimits: Type.Optional(
+    Type.Array(
+      Strict({ name: Type.String({ minLength: 3, maxLength: 255 }), cost: Type.Integer({ minimum: 0, maximum: 1_000, default: 1 }) }),
+      { maxItems: 50 },
+    ),
+  ),
   credits: Type.Optional(Strict({ cost: Type.Integer({ minimum: 0, maximum: 1_000_000_000 }) })),
   namespaceLimits: Type.Optional(Type.Array(NamespaceLimitSchema, { maxItems: 20 })),
   /** Headers added to the upstream request (any incoming header of the same name is dropped first). */

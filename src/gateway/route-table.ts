@@ -1,4 +1,4 @@
-import { parsePermissionQuery, PermissionQuerySyntaxError, type PermissionQuery } from "../domain/permissions/query.js";
+import { type PermissionQuery, PermissionQuerySyntaxError, parsePermissionQuery } from "../domain/permissions/query.js";
 import type { RouteConfig } from "./route-config.js";
 
 export type KeySource = { kind: "header"; header: string; scheme?: string } | { kind: "query"; parameter: string };
@@ -97,9 +97,9 @@ export class RouteTableError extends Error {
  */
 export function samePath(path: string): string {
   if (!path.includes("%")) return path;
-  return path.replace(/%([0-9A-Fa-f]{2})/g, (escape, hex: string) => {
+  return path.replace(/%([0-9A-Fa-f]{2})/g, (escaped, hex: string) => {
     const character = String.fromCharCode(Number.parseInt(hex, 16));
-    return /^[A-Za-z0-9._~-]$/.test(character) ? character : escape;
+    return /^[A-Za-z0-9._~-]$/.test(character) ? character : escaped;
   });
 }
 
@@ -129,7 +129,12 @@ function compileRoute(config: RouteConfig, at: string, problems: string[]): Comp
   else if (key.query !== undefined) {
     if (key.scheme !== undefined) problems.push(`${at}.key.scheme: only applies to a header`);
     keySource = { kind: "query", parameter: key.query };
-  } else keySource = { kind: "header", header: (key.header as string).toLowerCase(), ...(key.scheme !== undefined ? { scheme: key.scheme } : {}) };
+  } else
+    keySource = {
+      kind: "header",
+      header: (key.header as string).toLowerCase(),
+      ...(key.scheme !== undefined ? { scheme: key.scheme } : {}),
+    };
 
   let permissionQuery: PermissionQuery | undefined;
   if (config.permissions !== undefined) {
@@ -144,7 +149,8 @@ function compileRoute(config: RouteConfig, at: string, problems: string[]): Comp
   const forward = config.forward ?? {};
   const forwarded = Object.values(forward).map((header) => header.toLowerCase());
   if (new Set(forwarded).size !== forwarded.length) problems.push(`${at}.forward: two values share a header name`);
-  if (keySource?.kind === "header" && forwarded.includes(keySource.header)) problems.push(`${at}.forward: '${keySource.header}' is the header the key is read from`);
+  if (keySource?.kind === "header" && forwarded.includes(keySource.header))
+    problems.push(`${at}.forward: '${keySource.header}' is the header the key is read from`);
 
   const limitNames = new Set<string>();
   (config.ratelimits ?? []).forEach((limit, index) => {
@@ -186,7 +192,9 @@ function findOverlaps(routes: readonly CompiledRoute[], configs: readonly RouteC
       const shared = !a.methods || !b.methods || [...a.methods].some((method) => b.methods?.has(method));
       if (shared) {
         const index = (route: CompiledRoute) => configs.indexOf(route.config);
-        problems.push(`routes[${index(b)}].match: same prefix '${b.config.match.prefix}' and methods as routes[${index(a)}]; give them different methods`);
+        problems.push(
+          `routes[${index(b)}].match: same prefix '${b.config.match.prefix}' and methods as routes[${index(a)}]; give them different methods`,
+        );
       }
     }
   }

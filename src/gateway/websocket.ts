@@ -1,4 +1,4 @@
-import { request as httpRequest, STATUS_CODES, type IncomingHttpHeaders, type IncomingMessage } from "node:http";
+import { request as httpRequest, type IncomingHttpHeaders, type IncomingMessage, STATUS_CODES } from "node:http";
 import { request as httpsRequest } from "node:https";
 import type { Duplex } from "node:stream";
 import { endToEndResponseLines, upgradeHeaders } from "./hop-by-hop.js";

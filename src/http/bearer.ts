@@ -7,7 +7,10 @@ import { KeygateError } from "../errors/keygate-error.js";
 export function parseBearer(header: string | undefined): string {
   const value = header?.trim() ?? "";
   if (value === "") {
-    throw new KeygateError("err:unkey:authentication:missing", "The request has no Authorization header. Send 'Authorization: Bearer <root key>'.");
+    throw new KeygateError(
+      "err:unkey:authentication:missing",
+      "The request has no Authorization header. Send 'Authorization: Bearer <root key>'.",
+    );
   }
   const match = /^Bearer\s+(\S+)$/i.exec(value);
   if (!match) {

@@ -20,4 +20,3 @@ export function describedPattern(pattern: string, words: string): string {
 export function patternWords(pattern: string): string | undefined {
   return WORDS.get(pattern);
 }
-

@@ -19,7 +19,12 @@ export function refuseUnservableRequests(app: FastifyInstance): void {
     }
     const expect = request.headers.expect;
     if (expect !== undefined && expect.trim().toLowerCase() !== "100-continue") {
-      done(new KeygateError("err:user:bad_request:expectation_failed", `The expectation '${expect}' cannot be met; only 'Expect: 100-continue' is understood.`));
+      done(
+        new KeygateError(
+          "err:user:bad_request:expectation_failed",
+          `The expectation '${expect}' cannot be met; only 'Expect: 100-continue' is understood.`,
+        ),
+      );
       return;
     }
     done();

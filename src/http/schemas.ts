@@ -1,4 +1,4 @@
-import { Type, type Static, type TSchema, type TProperties, type TObject, type TObjectOptions, type TUnsafe } from "typebox";
+import { type Static, type TObject, type TObjectOptions, type TProperties, type TSchema, type TUnsafe, Type } from "typebox";
 import { describedPattern } from "./patterns.js";
 
 /**
@@ -55,13 +55,14 @@ export const ErrorBody = Type.Object({
     detail: Type.String(),
     status: Type.Integer(),
     type: Type.String(),
-    errors: Type.Optional(
-      Type.Array(Type.Object({ location: Type.String(), message: Type.String(), fix: Type.Optional(Type.String()) })),
-    ),
+    errors: Type.Optional(Type.Array(Type.Object({ location: Type.String(), message: Type.String(), fix: Type.Optional(Type.String()) }))),
   }),
 });
 
 /** Identifier patterns shared by several procedures. */
 export const ID_PATTERN = describedPattern("^[a-zA-Z0-9_]+$", "contain only letters, digits and _");
 export const EXTERNAL_ID_PATTERN = describedPattern("^[a-zA-Z0-9_.-]+$", "contain only letters, digits, _, . and -");
-export const NAME_PATTERN = describedPattern("^[a-zA-Z][a-zA-Z0-9._-]*$", "start with a letter and contain only letters, digits, ., _ and -");
+export const NAME_PATTERN = describedPattern(
+  "^[a-zA-Z][a-zA-Z0-9._-]*$",
+  "start with a letter and contain only letters, digits, ., _ and -",
+);

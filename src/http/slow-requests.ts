@@ -28,7 +28,11 @@ export function bodyDeadline(app: FastifyInstance, timeoutMs: number): void {
       // Fastify's body reader listens for 'error' on the stream it reads and answers with that error, as it does
       // for an aborted body: that fails the read without destroying the socket, which would leave no way to
       // answer. Without a reader there is nothing to answer through: the connection is closed.
-      if (payload.listenerCount("error") > 0) payload.emit("error", new KeygateError("err:user:bad_request:request_timeout", `The request body did not arrive within ${timeoutMs} ms.`));
+      if (payload.listenerCount("error") > 0)
+        payload.emit(
+          "error",
+          new KeygateError("err:user:bad_request:request_timeout", `The request body did not arrive within ${timeoutMs} ms.`),
+        );
       else request.raw.destroy();
     }, timeoutMs);
     reply.raw.once("close", () => clearTimeout(timer));

@@ -60,9 +60,17 @@ function describe(error: ErrorObject, root: string): ValidationIssue | undefined
   const at = jsonPath(root, error.instancePath);
   switch (error.keyword) {
     case "required":
-      return { location: jsonPath(root, error.instancePath, String(params.missingProperty)), message: "is required", fix: "add this field" };
+      return {
+        location: jsonPath(root, error.instancePath, String(params.missingProperty)),
+        message: "is required",
+        fix: "add this field",
+      };
     case "additionalProperties":
-      return { location: jsonPath(root, error.instancePath, String(params.additionalProperty)), message: "is not a known field", fix: "remove this field" };
+      return {
+        location: jsonPath(root, error.instancePath, String(params.additionalProperty)),
+        message: "is not a known field",
+        fix: "remove this field",
+      };
     case "type":
       return { location: at, message: `must be ${typeWords(params.type)}` };
     case "minimum":

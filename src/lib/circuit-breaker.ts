@@ -1,5 +1,5 @@
 import type { Clock } from "./clock.js";
-import { systemScheduler, type Scheduler } from "./scheduler.js";
+import { type Scheduler, systemScheduler } from "./scheduler.js";
 
 export type CircuitState = "closed" | "open" | "probing";
 

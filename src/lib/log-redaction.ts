@@ -18,7 +18,7 @@ const JSON_CHAR = String.raw`(?:[^"\\]|\\.)`;
  * `?name=value` or `&name=value` in any string of the line. The value runs to the next `&` (as URLSearchParams
  * splits, so a `#` or `?` in it stays part of it), whitespace or the end of the JSON string.
  */
-const QUERY_PARAMETER = new RegExp(String.raw`([?&])((?:[^=&?\s"\\]|\\.)+)=((?:[^&\s"\\]|\\.)*)`, "g");
+const QUERY_PARAMETER = /([?&])((?:[^=&?\s"\\]|\\.)+)=((?:[^&\s"\\]|\\.)*)/g;
 
 function escapeRegExp(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");

@@ -1,6 +1,5 @@
-import { closeClient, type RedisClient } from "./redis/topology.js";
 import { DEFAULTS, type KeygateConfig } from "../config/schema.js";
-import { systemClock, type Clock } from "../lib/clock.js";
+import { type Clock, systemClock } from "../lib/clock.js";
 import { defined } from "../lib/defined.js";
 import type { Stores } from "./interfaces.js";
 import { MemoryAnalyticsQuotaStore } from "./memory/analytics-quota-store.js";
@@ -17,16 +16,17 @@ import { RedisApiStore } from "./redis/api-store.js";
 import { connectRedis } from "./redis/connection.js";
 import type { StoreLog } from "./redis/credit-reconciler.js";
 import { defineCreditCommands } from "./redis/credit-scripts.js";
-import { guardedClient, RedisGuard, redisBreaker, type BreakerSettings } from "./redis/guard.js";
+import { type BreakerSettings, guardedClient, RedisGuard, redisBreaker } from "./redis/guard.js";
 import { RedisIdentityStore } from "./redis/identity-store.js";
 import { RedisKeyStore } from "./redis/key-store.js";
 import { createRedisKeys } from "./redis/keys.js";
 import { RedisPermissionStore } from "./redis/permission-store.js";
 import { RedisRatelimitCounterStore } from "./redis/ratelimit-counter-store.js";
 import { RedisRatelimitNamespaceStore } from "./redis/ratelimit-namespace-store.js";
+import { type ReplicaWaitSettings, waitingForReplicas } from "./redis/replica-wait.js";
 import { RedisRoleStore } from "./redis/role-store.js";
-import { waitingForReplicas, type ReplicaWaitSettings } from "./redis/replica-wait.js";
 import { RedisRootKeyStore } from "./redis/root-key-store.js";
+import { closeClient, type RedisClient } from "./redis/topology.js";
 
 export interface StoreOptions {
   /** Time for the breaker and for in-memory counters (tests inject one); the system clock otherwise. */
@@ -75,7 +75,12 @@ export function createRedisStores(
   redis: RedisClient,
   prefix: string,
   ownsConnection: boolean,
-  options: StoreOptions & { breaker?: BreakerSettings; replicaWait?: ReplicaWaitSettings; reconcileRetryMs?: number; maxPendingReconciliations?: number } = {},
+  options: StoreOptions & {
+    breaker?: BreakerSettings;
+    replicaWait?: ReplicaWaitSettings;
+    reconcileRetryMs?: number;
+    maxPendingReconciliations?: number;
+  } = {},
 ): RedisBackedStores {
   const keys = createRedisKeys(prefix);
   const clock = options.clock ?? systemClock;
@@ -122,5 +127,9 @@ export function createRedisStores(
 export async function openStores(storage: KeygateConfig["storage"], options: StoreOptions = {}): Promise<Stores> {
   if (!storage.redis) return createMemoryStores(options);
   const redis = await connectRedis(storage.redis);
-  return createRedisStores(redis, storage.redis.prefix, true, { ...options, breaker: storage.redis.breaker, ...defined({ replicaWait: storage.redis.waitForReplicas }) });
+  return createRedisStores(redis, storage.redis.prefix, true, {
+    ...options,
+    breaker: storage.redis.breaker,
+    ...defined({ replicaWait: storage.redis.waitForReplicas }),
+  });
 }

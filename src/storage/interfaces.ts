@@ -171,7 +171,10 @@ export interface RatelimitNamespaceStore {
    * The namespace and a token that changes whenever one of its overrides is set or deleted, read together in one
    * step so a cache can revalidate cheaply and reload the overrides only when they changed.
    */
-  namespaceState(workspaceId: string, namespaceId: string): Promise<{ namespace: RatelimitNamespaceRecord; overridesVersion: string } | null>;
+  namespaceState(
+    workspaceId: string,
+    namespaceId: string,
+  ): Promise<{ namespace: RatelimitNamespaceRecord; overridesVersion: string } | null>;
   /**
    * Upsert on (namespace, identifier), atomically: an existing override keeps its id and createdAt and takes the
    * new limit and duration; otherwise `override` is stored as given. Returns the stored record.

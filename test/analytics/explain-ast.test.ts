@@ -68,37 +68,72 @@ t.test("fails closed on text it does not understand", async (t) => {
     "two statements": "SelectWithUnionQuery\nSelectWithUnionQuery\n",
     "an unreadable line": "SelectWithUnionQuery (children 1)\n Identifier a b c\n",
     "a tab for indentation": "SelectWithUnionQuery (children 1)\n\tExpressionList\n",
-    "nothing": "",
+    nothing: "",
   };
   for (const [what, text] of Object.entries(cases)) t.throws(() => parseExplainAst(text), UnreadableAstError, what);
 });
 
 t.test("a forged line break inside an identifier does not survive: the counts no longer add up", async (t) => {
   // What EXPLAIN AST prints for SELECT `a\n   TableIdentifier x` AS `al\n(ias) b`, 'str\nx' FROM `t\tt`.
-  const forged = "SelectWithUnionQuery (children 1)\n ExpressionList (children 1)\n  SelectQuery (children 2)\n   ExpressionList (children 2)\n    Identifier a\n   TableIdentifier x (alias al\n(ias) b)\n    Literal 'str\\nx'\n   TablesInSelectQuery (children 1)\n    TablesInSelectQueryElement (children 1)\n     TableExpression (children 1)\n      TableIdentifier t\tt\n";
+  const forged =
+    "SelectWithUnionQuery (children 1)\n ExpressionList (children 1)\n  SelectQuery (children 2)\n   ExpressionList (children 2)\n    Identifier a\n   TableIdentifier x (alias al\n(ias) b)\n    Literal 'str\\nx'\n   TablesInSelectQuery (children 1)\n    TablesInSelectQueryElement (children 1)\n     TableExpression (children 1)\n      TableIdentifier t\tt\n";
   t.throws(() => parseExplainAst(forged), UnreadableAstError);
 });
 
 t.test("only a single SELECT without FORMAT, OUTFILE or SETTINGS passes", async (t) => {
-  t.equal(codeOf(() => inspectAst(parseExplainAst("InsertQuery (children 1)\n Identifier t\n"))), "err:user:bad_request:invalid_analytics_query_type");
-  t.equal(codeOf(() => inspectAst(parseExplainAst("AlterQuery (children 1)\n Identifier t\n"))), "err:user:bad_request:invalid_analytics_query_type");
-  const withFormat = "SelectWithUnionQuery (children 2)\n ExpressionList (children 1)\n  SelectQuery (children 1)\n   ExpressionList (children 1)\n    Literal UInt64_1\n Identifier JSON\n";
-  t.equal(codeOf(() => inspectAst(parseExplainAst(withFormat))), "err:user:bad_request:invalid_analytics_query");
-  const withSettings = "SelectWithUnionQuery (children 1)\n ExpressionList (children 1)\n  SelectQuery (children 2)\n   ExpressionList (children 1)\n    Literal UInt64_1\n   Set\n";
-  t.equal(codeOf(() => inspectAst(parseExplainAst(withSettings))), "err:user:bad_request:invalid_analytics_query");
+  t.equal(
+    codeOf(() => inspectAst(parseExplainAst("InsertQuery (children 1)\n Identifier t\n"))),
+    "err:user:bad_request:invalid_analytics_query_type",
+  );
+  t.equal(
+    codeOf(() => inspectAst(parseExplainAst("AlterQuery (children 1)\n Identifier t\n"))),
+    "err:user:bad_request:invalid_analytics_query_type",
+  );
+  const withFormat =
+    "SelectWithUnionQuery (children 2)\n ExpressionList (children 1)\n  SelectQuery (children 1)\n   ExpressionList (children 1)\n    Literal UInt64_1\n Identifier JSON\n";
+  t.equal(
+    codeOf(() => inspectAst(parseExplainAst(withFormat))),
+    "err:user:bad_request:invalid_analytics_query",
+  );
+  const withSettings =
+    "SelectWithUnionQuery (children 1)\n ExpressionList (children 1)\n  SelectQuery (children 2)\n   ExpressionList (children 1)\n    Literal UInt64_1\n   Set\n";
+  t.equal(
+    codeOf(() => inspectAst(parseExplainAst(withSettings))),
+    "err:user:bad_request:invalid_analytics_query",
+  );
 });
 
 t.test("functions outside the allow-list, table functions and database-qualified tables are refused", async (t) => {
   const select = (expression: string, from = "") =>
     `SelectWithUnionQuery (children 1)\n ExpressionList (children 1)\n  SelectQuery (children ${from ? 2 : 1})\n   ExpressionList (children 1)\n${expression}${from}`;
-  t.equal(codeOf(() => inspectAst(parseExplainAst(select("    Function hostName (children 1)\n     ExpressionList\n")))), "err:user:bad_request:invalid_analytics_function");
-  t.same(inspectAst(parseExplainAst(select("    Function CouNT (children 1)\n     ExpressionList\n"))), [], "names are compared case-insensitively");
-  const from = (table: string) => `   TablesInSelectQuery (children 1)\n    TablesInSelectQueryElement (children 1)\n     TableExpression (children 1)\n${table}`;
   t.equal(
-    codeOf(() => inspectAst(parseExplainAst(select("    Asterisk\n", from("      Function numbers (children 1)\n       ExpressionList (children 1)\n        Literal UInt64_1\n"))))),
+    codeOf(() => inspectAst(parseExplainAst(select("    Function hostName (children 1)\n     ExpressionList\n")))),
     "err:user:bad_request:invalid_analytics_function",
   );
-  t.equal(codeOf(() => inspectAst(parseExplainAst(select("    Asterisk\n", from("      TableIdentifier system.one\n"))))), "err:user:bad_request:invalid_analytics_table");
+  t.same(
+    inspectAst(parseExplainAst(select("    Function CouNT (children 1)\n     ExpressionList\n"))),
+    [],
+    "names are compared case-insensitively",
+  );
+  const from = (table: string) =>
+    `   TablesInSelectQuery (children 1)\n    TablesInSelectQueryElement (children 1)\n     TableExpression (children 1)\n${table}`;
+  t.equal(
+    codeOf(() =>
+      inspectAst(
+        parseExplainAst(
+          select(
+            "    Asterisk\n",
+            from("      Function numbers (children 1)\n       ExpressionList (children 1)\n        Literal UInt64_1\n"),
+          ),
+        ),
+      ),
+    ),
+    "err:user:bad_request:invalid_analytics_function",
+  );
+  t.equal(
+    codeOf(() => inspectAst(parseExplainAst(select("    Asterisk\n", from("      TableIdentifier system.one\n"))))),
+    "err:user:bad_request:invalid_analytics_table",
+  );
 });
 
 t.test("collects the key space ids compared with key_space_id", async (t) => {

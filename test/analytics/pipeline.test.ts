@@ -1,9 +1,9 @@
 import t from "tap";
-import type { VerificationEvent } from "../../src/domain/analytics/events.js";
 import { EventList } from "../../src/analytics/engine.js";
 import { EventPipeline, type EventPipelineOptions, type Scheduler } from "../../src/analytics/pipeline.js";
-import { ManualClock } from "../helpers/clock.js";
+import type { VerificationEvent } from "../../src/domain/analytics/events.js";
 import { event } from "../helpers/analytics.js";
+import { ManualClock } from "../helpers/clock.js";
 
 /** Timers the test fires by hand: tick() runs the interval task, settle() runs what was scheduled soon. */
 class ManualScheduler implements Scheduler {
@@ -82,8 +82,16 @@ function setup(options: Partial<EventPipelineOptions> = {}) {
   const warnings: string[] = [];
   const clock = new ManualClock();
   const released: EventList[] = [];
-  const batches = { create: () => new EventList(""), write: (batch: EventList) => w.write(batch.events), release: (batch: EventList) => released.push(batch) };
-  const pipeline = new EventPipeline(batches, { ...OPTIONS, ...options }, { scheduler, clock, log: { warn: (message) => warnings.push(message) } });
+  const batches = {
+    create: () => new EventList(""),
+    write: (batch: EventList) => w.write(batch.events),
+    release: (batch: EventList) => released.push(batch),
+  };
+  const pipeline = new EventPipeline(
+    batches,
+    { ...OPTIONS, ...options },
+    { scheduler, clock, log: { warn: (message) => warnings.push(message) } },
+  );
   return { pipeline, scheduler, writer: w, warnings, clock, released };
 }
 
@@ -93,7 +101,10 @@ t.test("record() returns at once and writes nothing on the caller's stack", asyn
   t.equal(writer.batches.length, 0, "a full batch is only scheduled");
   t.equal(scheduler.pendingSoon, 1, "once");
   await scheduler.runSoon();
-  t.same(writer.batches.map((batch) => batch.length), [4]);
+  t.same(
+    writer.batches.map((batch) => batch.length),
+    [4],
+  );
 });
 
 t.test("a full batch is written as soon as it is full; a partial one on the flush interval", async (t) => {
@@ -201,7 +212,10 @@ t.test("close() writes everything buffered, stops the timer, and counts events t
   const { pipeline, writer, scheduler } = setup({ maxEvents: 10, batchSize: 4 });
   for (let i = 0; i < 10; i++) pipeline.record(event());
   await pipeline.close();
-  t.same(writer.batches.map((batch) => batch.length), [4, 4, 2]);
+  t.same(
+    writer.batches.map((batch) => batch.length),
+    [4, 4, 2],
+  );
   t.ok(scheduler.stopped);
   pipeline.record(event());
   t.match(pipeline.stats(), { recorded: 11, written: 10, dropped: { afterClose: 1 } });
@@ -278,11 +292,11 @@ t.test("an event its batch cannot take is dropped and counted; the batch and the
     };
     return list;
   };
-  const pipeline = new EventPipeline(
-    { create: refusing, write: (batch) => w.write(batch.events), release: () => {} },
-    OPTIONS,
-    { scheduler, clock: new ManualClock(), log: { warn: (message) => warnings.push(message) } },
-  );
+  const pipeline = new EventPipeline({ create: refusing, write: (batch) => w.write(batch.events), release: () => {} }, OPTIONS, {
+    scheduler,
+    clock: new ManualClock(),
+    log: { warn: (message) => warnings.push(message) },
+  });
   const kept = [event(), event()];
   pipeline.record(kept[0]!);
   t.doesNotThrow(() => pipeline.record(event({ requestId: "req_unencodable" })), "record() never throws");

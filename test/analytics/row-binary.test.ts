@@ -1,12 +1,12 @@
 import { mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import t from "tap";
-import { AnalyticsEngineError } from "../../src/domain/analytics/engine.js";
-import { EventList } from "../../src/analytics/engine.js";
 import { EmbeddedEngine } from "../../src/analytics/embedded-engine.js";
+import { EventList } from "../../src/analytics/engine.js";
 import { RowBinaryWriter } from "../../src/analytics/row-binary.js";
 import { toRow, toRowValues } from "../../src/analytics/rows.js";
 import { schemaStatements } from "../../src/analytics/schema.js";
+import { AnalyticsEngineError } from "../../src/domain/analytics/engine.js";
 import { analyticsDir, event, insertEvents } from "../helpers/analytics.js";
 
 const hex = (writer: RowBinaryWriter) => writer.bytes().toString("hex");
@@ -51,7 +51,11 @@ t.test("the writer lays values out as ClickHouse's RowBinary", async (t) => {
   arrays.strings([]);
   arrays.strings(["a", "bc"]);
   arrays.float64(0.5);
-  t.equal(hex(arrays), "00" + "02" + "0161" + "026263" + "000000000000e03f", "arrays: a varint count, then each string; Float64 little-endian");
+  t.equal(
+    hex(arrays),
+    "00" + "02" + "0161" + "026263" + "000000000000e03f",
+    "arrays: a varint count, then each string; Float64 little-endian",
+  );
 });
 
 t.test("a writer sized for few rows grows to hold many, keeping what it had", async (t) => {
@@ -61,7 +65,8 @@ t.test("a writer sized for few rows grows to hold many, keeping what it had", as
   const bytes = writer.bytes();
   const each = 2 + 1 + Buffer.byteLength(long);
   t.equal(bytes.length, 10 * each);
-  for (let index = 0; index < 10; index++) t.equal(bytes.subarray(index * each + 2, index * each + 3).toString(), String(index), `string ${index} intact`);
+  for (let index = 0; index < 10; index++)
+    t.equal(bytes.subarray(index * each + 2, index * each + 3).toString(), String(index), `string ${index} intact`);
 });
 
 t.test("a writer that is reset starts over in the memory it has, and writes as a new one would", async (t) => {
@@ -106,7 +111,8 @@ t.test("the embedded engine reads batches back exactly, and leaves no batch file
   const engine = await EmbeddedEngine.open(dir, "keygate");
   t.teardown(() => engine.close());
   t.same(readdirSync(stale), [], "opening clears what an earlier process left in incoming/");
-  for (const statement of schemaStatements("keygate", { raw: 90, perMinute: 90, perHour: 90, perDay: 365, perMonth: 1_095 })) await engine.command(statement);
+  for (const statement of schemaStatements("keygate", { raw: 90, perMinute: 90, perHour: 90, perDay: 365, perMonth: 1_095 }))
+    await engine.command(statement);
 
   const time = Date.UTC(2026, 10, 22, 12, 0, 0);
   const events = [
@@ -129,18 +135,29 @@ t.test("the embedded engine reads batches back exactly, and leaves no batch file
     return { ...row, time: String(row.time), spent_credits: String(row.spent_credits) };
   });
   t.same(rows, expected, "every column of every row, as toRow() describes it");
-  t.equal(toRowValues(events[3]!, "")[10], Number.MAX_SAFE_INTEGER, "an Int64 beyond 2^53 is held at 2^53 - 1, the largest a double holds exactly");
+  t.equal(
+    toRowValues(events[3]!, "")[10],
+    Number.MAX_SAFE_INTEGER,
+    "an Int64 beyond 2^53 is held at 2^53 - 1, the largest a double holds exactly",
+  );
 
-  const perMinute = await engine.withConnection((connection) => connection.rows("SELECT sum(count) AS n FROM key_verifications_per_minute_v1"));
+  const perMinute = await engine.withConnection((connection) =>
+    connection.rows("SELECT sum(count) AS n FROM key_verifications_per_minute_v1"),
+  );
   t.same(perMinute, [{ n: "4" }], "the aggregates are fed from the same insert");
 
   // Two engines of one process on the directory (chDB binds one per process) writing at the same time: each
   // batch lands once, and the second engine's opening leaves the first one's files alone.
   const second = await EmbeddedEngine.open(dir, "keygate");
   t.teardown(() => second.close());
-  const batch = (prefix: string) => Array.from({ length: 500 }, (_, index) => event({ requestId: `req_${prefix}_${index}`, workspaceId: "ws_two_engines" }));
+  const batch = (prefix: string) =>
+    Array.from({ length: 500 }, (_, index) => event({ requestId: `req_${prefix}_${index}`, workspaceId: "ws_two_engines" }));
   // The first engine has written one batch and the second none: numbered per engine, two files would share a name.
-  await Promise.all([insertEvents(engine, batch("first"), ""), insertEvents(second, batch("second"), ""), insertEvents(second, batch("third"), "")]);
+  await Promise.all([
+    insertEvents(engine, batch("first"), ""),
+    insertEvents(second, batch("second"), ""),
+    insertEvents(second, batch("third"), ""),
+  ]);
   const counted = await engine.withConnection((connection) =>
     connection.rows("SELECT count() AS n, uniqExact(request_id) AS ids FROM key_verifications_v1 WHERE workspace_id = 'ws_two_engines'"),
   );
@@ -148,10 +165,15 @@ t.test("the embedded engine reads batches back exactly, and leaves no batch file
   t.same(readdirSync(stale), [], "no batch file left");
 
   // The first engine's encoder, reused from its last batch of 500 rows, writes a batch of two and nothing more.
-  const small = [event({ requestId: "req_small_1", workspaceId: "ws_reused", keyId: "key_a" }), event({ requestId: "req_small_2", workspaceId: "ws_reused", tags: ["t"] })];
+  const small = [
+    event({ requestId: "req_small_1", workspaceId: "ws_reused", keyId: "key_a" }),
+    event({ requestId: "req_small_2", workspaceId: "ws_reused", tags: ["t"] }),
+  ];
   await insertEvents(engine, small, "us");
   const reusedRows = await engine.withConnection((connection) =>
-    connection.rows("SELECT request_id, key_id, region, tags FROM key_verifications_v1 WHERE workspace_id = 'ws_reused' ORDER BY request_id"),
+    connection.rows(
+      "SELECT request_id, key_id, region, tags FROM key_verifications_v1 WHERE workspace_id = 'ws_reused' ORDER BY request_id",
+    ),
   );
   t.same(
     reusedRows,
@@ -169,4 +191,3 @@ t.test("the embedded engine reads batches back exactly, and leaves no batch file
   await t.rejects(insertEvents(refusing, [event()], ""), AnalyticsEngineError, "an insert the engine refuses fails as an engine error");
   t.same(readdirSync(stale), [], "and its batch file is deleted too");
 });
-

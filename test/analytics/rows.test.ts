@@ -28,9 +28,24 @@ t.test("hostile strings reach the embedded engine intact, each in its own column
   const config = validateConfig({ analytics: { engine: "embedded", path: analyticsDir(t) } });
   const analytics = await openAnalytics(config.analytics, { clock: { now: () => Date.now() } });
   t.teardown(() => analytics.close());
-  const hostile = ['"],["ws_other",1]', "tab\there", "new\nline", "back\\slash", "quote'single", "nul\u0000byte", "ünïcødé 🔑", "{\"json\":true}"];
+  const hostile = [
+    '"],["ws_other",1]',
+    "tab\there",
+    "new\nline",
+    "back\\slash",
+    "quote'single",
+    "nul\u0000byte",
+    "ünïcødé 🔑",
+    '{"json":true}',
+  ];
   const events = hostile.map((text, index) =>
-    event({ requestId: `req_hostile_${index}`, workspaceId: "ws_rows", externalId: text, keyId: `key_${text}`, tags: [text, `second ${text}`] }),
+    event({
+      requestId: `req_hostile_${index}`,
+      workspaceId: "ws_rows",
+      externalId: text,
+      keyId: `key_${text}`,
+      tags: [text, `second ${text}`],
+    }),
   );
   for (const each of events) analytics.sink.record(each);
   await analytics.flush();
@@ -43,7 +58,13 @@ t.test("hostile strings reach the embedded engine intact, each in its own column
   t.same(
     rows,
     events
-      .map((each) => ({ request_id: each.requestId, workspace_id: "ws_rows", external_id: each.externalId, key_id: each.keyId, tags: each.tags }))
+      .map((each) => ({
+        request_id: each.requestId,
+        workspace_id: "ws_rows",
+        external_id: each.externalId,
+        key_id: each.keyId,
+        tags: each.tags,
+      }))
       .sort((a, b) => a.request_id.localeCompare(b.request_id)),
     "no value leaked into another column, row or workspace",
   );

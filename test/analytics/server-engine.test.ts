@@ -36,30 +36,53 @@ t.test("the clickhouse adapter against a real engine: schema, inserts, the spec 
   t.match(runtime.stats(), { written: 6, failedWrites: 0 });
 
   const spec = await h.call("analytics.getVerifications", {
-    query: "SELECT external_id, SUM(count) AS total, sumIf(count, outcome = 'VALID') AS valid FROM key_verifications_per_day_v1 WHERE time >= now() - INTERVAL 7 DAY GROUP BY external_id ORDER BY total DESC LIMIT 10",
+    query:
+      "SELECT external_id, SUM(count) AS total, sumIf(count, outcome = 'VALID') AS valid FROM key_verifications_per_day_v1 WHERE time >= now() - INTERVAL 7 DAY GROUP BY external_id ORDER BY total DESC LIMIT 10",
   });
   t.equal(spec.status, 200, JSON.stringify(spec.body));
   t.same(spec.body.data, [
     { external_id: "user_0", total: 3, valid: 2 },
     { external_id: "user_1", total: 2, valid: 1 },
   ]);
-  const perOutcome = await h.call("analytics.getVerifications", { query: "SELECT outcome, count() AS n FROM key_verifications_v1 GROUP BY outcome ORDER BY outcome" });
+  const perOutcome = await h.call("analytics.getVerifications", {
+    query: "SELECT outcome, count() AS n FROM key_verifications_v1 GROUP BY outcome ORDER BY outcome",
+  });
   t.same(perOutcome.body.data, [
     { outcome: "RATE_LIMITED", n: 1 },
     { outcome: "USAGE_EXCEEDED", n: 1 },
     { outcome: "VALID", n: 3 },
   ]);
-  const theirs = await h.call("analytics.getVerifications", { query: "SELECT external_id FROM key_verifications_v1" }, { rootKey: OTHER_ROOT_KEY });
+  const theirs = await h.call(
+    "analytics.getVerifications",
+    { query: "SELECT external_id FROM key_verifications_v1" },
+    { rootKey: OTHER_ROOT_KEY },
+  );
   t.same(theirs.body.data, [{ external_id: "zz_secret_external" }]);
-  assertError(t, await h.call("analytics.getVerifications", { query: "SELECT * FROM key_verifications_v1 WHERE workspace_id = 'ws_other' SETTINGS readonly = 0" }), "err:user:bad_request:invalid_analytics_query");
-  assertError(t, await h.call("analytics.getVerifications", { query: "SELECT * FROM system.tables" }), "err:user:bad_request:invalid_analytics_table");
+  assertError(
+    t,
+    await h.call("analytics.getVerifications", {
+      query: "SELECT * FROM key_verifications_v1 WHERE workspace_id = 'ws_other' SETTINGS readonly = 0",
+    }),
+    "err:user:bad_request:invalid_analytics_query",
+  );
+  assertError(
+    t,
+    await h.call("analytics.getVerifications", { query: "SELECT * FROM system.tables" }),
+    "err:user:bad_request:invalid_analytics_table",
+  );
   const unknown = await h.call("analytics.getVerifications", { query: "SELECT no_such_column FROM key_verifications_v1" });
   assertError(t, unknown, "err:user:bad_request:invalid_analytics_query", /no_such_column/);
 });
 
 t.test("an unreachable ClickHouse server: keygate starts, queries answer 503, events wait and are counted when lost", async (t) => {
   const h = await harness(t, {
-    config: { analytics: { engine: "clickhouse", clickhouse: { url: "http://127.0.0.1:1", requestTimeoutMs: 1_000 }, buffer: { flushIntervalMs: 600_000 } } },
+    config: {
+      analytics: {
+        engine: "clickhouse",
+        clickhouse: { url: "http://127.0.0.1:1", requestTimeoutMs: 1_000 },
+        buffer: { flushIntervalMs: 600_000 },
+      },
+    },
   });
   assertError(t, await h.call("analytics.getVerifications", { query: "SELECT 1" }), "err:unkey:data:analytics_connection_failed");
   for (let n = 0; n < 3; n++) h.app.services.analytics.sink.record(event());

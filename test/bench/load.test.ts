@@ -20,7 +20,9 @@ Transfer/sec:    583.18KB
 
 t.test("wrk's report becomes a slice: requests, seconds, latency in ms whatever wrk's unit, non-2xx, socket errors summed", async (t) => {
   t.same(parseWrkOutput(WRK_OUTPUT), { requests: 9_192, seconds: 2, p50: 1, p99: 1_210, non2xx: 1_532, errors: 7 });
-  const quiet = WRK_OUTPUT.replace(/ {2}Socket errors.*\n/, "").replace(/ {2}Non-2xx.*\n/, "").replace("in 2.00s", "in 500.00ms");
+  const quiet = WRK_OUTPUT.replace(/ {2}Socket errors.*\n/, "")
+    .replace(/ {2}Non-2xx.*\n/, "")
+    .replace("in 2.00s", "in 500.00ms");
   t.same(parseWrkOutput(quiet), { requests: 9_192, seconds: 0.5, p50: 1, p99: 1_210, non2xx: 0, errors: 0 });
 });
 

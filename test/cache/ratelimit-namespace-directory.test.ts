@@ -9,7 +9,15 @@ import { ManualClock } from "../helpers/clock.js";
 import { REDIS_URL, uniquePrefix } from "../helpers/redis.js";
 import { privateRedis } from "../helpers/redis-server.js";
 
-const override = (id: string, identifier: string, limit: number) => ({ id, workspaceId: "ws_a", namespaceId: "rlns_1", identifier, limit, durationMs: 1_000, createdAt: 0 });
+const override = (id: string, identifier: string, limit: number) => ({
+  id,
+  workspaceId: "ws_a",
+  namespaceId: "rlns_1",
+  identifier,
+  limit,
+  durationMs: 1_000,
+  createdAt: 0,
+});
 
 /** Counts how often the directory reads whole override lists, passing every call on to the real store. */
 function countingAllOverrides(store: RatelimitNamespaceStore): { store: RatelimitNamespaceStore; loads: () => number } {
@@ -51,32 +59,39 @@ for (const kind of ["memory", "redis"] as const) {
       t.equal((await directory.find("ws_a", "late"))?.namespace.id, "rlns_1");
     });
 
-    await t.test(`overrides changed elsewhere apply after at most ${NAMESPACE_FRESH_MS} ms, and are reloaded only when they changed`, async (t) => {
-      const counted = countingAllOverrides(await open());
-      const clock = new ManualClock();
-      const directory = new CachedNamespaceDirectory(counted.store, clock);
-      await counted.store.createNamespace({ id: "rlns_1", workspaceId: "ws_a", name: "emails", createdAt: 0 });
-      await counted.store.setOverride(override("rlor_1", "alice", 5));
-      t.equal((await directory.find("ws_a", "emails"))?.overrides.match("alice")?.limit, 5);
-      t.equal(counted.loads(), 1);
+    await t.test(
+      `overrides changed elsewhere apply after at most ${NAMESPACE_FRESH_MS} ms, and are reloaded only when they changed`,
+      async (t) => {
+        const counted = countingAllOverrides(await open());
+        const clock = new ManualClock();
+        const directory = new CachedNamespaceDirectory(counted.store, clock);
+        await counted.store.createNamespace({ id: "rlns_1", workspaceId: "ws_a", name: "emails", createdAt: 0 });
+        await counted.store.setOverride(override("rlor_1", "alice", 5));
+        t.equal((await directory.find("ws_a", "emails"))?.overrides.match("alice")?.limit, 5);
+        t.equal(counted.loads(), 1);
 
-      clock.advance(NAMESPACE_FRESH_MS);
-      await directory.find("ws_a", "emails");
-      t.equal(counted.loads(), 1, "revalidated by its version token, no reload");
+        clock.advance(NAMESPACE_FRESH_MS);
+        await directory.find("ws_a", "emails");
+        t.equal(counted.loads(), 1, "revalidated by its version token, no reload");
 
-      await counted.store.setOverride(override("rlor_x", "alice", 9));
-      t.equal((await directory.find("ws_a", "emails"))?.overrides.match("alice")?.limit, 5, "within the fresh window the cached overrides serve");
-      clock.advance(NAMESPACE_FRESH_MS);
-      t.equal((await directory.find("ws_a", "emails"))?.overrides.match("alice")?.limit, 9, "then the change applies");
-      t.equal(counted.loads(), 2);
+        await counted.store.setOverride(override("rlor_x", "alice", 9));
+        t.equal(
+          (await directory.find("ws_a", "emails"))?.overrides.match("alice")?.limit,
+          5,
+          "within the fresh window the cached overrides serve",
+        );
+        clock.advance(NAMESPACE_FRESH_MS);
+        t.equal((await directory.find("ws_a", "emails"))?.overrides.match("alice")?.limit, 9, "then the change applies");
+        t.equal(counted.loads(), 2);
 
-      await counted.store.deleteOverride("ws_a", "rlns_1", "alice");
-      await counted.store.markNamespaceDeleted("ws_a", "rlns_1", 1);
-      clock.advance(NAMESPACE_FRESH_MS);
-      const after = await directory.find("ws_a", "rlns_1");
-      t.equal(after?.overrides.match("alice"), undefined, "a deleted override no longer applies");
-      t.equal(after?.namespace.deletedAt, 1, "nor is a deletion missed");
-    });
+        await counted.store.deleteOverride("ws_a", "rlns_1", "alice");
+        await counted.store.markNamespaceDeleted("ws_a", "rlns_1", 1);
+        clock.advance(NAMESPACE_FRESH_MS);
+        const after = await directory.find("ws_a", "rlns_1");
+        t.equal(after?.overrides.match("alice"), undefined, "a deleted override no longer applies");
+        t.equal(after?.namespace.deletedAt, 1, "nor is a deletion missed");
+      },
+    );
 
     await t.test("forget drops what this instance knows at once", async (t) => {
       const store = await open();
@@ -121,30 +136,37 @@ t.test("a name whose namespace vanished from the store (Redis lost its data) is 
   clock.advance(NAMESPACE_FRESH_MS);
   t.equal(await directory.find("ws_a", "emails"), null, "gone is gone");
   await stores.ratelimitNamespaces.createNamespace({ id: "rlns_after", workspaceId: "ws_a", name: "emails", createdAt: 0 });
-  t.equal((await directory.find("ws_a", "emails"))?.namespace.id, "rlns_after", "the name's new id, although the old mapping was fresh for an hour");
+  t.equal(
+    (await directory.find("ws_a", "emails"))?.namespace.id,
+    "rlns_after",
+    "the name's new id, although the old mapping was fresh for an hour",
+  );
 });
 
-t.test("after revalidateAll (the breaker closed), a Redis that fails again leaves the last known namespace serving; one that answers is asked afresh", async (t) => {
-  const server = await privateRedis(t);
-  const redis = await connectRedis({ url: server.url, commandTimeoutMs: 200, connectTimeoutMs: 2_000 });
-  const clock = new ManualClock();
-  const stores = createRedisStores(redis, "kgtest:directory-revalidate", true, { clock });
-  t.teardown(() => stores.close());
-  const directory = new CachedNamespaceDirectory(stores.ratelimitNamespaces, clock);
-  await stores.ratelimitNamespaces.createNamespace({ id: "rlns_1", workspaceId: "ws_a", name: "emails", createdAt: 0 });
-  await stores.ratelimitNamespaces.setOverride(override("rlor_1", "alice", 5));
-  await directory.find("ws_a", "emails");
+t.test(
+  "after revalidateAll (the breaker closed), a Redis that fails again leaves the last known namespace serving; one that answers is asked afresh",
+  async (t) => {
+    const server = await privateRedis(t);
+    const redis = await connectRedis({ url: server.url, commandTimeoutMs: 200, connectTimeoutMs: 2_000 });
+    const clock = new ManualClock();
+    const stores = createRedisStores(redis, "kgtest:directory-revalidate", true, { clock });
+    t.teardown(() => stores.close());
+    const directory = new CachedNamespaceDirectory(stores.ratelimitNamespaces, clock);
+    await stores.ratelimitNamespaces.createNamespace({ id: "rlns_1", workspaceId: "ws_a", name: "emails", createdAt: 0 });
+    await stores.ratelimitNamespaces.setOverride(override("rlor_1", "alice", 5));
+    await directory.find("ws_a", "emails");
 
-  directory.revalidateAll();
-  await server.stop();
-  t.equal((await directory.find("ws_a", "emails"))?.overrides.match("alice")?.limit, 5, "the store cannot answer: what was known");
+    directory.revalidateAll();
+    await server.stop();
+    t.equal((await directory.find("ws_a", "emails"))?.overrides.match("alice")?.limit, 5, "the store cannot answer: what was known");
 
-  await server.start(); // empty: it lost its data
-  directory.revalidateAll();
-  let found: Awaited<ReturnType<typeof directory.find>> | undefined;
-  for (let attempt = 0; attempt < 100 && found !== null; attempt++) {
-    found = await directory.find("ws_a", "emails");
-    if (found !== null) await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  t.equal(found, null, "the store answers again: what it says (nothing) wins over what was known");
-});
+    await server.start(); // empty: it lost its data
+    directory.revalidateAll();
+    let found: Awaited<ReturnType<typeof directory.find>> | undefined;
+    for (let attempt = 0; attempt < 100 && found !== null; attempt++) {
+      found = await directory.find("ws_a", "emails");
+      if (found !== null) await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    t.equal(found, null, "the store answers again: what it says (nothing) wins over what was known");
+  },
+);

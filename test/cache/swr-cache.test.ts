@@ -5,7 +5,14 @@ import { ManualClock } from "../helpers/clock.js";
 function setup(options: Partial<{ max: number }> = {}) {
   const clock = new ManualClock();
   const errors: unknown[] = [];
-  const cache = new SwrCache<string>({ max: options.max ?? 100, freshMs: 1_000, staleMs: 10_000, negativeMs: 500, clock, onRefreshError: (error) => errors.push(error) });
+  const cache = new SwrCache<string>({
+    max: options.max ?? 100,
+    freshMs: 1_000,
+    staleMs: 10_000,
+    negativeMs: 500,
+    clock,
+    onRefreshError: (error) => errors.push(error),
+  });
   return { clock, cache, errors };
 }
 
@@ -23,13 +30,25 @@ t.test("a cached answer comes at once, not as a promise; a load is a promise", a
   const first = cache.get("k", async () => "v1");
   t.ok(first instanceof Promise, "a miss loads");
   await first;
-  t.equal(cache.get("k", async () => "unused"), "v1", "fresh: the value itself");
+  t.equal(
+    cache.get("k", async () => "unused"),
+    "v1",
+    "fresh: the value itself",
+  );
   clock.advance(1_000);
-  t.equal(cache.get("k", async () => "v2"), "v1", "stale: the value itself, while it refreshes");
+  t.equal(
+    cache.get("k", async () => "v2"),
+    "v1",
+    "stale: the value itself, while it refreshes",
+  );
   await Promise.resolve();
   t.equal(cache.get("absent", async () => null) instanceof Promise, true);
   await cache.get("absent", async () => null);
-  t.equal(cache.get("absent", async () => "unused"), null, "known absent: null at once");
+  t.equal(
+    cache.get("absent", async () => "unused"),
+    null,
+    "known absent: null at once",
+  );
 });
 
 t.test("peek answers only what is fresh, and never loads", async (t) => {
@@ -150,7 +169,15 @@ t.test("each load is given the value cached before, so it can revalidate cheaply
 t.test("stale-if-error: past freshMs the value is reloaded before answering, and a stale one is served only if that fails", async (t) => {
   const clock = new ManualClock();
   const errors: unknown[] = [];
-  const cache = new SwrCache<string>({ max: 10, freshMs: 1_000, staleMs: 10_000, negativeMs: 0, mode: "stale-if-error", clock, onRefreshError: (error) => errors.push(error) });
+  const cache = new SwrCache<string>({
+    max: 10,
+    freshMs: 1_000,
+    staleMs: 10_000,
+    negativeMs: 0,
+    mode: "stale-if-error",
+    clock,
+    onRefreshError: (error) => errors.push(error),
+  });
   t.equal(await cache.get("k", async () => "v1"), "v1");
   clock.advance(1_000);
   t.equal(await cache.get("k", async () => "v2"), "v2", "no stale answer while the source answers");
@@ -160,7 +187,11 @@ t.test("stale-if-error: past freshMs the value is reloaded before answering, and
   clock.advance(9_000);
   await t.rejects(async () => cache.get("k", async () => Promise.reject(new Error("down"))), /down/, "not beyond staleMs");
   t.equal(await cache.get("absent", async () => null), null);
-  await t.rejects(async () => cache.get("absent", async () => Promise.reject(new Error("down"))), /down/, "absence is never served stale, and negativeMs 0 keeps it uncached");
+  await t.rejects(
+    async () => cache.get("absent", async () => Promise.reject(new Error("down"))),
+    /down/,
+    "absence is never served stale, and negativeMs 0 keeps it uncached",
+  );
 });
 
 t.test("after revalidateAll every value is reloaded before it is trusted, and what the source says then wins", async (t) => {
@@ -173,7 +204,11 @@ t.test("after revalidateAll every value is reloaded before it is trusted, and wh
   const reload = cache.get("changed", async () => "after");
   t.ok(reload instanceof Promise, "a reload, though the value was fresh");
   t.equal(await reload, "after");
-  t.equal(cache.get("changed", async () => "unused"), "after", "confirmed: served from memory again");
+  t.equal(
+    cache.get("changed", async () => "unused"),
+    "after",
+    "confirmed: served from memory again",
+  );
   t.equal(await cache.get("deleted", async () => null), null, "gone at the source: gone here");
   t.equal(await cache.get("absent", async () => "created"), "created", "a known absence is asked again too");
 });
@@ -182,7 +217,15 @@ t.test("after revalidateAll the last known value is served while the reload fail
   const clock = new ManualClock();
   const errors: unknown[] = [];
   class Unavailable extends Error {}
-  const cache = new SwrCache<string>({ max: 10, freshMs: 1_000, staleMs: 10_000, negativeMs: 500, clock, keepServingOn: (error) => error instanceof Unavailable, onRefreshError: (error) => errors.push(error) });
+  const cache = new SwrCache<string>({
+    max: 10,
+    freshMs: 1_000,
+    staleMs: 10_000,
+    negativeMs: 500,
+    clock,
+    keepServingOn: (error) => error instanceof Unavailable,
+    onRefreshError: (error) => errors.push(error),
+  });
   await cache.get("k", async () => "v1");
   await cache.get("absent", async () => null);
   cache.revalidateAll();
@@ -190,7 +233,11 @@ t.test("after revalidateAll the last known value is served while the reload fail
   t.equal(await cache.get("k", down), "v1", "the source is unavailable: the last known value");
   t.equal(await cache.get("k", down), "v1", "and again: each call tries the source first");
   t.equal(errors.length, 2, "each failure is reported");
-  await t.rejects(async () => cache.get("k", async () => Promise.reject(new Error("a bug"))), /a bug/, "a failure that is not unavailability reaches the caller");
+  await t.rejects(
+    async () => cache.get("k", async () => Promise.reject(new Error("a bug"))),
+    /a bug/,
+    "a failure that is not unavailability reaches the caller",
+  );
   await t.rejects(async () => cache.get("absent", down), /down/, "a known absence is never served on failure");
   clock.advance(10_000);
   await t.rejects(async () => cache.get("k", down), /down/, "not beyond staleMs");

@@ -1,4 +1,4 @@
-import { mkdtempSync, writeFileSync, mkdirSync } from "node:fs";
+import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import t from "tap";
@@ -38,11 +38,16 @@ t.test("config/keygate.yaml is read when present, KEYGATE_CONFIG wins over it", 
   const cwd = directoryWith({ "config/keygate.yaml": "server: { port: 9001 }\n", "other.yaml": "server: { port: 9002 }\n" });
   t.equal(loadConfig({ env: {}, cwd }).server.port, 9001);
   t.equal(loadConfig({ env: { KEYGATE_CONFIG: "other.yaml" }, cwd }).server.port, 9002);
-  t.same(problemsOf(() => loadConfig({ env: { KEYGATE_CONFIG: "missing.yaml" }, cwd })), [`KEYGATE_CONFIG: file not found: ${join(cwd, "missing.yaml")}`]);
+  t.same(
+    problemsOf(() => loadConfig({ env: { KEYGATE_CONFIG: "missing.yaml" }, cwd })),
+    [`KEYGATE_CONFIG: file not found: ${join(cwd, "missing.yaml")}`],
+  );
 });
 
 t.test("environment variables override the file", async (t) => {
-  const cwd = directoryWith({ "config/keygate.yaml": "server: { port: 9001, host: 127.0.0.1 }\nstorage: { redis: { url: redis://a:6379, prefix: mine } }\n" });
+  const cwd = directoryWith({
+    "config/keygate.yaml": "server: { port: 9001, host: 127.0.0.1 }\nstorage: { redis: { url: redis://a:6379, prefix: mine } }\n",
+  });
   const vaultKey = Buffer.alloc(32, 7).toString("base64");
   const config = loadConfig({
     env: { PORT: "9100", HOST: "::", REDIS_URL: "redis://b:6380", KEYGATE_ROOT_KEY: "root_from_env", KEYGATE_VAULT_KEY: vaultKey },
@@ -52,7 +57,13 @@ t.test("environment variables override the file", async (t) => {
   t.equal(config.server.host, "::");
   t.same(
     config.storage.redis,
-    { url: "redis://b:6380", prefix: "mine", commandTimeoutMs: 500, connectTimeoutMs: 5000, breaker: { failureThreshold: 3, openMs: 1000 } },
+    {
+      url: "redis://b:6380",
+      prefix: "mine",
+      commandTimeoutMs: 500,
+      connectTimeoutMs: 5000,
+      breaker: { failureThreshold: 3, openMs: 1000 },
+    },
     "REDIS_URL keeps the other redis settings",
   );
   t.same(config.rootKeys, [{ key: "root_from_env", name: "KEYGATE_ROOT_KEY", workspaceId: "ws_default", permissions: ["*"] }]);
@@ -61,14 +72,27 @@ t.test("environment variables override the file", async (t) => {
 
 t.test("KEYGATE_REDIS_PREFIX sets storage.redis.prefix, over the file's, with REDIS_URL or a file's Redis", async (t) => {
   const withFile = directoryWith({ "config/keygate.yaml": "storage: { redis: { url: redis://a:6379, prefix: mine } }\n" });
-  t.same(loadConfig({ env: { KEYGATE_REDIS_PREFIX: "staging" }, cwd: withFile }).storage.redis, { url: "redis://a:6379", prefix: "staging", commandTimeoutMs: 500, connectTimeoutMs: 5000, breaker: { failureThreshold: 3, openMs: 1000 } });
+  t.same(loadConfig({ env: { KEYGATE_REDIS_PREFIX: "staging" }, cwd: withFile }).storage.redis, {
+    url: "redis://a:6379",
+    prefix: "staging",
+    commandTimeoutMs: 500,
+    connectTimeoutMs: 5000,
+    breaker: { failureThreshold: 3, openMs: 1000 },
+  });
   const bare = directoryWith({});
-  t.equal(loadConfig({ env: { REDIS_URL: "redis://b:6380", KEYGATE_REDIS_PREFIX: "tenant:a" }, cwd: bare }).storage.redis?.prefix, "tenant:a");
+  t.equal(
+    loadConfig({ env: { REDIS_URL: "redis://b:6380", KEYGATE_REDIS_PREFIX: "tenant:a" }, cwd: bare }).storage.redis?.prefix,
+    "tenant:a",
+  );
   t.equal(loadConfig({ env: { REDIS_URL: "redis://b:6380" }, cwd: bare }).storage.redis?.prefix, "keygate", "the default without it");
-  t.same(problemsOf(() => loadConfig({ env: { KEYGATE_REDIS_PREFIX: "staging" }, cwd: bare })), ["KEYGATE_REDIS_PREFIX: needs a Redis store; set REDIS_URL, REDIS_CLUSTER_NODES or REDIS_SENTINELS (or storage.redis in the file) too"]);
-  t.same(problemsOf(() => loadConfig({ env: { REDIS_URL: "redis://b:6380", KEYGATE_REDIS_PREFIX: "has space" }, cwd: bare })), [
-    "storage.redis.prefix (from KEYGATE_REDIS_PREFIX): must contain only letters, digits and the characters _ . : -",
-  ]);
+  t.same(
+    problemsOf(() => loadConfig({ env: { KEYGATE_REDIS_PREFIX: "staging" }, cwd: bare })),
+    ["KEYGATE_REDIS_PREFIX: needs a Redis store; set REDIS_URL, REDIS_CLUSTER_NODES or REDIS_SENTINELS (or storage.redis in the file) too"],
+  );
+  t.same(
+    problemsOf(() => loadConfig({ env: { REDIS_URL: "redis://b:6380", KEYGATE_REDIS_PREFIX: "has space" }, cwd: bare })),
+    ["storage.redis.prefix (from KEYGATE_REDIS_PREFIX): must contain only letters, digits and the characters _ . : -"],
+  );
 });
 
 t.test("empty environment variables are ignored", async (t) => {
@@ -78,9 +102,18 @@ t.test("empty environment variables are ignored", async (t) => {
 });
 
 t.test("a bad value names its path, and the variable when it came from the environment", async (t) => {
-  t.same(problemsOf(() => loadConfig({ env: { PORT: "eighty" }, cwd: directoryWith({}) })), ["PORT: must be a whole number, got 'eighty'"]);
-  t.same(problemsOf(() => loadConfig({ env: { PORT: "70000" }, cwd: directoryWith({}) })), ["server.port (from PORT): must be less than or equal to 65535"]);
-  t.same(problemsOf(() => loadConfig({ env: { REDIS_URL: "http://x" }, cwd: directoryWith({}) })), ["storage.redis.url (from REDIS_URL): must be a redis:// or rediss:// URL"]);
+  t.same(
+    problemsOf(() => loadConfig({ env: { PORT: "eighty" }, cwd: directoryWith({}) })),
+    ["PORT: must be a whole number, got 'eighty'"],
+  );
+  t.same(
+    problemsOf(() => loadConfig({ env: { PORT: "70000" }, cwd: directoryWith({}) })),
+    ["server.port (from PORT): must be less than or equal to 65535"],
+  );
+  t.same(
+    problemsOf(() => loadConfig({ env: { REDIS_URL: "http://x" }, cwd: directoryWith({}) })),
+    ["storage.redis.url (from REDIS_URL): must be a redis:// or rediss:// URL"],
+  );
 });
 
 t.test("every problem of a file is reported at once, each with its path", async (t) => {
@@ -93,32 +126,57 @@ t.test("every problem of a file is reported at once, each with its path", async 
       unknownSection: {},
     }),
   );
-  t.same([...problems].sort(), [
-    "storage.redis.prefix: must contain only letters, digits and the characters _ . : -",
-    "apis[0].colour: is not a known field",
-    "rootKeys[0].permissions: must contain at least 1 item",
-    "rootKeys[0].workspaceId: must contain only letters, digits and _",
-    "server.bodyLimit: must be an integer",
-    "server.port: must be greater than or equal to 0",
-    "unknownSection: is not a known field",
-  ].sort());
+  t.same(
+    [...problems].sort(),
+    [
+      "storage.redis.prefix: must contain only letters, digits and the characters _ . : -",
+      "apis[0].colour: is not a known field",
+      "rootKeys[0].permissions: must contain at least 1 item",
+      "rootKeys[0].workspaceId: must contain only letters, digits and _",
+      "server.bodyLimit: must be an integer",
+      "server.port: must be greater than or equal to 0",
+      "unknownSection: is not a known field",
+    ].sort(),
+  );
 });
 
 t.test("root keys need exactly one of key or hash, and may not repeat", async (t) => {
   const hash = hashKey("root_dev_all");
-  t.same(problemsOf(() => validateConfig({ rootKeys: [{ workspaceId: "ws_a", permissions: ["*"] }] })), ["rootKeys[0]: give exactly one of 'key' or 'hash'"]);
-  t.same(problemsOf(() => validateConfig({ rootKeys: [{ key: "root_dev_all", hash, workspaceId: "ws_a", permissions: ["*"] }] })), ["rootKeys[0]: give exactly one of 'key' or 'hash'"]);
   t.same(
-    problemsOf(() => validateConfig({ rootKeys: [{ key: "root_dev_all", workspaceId: "ws_a", permissions: ["*"] }, { hash, workspaceId: "ws_b", permissions: ["*"] }] })),
+    problemsOf(() => validateConfig({ rootKeys: [{ workspaceId: "ws_a", permissions: ["*"] }] })),
+    ["rootKeys[0]: give exactly one of 'key' or 'hash'"],
+  );
+  t.same(
+    problemsOf(() => validateConfig({ rootKeys: [{ key: "root_dev_all", hash, workspaceId: "ws_a", permissions: ["*"] }] })),
+    ["rootKeys[0]: give exactly one of 'key' or 'hash'"],
+  );
+  t.same(
+    problemsOf(() =>
+      validateConfig({
+        rootKeys: [
+          { key: "root_dev_all", workspaceId: "ws_a", permissions: ["*"] },
+          { hash, workspaceId: "ws_b", permissions: ["*"] },
+        ],
+      }),
+    ),
     ["rootKeys[1]: the same root key as rootKeys[0]"],
   );
-  t.same(problemsOf(() => validateConfig({ rootKeys: [{ hash: "not-base64-sha256", workspaceId: "ws_a", permissions: ["*"] }] })), ["rootKeys[0].hash: must be a SHA-256 hash in base64 (44 characters ending in =)"]);
+  t.same(
+    problemsOf(() => validateConfig({ rootKeys: [{ hash: "not-base64-sha256", workspaceId: "ws_a", permissions: ["*"] }] })),
+    ["rootKeys[0].hash: must be a SHA-256 hash in base64 (44 characters ending in =)"],
+  );
 });
 
 t.test("declared API ids are unique and the vault key is 32 bytes", async (t) => {
   const api = { id: "api_orders", name: "orders", workspaceId: "ws_a" };
-  t.same(problemsOf(() => validateConfig({ apis: [api, api] })), ["apis[1].id: 'api_orders' is declared twice (also apis[0])"]);
-  t.same(problemsOf(() => validateConfig({ vault: { key: Buffer.alloc(16).toString("base64") } })), ["vault.key: must be 32 bytes encoded as base64 (e.g. `openssl rand -base64 32`)"]);
+  t.same(
+    problemsOf(() => validateConfig({ apis: [api, api] })),
+    ["apis[1].id: 'api_orders' is declared twice (also apis[0])"],
+  );
+  t.same(
+    problemsOf(() => validateConfig({ vault: { key: Buffer.alloc(16).toString("base64") } })),
+    ["vault.key: must be 32 bytes encoded as base64 (e.g. `openssl rand -base64 32`)"],
+  );
 });
 
 t.test("YAML syntax errors give the line", async (t) => {
@@ -126,7 +184,10 @@ t.test("YAML syntax errors give the line", async (t) => {
   const problems = problemsOf(() => loadConfig({ env: {}, cwd }));
   t.match(problems[0], /^line \d+, column \d+: /);
   const scalar = directoryWith({ "config/keygate.yaml": "just a string\n" });
-  t.same(problemsOf(() => loadConfig({ env: {}, cwd: scalar })), ["(top level): must be a mapping of sections (server, storage, ...)"]);
+  t.same(
+    problemsOf(() => loadConfig({ env: {}, cwd: scalar })),
+    ["(top level): must be a mapping of sections (server, storage, ...)"],
+  );
   const empty = directoryWith({ "config/keygate.yaml": "# nothing yet\n" });
   t.equal(loadConfig({ env: {}, cwd: empty }).server.port, 8080, "an empty file means defaults");
   const bareSections = directoryWith({ "config/keygate.yaml": "vault:\n  # key: later\nserver:\n" });
@@ -137,7 +198,10 @@ t.test("ratelimit.fail defaults to local and accepts only closed, open or local"
   t.equal(validateConfig({}).ratelimit.fail, "local");
   t.equal(validateConfig({ ratelimit: { fail: "closed" } }).ratelimit.fail, "closed");
   t.throws(() => validateConfig({ ratelimit: { fail: "sometimes" } }), /ratelimit\.fail: must be one of: "closed", "open", "local"/);
-  t.throws(() => validateConfig({ storage: { redis: { url: "redis://a", breaker: { failureThreshold: 0 } } } }), /storage\.redis\.breaker\.failureThreshold: must be greater than or equal to 1/);
+  t.throws(
+    () => validateConfig({ storage: { redis: { url: "redis://a", breaker: { failureThreshold: 0 } } } }),
+    /storage\.redis\.breaker\.failureThreshold: must be greater than or equal to 1/,
+  );
 });
 
 t.test("analytics defaults to the embedded engine in ./data/analytics, with the reference's retention", async (t) => {
@@ -154,14 +218,34 @@ t.test("KEYGATE_ANALYTICS_ENGINE and KEYGATE_ANALYTICS_PATH override the file", 
   const config = loadConfig({ env: { KEYGATE_ANALYTICS_ENGINE: "off", KEYGATE_ANALYTICS_PATH: "/var/lib/two" }, cwd });
   t.equal(config.analytics.engine, "off");
   t.equal(config.analytics.path, "/var/lib/two");
-  t.match(problemsOf(() => loadConfig({ env: { KEYGATE_ANALYTICS_ENGINE: "duckdb" }, cwd })).join("\n"), /analytics\.engine \(from KEYGATE_ANALYTICS_ENGINE\)/);
+  t.match(
+    problemsOf(() => loadConfig({ env: { KEYGATE_ANALYTICS_ENGINE: "duckdb" }, cwd })).join("\n"),
+    /analytics\.engine \(from KEYGATE_ANALYTICS_ENGINE\)/,
+  );
 });
 
 t.test("the clickhouse engine needs a URL, and a batch may not exceed the buffer", async (t) => {
-  t.same(problemsOf(() => validateConfig({ analytics: { engine: "clickhouse" } })), ["analytics.clickhouse.url: is required when analytics.engine is 'clickhouse'"]);
-  t.same(problemsOf(() => validateConfig({ analytics: { buffer: { maxEvents: 10, batchSize: 11 } } })), ["analytics.buffer.batchSize: must not be larger than analytics.buffer.maxEvents"]);
-  const problems = problemsOf(() => validateConfig({ analytics: { clickhouse: { url: "tcp://x" }, retentionDays: { raw: 0 }, unknown: 1 } }));
-  t.ok(problems.some((p) => p.startsWith("analytics.clickhouse.url")), "a URL that is not http(s)");
-  t.ok(problems.some((p) => p.startsWith("analytics.retentionDays.raw")), "retention of at least a day");
-  t.ok(problems.some((p) => p.startsWith("analytics.unknown")), "no unknown fields");
+  t.same(
+    problemsOf(() => validateConfig({ analytics: { engine: "clickhouse" } })),
+    ["analytics.clickhouse.url: is required when analytics.engine is 'clickhouse'"],
+  );
+  t.same(
+    problemsOf(() => validateConfig({ analytics: { buffer: { maxEvents: 10, batchSize: 11 } } })),
+    ["analytics.buffer.batchSize: must not be larger than analytics.buffer.maxEvents"],
+  );
+  const problems = problemsOf(() =>
+    validateConfig({ analytics: { clickhouse: { url: "tcp://x" }, retentionDays: { raw: 0 }, unknown: 1 } }),
+  );
+  t.ok(
+    problems.some((p) => p.startsWith("analytics.clickhouse.url")),
+    "a URL that is not http(s)",
+  );
+  t.ok(
+    problems.some((p) => p.startsWith("analytics.retentionDays.raw")),
+    "retention of at least a day",
+  );
+  t.ok(
+    problems.some((p) => p.startsWith("analytics.unknown")),
+    "no unknown fields",
+  );
 });

@@ -3,7 +3,7 @@ import type { AddressInfo } from "node:net";
 import { Unkey } from "@unkey/api";
 import { ResponseValidationError, SDKValidationError, UnkeyError } from "@unkey/api/models/errors";
 import type { Test } from "tap";
-import { harness, ROOT_KEY, type Harness, type HarnessOptions } from "../helpers/harness.js";
+import { type Harness, type HarnessOptions, harness, ROOT_KEY } from "../helpers/harness.js";
 
 /**
  * The management methods of `@unkey/api` that keygate serves (every keys.* but verifyKey and migrateKeys), named
@@ -64,8 +64,21 @@ export type VerificationSdkMethod = (typeof VERIFICATION_SDK_METHODS)[number];
 
 /** The fields the SDK's KeyResponseData knows; anything else in a key on the wire is unknown to SDK users. */
 export const KEY_RESPONSE_FIELDS: readonly string[] = [
-  "keyId", "start", "enabled", "name", "meta", "createdAt", "updatedAt", "lastUsedAt", "expires",
-  "permissions", "roles", "credits", "identity", "plaintext", "ratelimits",
+  "keyId",
+  "start",
+  "enabled",
+  "name",
+  "meta",
+  "createdAt",
+  "updatedAt",
+  "lastUsedAt",
+  "expires",
+  "permissions",
+  "roles",
+  "credits",
+  "identity",
+  "plaintext",
+  "ratelimits",
 ];
 
 /** A keygate listening on a loopback port, with SDK clients pointed at it. */
@@ -96,7 +109,10 @@ export async function sdkApp(t: Test, options: HarnessOptions = {}): Promise<Sdk
 /** Turns the SDK's schema errors into an error that says which method's response did not parse, and how. */
 function explainSchemaError(method: string, error: unknown): unknown {
   if (error instanceof ResponseValidationError) {
-    return new Error(`${method}: keygate's response does not match the SDK's schema (status ${error.statusCode})\n${error.pretty()}\nbody: ${error.body}`, { cause: error });
+    return new Error(
+      `${method}: keygate's response does not match the SDK's schema (status ${error.statusCode})\n${error.pretty()}\nbody: ${error.body}`,
+      { cause: error },
+    );
   }
   if (error instanceof SDKValidationError) {
     return new Error(`${method}: the SDK could not validate a value\n${error.pretty()}`, { cause: error });
@@ -148,7 +164,13 @@ type ErrorClass<E> = abstract new (...args: never[]) => E;
  * The call fails with the SDK's typed error `type` and HTTP `status`; answers the error (undefined after a
  * failed assertion). A schema mismatch or another error class is a failure that shows the response.
  */
-export async function rejectsWith<E extends UnkeyError>(t: Test, call: Promise<unknown>, type: ErrorClass<E>, status: number, what: string): Promise<E | undefined> {
+export async function rejectsWith<E extends UnkeyError>(
+  t: Test,
+  call: Promise<unknown>,
+  type: ErrorClass<E>,
+  status: number,
+  what: string,
+): Promise<E | undefined> {
   try {
     await call;
   } catch (error) {
@@ -157,9 +179,13 @@ export async function rejectsWith<E extends UnkeyError>(t: Test, call: Promise<u
       return error;
     }
     if (error instanceof ResponseValidationError) {
-      t.fail(`${what}: expected ${type.name} ${status}, but the error body does not match the SDK's schema\n${error.pretty()}\nbody: ${error.body}`);
+      t.fail(
+        `${what}: expected ${type.name} ${status}, but the error body does not match the SDK's schema\n${error.pretty()}\nbody: ${error.body}`,
+      );
     } else if (error instanceof UnkeyError) {
-      t.fail(`${what}: expected ${type.name} ${status}, got ${error.name} ${error.statusCode} (content-type ${error.contentType}) body: ${error.body}`);
+      t.fail(
+        `${what}: expected ${type.name} ${status}, got ${error.name} ${error.statusCode} (content-type ${error.contentType}) body: ${error.body}`,
+      );
     } else {
       t.fail(`${what}: expected ${type.name} ${status}, got ${String(error)}`);
     }

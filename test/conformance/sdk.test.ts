@@ -11,8 +11,8 @@ import {
 } from "@unkey/api/models/errors";
 import t from "tap";
 import { hashKey } from "../../src/lib/hash.js";
-import { OTHER_ROOT_KEY, STORAGE_KINDS, WORKSPACE, type StorageKind } from "../helpers/harness.js";
-import { asRecord, Coverage, KEY_RESPONSE_FIELDS, postRaw, rejectsWith, SDK_METHODS, sdkApp, vaultKey, type SdkApp } from "./helpers.js";
+import { OTHER_ROOT_KEY, STORAGE_KINDS, type StorageKind, WORKSPACE } from "../helpers/harness.js";
+import { asRecord, Coverage, KEY_RESPONSE_FIELDS, postRaw, rejectsWith, SDK_METHODS, type SdkApp, sdkApp, vaultKey } from "./helpers.js";
 
 /**
  * Conformance through the official SDK: every management procedure is called with `@unkey/api` over real HTTP,
@@ -47,9 +47,12 @@ for (const storage of STORAGE_KINDS) {
     });
     const { unkey } = app;
 
-    const newApi = async (name: string): Promise<string> => (await sdk.call("apis.createApi", () => unkey.apis.createApi({ name }))).data.apiId;
-    const createKey = async (request: V2KeysCreateKeyRequestBody) => (await sdk.call("keys.createKey", () => unkey.keys.createKey(request))).data;
-    const getKey = async (keyId: string, decrypt?: boolean) => (await sdk.call("keys.getKey", () => unkey.keys.getKey({ keyId, ...(decrypt === undefined ? {} : { decrypt }) }))).data;
+    const newApi = async (name: string): Promise<string> =>
+      (await sdk.call("apis.createApi", () => unkey.apis.createApi({ name }))).data.apiId;
+    const createKey = async (request: V2KeysCreateKeyRequestBody) =>
+      (await sdk.call("keys.createKey", () => unkey.keys.createKey(request))).data;
+    const getKey = async (keyId: string, decrypt?: boolean) =>
+      (await sdk.call("keys.getKey", () => unkey.keys.getKey({ keyId, ...(decrypt === undefined ? {} : { decrypt }) }))).data;
 
     await t.test("createApi, getApi and deleteApi answer bodies the SDK parses", async (t) => {
       const created = await sdk.call("apis.createApi", () => unkey.apis.createApi({ name: "conformance" }));
@@ -150,18 +153,29 @@ for (const storage of STORAGE_KINDS) {
       const apiId = await newApi("paged");
       const created: { keyId: string; key: string }[] = [];
       for (let i = 0; i < 10; i++) {
-        created.push(await createKey({ apiId, name: `paged-${i}`, recoverable: i % 2 === 0, ...(i < 2 ? { externalId: "filter_user" } : {}) }));
+        created.push(
+          await createKey({ apiId, name: `paged-${i}`, recoverable: i % 2 === 0, ...(i < 2 ? { externalId: "filter_user" } : {}) }),
+        );
       }
 
       const pages = await sdk.pages("apis.listKeys", () => unkey.apis.listKeys({ apiId, limit: 3 }));
       t.equal(pages.length, 4, "10 keys at 3 per page make 4 pages");
-      t.same(pages.map((page) => page.result.data.length), [3, 3, 3, 1]);
-      t.same(pages.map((page) => page.result.pagination.hasMore), [true, true, true, false]);
+      t.same(
+        pages.map((page) => page.result.data.length),
+        [3, 3, 3, 1],
+      );
+      t.same(
+        pages.map((page) => page.result.pagination.hasMore),
+        [true, true, true, false],
+      );
       t.equal(pages.at(-1)?.result.pagination.cursor, undefined, "the last page has no cursor");
       const seen = pages.flatMap((page) => page.result.data.map((key) => key.keyId));
       t.equal(new Set(seen).size, seen.length, "no key is listed twice");
       t.same(sorted(seen), sorted(created.map((key) => key.keyId)), "every key is listed");
-      t.ok(pages.every((page) => page.result.data.every((key) => key.plaintext === undefined)), "no plaintext without decrypt");
+      t.ok(
+        pages.every((page) => page.result.data.every((key) => key.plaintext === undefined)),
+        "no plaintext without decrypt",
+      );
 
       const filtered = await sdk.pages("apis.listKeys", () => unkey.apis.listKeys({ apiId, externalId: "filter_user" }));
       const filteredIds = filtered.flatMap((page) => page.result.data.map((key) => key.keyId));
@@ -169,7 +183,11 @@ for (const storage of STORAGE_KINDS) {
       t.ok(filtered.flatMap((page) => page.result.data).every((key) => key.identity?.externalId === "filter_user"));
 
       const nobody = await sdk.pages("apis.listKeys", () => unkey.apis.listKeys({ apiId, externalId: "nobody_here" }));
-      t.same(nobody.flatMap((page) => page.result.data), [], "an unknown externalId lists nothing");
+      t.same(
+        nobody.flatMap((page) => page.result.data),
+        [],
+        "an unknown externalId lists nothing",
+      );
 
       const decrypted = await sdk.pages("apis.listKeys", () => unkey.apis.listKeys({ apiId, decrypt: true, limit: 4 }));
       const byId = new Map(decrypted.flatMap((page) => page.result.data).map((key) => [key.keyId, key]));
@@ -207,7 +225,9 @@ for (const storage of STORAGE_KINDS) {
       t.equal(afterRename.enabled, true);
       t.type(afterRename.updatedAt, "number", "updatedAt is set by an update");
 
-      await sdk.call("keys.updateKey", () => unkey.keys.updateKey({ keyId, name: null, meta: null, expires: null, externalId: null, credits: null }));
+      await sdk.call("keys.updateKey", () =>
+        unkey.keys.updateKey({ keyId, name: null, meta: null, expires: null, externalId: null, credits: null }),
+      );
       const cleared = await getKey(keyId);
       t.equal(cleared.name, undefined, "null clears name");
       t.equal(cleared.meta, undefined, "null clears meta");
@@ -224,7 +244,10 @@ for (const storage of STORAGE_KINDS) {
           expires: FAR_FUTURE - HOUR,
           externalId: "user_after",
           credits: { remaining: 7, refill: { interval: "daily", amount: 7 } },
-          ratelimits: [{ name: "calls", limit: 50, duration: 2_000, autoApply: true }, { name: "bursts", limit: 3, duration: 1_000 }],
+          ratelimits: [
+            { name: "calls", limit: 50, duration: 2_000, autoApply: true },
+            { name: "bursts", limit: 3, duration: 1_000 },
+          ],
           enabled: false,
           roles: ["conf.updater"],
           permissions: ["updates.write"],
@@ -242,9 +265,18 @@ for (const storage of STORAGE_KINDS) {
       const calls = set.ratelimits?.find((limit) => limit.name === "calls");
       t.match(calls, { limit: 50, duration: 2_000, autoApply: true });
       t.equal(calls?.id, before.ratelimits?.[0]?.id, "a limit replaced by name keeps its id");
-      t.match(set.ratelimits?.find((limit) => limit.name === "bursts"), { limit: 3, duration: 1_000, autoApply: false });
+      t.match(
+        set.ratelimits?.find((limit) => limit.name === "bursts"),
+        { limit: 3, duration: 1_000, autoApply: false },
+      );
 
-      await rejectsWith(t, unkey.keys.updateKey({ keyId: "key_doesnotexist", name: "x" }), NotFoundErrorResponse, 404, "updateKey of an unknown key");
+      await rejectsWith(
+        t,
+        unkey.keys.updateKey({ keyId: "key_doesnotexist", name: "x" }),
+        NotFoundErrorResponse,
+        404,
+        "updateKey of an unknown key",
+      );
     });
 
     await t.test("updateCredits sets, increments, decrements and clears the remaining credits", async (t) => {
@@ -260,8 +292,17 @@ for (const storage of STORAGE_KINDS) {
       t.same(await update("set", null), { remaining: null }, "set null makes the key unlimited");
       t.equal((await getKey(keyId)).credits?.remaining ?? null, null);
 
-      const invalid = await rejectsWith(t, unkey.keys.updateCredits({ keyId, operation: "increment", value: 1 }), BadRequestErrorResponse, 400, "increment of an unlimited key");
-      t.ok(invalid?.error.errors.some((entry) => entry.location === "body.operation"), "the error is located at body.operation");
+      const invalid = await rejectsWith(
+        t,
+        unkey.keys.updateCredits({ keyId, operation: "increment", value: 1 }),
+        BadRequestErrorResponse,
+        400,
+        "increment of an unlimited key",
+      );
+      t.ok(
+        invalid?.error.errors.some((entry) => entry.location === "body.operation"),
+        "the error is located at body.operation",
+      );
     });
 
     await t.test("deleteKey soft-deletes, then deletes permanently", async (t) => {
@@ -279,12 +320,25 @@ for (const storage of STORAGE_KINDS) {
       await rejectsWith(t, unkey.keys.getKey({ keyId: hard.keyId }), NotFoundErrorResponse, 404, "getKey of a permanently deleted key");
       await rejectsWith(t, unkey.keys.whoami({ key: hard.key }), NotFoundErrorResponse, 404, "whoami of a permanently deleted key");
       const remaining = await sdk.pages("apis.listKeys", () => unkey.apis.listKeys({ apiId }));
-      t.same(remaining.flatMap((page) => page.result.data), [], "listKeys shows neither");
+      t.same(
+        remaining.flatMap((page) => page.result.data),
+        [],
+        "listKeys shows neither",
+      );
     });
 
     await t.test("rerollKey issues a working key with the old settings and sets the old key's expiry", async (t) => {
       const apiId = await newApi("rerolls");
-      const old = await createKey({ apiId, prefix: "rr", name: "rolled", meta: { n: 1 }, permissions: ["rr.use"], credits: { remaining: 3 }, externalId: "user_reroll", recoverable: true });
+      const old = await createKey({
+        apiId,
+        prefix: "rr",
+        name: "rolled",
+        meta: { n: 1 },
+        permissions: ["rr.use"],
+        credits: { remaining: 3 },
+        externalId: "user_reroll",
+        recoverable: true,
+      });
       const rerolled = await sdk.call("keys.rerollKey", () => unkey.keys.rerollKey({ keyId: old.keyId, expiration: HOUR }));
       t.match(rerolled.data.keyId, /^key_/);
       t.not(rerolled.data.keyId, old.keyId, "a new key id");
@@ -305,20 +359,33 @@ for (const storage of STORAGE_KINDS) {
       const previous = await getKey(old.keyId);
       t.type(previous.expires, "number", "the old key now expires");
       const expires = previous.expires ?? 0;
-      t.ok(expires >= fresh.createdAt + HOUR && expires < fresh.createdAt + HOUR + MINUTE, "an hour after the reroll, rounded up to a minute");
+      t.ok(
+        expires >= fresh.createdAt + HOUR && expires < fresh.createdAt + HOUR + MINUTE,
+        "an hour after the reroll, rounded up to a minute",
+      );
       t.equal(expires % MINUTE, 0, "on a whole minute");
 
-      await rejectsWith(t, unkey.keys.rerollKey({ keyId: "key_doesnotexist", expiration: 0 }), NotFoundErrorResponse, 404, "rerollKey of an unknown key");
+      await rejectsWith(
+        t,
+        unkey.keys.rerollKey({ keyId: "key_doesnotexist", expiration: 0 }),
+        NotFoundErrorResponse,
+        404,
+        "rerollKey of an unknown key",
+      );
     });
 
     await t.test("addPermissions, removePermissions and setPermissions answer the key's direct permissions", async (t) => {
       const apiId = await newApi("key-permissions");
       const { keyId } = await createKey({ apiId });
-      const slugs = (permissions: readonly { slug: string; id: string; name: string }[]) => sorted(permissions.map((permission) => permission.slug));
+      const slugs = (permissions: readonly { slug: string; id: string; name: string }[]) =>
+        sorted(permissions.map((permission) => permission.slug));
 
       const added = await sdk.call("keys.addPermissions", () => unkey.keys.addPermissions({ keyId, permissions: ["kp.one", "kp.two"] }));
       t.same(slugs(added.data), ["kp.one", "kp.two"]);
-      t.ok(added.data.every((permission) => permission.id.startsWith("perm_")), "unknown slugs were created as permissions");
+      t.ok(
+        added.data.every((permission) => permission.id.startsWith("perm_")),
+        "unknown slugs were created as permissions",
+      );
       const removed = await sdk.call("keys.removePermissions", () => unkey.keys.removePermissions({ keyId, permissions: ["kp.one"] }));
       t.same(slugs(removed.data), ["kp.two"]);
       const replaced = await sdk.call("keys.setPermissions", () => unkey.keys.setPermissions({ keyId, permissions: ["kp.three"] }));
@@ -328,21 +395,39 @@ for (const storage of STORAGE_KINDS) {
       t.same(emptied.data, []);
       t.equal((await getKey(keyId)).permissions, undefined);
 
-      await rejectsWith(t, unkey.keys.removePermissions({ keyId, permissions: ["kp.never.created"] }), NotFoundErrorResponse, 404, "removing an unknown permission");
-      await rejectsWith(t, unkey.keys.addPermissions({ keyId: "key_doesnotexist", permissions: ["kp.one"] }), NotFoundErrorResponse, 404, "addPermissions of an unknown key");
+      await rejectsWith(
+        t,
+        unkey.keys.removePermissions({ keyId, permissions: ["kp.never.created"] }),
+        NotFoundErrorResponse,
+        404,
+        "removing an unknown permission",
+      );
+      await rejectsWith(
+        t,
+        unkey.keys.addPermissions({ keyId: "key_doesnotexist", permissions: ["kp.one"] }),
+        NotFoundErrorResponse,
+        404,
+        "addPermissions of an unknown key",
+      );
     });
 
     await t.test("addRoles, removeRoles and setRoles answer the key's roles with their permissions", async (t) => {
       const apiId = await newApi("key-roles");
       const { keyId } = await createKey({ apiId });
-      await sdk.call("permissions.createRole", () => unkey.permissions.createRole({ name: "conf.admin", description: "all of it", permissions: ["admin.all"] }));
+      await sdk.call("permissions.createRole", () =>
+        unkey.permissions.createRole({ name: "conf.admin", description: "all of it", permissions: ["admin.all"] }),
+      );
       await sdk.call("permissions.createRole", () => unkey.permissions.createRole({ name: "conf.viewer" }));
       const names = (roles: readonly { name: string }[]) => sorted(roles.map((role) => role.name));
 
       const first = await sdk.call("keys.addRoles", () => unkey.keys.addRoles({ keyId, roles: ["conf.admin"] }));
       t.same(names(first.data), ["conf.admin"]);
       t.equal(first.data[0]?.description, "all of it");
-      t.same(first.data[0]?.permissions?.map((permission) => permission.slug), ["admin.all"], "roles carry their permissions");
+      t.same(
+        first.data[0]?.permissions?.map((permission) => permission.slug),
+        ["admin.all"],
+        "roles carry their permissions",
+      );
       const both = await sdk.call("keys.addRoles", () => unkey.keys.addRoles({ keyId, roles: ["conf.viewer"] }));
       t.same(names(both.data), ["conf.admin", "conf.viewer"]);
       const removed = await sdk.call("keys.removeRoles", () => unkey.keys.removeRoles({ keyId, roles: ["conf.admin"] }));
@@ -353,7 +438,13 @@ for (const storage of STORAGE_KINDS) {
       const emptied = await sdk.call("keys.setRoles", () => unkey.keys.setRoles({ keyId, roles: [] }));
       t.same(emptied.data, []);
 
-      await rejectsWith(t, unkey.keys.addRoles({ keyId, roles: ["conf.no_such_role"] }), NotFoundErrorResponse, 404, "adding an unknown role");
+      await rejectsWith(
+        t,
+        unkey.keys.addRoles({ keyId, roles: ["conf.no_such_role"] }),
+        NotFoundErrorResponse,
+        404,
+        "adding an unknown role",
+      );
     });
 
     await t.test("permissions and roles: create, read by id and by name, list every page, change and delete", async (t) => {
@@ -363,20 +454,41 @@ for (const storage of STORAGE_KINDS) {
       const permissionId = createdPermission.data.permissionId;
       t.match(permissionId, /^perm_/);
       const expected = { id: permissionId, name: "Read documents", slug: "documents.read", description: "may read documents" };
-      t.same((await sdk.call("permissions.getPermission", () => unkey.permissions.getPermission({ permission: permissionId }))).data, expected, "by id");
-      t.same((await sdk.call("permissions.getPermission", () => unkey.permissions.getPermission({ permission: "documents.read" }))).data, expected, "by slug");
-      const duplicate = await rejectsWith(t, unkey.permissions.createPermission({ name: "Again", slug: "documents.read" }), ConflictErrorResponse, 409, "a second permission with the slug");
+      t.same(
+        (await sdk.call("permissions.getPermission", () => unkey.permissions.getPermission({ permission: permissionId }))).data,
+        expected,
+        "by id",
+      );
+      t.same(
+        (await sdk.call("permissions.getPermission", () => unkey.permissions.getPermission({ permission: "documents.read" }))).data,
+        expected,
+        "by slug",
+      );
+      const duplicate = await rejectsWith(
+        t,
+        unkey.permissions.createPermission({ name: "Again", slug: "documents.read" }),
+        ConflictErrorResponse,
+        409,
+        "a second permission with the slug",
+      );
       t.match(duplicate?.error.detail, "documents.read");
 
       const permissionPages = await sdk.pages("permissions.listPermissions", () => unkey.permissions.listPermissions({ limit: 2 }));
       t.ok(permissionPages.length >= 2, "several pages of 2");
-      t.ok(permissionPages.slice(0, -1).every((page) => page.result.pagination.hasMore && page.result.data.length === 2), "full pages say hasMore");
+      t.ok(
+        permissionPages.slice(0, -1).every((page) => page.result.pagination.hasMore && page.result.data.length === 2),
+        "full pages say hasMore",
+      );
       const permissionIds = permissionPages.flatMap((page) => page.result.data.map((permission) => permission.id));
       t.equal(new Set(permissionIds).size, permissionIds.length, "no permission is listed twice");
       t.ok(permissionIds.includes(permissionId), "the new permission is listed");
 
       const createdRole = await sdk.call("permissions.createRole", () =>
-        unkey.permissions.createRole({ name: "editor", description: "edits documents", permissions: ["documents.read", "documents.write"] }),
+        unkey.permissions.createRole({
+          name: "editor",
+          description: "edits documents",
+          permissions: ["documents.read", "documents.write"],
+        }),
       );
       const roleId = createdRole.data.roleId;
       t.match(roleId, /^role_/);
@@ -384,7 +496,11 @@ for (const storage of STORAGE_KINDS) {
       t.equal(byId.name, "editor");
       t.equal(byId.description, "edits documents");
       t.same(sorted(byId.permissions?.map((permission) => permission.slug)), ["documents.read", "documents.write"]);
-      t.equal(byId.permissions?.find((permission) => permission.slug === "documents.read")?.id, permissionId, "the existing permission is reused");
+      t.equal(
+        byId.permissions?.find((permission) => permission.slug === "documents.read")?.id,
+        permissionId,
+        "the existing permission is reused",
+      );
       const byName = (await sdk.call("permissions.getRole", () => unkey.permissions.getRole({ role: "editor" }))).data;
       t.same(byName, byId, "by name");
       await rejectsWith(t, unkey.permissions.createRole({ name: "editor" }), ConflictErrorResponse, 409, "a second role with the name");
@@ -395,24 +511,58 @@ for (const storage of STORAGE_KINDS) {
       t.equal(new Set(roleIds).size, roleIds.length, "no role is listed twice");
       t.ok(roleIds.includes(roleId), "the new role is listed");
 
-      const narrowed = await sdk.call("permissions.setRolePermissions", () => unkey.permissions.setRolePermissions({ roleId, permissions: ["documents.read"] }));
-      t.same(narrowed.data.map((permission) => permission.slug), ["documents.read"]);
-      t.same((await sdk.call("permissions.getRole", () => unkey.permissions.getRole({ role: roleId }))).data.permissions?.map((permission) => permission.slug), ["documents.read"]);
-      await rejectsWith(t, unkey.permissions.setRolePermissions({ roleId: "role_doesnotexist", permissions: [] }), NotFoundErrorResponse, 404, "setRolePermissions of an unknown role");
+      const narrowed = await sdk.call("permissions.setRolePermissions", () =>
+        unkey.permissions.setRolePermissions({ roleId, permissions: ["documents.read"] }),
+      );
+      t.same(
+        narrowed.data.map((permission) => permission.slug),
+        ["documents.read"],
+      );
+      t.same(
+        (await sdk.call("permissions.getRole", () => unkey.permissions.getRole({ role: roleId }))).data.permissions?.map(
+          (permission) => permission.slug,
+        ),
+        ["documents.read"],
+      );
+      await rejectsWith(
+        t,
+        unkey.permissions.setRolePermissions({ roleId: "role_doesnotexist", permissions: [] }),
+        NotFoundErrorResponse,
+        404,
+        "setRolePermissions of an unknown role",
+      );
 
       const deletedRole = await sdk.call("permissions.deleteRole", () => unkey.permissions.deleteRole({ role: "editor" }));
       t.same(deletedRole.data, {});
       await rejectsWith(t, unkey.permissions.getRole({ role: roleId }), NotFoundErrorResponse, 404, "getRole after deleteRole");
 
-      const deletedPermission = await sdk.call("permissions.deletePermission", () => unkey.permissions.deletePermission({ permission: "documents.read" }));
+      const deletedPermission = await sdk.call("permissions.deletePermission", () =>
+        unkey.permissions.deletePermission({ permission: "documents.read" }),
+      );
       t.same(deletedPermission.data, {});
-      await rejectsWith(t, unkey.permissions.getPermission({ permission: permissionId }), NotFoundErrorResponse, 404, "getPermission after deletePermission");
-      await rejectsWith(t, unkey.permissions.deletePermission({ permission: "documents.read" }), NotFoundErrorResponse, 404, "a second deletePermission");
+      await rejectsWith(
+        t,
+        unkey.permissions.getPermission({ permission: permissionId }),
+        NotFoundErrorResponse,
+        404,
+        "getPermission after deletePermission",
+      );
+      await rejectsWith(
+        t,
+        unkey.permissions.deletePermission({ permission: "documents.read" }),
+        NotFoundErrorResponse,
+        404,
+        "a second deletePermission",
+      );
     });
 
     await t.test("identities: create with meta and ratelimits, read by id and externalId, list, update and delete", async (t) => {
       const created = await sdk.call("identities.createIdentity", () =>
-        unkey.identities.createIdentity({ externalId: "acme", meta: { tier: "gold" }, ratelimits: [{ name: "tokens", limit: 100, duration: 60_000 }] }),
+        unkey.identities.createIdentity({
+          externalId: "acme",
+          meta: { tier: "gold" },
+          ratelimits: [{ name: "tokens", limit: 100, duration: 60_000 }],
+        }),
       );
       const identityId = created.data.identityId;
       t.match(identityId, /^id_/);
@@ -427,7 +577,13 @@ for (const storage of STORAGE_KINDS) {
       const byExternalId = (await sdk.call("identities.getIdentity", () => unkey.identities.getIdentity({ identity: "acme" }))).data;
       t.same(byExternalId, byId, "by externalId");
 
-      const duplicate = await rejectsWith(t, unkey.identities.createIdentity({ externalId: "acme" }), ConflictErrorResponse, 409, "a second identity with the externalId");
+      const duplicate = await rejectsWith(
+        t,
+        unkey.identities.createIdentity({ externalId: "acme" }),
+        ConflictErrorResponse,
+        409,
+        "a second identity with the externalId",
+      );
       t.match(duplicate?.error.detail, "acme");
 
       await sdk.call("identities.createIdentity", () => unkey.identities.createIdentity({ externalId: "globex" }));
@@ -435,32 +591,67 @@ for (const storage of STORAGE_KINDS) {
       const listed = pages.flatMap((page) => page.result.data);
       t.equal(pages.length, listed.length, "one identity per page");
       t.equal(new Set(listed.map((identity) => identity.id)).size, listed.length, "no identity is listed twice");
-      t.same(listed.find((identity) => identity.id === identityId), byId, "listed as getIdentity shows it");
+      t.same(
+        listed.find((identity) => identity.id === identityId),
+        byId,
+        "listed as getIdentity shows it",
+      );
       t.ok(listed.some((identity) => identity.externalId === "globex"));
 
-      const updatedMeta = await sdk.call("identities.updateIdentity", () => unkey.identities.updateIdentity({ identity: "acme", meta: { tier: "platinum" } }));
+      const updatedMeta = await sdk.call("identities.updateIdentity", () =>
+        unkey.identities.updateIdentity({ identity: "acme", meta: { tier: "platinum" } }),
+      );
       t.same(updatedMeta.data.meta, { tier: "platinum" });
       t.same(updatedMeta.data.ratelimits, byId.ratelimits, "omitted ratelimits stay");
       const updatedLimits = await sdk.call("identities.updateIdentity", () =>
-        unkey.identities.updateIdentity({ identity: identityId, ratelimits: [{ name: "tokens", limit: 200, duration: 60_000, autoApply: true }] }),
+        unkey.identities.updateIdentity({
+          identity: identityId,
+          ratelimits: [{ name: "tokens", limit: 200, duration: 60_000, autoApply: true }],
+        }),
       );
       t.same(updatedLimits.data.meta, { tier: "platinum" }, "omitted meta stays");
       t.match(updatedLimits.data.ratelimits?.[0], { id: byId.ratelimits?.[0]?.id, name: "tokens", limit: 200, autoApply: true });
-      const noLimits = await sdk.call("identities.updateIdentity", () => unkey.identities.updateIdentity({ identity: identityId, ratelimits: [] }));
+      const noLimits = await sdk.call("identities.updateIdentity", () =>
+        unkey.identities.updateIdentity({ identity: identityId, ratelimits: [] }),
+      );
       t.same(noLimits.data.ratelimits ?? [], [], "an empty list removes every limit");
 
       const deleted = await sdk.call("identities.deleteIdentity", () => unkey.identities.deleteIdentity({ identity: identityId }));
       t.match(deleted.meta.requestId, /^req_/);
-      await rejectsWith(t, unkey.identities.getIdentity({ identity: identityId }), NotFoundErrorResponse, 404, "getIdentity after deleteIdentity");
+      await rejectsWith(
+        t,
+        unkey.identities.getIdentity({ identity: identityId }),
+        NotFoundErrorResponse,
+        404,
+        "getIdentity after deleteIdentity",
+      );
       const again = await sdk.call("identities.createIdentity", () => unkey.identities.createIdentity({ externalId: "acme" }));
       t.not(again.data.identityId, identityId, "the externalId is free again after deleteIdentity");
-      await rejectsWith(t, unkey.identities.updateIdentity({ identity: "nobody_here", meta: {} }), NotFoundErrorResponse, 404, "updateIdentity of an unknown identity");
-      await rejectsWith(t, unkey.identities.deleteIdentity({ identity: "nobody_here" }), NotFoundErrorResponse, 404, "deleteIdentity of an unknown identity");
+      await rejectsWith(
+        t,
+        unkey.identities.updateIdentity({ identity: "nobody_here", meta: {} }),
+        NotFoundErrorResponse,
+        404,
+        "updateIdentity of an unknown identity",
+      );
+      await rejectsWith(
+        t,
+        unkey.identities.deleteIdentity({ identity: "nobody_here" }),
+        NotFoundErrorResponse,
+        404,
+        "deleteIdentity of an unknown identity",
+      );
     });
 
     await t.test("errors come back as the SDK's typed errors", async (t) => {
       await t.test("400: BadRequestErrorResponse locates each problem", async (t) => {
-        const error = await rejectsWith(t, unkey.apis.createApi({ name: "ab" }), BadRequestErrorResponse, 400, "createApi with a 2-character name");
+        const error = await rejectsWith(
+          t,
+          unkey.apis.createApi({ name: "ab" }),
+          BadRequestErrorResponse,
+          400,
+          "createApi with a 2-character name",
+        );
         t.equal(error?.error.status, 400);
         t.match(error?.error.type, /invalid_input/);
         t.match(error?.meta.requestId, /^req_/);
@@ -471,44 +662,122 @@ for (const storage of STORAGE_KINDS) {
 
       await t.test("401: UnauthorizedErrorResponse for an unknown root key", async (t) => {
         const stranger = app.client("root_this_key_does_not_exist");
-        const error = await rejectsWith(t, stranger.apis.getApi({ apiId: "api_protected" }), UnauthorizedErrorResponse, 401, "getApi with an unknown root key");
+        const error = await rejectsWith(
+          t,
+          stranger.apis.getApi({ apiId: "api_protected" }),
+          UnauthorizedErrorResponse,
+          401,
+          "getApi with an unknown root key",
+        );
         t.equal(error?.error.status, 401);
-        await rejectsWith(t, stranger.keys.createKey({ apiId: "api_protected" }), UnauthorizedErrorResponse, 401, "createKey with an unknown root key");
+        await rejectsWith(
+          t,
+          stranger.keys.createKey({ apiId: "api_protected" }),
+          UnauthorizedErrorResponse,
+          401,
+          "createKey with an unknown root key",
+        );
       });
 
       await t.test("403: ForbiddenErrorResponse names the missing permission", async (t) => {
         const weak = app.client(await app.h.rootKey(["identity.*.read_identity"]));
-        const createApi = await rejectsWith(t, weak.apis.createApi({ name: "forbidden" }), ForbiddenErrorResponse, 403, "createApi without api.*.create_api");
+        const createApi = await rejectsWith(
+          t,
+          weak.apis.createApi({ name: "forbidden" }),
+          ForbiddenErrorResponse,
+          403,
+          "createApi without api.*.create_api",
+        );
         t.match(createApi?.error.detail, "api.*.create_api");
-        const createPermission = await rejectsWith(t, weak.permissions.createPermission({ name: "x", slug: "x" }), ForbiddenErrorResponse, 403, "createPermission without rbac.*.create_permission");
+        const createPermission = await rejectsWith(
+          t,
+          weak.permissions.createPermission({ name: "x", slug: "x" }),
+          ForbiddenErrorResponse,
+          403,
+          "createPermission without rbac.*.create_permission",
+        );
         t.match(createPermission?.error.detail, "rbac.*.create_permission");
-        const listKeys = await rejectsWith(t, weak.apis.listKeys({ apiId: "api_protected" }), ForbiddenErrorResponse, 403, "listKeys without api.*.read_key");
+        const listKeys = await rejectsWith(
+          t,
+          weak.apis.listKeys({ apiId: "api_protected" }),
+          ForbiddenErrorResponse,
+          403,
+          "listKeys without api.*.read_key",
+        );
         t.match(listKeys?.error.detail, "read_key");
-        const deleteIdentity = await rejectsWith(t, weak.identities.deleteIdentity({ identity: "globex" }), ForbiddenErrorResponse, 403, "deleteIdentity without identity.*.delete_identity");
+        const deleteIdentity = await rejectsWith(
+          t,
+          weak.identities.deleteIdentity({ identity: "globex" }),
+          ForbiddenErrorResponse,
+          403,
+          "deleteIdentity without identity.*.delete_identity",
+        );
         if (deleteIdentity) t.match(deleteIdentity.error.detail, "delete_identity");
       });
 
       await t.test("404: NotFoundErrorResponse for an unknown key and an unknown API", async (t) => {
-        const key = await rejectsWith(t, unkey.keys.getKey({ keyId: "key_doesnotexist" }), NotFoundErrorResponse, 404, "getKey of an unknown key");
+        const key = await rejectsWith(
+          t,
+          unkey.keys.getKey({ keyId: "key_doesnotexist" }),
+          NotFoundErrorResponse,
+          404,
+          "getKey of an unknown key",
+        );
         t.match(key?.error.detail, "key_doesnotexist");
-        const api = await rejectsWith(t, unkey.apis.getApi({ apiId: "api_doesnotexist" }), NotFoundErrorResponse, 404, "getApi of an unknown API");
+        const api = await rejectsWith(
+          t,
+          unkey.apis.getApi({ apiId: "api_doesnotexist" }),
+          NotFoundErrorResponse,
+          404,
+          "getApi of an unknown API",
+        );
         t.match(api?.error.detail, "api_doesnotexist");
-        await rejectsWith(t, unkey.keys.createKey({ apiId: "api_doesnotexist" }), NotFoundErrorResponse, 404, "createKey in an unknown API");
+        await rejectsWith(
+          t,
+          unkey.keys.createKey({ apiId: "api_doesnotexist" }),
+          NotFoundErrorResponse,
+          404,
+          "createKey in an unknown API",
+        );
         const theirs = await app.client(OTHER_ROOT_KEY).apis.createApi({ name: "theirs" });
-        await rejectsWith(t, unkey.apis.getApi({ apiId: theirs.data.apiId }), NotFoundErrorResponse, 404, "getApi of another workspace's API");
+        await rejectsWith(
+          t,
+          unkey.apis.getApi({ apiId: theirs.data.apiId }),
+          NotFoundErrorResponse,
+          404,
+          "getApi of another workspace's API",
+        );
       });
 
       await t.test("409: ConflictErrorResponse for a duplicate slug, role name and externalId", async (t) => {
         await sdk.call("permissions.createPermission", () => unkey.permissions.createPermission({ name: "dup", slug: "dup.slug" }));
-        await rejectsWith(t, unkey.permissions.createPermission({ name: "dup", slug: "dup.slug" }), ConflictErrorResponse, 409, "duplicate permission slug");
+        await rejectsWith(
+          t,
+          unkey.permissions.createPermission({ name: "dup", slug: "dup.slug" }),
+          ConflictErrorResponse,
+          409,
+          "duplicate permission slug",
+        );
         await sdk.call("permissions.createRole", () => unkey.permissions.createRole({ name: "dup.role" }));
         await rejectsWith(t, unkey.permissions.createRole({ name: "dup.role" }), ConflictErrorResponse, 409, "duplicate role name");
         await sdk.call("identities.createIdentity", () => unkey.identities.createIdentity({ externalId: "dup_identity" }));
-        await rejectsWith(t, unkey.identities.createIdentity({ externalId: "dup_identity" }), ConflictErrorResponse, 409, "duplicate externalId");
+        await rejectsWith(
+          t,
+          unkey.identities.createIdentity({ externalId: "dup_identity" }),
+          ConflictErrorResponse,
+          409,
+          "duplicate externalId",
+        );
       });
 
       await t.test("412: deleteApi of a delete-protected API is a PreconditionFailedErrorResponse", async (t) => {
-        const error = await rejectsWith(t, unkey.apis.deleteApi({ apiId: "api_protected" }), PreconditionFailedErrorResponse, 412, "deleteApi of a protected API");
+        const error = await rejectsWith(
+          t,
+          unkey.apis.deleteApi({ apiId: "api_protected" }),
+          PreconditionFailedErrorResponse,
+          412,
+          "deleteApi of a protected API",
+        );
         t.equal(error?.error.status, 412);
         await sdk.call("apis.getApi", () => unkey.apis.getApi({ apiId: "api_protected" }));
       });
@@ -517,7 +786,13 @@ for (const storage of STORAGE_KINDS) {
         const noVault = await sdkApp(t, { storage });
         const apiId = (await noVault.unkey.apis.createApi({ name: "no-vault" })).data.apiId;
         // The SDK declares no 412 for keys.createKey, so it surfaces as its generic APIError with the status and body.
-        const error = await rejectsWith(t, noVault.unkey.keys.createKey({ apiId, recoverable: true }), APIError, 412, "createKey recoverable without a vault");
+        const error = await rejectsWith(
+          t,
+          noVault.unkey.keys.createKey({ apiId, recoverable: true }),
+          APIError,
+          412,
+          "createKey recoverable without a vault",
+        );
         t.ok(error instanceof UnkeyError);
         const body = asRecord(error === undefined ? undefined : JSON.parse(error.body));
         t.equal(asRecord(body.error).status, 412);
@@ -542,6 +817,10 @@ await t.test("every SDK management method parsed a success on every store", asyn
     const passed = coverage.get(storage)?.passed.size ?? 0;
     t.equal(passed, SDK_METHODS.length, `${storage}: ${passed} of ${SDK_METHODS.length}`);
   }
-  t.same(SDK_METHODS.filter((method) => !passingEverywhere.includes(method)), [], "methods failing on some store");
+  t.same(
+    SDK_METHODS.filter((method) => !passingEverywhere.includes(method)),
+    [],
+    "methods failing on some store",
+  );
   t.comment(`SDK methods passing: ${passingEverywhere.length} of ${SDK_METHODS.length}`);
 });

@@ -1,6 +1,6 @@
 import t from "tap";
 import { PermissionSet } from "../../src/domain/permissions/permission-set.js";
-import { formatQuery, parsePermissionQuery, PermissionQuerySyntaxError } from "../../src/domain/permissions/query.js";
+import { formatQuery, PermissionQuerySyntaxError, parsePermissionQuery } from "../../src/domain/permissions/query.js";
 
 function syntaxError(query: string): { message: string; position: number } {
   try {
@@ -21,10 +21,22 @@ t.test("AND binds tighter than OR, parentheses group, keywords in any case", asy
   t.equal(formatQuery(parsePermissionQuery("a OR b AND c")), "a OR b AND c");
   t.same(parsePermissionQuery("a or b and c"), {
     kind: "or",
-    operands: [{ kind: "permission", name: "a" }, { kind: "and", operands: [{ kind: "permission", name: "b" }, { kind: "permission", name: "c" }] }],
+    operands: [
+      { kind: "permission", name: "a" },
+      {
+        kind: "and",
+        operands: [
+          { kind: "permission", name: "b" },
+          { kind: "permission", name: "c" },
+        ],
+      },
+    ],
   });
   t.equal(formatQuery(parsePermissionQuery("(a OR b) And c")), "(a OR b) AND c");
-  t.equal(formatQuery(parsePermissionQuery("admin OR (documents.read AND documents.write)")), "admin OR documents.read AND documents.write");
+  t.equal(
+    formatQuery(parsePermissionQuery("admin OR (documents.read AND documents.write)")),
+    "admin OR documents.read AND documents.write",
+  );
   t.equal(formatQuery(parsePermissionQuery("((a))")), "a");
   t.equal(formatQuery(parsePermissionQuery("a AND b AND c OR d OR e")), "a AND b AND c OR d OR e");
   t.same(parsePermissionQuery("ANDROID.read"), { kind: "permission", name: "ANDROID.read" }, "keywords are whole words only");
@@ -38,10 +50,16 @@ t.test("every class of syntax error names its position", async (t) => {
   t.same(syntaxError("a OR"), { message: "expected a permission or '(' at position 5, found the end of the query", position: 5 });
   t.same(syntaxError("a AND OR b"), { message: "expected a permission or '(' at position 7, found operator OR", position: 7 });
   t.same(syntaxError("a b"), { message: "expected AND, OR or the end of the query at position 3, found 'b'", position: 3 });
-  t.same(syntaxError("(a AND b"), { message: "expected ')' to close the '(' at position 1, found the end of the query at position 9", position: 9 });
+  t.same(syntaxError("(a AND b"), {
+    message: "expected ')' to close the '(' at position 1, found the end of the query at position 9",
+    position: 9,
+  });
   t.same(syntaxError("a)"), { message: "unmatched ')' at position 2", position: 2 });
   t.same(syntaxError("()"), { message: "expected a permission or '(' at position 2, found ')'", position: 2 });
-  t.same(syntaxError("a AND (b OR c"), { message: "expected ')' to close the '(' at position 7, found the end of the query at position 14", position: 14 });
+  t.same(syntaxError("a AND (b OR c"), {
+    message: "expected ')' to close the '(' at position 7, found the end of the query at position 14",
+    position: 14,
+  });
   t.same(syntaxError("a".repeat(1001)), { message: "the query is longer than 1000 characters", position: 1001 });
   t.doesNotThrow(() => parsePermissionQuery("a".repeat(1000)), "exactly 1000 characters is allowed");
 });
@@ -80,6 +98,12 @@ t.test("explanations name only what is missing", async (t) => {
   t.equal(held.explainMissing(parsePermissionQuery("a")), undefined);
   t.equal(held.explainMissing(parsePermissionQuery("b")), "Missing permission: 'b'");
   t.equal(held.explainMissing(parsePermissionQuery("b OR c")), "Missing one of these permissions: 'b' or 'c'");
-  t.equal(held.explainMissing(parsePermissionQuery("a AND b AND (c OR d)")), "Missing permission: 'b'; Missing one of these permissions: 'c' or 'd'");
-  t.equal(held.explainMissing(parsePermissionQuery("b AND c OR d")), "Missing one of: (Missing permission: 'b'; Missing permission: 'c') or (Missing permission: 'd')");
+  t.equal(
+    held.explainMissing(parsePermissionQuery("a AND b AND (c OR d)")),
+    "Missing permission: 'b'; Missing one of these permissions: 'c' or 'd'",
+  );
+  t.equal(
+    held.explainMissing(parsePermissionQuery("b AND c OR d")),
+    "Missing one of: (Missing permission: 'b'; Missing permission: 'c') or (Missing permission: 'd')",
+  );
 });

@@ -9,7 +9,8 @@ function documentedRows(): Map<string, { status: number; title: string; meaning:
   const rows = new Map<string, { status: number; title: string; meaning: string }>();
   for (const line of catalogue.split("\n")) {
     const match = /^\| `([^`]+)` \| (\d{3}) \| ([^|]+) \| ([^|]+) \|$/.exec(line.trim());
-    if (match) rows.set(match[1] as string, { status: Number(match[2]), title: (match[3] as string).trim(), meaning: (match[4] as string).trim() });
+    if (match)
+      rows.set(match[1] as string, { status: Number(match[2]), title: (match[3] as string).trim(), meaning: (match[4] as string).trim() });
   }
   return rows;
 }
@@ -17,8 +18,16 @@ function documentedRows(): Map<string, { status: number; title: string; meaning:
 t.test("docs/errors.md lists exactly the codes of the catalogue, with the same status, title and meaning", async (t) => {
   const documented = documentedRows();
   const catalogued = new Map(Object.entries(ERROR_CATALOGUE));
-  t.same([...documented.keys()].filter((code) => !catalogued.has(code)), [], "no documented code is missing from the catalogue");
-  t.same([...catalogued.keys()].filter((code) => !documented.has(code)), [], "no catalogued code is missing from the docs");
+  t.same(
+    [...documented.keys()].filter((code) => !catalogued.has(code)),
+    [],
+    "no documented code is missing from the catalogue",
+  );
+  t.same(
+    [...catalogued.keys()].filter((code) => !documented.has(code)),
+    [],
+    "no catalogued code is missing from the docs",
+  );
   for (const [code, entry] of catalogued) {
     const row = documented.get(code);
     if (!row) continue;

@@ -1,10 +1,10 @@
-import { connect } from "node:net";
 import type { AddressInfo } from "node:net";
+import { connect } from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
 import t, { type Test } from "tap";
-import { ERROR_CATALOGUE, errorTypeUrl, DEFAULT_DOCS_URL, type ErrorCode } from "../../src/errors/catalogue.js";
+import { DEFAULT_DOCS_URL, ERROR_CATALOGUE, type ErrorCode, errorTypeUrl } from "../../src/errors/catalogue.js";
 import { harness, ROOT_KEY, WORKSPACE } from "../helpers/harness.js";
-import { captureLog, LEVELS, type CapturedLog } from "../helpers/log.js";
+import { type CapturedLog, captureLog, LEVELS } from "../helpers/log.js";
 import { startUpstream } from "../helpers/upstream.js";
 
 interface RawAnswer {
@@ -62,7 +62,10 @@ t.test("oversized headers get 431 request_header_fields_too_large in the envelop
   const { port } = await listening(t, log);
   const oneHugeHeader = `GET /v2/liveness HTTP/1.1\r\nHost: keygate\r\nX-Huge: ${"a".repeat(1024 * 1024)}\r\n\r\n`;
   const manyHeaders = `GET /v2/liveness HTTP/1.1\r\nHost: keygate\r\n${Array.from({ length: 10_000 }, (_, i) => `X-H${i}: v\r\n`).join("")}\r\n`;
-  for (const [name, bytes] of [["a 1 MB header", oneHugeHeader], ["10,000 headers", manyHeaders]] as const) {
+  for (const [name, bytes] of [
+    ["a 1 MB header", oneHugeHeader],
+    ["10,000 headers", manyHeaders],
+  ] as const) {
     const id = assertEnvelope(t, await exchange(port, bytes), "err:user:bad_request:request_header_fields_too_large");
     const line = log.lines().find((candidate) => candidate.requestId === id);
     t.equal(line?.level, LEVELS.info, `${name}: logged under the request id, at info (request logging is on)`);
@@ -77,16 +80,26 @@ t.test("a URL that cannot be decoded gets 400 malformed_url in the envelope, wit
     const answer = await exchange(port, `GET ${target} HTTP/1.1\r\nHost: keygate\r\nConnection: close\r\n\r\n`);
     const id = assertEnvelope(t, answer, "err:user:bad_request:malformed_url");
     t.same(JSON.parse(answer.body).error.errors, [], `${target}: errors[] is there, empty, as on every 400`);
-    t.ok(log.lines().some((line) => line.requestId === id), "the request line carries the same id");
+    t.ok(
+      log.lines().some((line) => line.requestId === id),
+      "the request line carries the same id",
+    );
   }
 });
 
 t.test("bytes that are not HTTP get 400 malformed_request in the envelope, with a request id", async (t) => {
   const log = captureLog();
   const { port } = await listening(t, log);
-  for (const bytes of ["HELLO\r\n\r\n", "GET / HTTP/1.1\r\nBad Header Name: x\r\n\r\n", "POST /v2/keys.verifyKey HTTP/1.1\r\nHost: k\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n"]) {
+  for (const bytes of [
+    "HELLO\r\n\r\n",
+    "GET / HTTP/1.1\r\nBad Header Name: x\r\n\r\n",
+    "POST /v2/keys.verifyKey HTTP/1.1\r\nHost: k\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
+  ]) {
     const id = assertEnvelope(t, await exchange(port, bytes), "err:user:bad_request:malformed_request");
-    t.ok(log.lines().some((line) => line.requestId === id && line.level === LEVELS.info), `${JSON.stringify(bytes.slice(0, 30))}: logged with its id`);
+    t.ok(
+      log.lines().some((line) => line.requestId === id && line.level === LEVELS.info),
+      `${JSON.stringify(bytes.slice(0, 30))}: logged with its id`,
+    );
   }
 });
 
@@ -98,7 +111,9 @@ t.test("a client that aborts its /v2 body is logged at info as client_closed_req
     const socket = connect(port, "127.0.0.1");
     socket.on("error", () => {});
     await new Promise((resolve) => socket.once("connect", resolve));
-    socket.write(`POST /v2/keys.verifyKey HTTP/1.1\r\nHost: keygate\r\nAuthorization: Bearer ${ROOT_KEY}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"key":"sk_`);
+    socket.write(
+      `POST /v2/keys.verifyKey HTTP/1.1\r\nHost: keygate\r\nAuthorization: Bearer ${ROOT_KEY}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"key":"sk_`,
+    );
     // The request is under way once keygate logged it; then the client goes.
     const started = Date.now();
     while (log.lines().filter((line) => line.msg === "incoming request").length <= i && Date.now() - started < 5_000) await sleep(10);
@@ -113,7 +128,11 @@ t.test("a client that aborts its /v2 body is logged at info as client_closed_req
     t.equal(line.err, undefined, "without an error or stack");
     t.match(line.requestId, /^req_/);
   }
-  t.same(log.lines().filter((line) => line.level >= LEVELS.warn), [], "nothing at warn or above");
+  t.same(
+    log.lines().filter((line) => line.level >= LEVELS.warn),
+    [],
+    "nothing at warn or above",
+  );
 });
 
 t.test("a client that aborts its upload through the gateway is client_closed_request at info, not an upstream failure", async (t) => {
@@ -132,7 +151,9 @@ t.test("a client that aborts its upload through the gateway is client_closed_req
   const socket = connect((h.app.server.address() as AddressInfo).port, "127.0.0.1");
   socket.on("error", () => {});
   await new Promise((resolve) => socket.once("connect", resolve));
-  socket.write(`POST /svc/echo HTTP/1.1\r\nHost: keygate\r\nAuthorization: Bearer ${key}\r\nContent-Length: 100000\r\n\r\n${"x".repeat(1000)}`);
+  socket.write(
+    `POST /svc/echo HTTP/1.1\r\nHost: keygate\r\nAuthorization: Bearer ${key}\r\nContent-Length: 100000\r\n\r\n${"x".repeat(1000)}`,
+  );
   // The upload is under way once the upstream has some of it; then the client goes.
   const started = Date.now();
   while (upstream.progress.received === 0 && Date.now() - started < 5_000) await sleep(10);
@@ -141,7 +162,11 @@ t.test("a client that aborts its upload through the gateway is client_closed_req
   while (closed().length === 0 && Date.now() - started < 5_000) await sleep(10);
   t.equal(closed().length, 1, "one line for the aborted upload");
   t.equal(closed()[0]?.level, LEVELS.info);
-  t.same(log.lines().filter((line) => line.msg === "upstream failed" || line.msg === "refused a request that cannot be read"), [], "neither an upstream failure nor a second, made-up request");
+  t.same(
+    log.lines().filter((line) => line.msg === "upstream failed" || line.msg === "refused a request that cannot be read"),
+    [],
+    "neither an upstream failure nor a second, made-up request",
+  );
 });
 
 t.test("a request that arrives while keygate closes gets 503 shutting_down in the envelope, and the one in flight finishes", async (t) => {

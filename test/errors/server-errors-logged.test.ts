@@ -17,7 +17,15 @@ t.test("every 5xx during a frozen Redis logs its cause under the request id: 500
     storage: "redis",
     log: log.stream,
     config: {
-      storage: { redis: { url: redis.url, prefix: "kgtest:logged-causes", commandTimeoutMs: 200, connectTimeoutMs: 2_000, breaker: { failureThreshold: 3, openMs: 200 } } },
+      storage: {
+        redis: {
+          url: redis.url,
+          prefix: "kgtest:logged-causes",
+          commandTimeoutMs: 200,
+          connectTimeoutMs: 2_000,
+          breaker: { failureThreshold: 3, openMs: 200 },
+        },
+      },
       ratelimit: { fail: "closed" },
       apis: [{ id: API, name: "causes", workspaceId: WORKSPACE }],
       routes: [{ name: "svc", match: { prefix: "/svc" }, upstream: upstream.url, apiId: API }],
@@ -30,14 +38,26 @@ t.test("every 5xx during a frozen Redis logs its cause under the request id: 500
   await h.app.listen({ port: 0, host: "127.0.0.1" });
   const port = (h.app.server.address() as AddressInfo).port;
   t.equal((await h.call("keys.verifyKey", { key, credits: { cost: 0 } })).body.data.valid, true, "the key is in the cache");
-  t.equal((await h.call("ratelimit.limit", { namespace: "causes", identifier: "a", limit: 5, duration: 60_000 })).status, 200, "the namespace is known");
+  t.equal(
+    (await h.call("ratelimit.limit", { namespace: "causes", identifier: "a", limit: 5, duration: 60_000 })).status,
+    200,
+    "the namespace is known",
+  );
 
   redis.hang();
   t.teardown(() => redis.resume());
   const answers: { result: { status: number; headers: Record<string, unknown>; body: unknown }; code: string; level: number }[] = [
     { result: await h.call("keys.createKey", { apiId: API }), code: "err:unkey:application:service_unavailable", level: LEVELS.error },
-    { result: await h.call("ratelimit.limit", { namespace: "causes", identifier: "a", limit: 5, duration: 60_000 }), code: "err:unkey:data:ratelimit_unavailable", level: LEVELS.warn },
-    { result: await h.call("keys.verifyKey", { key, credits: { cost: 1 } }), code: "err:unkey:data:credits_unavailable", level: LEVELS.warn },
+    {
+      result: await h.call("ratelimit.limit", { namespace: "causes", identifier: "a", limit: 5, duration: 60_000 }),
+      code: "err:unkey:data:ratelimit_unavailable",
+      level: LEVELS.warn,
+    },
+    {
+      result: await h.call("keys.verifyKey", { key, credits: { cost: 1 } }),
+      code: "err:unkey:data:credits_unavailable",
+      level: LEVELS.warn,
+    },
   ];
   for (const answer of answers) assertError(t, answer.result as never, answer.code as never);
   const upgrade = await new Promise<{ status: number; headers: Record<string, unknown> }>((resolve) => {

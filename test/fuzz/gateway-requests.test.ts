@@ -2,11 +2,11 @@ import type { AddressInfo } from "node:net";
 import t from "tap";
 import { samePath } from "../../src/gateway/route-table.js";
 import { envelopeProblem, excerpt, report } from "../helpers/envelope.js";
-import { fuzzSeed, Random } from "../helpers/fuzz.js";
 import { createKey, getKey } from "../helpers/fixtures.js";
+import { fuzzSeed, Random } from "../helpers/fuzz.js";
 import { harness } from "../helpers/harness.js";
-import { rawExchange, type RawExchange, type RawResponse } from "../helpers/raw-http.js";
-import { startUpstream, type SeenRequest, type Upstream } from "../helpers/upstream.js";
+import { type RawExchange, type RawResponse, rawExchange } from "../helpers/raw-http.js";
+import { type SeenRequest, startUpstream, type Upstream } from "../helpers/upstream.js";
 
 /*
  * Requests of every shape through the gateway, over real sockets: odd paths (dot segments, encodings, NUL,
@@ -78,7 +78,24 @@ const HOSTILE_SEGMENTS = [
 ];
 /** Raw bytes a client should have percent-encoded: the server may refuse the request line. */
 const RAW_SEGMENTS = ["\u00c3\u00a9", "\u00ff", "a b", "a\tb"];
-const ODD_PREFIXES = ["/v2", "/v2/apis.createApi", "", "/", "/nowhere", "/CREDITS", "/credits-x", "/creditsx", "//credits", "/./credits", "/other/../credits", "/credits/../other", "/q/../credits", "/%63redits", "/credits%2f..%2fother", "*"];
+const ODD_PREFIXES = [
+  "/v2",
+  "/v2/apis.createApi",
+  "",
+  "/",
+  "/nowhere",
+  "/CREDITS",
+  "/credits-x",
+  "/creditsx",
+  "//credits",
+  "/./credits",
+  "/other/../credits",
+  "/credits/../other",
+  "/q/../credits",
+  "/%63redits",
+  "/credits%2f..%2fother",
+  "*",
+];
 const QUERIES = ["?a=1", "?%", "?a=%zz", "?a=1&a=2", "?", "??", "?#x", "#frag", `?${"x".repeat(9_000)}`, "?api_key=", "?a=%00"];
 
 /** Header lines that a well-behaved request might carry, or that probe hop-by-hop handling, forgery and odd values. */
@@ -163,6 +180,7 @@ function plan(random: Random, keys: Keys): Plan {
         break;
       case 7:
         if (random.chance(0.5)) headers.push(...random.pick(MALFORMED_HEADERS));
+        // biome-ignore lint/suspicious/noDuplicateElseIf: each call draws a new random number
         else if (random.chance(0.5)) headers.splice(0, 1);
         else headers.push(random.pick(["Host: one", "Host: a:b:c", "Host: \u00e9"]));
         malformed = true;
@@ -176,7 +194,8 @@ function plan(random: Random, keys: Keys): Plan {
         break;
     }
   }
-  if (!["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS", "TRACE", "PROPFIND", "M-SEARCH", "CONNECT"].includes(method)) malformed = true;
+  if (!["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS", "TRACE", "PROPFIND", "M-SEARCH", "CONNECT"].includes(method))
+    malformed = true;
 
   // A request the client abandons mid-body pays with its own key (see the test).
   const key = framing === "truncated" && body !== "" ? keys.abandoning : keys.main;
@@ -184,11 +203,22 @@ function plan(random: Random, keys: Keys): Plan {
   const keyHeader = prefix.startsWith("/other") ? "X-Api-Key" : "Authorization";
   const keyValue = keyHeader === "Authorization" ? `Bearer ${key}` : key;
   if (prefix.startsWith("/q")) {
-    if (keyPlace !== "none") query += `${query.startsWith("?") ? "&" : "?"}api_key=${keyPlace === "wrong" ? "sk_not_a_key" : key}${keyPlace === "twice" ? "&api_key=sk_other" : ""}`;
+    if (keyPlace !== "none")
+      query += `${query.startsWith("?") ? "&" : "?"}api_key=${keyPlace === "wrong" ? "sk_not_a_key" : key}${keyPlace === "twice" ? "&api_key=sk_other" : ""}`;
   } else if (keyPlace === "route") headers.push(`${keyHeader}: ${keyValue}`);
   else if (keyPlace === "wrong") headers.push(`${keyHeader}: ${keyHeader === "Authorization" ? "Bearer sk_not_a_key" : "sk_not_a_key"}`);
-  else if (keyPlace === "twice") headers.push(`${keyHeader}: ${keyValue}`, `${keyHeader}: ${keyHeader === "Authorization" ? "Bearer sk_other" : "sk_other"}`);
-  else if (keyPlace === "odd") headers.push(random.pick([`${keyHeader.toUpperCase()}: ${keyValue}`, `aUtHoRiZaTiOn: Bearer ${key}`, `Authorization: bearer ${key}`, `Authorization: Bearer  ${key} `, `Authorization: Bearer ${key}, Bearer x`]));
+  else if (keyPlace === "twice")
+    headers.push(`${keyHeader}: ${keyValue}`, `${keyHeader}: ${keyHeader === "Authorization" ? "Bearer sk_other" : "sk_other"}`);
+  else if (keyPlace === "odd")
+    headers.push(
+      random.pick([
+        `${keyHeader.toUpperCase()}: ${keyValue}`,
+        `aUtHoRiZaTiOn: Bearer ${key}`,
+        `Authorization: bearer ${key}`,
+        `Authorization: Bearer  ${key} `,
+        `Authorization: Bearer ${key}, Bearer x`,
+      ]),
+    );
   target += query;
 
   let truncated = false;
@@ -203,7 +233,13 @@ function plan(random: Random, keys: Keys): Plan {
         break;
       case "bad-chunk":
         headers.push("Transfer-Encoding: chunked");
-        body = random.pick(["zz\r\nhello\r\n0\r\n\r\n", "ffffffffffffffffffff\r\nhello\r\n0\r\n\r\n", "5\r\nhelloXX0\r\n\r\n", "-1\r\nhello\r\n0\r\n\r\n", `5;${"e".repeat(20_000)}\r\nhello\r\n0\r\n\r\n`]);
+        body = random.pick([
+          "zz\r\nhello\r\n0\r\n\r\n",
+          "ffffffffffffffffffff\r\nhello\r\n0\r\n\r\n",
+          "5\r\nhelloXX0\r\n\r\n",
+          "-1\r\nhello\r\n0\r\n\r\n",
+          `5;${"e".repeat(20_000)}\r\nhello\r\n0\r\n\r\n`,
+        ]);
         malformed = true;
         break;
       case "both":
@@ -215,7 +251,15 @@ function plan(random: Random, keys: Keys): Plan {
         truncated = true;
         break;
       case "bad-length":
-        headers.push(random.pick(["Content-Length: abc", "Content-Length: -1", "Content-Length: 1, 2", "Transfer-Encoding: gzip, chunked", "Transfer-Encoding: chunked, gzip"]));
+        headers.push(
+          random.pick([
+            "Content-Length: abc",
+            "Content-Length: -1",
+            "Content-Length: 1, 2",
+            "Transfer-Encoding: gzip, chunked",
+            "Transfer-Encoding: chunked, gzip",
+          ]),
+        );
         malformed = true;
         break;
     }
@@ -224,7 +268,10 @@ function plan(random: Random, keys: Keys): Plan {
 }
 
 function bytes(request: Plan): Buffer {
-  return Buffer.from(`${request.method} ${request.target} HTTP/1.1\r\n${request.headers.map((line) => `${line}\r\n`).join("")}\r\n${request.body}`, "latin1");
+  return Buffer.from(
+    `${request.method} ${request.target} HTTP/1.1\r\n${request.headers.map((line) => `${line}\r\n`).join("")}\r\n${request.body}`,
+    "latin1",
+  );
 }
 
 /** The request as a one-line excerpt, keys replaced by their names. */
@@ -234,7 +281,17 @@ function describe(request: Plan, keys: Keys): string {
 }
 
 /** Headers for one connection only, as the twists send them (X-Custom and HTTP2-Settings are named by Connection). */
-const HOP_BY_HOP = ["keep-alive", "upgrade", "te", "trailer", "proxy-authorization", "proxy-connection", "expect", "x-custom", "http2-settings"];
+const HOP_BY_HOP = [
+  "keep-alive",
+  "upgrade",
+  "te",
+  "trailer",
+  "proxy-authorization",
+  "proxy-connection",
+  "expect",
+  "x-custom",
+  "http2-settings",
+];
 
 /** The upstream's own answers are JSON with the request it saw; everything else was made by keygate. */
 function fromUpstream(answer: RawResponse): boolean {
@@ -265,7 +322,14 @@ function nextGroup(random: Random, keys: Keys): Plan[] {
   const requests: Plan[] = [];
   while (requests.length < group) {
     const next = plan(random, keys);
-    if (group > 1 && (next.malformed || next.truncated || next.method === "HEAD" || next.headers.some((line) => /^connection:.*(close|upgrade)/i.test(line)))) continue;
+    if (
+      group > 1 &&
+      (next.malformed ||
+        next.truncated ||
+        next.method === "HEAD" ||
+        next.headers.some((line) => /^connection:.*(close|upgrade)/i.test(line)))
+    )
+      continue;
     requests.push(next);
   }
   return requests;
@@ -287,9 +351,13 @@ function answerProblems(requests: Plan[], exchange: RawExchange, label: string):
   // A server may end a connection after answering a request it cannot read, or after saying it will close.
   // A head over Node's 16 KB limit is refused (431) and the connection closed, with no answer when one is pending.
   const oversized = (request: Plan) => bytes(request).indexOf("\r\n\r\n") > 16 * 1024;
-  const mayClose = requests.some((request) => request.malformed || request.truncated || oversized(request) || request.method === "CONNECT") || /close/i.test(exchange.responses.at(-1)?.headers.connection ?? "");
+  const mayClose =
+    requests.some((request) => request.malformed || request.truncated || oversized(request) || request.method === "CONNECT") ||
+    /close/i.test(exchange.responses.at(-1)?.headers.connection ?? "");
   if (exchange.responses.length < requests.length && !(mayClose && exchange.closedByServer)) {
-    problems.push(`${exchange.responses.length} of ${requests.length} answers${exchange.closedByServer ? ", then the server closed" : " in 5 s"}: ${label} | unparsed: ${excerpt(exchange.rest)}`);
+    problems.push(
+      `${exchange.responses.length} of ${requests.length} answers${exchange.closedByServer ? ", then the server closed" : " in 5 s"}: ${label} | unparsed: ${excerpt(exchange.rest)}`,
+    );
   }
   return problems;
 }
@@ -307,8 +375,12 @@ async function settled(value: () => Promise<number>, expected: (current: number)
 /** Requests an upstream got outside the routes that lead to it. */
 function strayRequests(creditsUpstream: Upstream, otherUpstream: Upstream): string[] {
   return [
-    ...creditsUpstream.seen.filter((request) => !under(resolvedPath(request.url), "/base/credits")).map((request) => `the credits route's upstream got ${request.method} ${excerpt(request.url)}`),
-    ...otherUpstream.seen.filter((request) => !under(resolvedPath(request.url), "/other") && !under(resolvedPath(request.url), "/q")).map((request) => `the other routes' upstream got ${request.method} ${excerpt(request.url)}`),
+    ...creditsUpstream.seen
+      .filter((request) => !under(resolvedPath(request.url), "/base/credits"))
+      .map((request) => `the credits route's upstream got ${request.method} ${excerpt(request.url)}`),
+    ...otherUpstream.seen
+      .filter((request) => !under(resolvedPath(request.url), "/other") && !under(resolvedPath(request.url), "/q"))
+      .map((request) => `the other routes' upstream got ${request.method} ${excerpt(request.url)}`),
   ];
 }
 
@@ -325,70 +397,107 @@ function leakedHopByHop(seen: SeenRequest[]): string[] {
   });
 }
 
-t.test(`the gateway answers any request in the envelope or with its upstream's answer, and charges only what reached the upstream (FUZZ_SEED=${SEED})`, async (t) => {
-  const creditsUpstream: Upstream = await startUpstream(t);
-  const otherUpstream: Upstream = await startUpstream(t);
-  const forward = { keyId: "x-keygate-key-id" };
-  const h = await harness(t, {
-    config: {
-      apis: [{ id: API, name: "fuzz-gateway", workspaceId: "ws_test" }],
-      routes: [
-        { name: "credits", match: { prefix: "/credits" }, upstream: `${creditsUpstream.url}/base`, apiId: API, credits: { cost: 1 }, forward },
-        { name: "other", match: { prefix: "/other" }, upstream: otherUpstream.url, apiId: API, key: { header: "x-api-key" }, forward },
-        { name: "query", match: { prefix: "/q", methods: ["GET", "POST"] }, upstream: otherUpstream.url, apiId: API, key: { query: "api_key" }, forward },
-      ],
-    },
-  });
-  await h.app.listen({ port: 0, host: "127.0.0.1" });
-  const port = (h.app.server.address() as AddressInfo).port;
-  const main = await createKey(h, API, { credits: { remaining: BALANCE } });
-  const abandoning = await createKey(h, API, { credits: { remaining: BALANCE } });
-  const keys: Keys = { main: main.key, abandoning: abandoning.key };
-
-  // A key with a balance pays 1 credit per allowed verification unless the route sets another cost (as in
-  // keys.verifyKey), so each request an upstream receives costs its key exactly 1. The upstreams learn the key
-  // from x-keygate-key-id, which keygate sets itself (a forged one is replaced).
-  const spent = async (keyId: string) => BALANCE - (await getKey(h, keyId)).credits.remaining;
-  const received = (keyId: string) => [...creditsUpstream.seen, ...otherUpstream.seen].filter((request) => request.headers["x-keygate-key-id"] === keyId).length;
-
-  const random = new Random(SEED);
-  const problems: string[] = [];
-  const balanceProblems: string[] = [];
-  let answered = 0;
-  let sent = 0;
-  /** Credits the main key spent minus requests the upstreams received with it, so far: 0 when all is well. */
-  let drift = 0;
-  while (sent < REQUESTS) {
-    const requests = nextGroup(random, keys);
-    sent += requests.length;
-    const exchange = await rawExchange(port, Buffer.concat(requests.map(bytes)), {
-      responses: requests.length,
-      methods: requests.map((request) => request.method),
-      endAfterWrite: requests.some((request) => request.truncated),
+t.test(
+  `the gateway answers any request in the envelope or with its upstream's answer, and charges only what reached the upstream (FUZZ_SEED=${SEED})`,
+  async (t) => {
+    const creditsUpstream: Upstream = await startUpstream(t);
+    const otherUpstream: Upstream = await startUpstream(t);
+    const forward = { keyId: "x-keygate-key-id" };
+    const h = await harness(t, {
+      config: {
+        apis: [{ id: API, name: "fuzz-gateway", workspaceId: "ws_test" }],
+        routes: [
+          {
+            name: "credits",
+            match: { prefix: "/credits" },
+            upstream: `${creditsUpstream.url}/base`,
+            apiId: API,
+            credits: { cost: 1 },
+            forward,
+          },
+          { name: "other", match: { prefix: "/other" }, upstream: otherUpstream.url, apiId: API, key: { header: "x-api-key" }, forward },
+          {
+            name: "query",
+            match: { prefix: "/q", methods: ["GET", "POST"] },
+            upstream: otherUpstream.url,
+            apiId: API,
+            key: { query: "api_key" },
+            forward,
+          },
+        ],
+      },
     });
-    answered += exchange.responses.length;
-    const label = requests.map((request) => describe(request, keys)).join(" then ");
-    problems.push(...answerProblems(requests, exchange, label));
+    await h.app.listen({ port: 0, host: "127.0.0.1" });
+    const port = (h.app.server.address() as AddressInfo).port;
+    const main = await createKey(h, API, { credits: { remaining: BALANCE } });
+    const abandoning = await createKey(h, API, { credits: { remaining: BALANCE } });
+    const keys: Keys = { main: main.key, abandoning: abandoning.key };
 
-    // The main key's credits follow what reached the upstreams; a request still under way settles within the
-    // bound. Each request that changes the difference is named (the difference is then carried forward).
-    const difference = await settled(async () => (await spent(main.keyId)) - received(main.keyId), (current) => current === drift, 500);
-    // A malformed or truncated body can break the forwarding after the upstream saw the request: its credits are
-    // given back, so it may cost less than it reached, never more.
-    const brokenBody = requests.some((request) => request.malformed || request.truncated);
-    if (difference < drift && brokenBody) drift = difference;
-    if (difference !== drift) {
-      balanceProblems.push(`${difference - drift} credits charged beyond the requests the upstreams received: ${label}`);
-      drift = difference;
+    // A key with a balance pays 1 credit per allowed verification unless the route sets another cost (as in
+    // keys.verifyKey), so each request an upstream receives costs its key exactly 1. The upstreams learn the key
+    // from x-keygate-key-id, which keygate sets itself (a forged one is replaced).
+    const spent = async (keyId: string) => BALANCE - (await getKey(h, keyId)).credits.remaining;
+    const received = (keyId: string) =>
+      [...creditsUpstream.seen, ...otherUpstream.seen].filter((request) => request.headers["x-keygate-key-id"] === keyId).length;
+
+    const random = new Random(SEED);
+    const problems: string[] = [];
+    const balanceProblems: string[] = [];
+    let answered = 0;
+    let sent = 0;
+    /** Credits the main key spent minus requests the upstreams received with it, so far: 0 when all is well. */
+    let drift = 0;
+    while (sent < REQUESTS) {
+      const requests = nextGroup(random, keys);
+      sent += requests.length;
+      const exchange = await rawExchange(port, Buffer.concat(requests.map(bytes)), {
+        responses: requests.length,
+        methods: requests.map((request) => request.method),
+        endAfterWrite: requests.some((request) => request.truncated),
+      });
+      answered += exchange.responses.length;
+      const label = requests.map((request) => describe(request, keys)).join(" then ");
+      problems.push(...answerProblems(requests, exchange, label));
+
+      // The main key's credits follow what reached the upstreams; a request still under way settles within the
+      // bound. Each request that changes the difference is named (the difference is then carried forward).
+      const difference = await settled(
+        async () => (await spent(main.keyId)) - received(main.keyId),
+        (current) => current === drift,
+        500,
+      );
+      // A malformed or truncated body can break the forwarding after the upstream saw the request: its credits are
+      // given back, so it may cost less than it reached, never more.
+      const brokenBody = requests.some((request) => request.malformed || request.truncated);
+      if (difference < drift && brokenBody) drift = difference;
+      if (difference !== drift) {
+        balanceProblems.push(`${difference - drift} credits charged beyond the requests the upstreams received: ${label}`);
+        drift = difference;
+      }
     }
-  }
 
-  report(t, problems, `${sent} requests (${answered} answers), none a 5xx, every answer keygate made in the envelope`);
-  report(t, balanceProblems, `the credits the main key spent equal the requests the upstreams received with it (${received(main.keyId)})`);
-  // A request abandoned mid-body races the upstream's answer: it stays paid for when the upstream answered first
-  // and is given back when the forwarding failed first. Either way it never costs more than what was received.
-  const abandonedSpent = await settled(() => spent(abandoning.keyId), (current) => current <= received(abandoning.keyId), 2_000);
-  t.ok(abandonedSpent <= received(abandoning.keyId), `requests abandoned mid-body cost at most what reached the upstreams (${abandonedSpent} spent, ${received(abandoning.keyId)} received)`);
-  report(t, strayRequests(creditsUpstream, otherUpstream), "every request reached only the upstream of the route its path matched, dot segments resolved");
-  report(t, leakedHopByHop([...creditsUpstream.seen, ...otherUpstream.seen]), "no hop-by-hop header of the client reached an upstream");
-});
+    report(t, problems, `${sent} requests (${answered} answers), none a 5xx, every answer keygate made in the envelope`);
+    report(
+      t,
+      balanceProblems,
+      `the credits the main key spent equal the requests the upstreams received with it (${received(main.keyId)})`,
+    );
+    // A request abandoned mid-body races the upstream's answer: it stays paid for when the upstream answered first
+    // and is given back when the forwarding failed first. Either way it never costs more than what was received.
+    const abandonedSpent = await settled(
+      () => spent(abandoning.keyId),
+      (current) => current <= received(abandoning.keyId),
+      2_000,
+    );
+    t.ok(
+      abandonedSpent <= received(abandoning.keyId),
+      `requests abandoned mid-body cost at most what reached the upstreams (${abandonedSpent} spent, ${received(abandoning.keyId)} received)`,
+    );
+    report(
+      t,
+      strayRequests(creditsUpstream, otherUpstream),
+      "every request reached only the upstream of the route its path matched, dot segments resolved",
+    );
+    report(t, leakedHopByHop([...creditsUpstream.seen, ...otherUpstream.seen]), "no hop-by-hop header of the client reached an upstream");
+  },
+);

@@ -2,11 +2,13 @@ import t from "tap";
 import { pathRefusal, upstreamHeaders, upstreamTarget, upstreamUrl } from "../../src/gateway/forwarding.js";
 import { endToEndHeaders, endToEndResponseLines } from "../../src/gateway/hop-by-hop.js";
 import { ratelimitHeaders } from "../../src/gateway/ratelimit-headers.js";
-import { RouteTable } from "../../src/gateway/route-table.js";
 import type { RouteConfig } from "../../src/gateway/route-config.js";
+import { RouteTable } from "../../src/gateway/route-table.js";
 
 const compile = (extra: Partial<RouteConfig>) =>
-  RouteTable.compile([{ name: "r", match: { prefix: "/orders" }, upstream: "http://127.0.0.1:9001", apiId: "api_orders", ...extra } as RouteConfig]).routes[0]!;
+  RouteTable.compile([
+    { name: "r", match: { prefix: "/orders" }, upstream: "http://127.0.0.1:9001", apiId: "api_orders", ...extra } as RouteConfig,
+  ]).routes[0]!;
 
 t.test("the upstream URL keeps the path and query, minus a key given as a query parameter", async (t) => {
   t.equal(upstreamUrl(compile({}), "/orders/1?x=1&y=2"), "http://127.0.0.1:9001/orders/1?x=1&y=2");
@@ -17,12 +19,38 @@ t.test("the upstream URL keeps the path and query, minus a key given as a query 
 });
 
 t.test("the upstream target holds the query string apart from the URL", async (t) => {
-  t.same(upstreamTarget(compile({ upstream: "http://h:1/base" }), "/orders/1?next=../x&y=%zz"), { url: "http://h:1/base/orders/1", query: "next=../x&y=%zz" });
-  t.same(upstreamTarget(compile({ key: { query: "api_key" } }), "/orders?api_key=sk_1"), { url: "http://127.0.0.1:9001/orders", query: "" });
+  t.same(upstreamTarget(compile({ upstream: "http://h:1/base" }), "/orders/1?next=../x&y=%zz"), {
+    url: "http://h:1/base/orders/1",
+    query: "next=../x&y=%zz",
+  });
+  t.same(upstreamTarget(compile({ key: { query: "api_key" } }), "/orders?api_key=sk_1"), {
+    url: "http://127.0.0.1:9001/orders",
+    query: "",
+  });
 });
 
 t.test("paths with dot segments, in any spelling, or that do not decode are refused; dots within a segment are not", async (t) => {
-  const refused = ["/a/..", "/a/../b", "/a/./b", "/.", "/a/%2e%2E/b", "/a/%2E", "/a/.%2e", "/a/..%2fb", "/a%2f..%2fb", "/a\\..\\b", "/a/..%5Cb", "/a/..;/b", "/a/...", "/a/..b", "/a/b../c", "/a/b..", "/a/%zz", "/a/%C0%AF", "/a/%E0%A4%A"];
+  const refused = [
+    "/a/..",
+    "/a/../b",
+    "/a/./b",
+    "/.",
+    "/a/%2e%2E/b",
+    "/a/%2E",
+    "/a/.%2e",
+    "/a/..%2fb",
+    "/a%2f..%2fb",
+    "/a\\..\\b",
+    "/a/..%5Cb",
+    "/a/..;/b",
+    "/a/...",
+    "/a/..b",
+    "/a/b../c",
+    "/a/b..",
+    "/a/%zz",
+    "/a/%C0%AF",
+    "/a/%E0%A4%A",
+  ];
   for (const path of refused) t.ok(pathRefusal(path), `${path} is refused`);
   const allowed = ["/", "/orders/7", "/a/b.c", "/a/v1..2", "/a/.well-known/x", "/a/%2F", "/a%2Fb", "/a/%5C", "/a/%C3%A9"];
   for (const path of allowed) t.equal(pathRefusal(path), undefined, `${path} is forwarded`);
@@ -32,7 +60,14 @@ t.test("upstream headers drop the key and forged identity headers, and add the r
   const route = compile({ forward: { keyId: "X-Keygate-Key-Id", identity: "x-keygate-identity", externalId: "x-keygate-external-id" } });
   const headers = upstreamHeaders(
     route,
-    { authorization: "Bearer sk_secret", "x-keygate-key-id": "key_forged", "x-keygate-identity": "id_forged", "x-keygate-external-id": "forged", accept: "application/json", "x-forwarded-for": "10.0.0.1" },
+    {
+      authorization: "Bearer sk_secret",
+      "x-keygate-key-id": "key_forged",
+      "x-keygate-identity": "id_forged",
+      "x-keygate-external-id": "forged",
+      accept: "application/json",
+      "x-forwarded-for": "10.0.0.1",
+    },
     { keyId: "key_real", identityId: "id_real" },
     { peer: "192.0.2.7", protocol: "https", host: "api.example.com" },
   );
@@ -48,15 +83,35 @@ t.test("upstream headers drop the key and forged identity headers, and add the r
 
 t.test("hop-by-hop headers: Connection and every name it lists (any line, any case), and the fixed set", async (t) => {
   const request = endToEndHeaders(
-    { connection: ["keep-alive, X-A", " x-b ,,X-C"], "x-a": "1", "x-b": "2", "x-c": "3", "x-d": "4", "keep-alive": "timeout=1", te: "gzip, trailers;q=0.5", expect: "100-continue", upgrade: "h2c" },
+    {
+      connection: ["keep-alive, X-A", " x-b ,,X-C"],
+      "x-a": "1",
+      "x-b": "2",
+      "x-c": "3",
+      "x-d": "4",
+      "keep-alive": "timeout=1",
+      te: "gzip, trailers;q=0.5",
+      expect: "100-continue",
+      upgrade: "h2c",
+    },
     "request",
   );
   t.same(request, { "x-d": "4", te: "trailers" }, "a request keeps TE only as 'trailers', and drops Expect (met here)");
   t.same(endToEndHeaders({ te: "gzip" }, "request"), {}, "TE without trailers is dropped");
-  t.same(endToEndHeaders({ te: "trailers", expect: "100-continue", "proxy-authenticate": "Basic", "x-e": "5" }, "response"), { expect: "100-continue", "x-e": "5" });
+  t.same(endToEndHeaders({ te: "trailers", expect: "100-continue", "proxy-authenticate": "Basic", "x-e": "5" }, "response"), {
+    expect: "100-continue",
+    "x-e": "5",
+  });
   t.same(
-    endToEndResponseLines(["Connection", "Upgrade, X-A", "Upgrade", "websocket", "X-A", "1", "Sec-WebSocket-Accept", "abc", "Keep-Alive", "timeout=5"], { upgrade: true }),
-    [["Sec-WebSocket-Accept", "abc"], ["Connection", "Upgrade"], ["Upgrade", "websocket"]],
+    endToEndResponseLines(
+      ["Connection", "Upgrade, X-A", "Upgrade", "websocket", "X-A", "1", "Sec-WebSocket-Accept", "abc", "Keep-Alive", "timeout=5"],
+      { upgrade: true },
+    ),
+    [
+      ["Sec-WebSocket-Accept", "abc"],
+      ["Connection", "Upgrade"],
+      ["Upgrade", "websocket"],
+    ],
     "a 101 keeps its Upgrade, with Connection: Upgrade only",
   );
   t.same(endToEndResponseLines(["Upgrade", "websocket", "Transfer-Encoding", "chunked", "X-B", "2"]), [["X-B", "2"]]);

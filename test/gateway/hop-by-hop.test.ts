@@ -21,7 +21,16 @@ t.test("hop-by-hop headers stop at keygate in both directions (RFC 9110 7.6.1)",
   const { key } = await createKey(h, API);
   /** A GET through keygate on a new connection, answered and closed (`Connection: close` comes first). */
   const get = (path: string, headers: [string, string][]) =>
-    sendUntilClosed(port, rawRequest("GET", path, [["Host", "gateway.test"], ["Authorization", `Bearer ${key}`], ["Connection", "close"], ["X-End-To-End", "kept"], ...headers]));
+    sendUntilClosed(
+      port,
+      rawRequest("GET", path, [
+        ["Host", "gateway.test"],
+        ["Authorization", `Bearer ${key}`],
+        ["Connection", "close"],
+        ["X-End-To-End", "kept"],
+        ...headers,
+      ]),
+    );
 
   await t.test("each hop-by-hop header of the client stops at keygate; the request still reaches the upstream", async (t) => {
     const cases: { name: string; lines: [string, string][] }[] = [
@@ -32,8 +41,20 @@ t.test("hop-by-hop headers stop at keygate in both directions (RFC 9110 7.6.1)",
       { name: "proxy-connection", lines: [["Proxy-Connection", "keep-alive"]] },
       { name: "trailer", lines: [["Trailer", "X-Checksum"]] },
       { name: "http2-settings", lines: [["HTTP2-Settings", "AAMAAABkAARAAAAAAAIAAAAA"]] },
-      { name: "x-client-hop", lines: [["Connection", "X-Client-Hop"], ["X-Client-Hop", "named by Connection"]] },
-      { name: "x-client-hop-2", lines: [["connection", "x-other, X-CLIENT-HOP-2"], ["x-client-hop-2", "named by a second Connection line, in other case"]] },
+      {
+        name: "x-client-hop",
+        lines: [
+          ["Connection", "X-Client-Hop"],
+          ["X-Client-Hop", "named by Connection"],
+        ],
+      },
+      {
+        name: "x-client-hop-2",
+        lines: [
+          ["connection", "x-other, X-CLIENT-HOP-2"],
+          ["x-client-hop-2", "named by a second Connection line, in other case"],
+        ],
+      },
     ];
     for (const { name, lines } of cases) {
       const response = await get("/svc/echo-headers", lines);
@@ -53,9 +74,19 @@ t.test("hop-by-hop headers stop at keygate in both directions (RFC 9110 7.6.1)",
   await t.test("Expect: 100-continue is met by keygate; the upload then reaches the upstream", async (t) => {
     const connection = await openConnection(port);
     const body = "hello upstream";
-    const head = [["Host", "gateway.test"], ["Authorization", `Bearer ${key}`], ["Connection", "close"], ["Content-Length", String(body.length)], ["Expect", "100-continue"]] as [string, string][];
+    const head = [
+      ["Host", "gateway.test"],
+      ["Authorization", `Bearer ${key}`],
+      ["Connection", "close"],
+      ["Content-Length", String(body.length)],
+      ["Expect", "100-continue"],
+    ] as [string, string][];
     connection.socket.write(rawRequest("POST", "/svc/echo", head));
-    await within(5_000, "100 Continue", new Promise<void>((resolve) => connection.socket.on("data", () => connection.received().includes("100 Continue") && resolve())));
+    await within(
+      5_000,
+      "100 Continue",
+      new Promise<void>((resolve) => connection.socket.on("data", () => connection.received().includes("100 Continue") && resolve())),
+    );
     connection.socket.write(body);
     const response = parseResponse(await within(5_000, "the answer", connection.closed));
     t.equal(response.status, 200);

@@ -3,7 +3,7 @@ import t from "tap";
 import { envelopeProblem, errorName } from "../helpers/envelope.js";
 import { createKey } from "../helpers/fixtures.js";
 import { harness, ROOT_KEY } from "../helpers/harness.js";
-import { rawExchange, type RawResponse } from "../helpers/raw-http.js";
+import { type RawResponse, rawExchange } from "../helpers/raw-http.js";
 import { startUpstream } from "../helpers/upstream.js";
 
 const API = "api_odd_urls";
@@ -28,7 +28,9 @@ t.test("odd queries reach the upstream as sent and odd paths are 404s, never a 5
   const { key, keyId } = await createKey(h, API, { credits: { remaining: 100 } });
   const remaining = async () => (await h.call("keys.getKey", { keyId })).body.data.credits.remaining;
   const send = async (method: string, target: string, headers: string[] = [`Authorization: Bearer ${key}`]): Promise<RawResponse> => {
-    const exchange = await rawExchange(port, `${method} ${target} HTTP/1.1\r\nHost: keygate\r\n${headers.join("\r\n")}\r\n\r\n`, { responses: 1 });
+    const exchange = await rawExchange(port, `${method} ${target} HTTP/1.1\r\nHost: keygate\r\n${headers.join("\r\n")}\r\n\r\n`, {
+      responses: 1,
+    });
     return exchange.responses[0] as RawResponse;
   };
 

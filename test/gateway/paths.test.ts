@@ -17,20 +17,23 @@ function sendRaw(
 ): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: any }> {
   const { hostname, port } = new URL(base);
   return new Promise((resolve, reject) => {
-    const outgoing = request({ host: hostname, port, method: "GET", path: target, headers: { authorization: `Bearer ${key}`, ...headers } }, (response) => {
-      const chunks: Buffer[] = [];
-      response.on("data", (chunk: Buffer) => chunks.push(chunk));
-      response.on("end", () => {
-        const text = Buffer.concat(chunks).toString();
-        let body: unknown = text;
-        try {
-          body = JSON.parse(text);
-        } catch {
-          // not JSON: keep the text
-        }
-        resolve({ status: response.statusCode ?? 0, headers: response.headers, body });
-      });
-    });
+    const outgoing = request(
+      { host: hostname, port, method: "GET", path: target, headers: { authorization: `Bearer ${key}`, ...headers } },
+      (response) => {
+        const chunks: Buffer[] = [];
+        response.on("data", (chunk: Buffer) => chunks.push(chunk));
+        response.on("end", () => {
+          const text = Buffer.concat(chunks).toString();
+          let body: unknown = text;
+          try {
+            body = JSON.parse(text);
+          } catch {
+            // not JSON: keep the text
+          }
+          resolve({ status: response.statusCode ?? 0, headers: response.headers, body });
+        });
+      },
+    );
     outgoing.on("error", reject);
     outgoing.end();
   });
@@ -109,7 +112,12 @@ for (const storage of STORAGE_KINDS) {
     const beforeUpgrades = await balance();
     for (const target of ["/credits/../admin", "/credits/%2e%2e%2fadmin", "/credits/%zz", "/credits/%E0%A4%A"]) {
       const seenBefore = upstream.seen.length;
-      const answer = await sendRaw(base, target, key, { connection: "Upgrade", upgrade: "websocket", "sec-websocket-version": "13", "sec-websocket-key": "dGhlIHNhbXBsZSBub25jZQ==" });
+      const answer = await sendRaw(base, target, key, {
+        connection: "Upgrade",
+        upgrade: "websocket",
+        "sec-websocket-version": "13",
+        "sec-websocket-key": "dGhlIHNhbXBsZSBub25jZQ==",
+      });
       assertError(t, answer, "err:keygate:gateway:invalid_path", /path/);
       t.equal(upstream.seen.length, seenBefore, `upgrade to ${target}: the upstream is never reached`);
     }

@@ -2,7 +2,7 @@ import type { AddressInfo } from "node:net";
 import t, { type Test } from "tap";
 import { LONGEST_WINDOW_MS } from "../helpers/clock.js";
 import { createKey } from "../helpers/fixtures.js";
-import { harness, STORAGE_KINDS, type Harness, type StorageKind } from "../helpers/harness.js";
+import { type Harness, harness, STORAGE_KINDS, type StorageKind } from "../helpers/harness.js";
 import { startUpstream, type Upstream } from "../helpers/upstream.js";
 
 const API = "api_gateway_main";
@@ -13,10 +13,18 @@ interface Gateway {
   base: string;
   upstream: Upstream;
   /** A request through keygate; `key` goes in `Authorization: Bearer`. */
-  send(path: string, options?: { key?: string; method?: string; headers?: Record<string, string>; body?: string }): Promise<{ status: number; headers: Headers; body: any }>;
+  send(
+    path: string,
+    options?: { key?: string; method?: string; headers?: Record<string, string>; body?: string },
+  ): Promise<{ status: number; headers: Headers; body: any }>;
 }
 
-async function gateway(t: Test, storage: StorageKind, routes: (upstream: string) => unknown[], settings: Record<string, unknown> = {}): Promise<Gateway> {
+async function gateway(
+  t: Test,
+  storage: StorageKind,
+  routes: (upstream: string) => unknown[],
+  settings: Record<string, unknown> = {},
+): Promise<Gateway> {
   const upstream = await startUpstream(t);
   const h = await harness(t, {
     storage,
@@ -64,7 +72,14 @@ for (const storage of STORAGE_KINDS) {
         permissions: "orders.read OR admin",
         forward: { keyId: "x-keygate-key-id", identity: "x-keygate-identity", externalId: "x-keygate-external-id" },
       },
-      { name: "metered", match: { prefix: "/metered" }, upstream, apiId: API, credits: { cost: 2 }, ratelimits: [{ name: "requests", cost: 1 }] },
+      {
+        name: "metered",
+        match: { prefix: "/metered" },
+        upstream,
+        apiId: API,
+        credits: { cost: 2 },
+        ratelimits: [{ name: "requests", cost: 1 }],
+      },
       {
         name: "namespaced",
         match: { prefix: "/ns" },
@@ -103,7 +118,10 @@ for (const storage of STORAGE_KINDS) {
 
     await t.test("identity headers sent by the client are dropped, never forwarded", async (t) => {
       const { key: secret, keyId } = await key();
-      const response = await send("/orders", { key: secret, headers: { "x-keygate-key-id": "key_forged", "x-keygate-identity": "id_forged", "x-keygate-external-id": "forged" } });
+      const response = await send("/orders", {
+        key: secret,
+        headers: { "x-keygate-key-id": "key_forged", "x-keygate-identity": "id_forged", "x-keygate-external-id": "forged" },
+      });
       t.equal(response.body.headers["x-keygate-key-id"], keyId);
       t.equal(response.body.headers["x-keygate-identity"], undefined, "a key without identity sends none, and the forged one is gone");
       t.equal(response.body.headers["x-keygate-external-id"], undefined);
@@ -141,7 +159,10 @@ for (const storage of STORAGE_KINDS) {
     });
 
     await t.test("named limits: headers on every answer; a 429 describes the limit that denied and spends nothing", async (t) => {
-      const { key: secret, keyId } = await key({ credits: { remaining: 100 }, ratelimits: [{ name: "requests", limit: 2, duration: LONGEST_WINDOW_MS }] });
+      const { key: secret, keyId } = await key({
+        credits: { remaining: 100 },
+        ratelimits: [{ name: "requests", limit: 2, duration: LONGEST_WINDOW_MS }],
+      });
       const first = await send("/metered", { key: secret });
       t.equal(first.status, 200);
       t.equal(first.headers.get("ratelimit-policy"), '"requests";q=2;w=2592000');
@@ -156,7 +177,11 @@ for (const storage of STORAGE_KINDS) {
       t.match(denied.headers.get("retry-after"), /^\d+$/);
       t.match(denied.headers.get("ratelimit"), /^"requests";r=0;t=\d+$/);
       t.equal(forwardedCount(), before);
-      t.equal((await h.call("keys.getKey", { keyId })).body.data.credits.remaining, 96, "2 credits per allowed request, none for the denied one");
+      t.equal(
+        (await h.call("keys.getKey", { keyId })).body.data.credits.remaining,
+        96,
+        "2 credits per allowed request, none for the denied one",
+      );
     });
 
     await t.test("credits: exhausted is a 429 usage_exceeded, with Retry-After when the balance refills", async (t) => {
@@ -165,7 +190,10 @@ for (const storage of STORAGE_KINDS) {
       const exhausted = await send("/metered", { key: plain.key });
       t.same([exhausted.status, exhausted.body.error.type.split("/").pop()], [429, "usage_exceeded"]);
       t.equal(exhausted.headers.get("retry-after"), null, "no refill, so no time to retry at");
-      const refilling = await key({ credits: { remaining: 0, refill: { interval: "daily", amount: 10 } }, ratelimits: [{ name: "requests", limit: 100, duration: 60_000 }] });
+      const refilling = await key({
+        credits: { remaining: 0, refill: { interval: "daily", amount: 10 } },
+        ratelimits: [{ name: "requests", limit: 100, duration: 60_000 }],
+      });
       const waiting = await send("/metered", { key: refilling.key });
       t.equal(waiting.status, 429);
       const seconds = Number(waiting.headers.get("retry-after"));
@@ -176,7 +204,13 @@ for (const storage of STORAGE_KINDS) {
       const a = await key({ credits: { remaining: 10 } });
       const b = await key({ credits: { remaining: 10 } });
       const statuses: number[] = [];
-      for (const [secret, tenant] of [[a.key, "t1"], [a.key, "t1"], [a.key, "t2"], [b.key, "t1"], [b.key, "t1"]] as const) {
+      for (const [secret, tenant] of [
+        [a.key, "t1"],
+        [a.key, "t1"],
+        [a.key, "t2"],
+        [b.key, "t1"],
+        [b.key, "t1"],
+      ] as const) {
         statuses.push((await send("/ns", { key: secret, headers: { "x-tenant": tenant } })).status);
       }
       t.same(statuses, [200, 200, 429, 200, 429], "a's third request hits per-key; b's second hits per-tenant t1 (3 used)");
@@ -188,9 +222,15 @@ for (const storage of STORAGE_KINDS) {
 
     await t.test("an override set through the API applies to the gateway's namespace limit", async (t) => {
       const c = await key();
-      t.equal((await h.call("ratelimit.setOverride", { namespace: "per-key", identifier: c.keyId, limit: 5, duration: 60_000 })).status, 200);
+      t.equal(
+        (await h.call("ratelimit.setOverride", { namespace: "per-key", identifier: c.keyId, limit: 5, duration: 60_000 })).status,
+        200,
+      );
       const d = await key();
-      t.equal((await h.call("ratelimit.setOverride", { namespace: "per-key", identifier: d.keyId, limit: 0, duration: 60_000 })).status, 200);
+      t.equal(
+        (await h.call("ratelimit.setOverride", { namespace: "per-key", identifier: d.keyId, limit: 0, duration: 60_000 })).status,
+        200,
+      );
       await new Promise((resolve) => setTimeout(resolve, 600));
       const statuses: number[] = [];
       for (let i = 0; i < 4; i++) statuses.push((await send("/ns", { key: c.key, headers: { "x-tenant": `c${i}` } })).status);
@@ -232,15 +272,24 @@ for (const storage of STORAGE_KINDS) {
       t.same([failing.status, failing.body], [503, { status: 503 }], "an upstream 5xx answer is passed on as it is");
       const fine = await send("/status/201", { key: secret });
       t.equal(fine.status, 201);
-      t.equal((await h.call("keys.getKey", { keyId })).body.data.credits.remaining, 4, "only the request the upstream answered well kept its credit");
+      t.equal(
+        (await h.call("keys.getKey", { keyId })).body.data.credits.remaining,
+        4,
+        "only the request the upstream answered well kept its credit",
+      );
     });
   });
 }
 
 t.test("credits are not given back when refunds are turned off", async (t) => {
-  const gw = await gateway(t, "memory", (upstream) => [{ name: "down", match: { prefix: "/down" }, upstream: "http://127.0.0.1:9", apiId: API, credits: { cost: 1 } }], {
-    refundCreditsOnUpstreamFailure: false,
-  });
+  const gw = await gateway(
+    t,
+    "memory",
+    (_upstream) => [{ name: "down", match: { prefix: "/down" }, upstream: "http://127.0.0.1:9", apiId: API, credits: { cost: 1 } }],
+    {
+      refundCreditsOnUpstreamFailure: false,
+    },
+  );
   const { key, keyId } = await createKey(gw.h, API, { credits: { remaining: 3 } });
   t.equal((await gw.send("/down", { key })).status, 502);
   t.equal((await gw.h.call("keys.getKey", { keyId })).body.data.credits.remaining, 2);

@@ -35,7 +35,11 @@ t.test("on Redis, every credit of a request the upstream failed comes back, howe
 
   const failed = statuses.get(500) ?? 0;
   const exhausted = statuses.get(429) ?? 0;
-  t.equal(failed + exhausted, requests, `each request either reached the failing upstream (${failed}) or found no credit left (${exhausted})`);
+  t.equal(
+    failed + exhausted,
+    requests,
+    `each request either reached the failing upstream (${failed}) or found no credit left (${exhausted})`,
+  );
   t.ok(failed > 0, "requests reached the upstream");
   t.equal((await getKey(h, keyId)).credits.remaining, 100, "the balance is whole again as soon as the last answer arrived");
 });

@@ -23,18 +23,33 @@ t.test("a reload applies routes and gateway settings, refuses an invalid file, a
   const state = new RouteState(compileGatewayState(running));
   const { lines, log } = capturingLog();
 
-  t.equal(reloadRoutes(state, running, () => validateConfig({ routes: [route("two")], gateway: { upstreamTimeoutMs: 1234 } }), log), true);
-  t.same(state.current.table.routes.map((r) => r.name), ["two"]);
+  t.equal(
+    reloadRoutes(state, running, () => validateConfig({ routes: [route("two")], gateway: { upstreamTimeoutMs: 1234 } }), log),
+    true,
+  );
+  t.same(
+    state.current.table.routes.map((r) => r.name),
+    ["two"],
+  );
   t.equal(state.current.settings.upstreamTimeoutMs, 1234);
 
   const before = state.current;
-  t.equal(reloadRoutes(state, running, () => validateConfig({ routes: [{ ...route("bad"), match: { prefix: "/v2/x" } }] }), log), false);
+  t.equal(
+    reloadRoutes(state, running, () => validateConfig({ routes: [{ ...route("bad"), match: { prefix: "/v2/x" } }] }), log),
+    false,
+  );
   t.equal(state.current, before, "an invalid file leaves the routes in force");
   t.match(lines.at(-1), { level: "error", message: /invalid; the routes in force stay/ });
 
   reloadRoutes(state, running, () => validateConfig({ routes: [route("three")], server: { port: 9999 } }), log);
-  t.same(state.current.table.routes.map((r) => r.name), ["three"]);
-  t.match(lines.find((line) => line.level === "warn"), { message: /take effect after a restart/, details: { sections: ["server"] } });
+  t.same(
+    state.current.table.routes.map((r) => r.name),
+    ["three"],
+  );
+  t.match(
+    lines.find((line) => line.level === "warn"),
+    { message: /take effect after a restart/, details: { sections: ["server"] } },
+  );
 });
 
 t.test("swapping the routes under load fails no request", async (t) => {
@@ -87,7 +102,9 @@ async function namedUpstream(t: Test, name: string, hold = false): Promise<Named
   const server = createServer((request, response) => {
     seen.push(request.url ?? "");
     request.resume();
-    void gate.then(() => response.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ upstream: name, url: request.url })));
+    void gate.then(() =>
+      response.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ upstream: name, url: request.url })),
+    );
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   t.teardown(() => {
@@ -98,48 +115,53 @@ async function namedUpstream(t: Test, name: string, hold = false): Promise<Named
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, seen, release: () => released() };
 }
 
-t.test("a request in flight when the routes change goes on to the upstream it began with; the next request takes the new routes", async (t) => {
-  const old = await namedUpstream(t, "old", true);
-  const replacement = await namedUpstream(t, "new");
-  const route = (upstream: string) => ({ name: "svc", match: { prefix: "/svc" }, upstream, apiId: API });
-  const h = await harness(t, { config: { apis: [{ id: API, name: "reload", workspaceId: "ws_test" }], routes: [route(old.url)] } });
-  await h.app.listen({ port: 0, host: "127.0.0.1" });
-  const base = `http://127.0.0.1:${(h.app.server.address() as AddressInfo).port}`;
-  const inFlight = await createKey(h, API);
-  const later = await createKey(h, API);
-  const get = (path: string, key: string) => fetch(`${base}${path}`, { headers: { authorization: `Bearer ${key}` } });
+t.test(
+  "a request in flight when the routes change goes on to the upstream it began with; the next request takes the new routes",
+  async (t) => {
+    const old = await namedUpstream(t, "old", true);
+    const replacement = await namedUpstream(t, "new");
+    const route = (upstream: string) => ({ name: "svc", match: { prefix: "/svc" }, upstream, apiId: API });
+    const h = await harness(t, { config: { apis: [{ id: API, name: "reload", workspaceId: "ws_test" }], routes: [route(old.url)] } });
+    await h.app.listen({ port: 0, host: "127.0.0.1" });
+    const base = `http://127.0.0.1:${(h.app.server.address() as AddressInfo).port}`;
+    const inFlight = await createKey(h, API);
+    const later = await createKey(h, API);
+    const get = (path: string, key: string) => fetch(`${base}${path}`, { headers: { authorization: `Bearer ${key}` } });
 
-  // The in-flight request is held inside keygate while its key is verified, after the gateway has begun it and
-  // before it is forwarded: the routes change at that moment.
-  const verification = h.app.services.verification;
-  const verify = verification.verify.bind(verification);
-  let entered: () => void = () => {};
-  const verifying = new Promise<void>((resolve) => (entered = resolve));
-  let letGo: () => void = () => {};
-  const swapped = new Promise<void>((resolve) => (letGo = resolve));
-  verification.verify = async (request) => {
-    if (request.key === inFlight.key) {
-      entered();
-      await swapped;
-    }
-    return verify(request);
-  };
+    // The in-flight request is held inside keygate while its key is verified, after the gateway has begun it and
+    // before it is forwarded: the routes change at that moment.
+    const verification = h.app.services.verification;
+    const verify = verification.verify.bind(verification);
+    let entered: () => void = () => {};
+    const verifying = new Promise<void>((resolve) => (entered = resolve));
+    let letGo: () => void = () => {};
+    const swapped = new Promise<void>((resolve) => (letGo = resolve));
+    verification.verify = async (request) => {
+      if (request.key === inFlight.key) {
+        entered();
+        await swapped;
+      }
+      return verify(request);
+    };
 
-  const first = get("/svc/in-flight", inFlight.key);
-  await within(5_000, "the first request being verified", verifying);
-  h.app.gatewayRoutes.replace(compileGatewayState({ routes: [route(replacement.url)], gateway: h.config.gateway }));
-  letGo();
-  await waitFor("the first request reaching an upstream", 5_000, () => (old.seen.length + replacement.seen.length > 0 ? true : undefined));
-  t.same(old.seen, ["/svc/in-flight"], "the request begun before the swap reached the old upstream");
+    const first = get("/svc/in-flight", inFlight.key);
+    await within(5_000, "the first request being verified", verifying);
+    h.app.gatewayRoutes.replace(compileGatewayState({ routes: [route(replacement.url)], gateway: h.config.gateway }));
+    letGo();
+    await waitFor("the first request reaching an upstream", 5_000, () =>
+      old.seen.length + replacement.seen.length > 0 ? true : undefined,
+    );
+    t.same(old.seen, ["/svc/in-flight"], "the request begun before the swap reached the old upstream");
 
-  // The old upstream still holds its answer: the next request is served on the new routes meanwhile.
-  const second = await get("/svc/after", later.key);
-  t.equal(second.status, 200);
-  t.same(await second.json(), { upstream: "new", url: "/svc/after" }, "a request begun after the swap reaches the new upstream");
+    // The old upstream still holds its answer: the next request is served on the new routes meanwhile.
+    const second = await get("/svc/after", later.key);
+    t.equal(second.status, 200);
+    t.same(await second.json(), { upstream: "new", url: "/svc/after" }, "a request begun after the swap reaches the new upstream");
 
-  old.release();
-  const answered = await first;
-  t.equal(answered.status, 200);
-  t.same(await answered.json(), { upstream: "old", url: "/svc/in-flight" }, "and the first is answered by the old one");
-  t.same(replacement.seen, ["/svc/after"]);
-});
+    old.release();
+    const answered = await first;
+    t.equal(answered.status, 200);
+    t.same(await answered.json(), { upstream: "old", url: "/svc/in-flight" }, "and the first is answered by the old one");
+    t.same(replacement.seen, ["/svc/after"]);
+  },
+);

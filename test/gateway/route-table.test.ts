@@ -1,8 +1,8 @@
 import t from "tap";
-import { validateConfig, ConfigError } from "../../src/config/load.js";
+import { ConfigError, validateConfig } from "../../src/config/load.js";
 import { extractKey } from "../../src/gateway/key-extraction.js";
-import { RouteTable, RouteTableError } from "../../src/gateway/route-table.js";
 import type { RouteConfig } from "../../src/gateway/route-config.js";
+import { RouteTable, RouteTableError } from "../../src/gateway/route-table.js";
 
 const route = (name: string, prefix: string, extra: Partial<RouteConfig> = {}): RouteConfig =>
   ({ name, match: { prefix }, upstream: "http://127.0.0.1:9001", apiId: "api_orders", ...extra }) as RouteConfig;
@@ -55,18 +55,46 @@ t.test("problems the schema cannot see are reported with their path", async (t) 
     "routes[1].match.prefix: '/v2/keys' is reserved for the management API (/v2)",
   ]);
   t.same(problems([route("a", "/x"), route("a", "/y")]), ["routes[1].name: 'a' is also the name of routes[0]"]);
-  t.same(problems([route("a", "/x"), route("b", "/x/")]), ["routes[1].match: same prefix '/x/' and methods as routes[0]; give them different methods"]);
-  t.same(problems([route("a", "/x", { permissions: "a AND" })]), ["routes[0].permissions: expected a permission or '(' at position 6, found the end of the query"]);
-  t.same(problems([route("a", "/x", { key: { header: "x-api-key", query: "api_key" } })]), ["routes[0].key: give exactly one of 'header' or 'query'"]);
+  t.same(problems([route("a", "/x"), route("b", "/x/")]), [
+    "routes[1].match: same prefix '/x/' and methods as routes[0]; give them different methods",
+  ]);
+  t.same(problems([route("a", "/x", { permissions: "a AND" })]), [
+    "routes[0].permissions: expected a permission or '(' at position 6, found the end of the query",
+  ]);
+  t.same(problems([route("a", "/x", { key: { header: "x-api-key", query: "api_key" } })]), [
+    "routes[0].key: give exactly one of 'header' or 'query'",
+  ]);
   t.same(problems([route("a", "/x", { key: { query: "k", scheme: "Bearer" } })]), ["routes[0].key.scheme: only applies to a header"]);
   t.same(problems([route("a", "/x", { upstream: "http://h/?a=1" })]), ["routes[0].upstream: must not have a query string or fragment"]);
-  t.same(problems([route("a", "/x", { forward: { keyId: "x-id", identity: "X-Id" } })]), ["routes[0].forward: two values share a header name"]);
-  t.same(problems([route("a", "/x", { ratelimits: [{ name: "req", cost: 1 }, { name: "req", cost: 2 }] })]), ["routes[0].ratelimits[1].name: 'req' is listed twice"]);
+  t.same(problems([route("a", "/x", { forward: { keyId: "x-id", identity: "X-Id" } })]), [
+    "routes[0].forward: two values share a header name",
+  ]);
+  t.same(
+    problems([
+      route("a", "/x", {
+        ratelimits: [
+          { name: "req", cost: 1 },
+          { name: "req", cost: 2 },
+        ],
+      }),
+    ]),
+    ["routes[0].ratelimits[1].name: 'req' is listed twice"],
+  );
 });
 
 t.test("an invalid route stops the configuration with path-qualified messages", async (t) => {
   try {
-    validateConfig({ routes: [{ name: "a", match: { prefix: "orders", methods: ["FETCH"] }, upstream: "ftp://x", apiId: "api_orders", namespaceLimits: [{ namespace: "n", identifier: "cookie", limit: 0, duration: 10 }] }] });
+    validateConfig({
+      routes: [
+        {
+          name: "a",
+          match: { prefix: "orders", methods: ["FETCH"] },
+          upstream: "ftp://x",
+          apiId: "api_orders",
+          namespaceLimits: [{ namespace: "n", identifier: "cookie", limit: 0, duration: 10 }],
+        },
+      ],
+    });
     t.fail("expected a ConfigError");
   } catch (error) {
     t.ok(error instanceof ConfigError);

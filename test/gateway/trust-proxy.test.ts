@@ -17,7 +17,8 @@ const API = "api_trust_proxy";
 
 t.test("the client is the nearest address that is not a trusted proxy", async (t) => {
   const chain = "198.51.100.1, 203.0.113.5, 10.1.2.3";
-  const from = (setting: Parameters<typeof compileTrust>[0], peer = "127.0.0.1", forwardedFor: string | undefined = chain) => clientAddress(peer, forwardedFor, compileTrust(setting));
+  const from = (setting: Parameters<typeof compileTrust>[0], peer = "127.0.0.1", forwardedFor: string | undefined = chain) =>
+    clientAddress(peer, forwardedFor, compileTrust(setting));
   t.equal(from(false), "127.0.0.1", "false: the connection's peer, whatever X-Forwarded-For says");
   t.equal(from(0), "127.0.0.1", "0 hops: the same");
   t.equal(from(true), "198.51.100.1", "true: the farthest entry, which the client wrote itself");
@@ -26,7 +27,11 @@ t.test("the client is the nearest address that is not a trusted proxy", async (t
   t.equal(from(9), "198.51.100.1", "more hops than the chain: the farthest entry");
   t.equal(from(["127.0.0.1"]), "10.1.2.3", "an address");
   t.equal(from("loopback"), "10.1.2.3", "a named range");
-  t.equal(from(["127.0.0.0/8", "10.0.0.0/8"]), "203.0.113.5", "CIDR ranges: both proxies trusted, the spoofable first entry is not reached");
+  t.equal(
+    from(["127.0.0.0/8", "10.0.0.0/8"]),
+    "203.0.113.5",
+    "CIDR ranges: both proxies trusted, the spoofable first entry is not reached",
+  );
   t.equal(from("127.0.0.1, uniquelocal"), "203.0.113.5", "one comma-separated string");
   t.equal(from("loopback", "::ffff:127.0.0.1"), "10.1.2.3", "an IPv4-mapped peer is its IPv4 address");
   t.equal(from(["loopback"], "192.0.2.9"), "192.0.2.9", "an untrusted peer is the client: its X-Forwarded-For counts for nothing");
@@ -48,7 +53,9 @@ t.test("a bad trustProxy is refused at start-up with its path", async (t) => {
     }
     return [];
   };
-  t.same(problems("10.0.0.1, 300.1.1.1"), ["gateway.trustProxy: '300.1.1.1' is not an IP address, a CIDR range (10.0.0.0/8) or one of loopback, linklocal, uniquelocal"]);
+  t.same(problems("10.0.0.1, 300.1.1.1"), [
+    "gateway.trustProxy: '300.1.1.1' is not an IP address, a CIDR range (10.0.0.0/8) or one of loopback, linklocal, uniquelocal",
+  ]);
   t.same(problems({ hops: 1 }), ["gateway.trustProxy: must be a boolean or an integer or a string or an array"]);
   t.same(problems(-1), ["gateway.trustProxy: must be greater than or equal to 0"]);
   t.same(problems([]), ["gateway.trustProxy: must contain at least 1 item"]);
@@ -61,7 +68,15 @@ async function gateway(t: Test, trustProxy: unknown) {
   const h = await harness(t, {
     config: {
       apis: [{ id: API, name: "trust-proxy", workspaceId: "ws_test" }],
-      routes: [{ name: "per-ip", match: { prefix: "/ip" }, upstream: upstream.url, apiId: API, namespaceLimits: [{ namespace: "per-ip", identifier: "ip", limit: 5, duration: LONGEST_WINDOW_MS }] }],
+      routes: [
+        {
+          name: "per-ip",
+          match: { prefix: "/ip" },
+          upstream: upstream.url,
+          apiId: API,
+          namespaceLimits: [{ namespace: "per-ip", identifier: "ip", limit: 5, duration: LONGEST_WINDOW_MS }],
+        },
+      ],
       gateway: { trustProxy },
     },
   });
@@ -73,16 +88,24 @@ async function gateway(t: Test, trustProxy: unknown) {
     const statuses: number[] = [];
     const forwardedFor: string[] = [];
     for (let i = 0; i < 20; i++) {
-      const response = await fetch(`${base}/ip/x`, { headers: { authorization: `Bearer ${key}`, "x-forwarded-for": `198.51.100.${i}, 10.9.9.9` } });
+      const response = await fetch(`${base}/ip/x`, {
+        headers: { authorization: `Bearer ${key}`, "x-forwarded-for": `198.51.100.${i}, 10.9.9.9` },
+      });
       statuses.push(response.status);
-      if (response.status === 200) forwardedFor.push(((await response.json()) as { headers: Record<string, string> }).headers["x-forwarded-for"] as string);
+      if (response.status === 200)
+        forwardedFor.push(((await response.json()) as { headers: Record<string, string> }).headers["x-forwarded-for"] as string);
       else await response.arrayBuffer();
     }
-    return { passed: statuses.filter((status) => status === 200).length, limited: statuses.filter((status) => status === 429).length, forwardedFor };
+    return {
+      passed: statuses.filter((status) => status === 200).length,
+      limited: statuses.filter((status) => status === 429).length,
+      forwardedFor,
+    };
   };
   /** What the per-ip namespace has counted for `identifier`: the remaining of one more call with the same limit. */
   const remainingFor = async (identifier: string) =>
-    (await h.call("ratelimit.limit", { namespace: "per-ip", identifier, limit: 5, duration: LONGEST_WINDOW_MS, cost: 0 })).body.data.remaining as number;
+    (await h.call("ratelimit.limit", { namespace: "per-ip", identifier, limit: 5, duration: LONGEST_WINDOW_MS, cost: 0 })).body.data
+      .remaining as number;
   return { spoofed, remainingFor };
 }
 
@@ -98,7 +121,11 @@ for (const [form, trustProxy] of [
     t.same([passed, limited], [5, 15], "exactly 5 of 20 pass a per-IP limit of 5");
     t.equal(await gw.remainingFor("10.9.9.9"), 0, "all of them counted for the client the trusted proxy reported");
     t.equal(await gw.remainingFor("198.51.100.0"), 5, "none for a spoofed entry");
-    t.same(forwardedFor, [0, 1, 2, 3, 4].map((i) => `198.51.100.${i}, 10.9.9.9, 127.0.0.1`), "the upstream gets what the client sent, then the peer keygate talked to");
+    t.same(
+      forwardedFor,
+      [0, 1, 2, 3, 4].map((i) => `198.51.100.${i}, 10.9.9.9, 127.0.0.1`),
+      "the upstream gets what the client sent, then the peer keygate talked to",
+    );
   });
 }
 
@@ -121,7 +148,10 @@ t.test("trustProxy: true keeps trusting every hop (any client chooses its addres
 
 t.test("keygate started with trustProxy: true warns in its log", async (t) => {
   const path = join(mkdtempSync(join(tmpdir(), "keygate-trust-")), "keygate.yaml");
-  writeFileSync(path, "gateway: { trustProxy: true, watchConfig: false }\nanalytics: { engine: off }\nrootKeys:\n  - { key: root_trust_proxy_test, workspaceId: ws_trust, permissions: ['*'] }\n");
+  writeFileSync(
+    path,
+    "gateway: { trustProxy: true, watchConfig: false }\nanalytics: { engine: off }\nrootKeys:\n  - { key: root_trust_proxy_test, workspaceId: ws_trust, permissions: ['*'] }\n",
+  );
   const server = await startServer(t, { KEYGATE_CONFIG: path });
   const warning = server
     .stdout()

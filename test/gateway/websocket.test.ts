@@ -44,7 +44,14 @@ t.test("WebSocket upgrades pass the same checks, then are relayed both ways", as
     config: {
       apis: [{ id: API, name: "sockets", workspaceId: "ws_test" }],
       routes: [
-        { name: "live", match: { prefix: "/live" }, upstream: upstream.url, apiId: API, permissions: "live.read", forward: { keyId: "x-keygate-key-id" } },
+        {
+          name: "live",
+          match: { prefix: "/live" },
+          upstream: upstream.url,
+          apiId: API,
+          permissions: "live.read",
+          forward: { keyId: "x-keygate-key-id" },
+        },
         { name: "gone", match: { prefix: "/gone" }, upstream: "http://127.0.0.1:9", apiId: API },
         { name: "refusing", match: { prefix: "/refusing" }, upstream: refusing, apiId: API },
       ],
@@ -69,7 +76,12 @@ t.test("WebSocket upgrades pass the same checks, then are relayed both ways", as
   });
 
   await t.test("an upgrade passes on Connection: Upgrade and Upgrade, and no other hop-by-hop header", async (t) => {
-    const headers = { authorization: `Bearer ${allowed.key}`, "proxy-authorization": "Basic dXNlcjpwYXNz", "keep-alive": "timeout=1", "x-end-to-end": "kept" };
+    const headers = {
+      authorization: `Bearer ${allowed.key}`,
+      "proxy-authorization": "Basic dXNlcjpwYXNz",
+      "keep-alive": "timeout=1",
+      "x-end-to-end": "kept",
+    };
     const { socket } = await connect(`${base}/live/hops`, headers);
     t.ok(socket, "the upgrade is accepted");
     socket?.close();
@@ -98,7 +110,8 @@ t.test("WebSocket upgrades pass the same checks, then are relayed both ways", as
     t.equal(response.status, 403);
     t.equal(response.body, "nope! again", "the body, decoded once, framed by the connection's end");
     t.same(headerValues(response, "x-end-to-end"), ["kept"]);
-    for (const name of ["transfer-encoding", "x-hop", "keep-alive", "proxy-authenticate"]) t.same(headerValues(response, name), [], `${name} is not passed on`);
+    for (const name of ["transfer-encoding", "x-hop", "keep-alive", "proxy-authenticate"])
+      t.same(headerValues(response, name), [], `${name} is not passed on`);
     t.same(headerValues(response, "connection"), ["close"]);
   });
 

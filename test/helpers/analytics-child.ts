@@ -18,7 +18,19 @@ const config = validateConfig({
 if (mode === "write") {
   const analytics = await openAnalytics(config.analytics, { clock: systemClock });
   for (let n = 0; n < Number(argument); n++) {
-    analytics.sink.record({ requestId: `req_child${n}`, time: Date.now(), workspaceId: "ws_child", keySpaceId: "", keyId: "", identityId: "", externalId: "child", outcome: "VALID", tags: [], spentCredits: 0, latencyMs: 1 });
+    analytics.sink.record({
+      requestId: `req_child${n}`,
+      time: Date.now(),
+      workspaceId: "ws_child",
+      keySpaceId: "",
+      keyId: "",
+      identityId: "",
+      externalId: "child",
+      outcome: "VALID",
+      tags: [],
+      spentCredits: 0,
+      latencyMs: 1,
+    });
   }
   await analytics.close();
   console.log(JSON.stringify(analytics.stats()));

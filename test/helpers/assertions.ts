@@ -1,6 +1,5 @@
-import { ERROR_CATALOGUE, errorTypeUrl, type ErrorCode } from "../../src/errors/catalogue.js";
-import { DEFAULT_DOCS_URL } from "../../src/errors/catalogue.js";
 import type { Test } from "tap";
+import { DEFAULT_DOCS_URL, ERROR_CATALOGUE, type ErrorCode, errorTypeUrl } from "../../src/errors/catalogue.js";
 import type { CallResult, Harness } from "./harness.js";
 
 type Asserts = Test;
@@ -30,8 +29,16 @@ export function assertInvalidAt(t: Asserts, result: CallResult, location: string
 export async function checkUnauthenticated(t: Asserts, h: Harness, procedure: string, body: unknown): Promise<void> {
   await t.test(`${procedure}: 401 without Authorization, with a non-Bearer scheme, with no key, or with an unknown key`, async (t) => {
     assertError(t, await h.call(procedure, body, { rootKey: null }), "err:unkey:authentication:missing");
-    assertError(t, await h.call(procedure, body, { rootKey: null, headers: { authorization: "Basic dXNlcjpwYXNz" } }), "err:unkey:authentication:malformed");
-    assertError(t, await h.call(procedure, body, { rootKey: null, headers: { authorization: "Bearer" } }), "err:unkey:authentication:malformed");
+    assertError(
+      t,
+      await h.call(procedure, body, { rootKey: null, headers: { authorization: "Basic dXNlcjpwYXNz" } }),
+      "err:unkey:authentication:malformed",
+    );
+    assertError(
+      t,
+      await h.call(procedure, body, { rootKey: null, headers: { authorization: "Bearer" } }),
+      "err:unkey:authentication:malformed",
+    );
     assertError(t, await h.call(procedure, body, { rootKey: "root_this_key_does_not_exist" }), "err:unkey:authentication:key_not_found");
   });
 }
@@ -56,7 +63,11 @@ export async function checkPermissions(
     for (const permissions of expectation.accepted) {
       const rootKey = await h.rootKey(permissions);
       const result = await h.call(procedure, await body(), { rootKey });
-      t.equal(result.status, expectation.okStatus ?? 200, `accepted with ${permissions.join(" + ")} (got ${JSON.stringify(result.body?.error ?? "")})`);
+      t.equal(
+        result.status,
+        expectation.okStatus ?? 200,
+        `accepted with ${permissions.join(" + ")} (got ${JSON.stringify(result.body?.error ?? "")})`,
+      );
     }
   });
 }

@@ -1,7 +1,12 @@
 import { DEFAULT_DOCS_URL, ERROR_CATALOGUE, errorTypeUrl } from "../../src/errors/catalogue.js";
 
 /** The catalogue's status for each error type URL, to check that an answer's type and status agree. */
-const STATUS_OF_TYPE = new Map(Object.entries(ERROR_CATALOGUE).map(([code, entry]) => [errorTypeUrl(code as keyof typeof ERROR_CATALOGUE, DEFAULT_DOCS_URL), entry.status]));
+const STATUS_OF_TYPE = new Map(
+  Object.entries(ERROR_CATALOGUE).map(([code, entry]) => [
+    errorTypeUrl(code as keyof typeof ERROR_CATALOGUE, DEFAULT_DOCS_URL),
+    entry.status,
+  ]),
+);
 
 export interface AnswerToCheck {
   status: number;
@@ -22,7 +27,8 @@ export interface AnswerToCheck {
 export function envelopeProblem(answer: AnswerToCheck): string | undefined {
   if (answer.status >= 500) return `status ${answer.status}`;
   const requestIdHeader = answer.headers["x-request-id"];
-  if (typeof requestIdHeader !== "string" || !/^req_[1-9A-HJ-NP-Za-km-z]+$/.test(requestIdHeader)) return `x-request-id is ${JSON.stringify(requestIdHeader)}`;
+  if (typeof requestIdHeader !== "string" || !/^req_[1-9A-HJ-NP-Za-km-z]+$/.test(requestIdHeader))
+    return `x-request-id is ${JSON.stringify(requestIdHeader)}`;
   if (answer.head) return undefined;
   const contentType = String(answer.headers["content-type"] ?? "");
   if (!/^application\/(problem\+)?json/.test(contentType)) return `content-type is ${JSON.stringify(contentType)}`;
@@ -33,7 +39,8 @@ export function envelopeProblem(answer: AnswerToCheck): string | undefined {
     return "the body is not JSON";
   }
   if (body === null || typeof body !== "object") return "the body is not an object";
-  if (body.meta?.requestId !== requestIdHeader) return `meta.requestId ${JSON.stringify(body.meta?.requestId)} differs from x-request-id ${requestIdHeader}`;
+  if (body.meta?.requestId !== requestIdHeader)
+    return `meta.requestId ${JSON.stringify(body.meta?.requestId)} differs from x-request-id ${requestIdHeader}`;
   if (answer.status >= 200 && answer.status < 300) return "data" in body ? undefined : "a success without data";
   const error = body.error;
   if (error === null || typeof error !== "object") return "no error object";
@@ -60,7 +67,11 @@ export function errorName(body: string | Buffer): string | undefined {
 /** A short, printable form of a request or answer body for failure messages. */
 export function excerpt(value: unknown, max = 160): string {
   const text = typeof value === "string" ? value : Buffer.isBuffer(value) ? value.toString("latin1") : JSON.stringify(value);
-  const printable = (text ?? String(value)).replace(/[\u0000-\u001f\u007f-\uffff]/g, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`);
+  const printable = (text ?? String(value)).replace(
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what this escapes
+    /[\u0000-\u001f\u007f-\uffff]/g,
+    (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`,
+  );
   return printable.length > max ? `${printable.slice(0, max)}... (${text.length} chars)` : printable;
 }
 
@@ -71,7 +82,10 @@ interface Asserts {
 
 /** One passing assertion when nothing went wrong, else one failure per problem (the first 25), each on one line. */
 export function report(t: Asserts, problems: readonly string[], summary: string): void {
-  if (problems.length === 0) return t.pass(summary);
+  if (problems.length === 0) {
+    t.pass(summary);
+    return;
+  }
   for (const problem of problems.slice(0, 25)) t.fail(`${summary}: ${problem}`);
   if (problems.length > 25) t.fail(`${summary}: ${problems.length - 25} more problems`);
 }

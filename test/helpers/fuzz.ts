@@ -8,7 +8,8 @@ export function fuzzSeed(): number {
   const given = process.env.FUZZ_SEED;
   if (given !== undefined && given !== "") {
     const seed = Number(given);
-    if (!Number.isInteger(seed) || seed < 0 || seed > 0xffffffff) throw new Error(`FUZZ_SEED must be an integer from 0 to 4294967295, got '${given}'`);
+    if (!Number.isInteger(seed) || seed < 0 || seed > 0xffffffff)
+      throw new Error(`FUZZ_SEED must be an integer from 0 to 4294967295, got '${given}'`);
     return seed;
   }
   return Math.floor(Math.random() * 0x100000000);
@@ -47,7 +48,16 @@ export class Random {
 }
 
 /** Names that reach prototype machinery when code uses plain objects as maps. */
-export const PROTOTYPE_NAMES = ["__proto__", "constructor", "prototype", "toString", "hasOwnProperty", "valueOf", "__defineGetter__", "isPrototypeOf"] as const;
+export const PROTOTYPE_NAMES = [
+  "__proto__",
+  "constructor",
+  "prototype",
+  "toString",
+  "hasOwnProperty",
+  "valueOf",
+  "__defineGetter__",
+  "isPrototypeOf",
+] as const;
 
 const STRING_SAMPLES = [
   "",
@@ -65,6 +75,7 @@ const STRING_SAMPLES = [
   "\r\n",
   "a\u0000b",
   "' OR 1=1 --",
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: a template placeholder is one of the hostile strings
   "${x}",
   "%s%n",
   "../../etc/passwd",
@@ -100,7 +111,12 @@ export function randomJson(random: Random, depth = 3, prototypeKeys = true): unk
         // defineProperty: a "__proto__" key must be an own field of the JSON, not a prototype change.
         let key = randomKey(random);
         if (!prototypeKeys && (key === "__proto__" || key === "constructor")) key = `_${key}`;
-        Object.defineProperty(object, key, { value: randomJson(random, depth - 1, prototypeKeys), enumerable: true, writable: true, configurable: true });
+        Object.defineProperty(object, key, {
+          value: randomJson(random, depth - 1, prototypeKeys),
+          enumerable: true,
+          writable: true,
+          configurable: true,
+        });
       }
       return object;
     }
@@ -108,20 +124,31 @@ export function randomJson(random: Random, depth = 3, prototypeKeys = true): unk
 }
 
 function randomKey(random: Random): string {
-  return random.chance(0.3) ? random.pick(["", "a", "a.b", "0", "key", "name", "meta", "constructor", "toString", "x".repeat(300)]) : randomString(random).slice(0, 40);
+  return random.chance(0.3)
+    ? random.pick(["", "a", "a.b", "0", "key", "name", "meta", "constructor", "toString", "x".repeat(300)])
+    : randomString(random).slice(0, 40);
 }
 
 export function randomString(random: Random): string {
   if (random.chance(0.5)) return random.pick(STRING_SAMPLES);
   const length = random.pick([1, 3, 8, 40, 300]);
   let text = "";
-  for (let i = 0; i < length; i++) text += String.fromCodePoint(random.pick([random.int(0x20, 0x7e), random.int(0x20, 0x7e), random.int(0, 0x1f), random.int(0xa0, 0x2fff), random.int(0x1f300, 0x1f6ff)]));
+  for (let i = 0; i < length; i++)
+    text += String.fromCodePoint(
+      random.pick([
+        random.int(0x20, 0x7e),
+        random.int(0x20, 0x7e),
+        random.int(0, 0x1f),
+        random.int(0xa0, 0x2fff),
+        random.int(0x1f300, 0x1f6ff),
+      ]),
+    );
   return text;
 }
 
 /** JSON text nested `levels` deep: `[[[...]]]` or `{"a":{"a":...}}`. */
 export function deeplyNested(levels: number, kind: "array" | "object"): string {
-  return kind === "array" ? "[".repeat(levels) + "]".repeat(levels) : '{"a":'.repeat(levels) + "1" + "}".repeat(levels);
+  return kind === "array" ? "[".repeat(levels) + "]".repeat(levels) : `${'{"a":'.repeat(levels)}1${"}".repeat(levels)}`;
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -214,7 +241,8 @@ function parsePattern(pattern: string): PatternPart[] {
 function stringOfLength(random: Random, schema: JsonSchema, length: number): string {
   if (!schema.pattern) {
     let text = "";
-    for (let i = 0; i < length; i++) text += random.chance(0.9) ? String.fromCharCode(random.int(0x61, 0x7a)) : random.pick([" ", "é", "-", ".", "_", "0"]);
+    for (let i = 0; i < length; i++)
+      text += random.chance(0.9) ? String.fromCharCode(random.int(0x61, 0x7a)) : random.pick([" ", "é", "-", ".", "_", "0"]);
     return text;
   }
   const parts = parsePattern(schema.pattern);
@@ -256,12 +284,14 @@ export function validValue(random: Random, schema: JsonSchema, options: ValidOpt
       if (schema.additionalProperties !== false && !schema.properties) {
         const object: Record<string, unknown> = {};
         const count = Math.min(schema.maxProperties ?? 5, random.int(0, 4));
-        for (let i = 0; i < count; i++) object[`${random.pick(["plan", "tier", "region", "x", "nested"])}${i}`] = randomJson(random, 2, false);
+        for (let i = 0; i < count; i++)
+          object[`${random.pick(["plan", "tier", "region", "x", "nested"])}${i}`] = randomJson(random, 2, false);
         return object;
       }
       const object: Record<string, unknown> = {};
       for (const [property, child] of Object.entries(schema.properties ?? {})) {
-        if (options.full || schema.required?.includes(property) || random.chance(0.5)) object[property] = validValue(random, child, options, property);
+        if (options.full || schema.required?.includes(property) || random.chance(0.5))
+          object[property] = validValue(random, child, options, property);
       }
       return object;
     }
@@ -338,7 +368,8 @@ export function violations(random: Random, schema: JsonSchema, hints: Hints = {}
   const found: Violation[] = [];
   const visit = (node: JsonSchema, path: Path, replace: (value: unknown) => unknown) => {
     const at = bodyLocation(path);
-    const add = (description: string, value: unknown, location = at) => found.push({ description: `${at}: ${description}`, body: replace(value), location });
+    const add = (description: string, value: unknown, location = at) =>
+      found.push({ description: `${at}: ${description}`, body: replace(value), location });
     const types = typesOf(node);
     if (types.length > 0 && path.length > 0) add("wrong type", wrongType(random, node));
     if (node.enum) add("not one of the allowed values", `${String(node.enum[0])}_not_in_enum`);
@@ -349,7 +380,8 @@ export function violations(random: Random, schema: JsonSchema, hints: Hints = {}
     } else if (types.includes("string")) {
       const valid = validValue(random, node, { full: true }) as string;
       if (node.minLength !== undefined && node.minLength > 0) add("too short", stringOfLength(random, node, node.minLength - 1));
-      if (node.maxLength !== undefined) add("too long", node.pattern ? stringOfLength(random, node, node.maxLength + 1) : "x".repeat(node.maxLength + 1));
+      if (node.maxLength !== undefined)
+        add("too long", node.pattern ? stringOfLength(random, node, node.maxLength + 1) : "x".repeat(node.maxLength + 1));
       if (node.pattern) add("does not match the pattern", valid.slice(0, -1) + outsidePattern(node.pattern));
     } else if (types.includes("array")) {
       const item = () => validValue(random, node.items ?? {}, { full: true, hints });
@@ -374,7 +406,8 @@ export function violations(random: Random, schema: JsonSchema, hints: Hints = {}
           delete object[property];
           add(`missing required field '${property}'`, object, bodyLocation([...path, property]));
         }
-        if (node.additionalProperties === false) add("an unknown field", { ...full(), unexpectedField: 1 }, bodyLocation([...path, "unexpectedField"]));
+        if (node.additionalProperties === false)
+          add("an unknown field", { ...full(), unexpectedField: 1 }, bodyLocation([...path, "unexpectedField"]));
         for (const [property, child] of Object.entries(node.properties)) {
           visit(child, [...path, property], (value) => replace({ ...full(), [property]: value }));
         }
@@ -398,8 +431,9 @@ export function freeFormPaths(schema: JsonSchema, path: Path = []): Path[] {
 /** Every path in `value` (objects and arrays walked), to mutate one spot of a valid body. */
 export function pathsIn(value: unknown, path: Path = []): Path[] {
   const paths: Path[] = [path];
-  if (Array.isArray(value)) value.forEach((item, index) => paths.push(...pathsIn(item, [...path, index])));
-  else if (value !== null && typeof value === "object") for (const [key, child] of Object.entries(value)) paths.push(...pathsIn(child, [...path, key]));
+  if (Array.isArray(value)) for (const [index, item] of value.entries()) paths.push(...pathsIn(item, [...path, index]));
+  else if (value !== null && typeof value === "object")
+    for (const [key, child] of Object.entries(value)) paths.push(...pathsIn(child, [...path, key]));
   return paths;
 }
 

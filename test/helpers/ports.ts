@@ -21,7 +21,8 @@ export async function freePorts(count: number, busOffset = 0): Promise<number[]>
   const ports: number[] = [];
   try {
     for (let attempt = 0; ports.length < count; attempt++) {
-      if (attempt > count * 50) throw new Error(`could not find ${count} free ports${busOffset ? ` with free bus ports (+${busOffset})` : ""}`);
+      if (attempt > count * 50)
+        throw new Error(`could not find ${count} free ports${busOffset ? ` with free bus ports (+${busOffset})` : ""}`);
       const server = await listen(0);
       if (!server) continue;
       held.push(server);

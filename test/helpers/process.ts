@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -44,10 +44,21 @@ export function workingDirectory(t: Teardown): string {
  * temporary directory unless given), and its embedded analytics engine gets a temporary directory unless `env`
  * names one. stdout and stderr are pipes, not terminals.
  */
-export async function startServer(t: Teardown, env: Record<string, string>, timeoutMs = 15_000, cwd = workingDirectory(t)): Promise<RunningServer> {
+export async function startServer(
+  t: Teardown,
+  env: Record<string, string>,
+  timeoutMs = 15_000,
+  cwd = workingDirectory(t),
+): Promise<RunningServer> {
   const child = spawn(process.execPath, [SERVER_ENTRY], {
     cwd,
-    env: { PATH: process.env.PATH ?? "", PORT: "0", HOST: "127.0.0.1", KEYGATE_ANALYTICS_PATH: env.KEYGATE_ANALYTICS_PATH ?? analyticsDirectory(t), ...env },
+    env: {
+      PATH: process.env.PATH ?? "",
+      PORT: "0",
+      HOST: "127.0.0.1",
+      KEYGATE_ANALYTICS_PATH: env.KEYGATE_ANALYTICS_PATH ?? analyticsDirectory(t),
+      ...env,
+    },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let out = "";
@@ -92,9 +103,16 @@ export async function startServer(t: Teardown, env: Record<string, string>, time
 }
 
 /** Runs a command to completion and returns its exit code and output. */
-export function run(entry: string, args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+export function run(
+  entry: string,
+  args: string[],
+  env: Record<string, string>,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [entry, ...args], { env: { PATH: process.env.PATH ?? "", ...env }, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, [entry, ...args], {
+      env: { PATH: process.env.PATH ?? "", ...env },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));

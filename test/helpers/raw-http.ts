@@ -126,7 +126,10 @@ export function parseResponse(bytes: Buffer): RawResponse {
 /** Every response of a closed connection that served several requests in turn; throws when bytes are left over. */
 export function parseResponses(bytes: Buffer): RawResponse[] {
   const { responses, rest } = splitResponses(bytes, [], true);
-  if (rest.length > 0) throw new Error(`bytes after ${responses.length} responses that are not one: ${JSON.stringify(rest.subarray(0, 200).toString("latin1"))}`);
+  if (rest.length > 0)
+    throw new Error(
+      `bytes after ${responses.length} responses that are not one: ${JSON.stringify(rest.subarray(0, 200).toString("latin1"))}`,
+    );
   return responses;
 }
 
@@ -148,7 +151,10 @@ function splitResponses(data: Buffer, methods: readonly string[], atEnd: boolean
       continue;
     }
     const method = methods[responses.length] ?? "GET";
-    const body = method === "HEAD" || status === 101 || status === 204 || status === 304 ? { bytes: Buffer.alloc(0), end: bodyStart } : readBody(data, bodyStart, headers, atEnd);
+    const body =
+      method === "HEAD" || status === 101 || status === 204 || status === 304
+        ? { bytes: Buffer.alloc(0), end: bodyStart }
+        : readBody(data, bodyStart, headers, atEnd);
     if (!body) break;
     responses.push({ status, headers, headerLines, body: body.bytes.toString("utf8") });
     offset = body.end;
@@ -157,7 +163,10 @@ function splitResponses(data: Buffer, methods: readonly string[], atEnd: boolean
 }
 
 /** The status line and header lines starting at `offset`, or undefined when they are not complete (or not HTTP). */
-function readHead(data: Buffer, offset: number): { status: number; headers: Record<string, string>; headerLines: [string, string][]; bodyStart: number } | undefined {
+function readHead(
+  data: Buffer,
+  offset: number,
+): { status: number; headers: Record<string, string>; headerLines: [string, string][]; bodyStart: number } | undefined {
   const headEnd = data.indexOf("\r\n\r\n", offset);
   if (headEnd === -1) return undefined;
   const [statusLine, ...lines] = data.subarray(offset, headEnd).toString("latin1").split("\r\n");
@@ -178,7 +187,12 @@ function readHead(data: Buffer, offset: number): { status: number; headers: Reco
 }
 
 /** The body starting at `start` and where it ends, or undefined when it is not complete yet. */
-function readBody(data: Buffer, start: number, headers: Record<string, string>, atEnd: boolean): { bytes: Buffer; end: number } | undefined {
+function readBody(
+  data: Buffer,
+  start: number,
+  headers: Record<string, string>,
+  atEnd: boolean,
+): { bytes: Buffer; end: number } | undefined {
   if (/chunked/i.test(headers["transfer-encoding"] ?? "")) return readChunked(data, start);
   if (headers["content-length"] !== undefined) {
     const end = start + Number(headers["content-length"]);

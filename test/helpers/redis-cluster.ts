@@ -2,7 +2,15 @@ import { spawn } from "node:child_process";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { LOOPBACK } from "./ports.js";
-import { NodeClients, parseFields, RedisProcess, startOnFreePorts, temporaryDirectory, trackChild, type Teardown } from "./redis-processes.js";
+import {
+  NodeClients,
+  parseFields,
+  RedisProcess,
+  startOnFreePorts,
+  type Teardown,
+  temporaryDirectory,
+  trackChild,
+} from "./redis-processes.js";
 import { waitFor, waitUntilNoProblems } from "./wait.js";
 
 /**
@@ -217,18 +225,28 @@ export async function startRedisCluster(t: Teardown, options: RedisClusterOption
       const home = join(directory, String(port));
       mkdirSync(home, { recursive: true });
       return new RedisProcess(`cluster node ${LOOPBACK}:${port}`, port, [
-        "--port", String(port),
-        "--bind", LOOPBACK,
-        "--dir", home,
-        "--cluster-enabled", "yes",
-        "--cluster-config-file", join(home, "nodes.conf"),
-        "--cluster-node-timeout", String(nodeTimeoutMs),
+        "--port",
+        String(port),
+        "--bind",
+        LOOPBACK,
+        "--dir",
+        home,
+        "--cluster-enabled",
+        "yes",
+        "--cluster-config-file",
+        join(home, "nodes.conf"),
+        "--cluster-node-timeout",
+        String(nodeTimeoutMs),
         // A replica takes over however long its link was down, so every master kill ends in a failover.
-        "--cluster-replica-validity-factor", "0",
-        "--save", "",
-        "--appendonly", "no",
+        "--cluster-replica-validity-factor",
+        "0",
+        "--save",
+        "",
+        "--appendonly",
+        "no",
         // A (re)joining replica syncs at once instead of after the default 5 s diskless-sync delay.
-        "--repl-diskless-sync-delay", "0",
+        "--repl-diskless-sync-delay",
+        "0",
       ]);
     }),
   );
@@ -239,7 +257,13 @@ export async function startRedisCluster(t: Teardown, options: RedisClusterOption
     return instance;
   };
 
-  const logTails = (lines = 12) => processes.map((instance) => `--- ${instance.name}${instance.running ? "" : " (not running)"}${instance.frozen ? " (frozen)" : ""}:\n${instance.logTail(lines)}`).join("\n");
+  const logTails = (lines = 12) =>
+    processes
+      .map(
+        (instance) =>
+          `--- ${instance.name}${instance.running ? "" : " (not running)"}${instance.frozen ? " (frozen)" : ""}:\n${instance.logTail(lines)}`,
+      )
+      .join("\n");
 
   const create = await runRedisCli(
     ["--cluster", "create", ...processes.map((instance) => `${LOOPBACK}:${instance.port}`), "--cluster-replicas", "1", "--cluster-yes"],
@@ -250,9 +274,14 @@ export async function startRedisCluster(t: Teardown, options: RedisClusterOption
 
   const ids = new Map<number, string>();
   for (const instance of processes) ids.set(instance.port, String(await clients.call(instance.port, "CLUSTER", "MYID")));
-  const nodes: ClusterNode[] = processes.map((instance) => ({ port: instance.port, url: instance.url, id: ids.get(instance.port) as string }));
+  const nodes: ClusterNode[] = processes.map((instance) => ({
+    port: instance.port,
+    url: instance.url,
+    id: ids.get(instance.port) as string,
+  }));
   const nodeById = new Map(nodes.map((node) => [node.id, node]));
-  const asNode = (node: { id: string; port: number }): ClusterNode => nodeById.get(node.id) ?? { port: node.port, url: `redis://${LOOPBACK}:${node.port}`, id: node.id };
+  const asNode = (node: { id: string; port: number }): ClusterNode =>
+    nodeById.get(node.id) ?? { port: node.port, url: `redis://${LOOPBACK}:${node.port}`, id: node.id };
 
   const answering = () => processes.filter((instance) => instance.answering);
 
@@ -298,7 +327,8 @@ export async function startRedisCluster(t: Teardown, options: RedisClusterOption
         const info = parseFields(String(await clients.call(instance.port, "CLUSTER", "INFO")));
         if (info.get("cluster_state") !== "ok") problems.push(`${at}: cluster_state ${info.get("cluster_state")}`);
         if (info.get("cluster_slots_ok") !== String(CLUSTER_SLOTS)) problems.push(`${at}: ${info.get("cluster_slots_ok")} slots ok`);
-        if (info.get("cluster_known_nodes") !== String(processes.length)) problems.push(`${at}: knows ${info.get("cluster_known_nodes")} nodes`);
+        if (info.get("cluster_known_nodes") !== String(processes.length))
+          problems.push(`${at}: knows ${info.get("cluster_known_nodes")} nodes`);
         const lines = await view(instance.port);
         for (const line of lines) {
           const other = byPort.get(line.port);
@@ -317,7 +347,8 @@ export async function startRedisCluster(t: Teardown, options: RedisClusterOption
         if (reference === undefined) reference = roles;
         else if (roles !== reference) problems.push(`${at}: sees ${roles}, another node ${reference}`);
         const replication = await clients.info(instance.port, "replication");
-        if (replication.get("role") === "slave" && replication.get("master_link_status") !== "up") problems.push(`${at}: replica link ${replication.get("master_link_status")}`);
+        if (replication.get("role") === "slave" && replication.get("master_link_status") !== "up")
+          problems.push(`${at}: replica link ${replication.get("master_link_status")}`);
       } catch (error) {
         problems.push(`${at}: ${(error as Error).message}`);
       }
@@ -348,7 +379,8 @@ export async function startRedisCluster(t: Teardown, options: RedisClusterOption
     async (because) => {
       const problems = await healthProblems();
       const formed = await topology();
-      if (formed.masters.length !== 3 || formed.masters.some((master) => master.replicas.length !== 1)) problems.push(`${formed.masters.length} masters with ${formed.replicas.length} replicas`);
+      if (formed.masters.length !== 3 || formed.masters.some((master) => master.replicas.length !== 1))
+        problems.push(`${formed.masters.length} masters with ${formed.replicas.length} replicas`);
       if (problems.length > 0) because(problems.join("; "));
       return problems.length === 0 ? true : undefined;
     },
@@ -404,7 +436,13 @@ export async function startRedisCluster(t: Teardown, options: RedisClusterOption
     return { ms: Date.now() - started };
   };
 
-  const reshard = async (request: { from: ClusterNode; to: ClusterNode; slots: number; pipeline?: number; timeoutMs?: number }): Promise<Reshard> => {
+  const reshard = async (request: {
+    from: ClusterNode;
+    to: ClusterNode;
+    slots: number;
+    pipeline?: number;
+    timeoutMs?: number;
+  }): Promise<Reshard> => {
     const source = (await topology()).masters.find((master) => master.id === request.from.id);
     if (!source) throw new Error(`${request.from.url} is not a master with slots`);
     // What redis-cli does with one source: it moves the source's lowest slots, as many as asked for.
@@ -413,18 +451,25 @@ export async function startRedisCluster(t: Teardown, options: RedisClusterOption
     const started = Date.now();
     const cli = runRedisCli(
       [
-        "--cluster", "reshard", `${LOOPBACK}:${request.to.port}`,
-        "--cluster-from", request.from.id,
-        "--cluster-to", request.to.id,
-        "--cluster-slots", String(request.slots),
-        "--cluster-pipeline", String(request.pipeline ?? 10),
+        "--cluster",
+        "reshard",
+        `${LOOPBACK}:${request.to.port}`,
+        "--cluster-from",
+        request.from.id,
+        "--cluster-to",
+        request.to.id,
+        "--cluster-slots",
+        String(request.slots),
+        "--cluster-pipeline",
+        String(request.pipeline ?? 10),
         "--cluster-yes",
       ],
       timeoutMs,
       background,
     );
     const done = cli.then(async (result) => {
-      if (result.code !== 0) throw new Error(`redis-cli --cluster reshard failed (exit ${result.code}):\n${result.output}\n${await diagnostics()}`);
+      if (result.code !== 0)
+        throw new Error(`redis-cli --cluster reshard failed (exit ${result.code}):\n${result.output}\n${await diagnostics()}`);
       await waitFor(
         `every node agrees that ${request.to.url} owns the resharded slots`,
         Math.max(1_000, timeoutMs - (Date.now() - started)),
@@ -468,7 +513,11 @@ export async function startRedisCluster(t: Teardown, options: RedisClusterOption
 }
 
 /** Runs redis-cli to its end (killed after `timeoutMs`) and returns its exit code and output. */
-function runRedisCli(args: string[], timeoutMs: number, background: Set<ReturnType<typeof spawn>>): Promise<{ code: number | null; output: string }> {
+function runRedisCli(
+  args: string[],
+  timeoutMs: number,
+  background: Set<ReturnType<typeof spawn>>,
+): Promise<{ code: number | null; output: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn("redis-cli", args, { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, TERM: "dumb" } });
     trackChild(child);
@@ -490,6 +539,7 @@ function runRedisCli(args: string[], timeoutMs: number, background: Set<ReturnTy
       clearTimeout(timer);
       background.delete(child);
       // redis-cli colours its cluster output; the escapes only get in the way of reading it in a failure message.
+      // biome-ignore lint/suspicious/noControlCharactersInRegex: the ANSI escape character is what this removes
       resolve({ code, output: output.replace(/\u001b\[[0-9;]*m/g, "") });
     });
   });

@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -15,7 +15,6 @@ import { waitFor } from "./wait.js";
 export interface Teardown {
   teardown(fn: () => unknown): void;
 }
-
 
 /** Every child process a helper started and has not seen exit yet: killed if this process ends before teardown. */
 const children = new Set<ChildProcess>();
@@ -61,7 +60,10 @@ export function temporaryDirectory(t: Teardown, label: string): string {
 
 /** The last `lines` lines of `text`. */
 function tail(text: string, lines: number): string {
-  return text.split("\n").slice(-lines - 1).join("\n");
+  return text
+    .split("\n")
+    .slice(-lines - 1)
+    .join("\n");
 }
 
 /**

@@ -1,7 +1,7 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { LOOPBACK } from "./ports.js";
-import { NodeClients, RedisProcess, startOnFreePorts, temporaryDirectory, type Teardown } from "./redis-processes.js";
+import { NodeClients, RedisProcess, startOnFreePorts, type Teardown, temporaryDirectory } from "./redis-processes.js";
 import { waitFor, waitUntilNoProblems } from "./wait.js";
 
 /**
@@ -99,18 +99,28 @@ export async function startRedisSentinel(t: Teardown, options: RedisSentinelOpti
     return path;
   };
   const dataArgs = (port: number, replicaOf?: number) => [
-    "--port", String(port),
-    "--bind", LOOPBACK,
-    "--dir", home(port),
-    "--save", "",
-    "--appendonly", "no",
+    "--port",
+    String(port),
+    "--bind",
+    LOOPBACK,
+    "--dir",
+    home(port),
+    "--save",
+    "",
+    "--appendonly",
+    "no",
     // A (re)joining replica syncs at once instead of after the default 5 s diskless-sync delay.
-    "--repl-diskless-sync-delay", "0",
+    "--repl-diskless-sync-delay",
+    "0",
     ...(replicaOf === undefined ? [] : ["--replicaof", LOOPBACK, String(replicaOf)]),
   ];
-  const [master] = await startOnFreePorts(1, 0, clients, ([port = 0]) => [new RedisProcess(`master ${LOOPBACK}:${port}`, port, dataArgs(port))]);
+  const [master] = await startOnFreePorts(1, 0, clients, ([port = 0]) => [
+    new RedisProcess(`master ${LOOPBACK}:${port}`, port, dataArgs(port)),
+  ]);
   all.push(master as RedisProcess);
-  const [replica] = await startOnFreePorts(1, 0, clients, ([port = 0]) => [new RedisProcess(`replica ${LOOPBACK}:${port}`, port, dataArgs(port, master?.port))]);
+  const [replica] = await startOnFreePorts(1, 0, clients, ([port = 0]) => [
+    new RedisProcess(`replica ${LOOPBACK}:${port}`, port, dataArgs(port, master?.port)),
+  ]);
   all.push(replica as RedisProcess);
   const sentinelProcesses = await startOnFreePorts(3, 0, clients, (ports) =>
     ports.map((port) => {
@@ -141,9 +151,16 @@ export async function startRedisSentinel(t: Teardown, options: RedisSentinelOpti
     return instance;
   };
   const servers: SentinelServer[] = dataProcesses.map((instance) => ({ port: instance.port, url: instance.url }));
-  const serverOn = (port: number): SentinelServer => servers.find((server) => server.port === port) ?? { port, url: `redis://${LOOPBACK}:${port}` };
+  const serverOn = (port: number): SentinelServer =>
+    servers.find((server) => server.port === port) ?? { port, url: `redis://${LOOPBACK}:${port}` };
 
-  const logTails = (lines = 12) => all.map((instance) => `--- ${instance.name}${instance.running ? "" : " (not running)"}${instance.frozen ? " (frozen)" : ""}:\n${instance.logTail(lines)}`).join("\n");
+  const logTails = (lines = 12) =>
+    all
+      .map(
+        (instance) =>
+          `--- ${instance.name}${instance.running ? "" : " (not running)"}${instance.frozen ? " (frozen)" : ""}:\n${instance.logTail(lines)}`,
+      )
+      .join("\n");
   const diagnostics = async (): Promise<string> => {
     let view = "";
     for (const sentinel of sentinelProcesses.filter((instance) => instance.answering)) {
@@ -161,7 +178,9 @@ export async function startRedisSentinel(t: Teardown, options: RedisSentinelOpti
   const agreedMaster = async (): Promise<number | string> => {
     const named = new Set<number>();
     for (const sentinel of sentinelProcesses.filter((instance) => instance.answering)) {
-      const address = (await clients.call(sentinel.port, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", SENTINEL_MASTER_NAME)) as [string, string] | null;
+      const address = (await clients.call(sentinel.port, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", SENTINEL_MASTER_NAME)) as
+        | [string, string]
+        | null;
       if (!address) return `sentinel ${sentinel.port} names no master`;
       named.add(Number(address[1]));
     }
@@ -183,14 +202,16 @@ export async function startRedisSentinel(t: Teardown, options: RedisSentinelOpti
       try {
         const state = pairs(await clients.call(sentinel.port, "SENTINEL", "MASTER", SENTINEL_MASTER_NAME));
         if (state.get("flags") !== "master") problems.push(`sentinel ${sentinel.port}: master flags ${state.get("flags")}`);
-        if (state.get("num-other-sentinels") !== String(sentinelProcesses.length - 1)) problems.push(`sentinel ${sentinel.port}: knows ${state.get("num-other-sentinels")} other sentinels`);
+        if (state.get("num-other-sentinels") !== String(sentinelProcesses.length - 1))
+          problems.push(`sentinel ${sentinel.port}: knows ${state.get("num-other-sentinels")} other sentinels`);
         const replicas = ((await clients.call(sentinel.port, "SENTINEL", "REPLICAS", SENTINEL_MASTER_NAME)) as unknown[]).map(pairs);
         const runningReplicas = dataProcesses.filter((instance) => instance.running && instance.port !== masterPort);
         for (const instance of runningReplicas) {
           const known = replicas.find((fields) => Number(fields.get("port")) === instance.port);
           if (!known) problems.push(`sentinel ${sentinel.port}: does not know replica ${instance.port}`);
           // Its link as the sentinel reports it is refreshed only every 10 s; the replica's own INFO is checked below.
-          else if (known.get("flags") !== "slave") problems.push(`sentinel ${sentinel.port}: replica ${instance.port} flags ${known.get("flags")}`);
+          else if (known.get("flags") !== "slave")
+            problems.push(`sentinel ${sentinel.port}: replica ${instance.port} flags ${known.get("flags")}`);
         }
       } catch (error) {
         problems.push(`sentinel ${sentinel.port}: ${(error as Error).message}`);
@@ -201,8 +222,13 @@ export async function startRedisSentinel(t: Teardown, options: RedisSentinelOpti
         const replication = await clients.info(instance.port, "replication");
         const role = replication.get("role");
         if (instance.port === masterPort && role !== "master") problems.push(`${instance.port}: named master but role ${role}`);
-        if (instance.port !== masterPort && (role !== "slave" || replication.get("master_port") !== String(masterPort) || replication.get("master_link_status") !== "up"))
-          problems.push(`${instance.port}: role ${role} of ${replication.get("master_port")}, link ${replication.get("master_link_status")}`);
+        if (
+          instance.port !== masterPort &&
+          (role !== "slave" || replication.get("master_port") !== String(masterPort) || replication.get("master_link_status") !== "up")
+        )
+          problems.push(
+            `${instance.port}: role ${role} of ${replication.get("master_port")}, link ${replication.get("master_link_status")}`,
+          );
       } catch (error) {
         problems.push(`${instance.port}: ${(error as Error).message}`);
       }
@@ -210,7 +236,8 @@ export async function startRedisSentinel(t: Teardown, options: RedisSentinelOpti
     return problems;
   };
 
-  const waitUntilHealthy = (timeoutMs = 30_000) => waitUntilNoProblems("the sentinel setup is healthy", timeoutMs, healthProblems, diagnostics);
+  const waitUntilHealthy = (timeoutMs = 30_000) =>
+    waitUntilNoProblems("the sentinel setup is healthy", timeoutMs, healthProblems, diagnostics);
 
   await waitUntilHealthy(startTimeoutMs);
 

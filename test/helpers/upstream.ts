@@ -86,7 +86,10 @@ function answer(request: IncomingMessage, response: ServerResponse, progress: Pr
   const status = /\/status\/(\d{3})/.exec(url);
   const slow = /\/slow\/(\d+)/.exec(url);
   const bytes = /\/bytes\/(\d+)/.exec(url);
-  if (/\/echo(\/|\?|$)/.test(url)) return echoDigest(request, response, progress);
+  if (/\/echo(\/|\?|$)/.test(url)) {
+    echoDigest(request, response, progress);
+    return;
+  }
   request.resume();
   if (status) {
     response.writeHead(Number(status[1]), { "content-type": "application/json" }).end(JSON.stringify({ status: Number(status[1]) }));
@@ -101,7 +104,9 @@ function answer(request: IncomingMessage, response: ServerResponse, progress: Pr
   } else if (bytes) {
     streamBytes(response, Number(bytes[1]), progress);
   } else {
-    response.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ method: request.method, url, headers: request.headers }));
+    response
+      .writeHead(200, { "content-type": "application/json" })
+      .end(JSON.stringify({ method: request.method, url, headers: request.headers }));
   }
 }
 
@@ -129,7 +134,9 @@ export async function startUpstream(t: Teardown): Promise<Upstream> {
     // Like an HTTP API that speaks no other protocol: an upgrade to anything but WebSocket is answered as a request.
     if (request.headers.upgrade?.toLowerCase() !== "websocket") {
       const body = JSON.stringify({ method: request.method, url: request.url, headers: request.headers });
-      socket.end(`HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
+      socket.end(
+        `HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+      );
       return;
     }
     sockets.handleUpgrade(request, socket, head, (ws) => ws.on("message", (message) => ws.send(`echo:${message.toString()}`)));

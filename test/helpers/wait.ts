@@ -49,7 +49,12 @@ export async function waitFor<T>(
 }
 
 /** Waits until `problems()` lists none; the last list is the reason given when the wait times out. */
-export async function waitUntilNoProblems(what: string, timeoutMs: number, problems: () => Promise<string[]>, diagnostics?: () => Promise<string>): Promise<void> {
+export async function waitUntilNoProblems(
+  what: string,
+  timeoutMs: number,
+  problems: () => Promise<string[]>,
+  diagnostics?: () => Promise<string>,
+): Promise<void> {
   await waitFor(
     what,
     timeoutMs,

@@ -1,6 +1,6 @@
 import t from "tap";
-import { assertError, assertInvalidAt } from "../helpers/assertions.js";
 import { hashKey } from "../../src/lib/hash.js";
+import { assertError, assertInvalidAt } from "../helpers/assertions.js";
 import { harness, ROOT_KEY } from "../helpers/harness.js";
 
 t.test("/v2 conventions", async (t) => {
@@ -32,13 +32,22 @@ t.test("/v2 conventions", async (t) => {
   await t.test("an unknown path is a 404 in the error envelope", async (t) => {
     for (const url of ["/", "/v2/apis.doesNotExist", "/v3/apis.createApi", "/v2/"]) {
       const response = await h.app.inject({ method: "POST", url, headers: { authorization: `Bearer ${ROOT_KEY}` } });
-      assertError(t, { status: response.statusCode, headers: response.headers, body: response.json() }, "err:user:bad_request:route_not_found");
+      assertError(
+        t,
+        { status: response.statusCode, headers: response.headers, body: response.json() },
+        "err:user:bad_request:route_not_found",
+      );
     }
   });
 
   await t.test("a known path with the wrong method is a 405 with Allow", async (t) => {
     const get = await h.app.inject({ method: "GET", url: "/v2/apis.createApi" });
-    assertError(t, { status: get.statusCode, headers: get.headers, body: get.json() }, "err:user:bad_request:method_not_allowed", /use POST/);
+    assertError(
+      t,
+      { status: get.statusCode, headers: get.headers, body: get.json() },
+      "err:user:bad_request:method_not_allowed",
+      /use POST/,
+    );
     t.equal(get.headers.allow, "POST");
     const post = await h.app.inject({ method: "DELETE", url: "/v2/liveness?x=1" });
     t.equal(post.statusCode, 405);
@@ -52,7 +61,12 @@ t.test("/v2 conventions", async (t) => {
 
   await t.test("a body that is not JSON is a 400 request_body_unreadable; a non-JSON content type a 415", async (t) => {
     const send = (payload: string, contentType: string) =>
-      h.app.inject({ method: "POST", url: "/v2/apis.createApi", headers: { authorization: `Bearer ${ROOT_KEY}`, "content-type": contentType }, payload });
+      h.app.inject({
+        method: "POST",
+        url: "/v2/apis.createApi",
+        headers: { authorization: `Bearer ${ROOT_KEY}`, "content-type": contentType },
+        payload,
+      });
     for (const [payload, contentType, code] of [
       ["{not json", "application/json", "err:user:bad_request:request_body_unreadable"],
       ["", "application/json", "err:user:bad_request:request_body_unreadable"],
@@ -98,24 +112,46 @@ t.test("root-key authentication", async (t) => {
   });
 
   await t.test("the scheme is case-insensitive and surrounding whitespace is ignored", async (t) => {
-    t.equal((await h.call("apis.createApi", { name: "spaces" }, { rootKey: null, headers: { authorization: `  bearer   ${ROOT_KEY}  ` } })).status, 200);
-    assertError(t, await h.call("apis.createApi", { name: "x1x" }, { rootKey: null, headers: { authorization: `Bearer ${ROOT_KEY} extra` } }), "err:unkey:authentication:malformed");
+    t.equal(
+      (await h.call("apis.createApi", { name: "spaces" }, { rootKey: null, headers: { authorization: `  bearer   ${ROOT_KEY}  ` } }))
+        .status,
+      200,
+    );
+    assertError(
+      t,
+      await h.call("apis.createApi", { name: "x1x" }, { rootKey: null, headers: { authorization: `Bearer ${ROOT_KEY} extra` } }),
+      "err:unkey:authentication:malformed",
+    );
   });
 
   await t.test("a root key configured by its hash only is accepted", async (t) => {
     t.equal((await h.call("apis.createApi", { name: "hashed" }, { rootKey: "root_configured_by_hash_only" })).status, 200);
-    assertError(t, await h.call("apis.getApi", { apiId: "api_12345678" }, { rootKey: "root_configured_by_hash_only" }), "err:unkey:authorization:insufficient_permissions");
+    assertError(
+      t,
+      await h.call("apis.getApi", { apiId: "api_12345678" }, { rootKey: "root_configured_by_hash_only" }),
+      "err:unkey:authorization:insufficient_permissions",
+    );
   });
 
   await t.test("an expired root key is a 401 that says so", async (t) => {
-    assertError(t, await h.call("apis.createApi", { name: "late" }, { rootKey: "root_expired_in_config" }), "err:unkey:authentication:key_not_found", /expired/);
+    assertError(
+      t,
+      await h.call("apis.createApi", { name: "late" }, { rootKey: "root_expired_in_config" }),
+      "err:unkey:authentication:key_not_found",
+      /expired/,
+    );
   });
 
   await t.test("a stored root key works until it is revoked, then is a 401", async (t) => {
     const { id, key } = await h.app.services.rootKeys.create({ workspaceId: "ws_test", permissions: ["api.*.create_api"] });
     t.equal((await h.call("apis.createApi", { name: "before" }, { rootKey: key })).status, 200);
     await h.app.services.rootKeys.revoke(id);
-    assertError(t, await h.call("apis.createApi", { name: "after" }, { rootKey: key }), "err:unkey:authentication:key_not_found", /revoked/);
+    assertError(
+      t,
+      await h.call("apis.createApi", { name: "after" }, { rootKey: key }),
+      "err:unkey:authentication:key_not_found",
+      /revoked/,
+    );
   });
 
   await t.test("a 403 detail names every missing alternative", async (t) => {

@@ -43,29 +43,84 @@ t.test("one expression cannot be declared with two different sets of words", asy
 t.test("configuration problems say in words what a value must look like, never as a regular expression", async (t) => {
   const route = { name: "orders", match: { prefix: "/orders" }, upstream: "http://127.0.0.1:9001", apiId: "api_orders" };
   for (const upstream of ["ftp://x", "http://", "https:///path", "http://host name", "127.0.0.1:9001"]) {
-    t.same(problemsOf({ routes: [{ ...route, upstream }] }), ["routes[0].upstream: must be an http:// or https:// URL with a host"], upstream);
+    t.same(
+      problemsOf({ routes: [{ ...route, upstream }] }),
+      ["routes[0].upstream: must be an http:// or https:// URL with a host"],
+      upstream,
+    );
   }
-  t.same(problemsOf({ routes: [{ ...route, upstream: "http://upstream.internal:9001/base" }] }), [], "a URL with a host and a path is fine");
+  t.same(
+    problemsOf({ routes: [{ ...route, upstream: "http://upstream.internal:9001/base" }] }),
+    [],
+    "a URL with a host and a path is fine",
+  );
   t.same(problemsOf({ routes: [{ ...route, name: "has space" }] }), ["routes[0].name: must contain only letters, digits, ., _ and -"]);
-  t.same(problemsOf({ routes: [{ ...route, key: { header: "x api key" } }] }), ["routes[0].key.header: must be an HTTP header name (letters, digits and ! # $ % & ' * + . ^ _ ` | ~ -)"]);
+  t.same(problemsOf({ routes: [{ ...route, key: { header: "x api key" } }] }), [
+    "routes[0].key.header: must be an HTTP header name (letters, digits and ! # $ % & ' * + . ^ _ ` | ~ -)",
+  ]);
   t.same(problemsOf({ errors: { docsUrl: "docs.example.com" } }), ["errors.docsUrl: must be an http:// or https:// URL"]);
-  t.same(problemsOf({ analytics: { clickhouse: { database: "1st" } } }), ["analytics.clickhouse.database: must start with a letter or _ and contain only letters, digits and _"]);
-  t.same(problemsOf({ apis: [{ id: "api orders", name: "orders", workspaceId: "ws_a" }] }), ["apis[0].id: must contain only letters, digits and _"]);
+  t.same(problemsOf({ analytics: { clickhouse: { database: "1st" } } }), [
+    "analytics.clickhouse.database: must start with a letter or _ and contain only letters, digits and _",
+  ]);
+  t.same(problemsOf({ apis: [{ id: "api orders", name: "orders", workspaceId: "ws_a" }] }), [
+    "apis[0].id: must contain only letters, digits and _",
+  ]);
   const expressions = [...patternsIn(ConfigSchema)];
-  for (const raw of [{ routes: [{ ...route, upstream: "x", match: { prefix: "x" } }] }, { storage: { redis: { url: "http://x", prefix: "a b" } } }]) {
+  for (const raw of [
+    { routes: [{ ...route, upstream: "x", match: { prefix: "x" } }] },
+    { storage: { redis: { url: "http://x", prefix: "a b" } } },
+  ]) {
     for (const problem of problemsOf(raw)) {
-      t.notOk(expressions.some((expression) => problem.includes(expression)) || problem.includes("pattern"), `no regular expression in: ${problem}`);
+      t.notOk(
+        expressions.some((expression) => problem.includes(expression)) || problem.includes("pattern"),
+        `no regular expression in: ${problem}`,
+      );
     }
   }
 });
 
 t.test("/v2 400s say in words what a value must look like", async (t) => {
   const h = await harness(t);
-  assertInvalidAt(t, await h.call("permissions.setRolePermissions", { roleId: "role.x", permissions: [] }), "body.roleId", "must contain only letters, digits, _ and -");
-  assertInvalidAt(t, await h.call("keys.createKey", { apiId: "api_x", prefix: "sk-live" }), "body.prefix", "must contain only letters, digits and _");
-  assertInvalidAt(t, await h.call("keys.createKey", { apiId: "api_x", externalId: "a b" }), "body.externalId", "must contain only letters, digits, _, . and -");
-  assertInvalidAt(t, await h.call("permissions.createPermission", { name: "n", slug: "a b" }), "body.slug", "must contain only letters, digits and the characters _ : - . * /");
-  assertInvalidAt(t, await h.call("permissions.createRole", { name: "a/b" }), "body.name", "must contain only letters, digits and the characters _ : - . *");
-  assertInvalidAt(t, await h.call("keys.verifyKey", { key: "k", tags: ["a b"] }), "body.tags[0]", "must contain only letters, digits and the characters _ = / . : -");
-  assertInvalidAt(t, await h.call("apis.createApi", { name: "9lives" }), "body.name", "must start with a letter and contain only letters, digits, ., _ and -");
+  assertInvalidAt(
+    t,
+    await h.call("permissions.setRolePermissions", { roleId: "role.x", permissions: [] }),
+    "body.roleId",
+    "must contain only letters, digits, _ and -",
+  );
+  assertInvalidAt(
+    t,
+    await h.call("keys.createKey", { apiId: "api_x", prefix: "sk-live" }),
+    "body.prefix",
+    "must contain only letters, digits and _",
+  );
+  assertInvalidAt(
+    t,
+    await h.call("keys.createKey", { apiId: "api_x", externalId: "a b" }),
+    "body.externalId",
+    "must contain only letters, digits, _, . and -",
+  );
+  assertInvalidAt(
+    t,
+    await h.call("permissions.createPermission", { name: "n", slug: "a b" }),
+    "body.slug",
+    "must contain only letters, digits and the characters _ : - . * /",
+  );
+  assertInvalidAt(
+    t,
+    await h.call("permissions.createRole", { name: "a/b" }),
+    "body.name",
+    "must contain only letters, digits and the characters _ : - . *",
+  );
+  assertInvalidAt(
+    t,
+    await h.call("keys.verifyKey", { key: "k", tags: ["a b"] }),
+    "body.tags[0]",
+    "must contain only letters, digits and the characters _ = / . : -",
+  );
+  assertInvalidAt(
+    t,
+    await h.call("apis.createApi", { name: "9lives" }),
+    "body.name",
+    "must start with a letter and contain only letters, digits, ., _ and -",
+  );
 });

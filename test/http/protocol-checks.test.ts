@@ -1,9 +1,9 @@
 import type { AddressInfo } from "node:net";
 import t from "tap";
-import { createKey } from "../helpers/fixtures.js";
 import { envelopeProblem, errorName } from "../helpers/envelope.js";
+import { createKey } from "../helpers/fixtures.js";
 import { harness, ROOT_KEY } from "../helpers/harness.js";
-import { rawExchange, type RawResponse } from "../helpers/raw-http.js";
+import { type RawResponse, rawExchange } from "../helpers/raw-http.js";
 import { startUpstream } from "../helpers/upstream.js";
 
 const API = "api_protocol_checks";
@@ -30,7 +30,14 @@ t.test("requests Node would refuse bare are refused in the envelope, and Expect:
     t.equal(exchange.responses.length, 1, `one answer to ${head.split("\r\n")[0]}`);
     return exchange.responses[0] as RawResponse;
   };
-  const v2 = (headers: string[]) => ["POST /v2/apis.createApi HTTP/1.1", `Authorization: Bearer ${ROOT_KEY}`, "Content-Type: application/json", "Content-Length: 16", ...headers].join("\r\n");
+  const v2 = (headers: string[]) =>
+    [
+      "POST /v2/apis.createApi HTTP/1.1",
+      `Authorization: Bearer ${ROOT_KEY}`,
+      "Content-Type: application/json",
+      "Content-Length: 16",
+      ...headers,
+    ].join("\r\n");
   const gateway = (headers: string[]) => ["GET /metered/x HTTP/1.1", `Authorization: Bearer ${key}`, ...headers].join("\r\n");
 
   await t.test("an HTTP/1.1 request without Host is a 400 missing_required_header", async (t) => {
@@ -68,7 +75,10 @@ t.test("requests Node would refuse bare are refused in the envelope, and Expect:
     const created = await send(v2(["Host: keygate", "Expect: 100-continue"]), '{"name":"cont"}\n');
     t.equal(created.status, 200, "the /v2 procedure ran");
     const charged = await remaining();
-    const forwarded = await send(`POST /metered/upload HTTP/1.1\r\nHost: keygate\r\nAuthorization: Bearer ${key}\r\nExpect: 100-continue\r\nContent-Length: 5`, "hello");
+    const forwarded = await send(
+      `POST /metered/upload HTTP/1.1\r\nHost: keygate\r\nAuthorization: Bearer ${key}\r\nExpect: 100-continue\r\nContent-Length: 5`,
+      "hello",
+    );
     t.equal(forwarded.status, 200, "the upstream answered");
     t.equal(upstream.seen.at(-1)?.url, "/metered/upload");
     t.equal(upstream.seen.at(-1)?.headers.expect, undefined, "keygate met the expectation itself");

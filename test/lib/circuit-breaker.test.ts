@@ -20,14 +20,16 @@ function setup(options: { isFailure?: (error: unknown) => boolean } = {}) {
   });
   breaker.onStateChange((state) => states.push(state));
   let operations = 0;
-  const fail = () => breaker.run(async () => {
-    operations++;
-    throw new Error("backend down");
-  });
-  const succeed = () => breaker.run(async () => {
-    operations++;
-    return "ok";
-  });
+  const fail = () =>
+    breaker.run(async () => {
+      operations++;
+      throw new Error("backend down");
+    });
+  const succeed = () =>
+    breaker.run(async () => {
+      operations++;
+      return "ok";
+    });
   return { clock, scheduler, probe, states, breaker, fail, succeed, operations: () => operations };
 }
 
@@ -55,25 +57,28 @@ t.test("opens after the threshold of consecutive failures and then fails without
   t.equal(operations(), 3, "the backend was not called while open");
 });
 
-t.test("a call after openMs starts the probe when the timer has not yet; calls fail fast meanwhile; its success closes the circuit", async (t) => {
-  const { breaker, fail, succeed, probe, clock, states } = setup();
-  let release!: () => void;
-  probe.answer = new Promise<void>((resolve) => (release = resolve));
-  for (let i = 0; i < 3; i++) await t.rejects(fail());
-  clock.advance(999);
-  await t.rejects(succeed(), CircuitOpenError);
-  t.equal(probe.calls, 0, "no probe before openMs");
-  clock.advance(1);
-  await t.rejects(succeed(), CircuitOpenError, "the call that starts the probe still fails fast");
-  await t.rejects(succeed(), CircuitOpenError);
-  t.equal(probe.calls, 1, "one probe at a time");
-  t.equal(breaker.state, "probing");
-  release();
-  await settle();
-  t.equal(breaker.state, "closed");
-  t.equal(await succeed(), "ok");
-  t.same(states, ["open", "probing", "closed"]);
-});
+t.test(
+  "a call after openMs starts the probe when the timer has not yet; calls fail fast meanwhile; its success closes the circuit",
+  async (t) => {
+    const { breaker, fail, succeed, probe, clock, states } = setup();
+    let release!: () => void;
+    probe.answer = new Promise<void>((resolve) => (release = resolve));
+    for (let i = 0; i < 3; i++) await t.rejects(fail());
+    clock.advance(999);
+    await t.rejects(succeed(), CircuitOpenError);
+    t.equal(probe.calls, 0, "no probe before openMs");
+    clock.advance(1);
+    await t.rejects(succeed(), CircuitOpenError, "the call that starts the probe still fails fast");
+    await t.rejects(succeed(), CircuitOpenError);
+    t.equal(probe.calls, 1, "one probe at a time");
+    t.equal(breaker.state, "probing");
+    release();
+    await settle();
+    t.equal(breaker.state, "closed");
+    t.equal(await succeed(), "ok");
+    t.same(states, ["open", "probing", "closed"]);
+  },
+);
 
 t.test("a failed probe keeps the circuit open for another openMs", async (t) => {
   const { breaker, fail, succeed, probe, clock } = setup();

@@ -8,7 +8,10 @@ t.test("REDIS_URL and KEYGATE_REDIS_PREFIX alone choose the store, so exported o
   t.equal(created.code, 0, created.stderr);
   const listed = await run(CLI_ENTRY, ["root-key", "list", "--workspace", "ws_env"], env);
   t.equal(listed.stdout.trim().split("\n").length, 2, "the key is found under the same prefix");
-  const elsewhere = await run(CLI_ENTRY, ["root-key", "list", "--workspace", "ws_env"], { ...env, KEYGATE_REDIS_PREFIX: uniquePrefix(t, "cli-env-other") });
+  const elsewhere = await run(CLI_ENTRY, ["root-key", "list", "--workspace", "ws_env"], {
+    ...env,
+    KEYGATE_REDIS_PREFIX: uniquePrefix(t, "cli-env-other"),
+  });
   t.equal(elsewhere.stdout.trim(), "ID\tWORKSPACE\tSTATE\tNAME\tPERMISSIONS", "and not under another prefix: only the header row");
   const alone = await run(CLI_ENTRY, ["root-key", "list"], { KEYGATE_REDIS_PREFIX: "x" });
   t.equal(alone.code, 1);

@@ -25,7 +25,11 @@ t.test("--help, -h and help print the usage of the level they are given at, exit
     [["root-key", "create", "--help"], /^usage: keygate root-key create --workspace <ws> --permission <p>/, /root-key list/],
     [["root-key", "list", "-h"], /^usage: keygate root-key list \[--workspace <ws>\] \[--json\]/, /root-key create/],
     [["root-key", "revoke", "--help"], /^usage: keygate root-key revoke <id>/, /root-key list/],
-    [["help", "ratelimit-namespace", "delete"], /^usage: keygate ratelimit-namespace delete <name or rlns_ id> --workspace <ws>/, /root-key/],
+    [
+      ["help", "ratelimit-namespace", "delete"],
+      /^usage: keygate ratelimit-namespace delete <name or rlns_ id> --workspace <ws>/,
+      /root-key/,
+    ],
     [["ratelimit-namespace", "delete", "--workspace", "ws_a", "-h"], /^usage: keygate ratelimit-namespace delete/, /root-key/],
   ];
   for (const [args, expected, notExpected] of cases) {

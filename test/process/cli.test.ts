@@ -1,10 +1,10 @@
-import t from "tap";
-import { waitFor } from "../helpers/wait.js";
-import { CLI_ENTRY, post, run, startServer } from "../helpers/process.js";
-import { REDIS_URL, uniquePrefix } from "../helpers/redis.js";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import t from "tap";
+import { CLI_ENTRY, post, run, startServer } from "../helpers/process.js";
+import { REDIS_URL, uniquePrefix } from "../helpers/redis.js";
+import { waitFor } from "../helpers/wait.js";
 
 t.test("keygate root-key create/list/revoke against the configured Redis", async (t) => {
   const prefix = uniquePrefix(t, "cli");
@@ -12,7 +12,11 @@ t.test("keygate root-key create/list/revoke against the configured Redis", async
   writeFileSync(path, `storage:\n  redis: { url: "${REDIS_URL}", prefix: "${prefix}" }\n`);
   const env = { KEYGATE_CONFIG: path };
 
-  const created = await run(CLI_ENTRY, ["root-key", "create", "--workspace", "ws_cli", "--permission", "api.*.create_api", "--permission", "api.*.read_api", "--name", "ci"], env);
+  const created = await run(
+    CLI_ENTRY,
+    ["root-key", "create", "--workspace", "ws_cli", "--permission", "api.*.create_api", "--permission", "api.*.read_api", "--name", "ci"],
+    env,
+  );
   t.equal(created.code, 0, "create exits 0");
   const rootKey = created.stdout.trim();
   t.match(rootKey, /^root_[1-9A-HJ-NP-Za-km-z]+$/, "stdout holds only the key");
@@ -37,13 +41,24 @@ t.test("keygate root-key create/list/revoke against the configured Redis", async
   const asJson = await run(CLI_ENTRY, ["root-key", "list", "--json"], env);
   t.equal(asJson.code, 0);
   const [listedKey] = JSON.parse(asJson.stdout) as Record<string, unknown>[];
-  t.match(listedKey, { id, workspaceId: "ws_cli", state: "active", name: "ci", permissions: ["api.*.create_api", "api.*.read_api"], createdAt: Number });
+  t.match(listedKey, {
+    id,
+    workspaceId: "ws_cli",
+    state: "active",
+    name: "ci",
+    permissions: ["api.*.create_api", "api.*.read_api"],
+    createdAt: Number,
+  });
   t.notOk("hash" in (listedKey as object), "--json lists no hash either");
   t.notMatch(asJson.stdout, rootKey);
 
   const revoked = await run(CLI_ENTRY, ["root-key", "revoke", id as string], env);
   t.equal(revoked.code, 0);
-  t.equal((await post(server.baseUrl, "apis.createApi", rootKey, { name: "too-late" })).status, 401, "the running keygate refuses it at once, though it had it cached");
+  t.equal(
+    (await post(server.baseUrl, "apis.createApi", rootKey, { name: "too-late" })).status,
+    401,
+    "the running keygate refuses it at once, though it had it cached",
+  );
   await server.stop();
   t.equal((await run(CLI_ENTRY, ["root-key", "revoke", id as string], env)).code, 2, "revoking twice is an error");
 });
@@ -69,10 +84,19 @@ t.test("the CLI explains what is wrong with its arguments and storage", async (t
 t.test("keygate ratelimit-namespace list/delete: a deleted namespace answers 410 on a running keygate", async (t) => {
   const prefix = uniquePrefix(t, "cli-namespaces");
   const path = join(mkdtempSync(join(tmpdir(), "keygate-cli-")), "keygate.yaml");
-  writeFileSync(path, `storage:\n  redis: { url: "${REDIS_URL}", prefix: "${prefix}" }\nrootKeys:\n  - { key: "root_cli_namespaces", workspaceId: ws_cli, permissions: ["*"] }\n`);
+  writeFileSync(
+    path,
+    `storage:\n  redis: { url: "${REDIS_URL}", prefix: "${prefix}" }\nrootKeys:\n  - { key: "root_cli_namespaces", workspaceId: ws_cli, permissions: ["*"] }\n`,
+  );
   const env = { KEYGATE_CONFIG: path };
   const server = await startServer(t, env);
-  const limit = () => post(server.baseUrl, "ratelimit.limit", "root_cli_namespaces", { namespace: "emails", identifier: "alice", limit: 5, duration: 60_000 });
+  const limit = () =>
+    post(server.baseUrl, "ratelimit.limit", "root_cli_namespaces", {
+      namespace: "emails",
+      identifier: "alice",
+      limit: 5,
+      duration: 60_000,
+    });
   t.equal((await limit()).status, 200, "the namespace is created on first use");
 
   const listed = await run(CLI_ENTRY, ["ratelimit-namespace", "list", "--workspace", "ws_cli"], env);

@@ -8,7 +8,9 @@ import { waitFor } from "../helpers/wait.js";
 
 /** Peak resident memory of a process so far, in bytes (Linux). */
 function peakRss(pid: number): number {
-  const line = readFileSync(`/proc/${pid}/status`, "utf8").split("\n").find((l) => l.startsWith("VmHWM:"));
+  const line = readFileSync(`/proc/${pid}/status`, "utf8")
+    .split("\n")
+    .find((l) => l.startsWith("VmHWM:"));
   return Number(/(\d+)/.exec(line ?? "")?.[1] ?? 0) * 1024;
 }
 
@@ -28,7 +30,8 @@ t.test("keygate as a process streams 50 MB through both ways, chunk by chunk, ne
     let upstreamBytesWhileSending = 0;
     async function* body() {
       for (let sent = 0; sent < SIZE; sent += chunk.length) {
-        if (sent === 20 * 1024 * 1024) upstreamBytesWhileSending = await waitFor("the upstream receiving bytes", 10_000, () => upstream.progress.received || undefined);
+        if (sent === 20 * 1024 * 1024)
+          upstreamBytesWhileSending = await waitFor("the upstream receiving bytes", 10_000, () => upstream.progress.received || undefined);
         upload.update(chunk);
         yield chunk;
       }
@@ -39,7 +42,10 @@ t.test("keygate as a process streams 50 MB through both ways, chunk by chunk, ne
       body: Readable.from(body()) as unknown as ReadableStream,
       duplex: "half",
     } as RequestInit);
-    t.ok(upstreamBytesWhileSending > 0, `the upstream had ${(upstreamBytesWhileSending / 1024 / 1024).toFixed(1)} MB while the client was still sending`);
+    t.ok(
+      upstreamBytesWhileSending > 0,
+      `the upstream had ${(upstreamBytesWhileSending / 1024 / 1024).toFixed(1)} MB while the client was still sending`,
+    );
     t.same(await uploaded.json(), { length: SIZE, sha256: upload.digest("hex") }, "and received every byte, in order");
   });
 
@@ -59,7 +65,10 @@ t.test("keygate as a process streams 50 MB through both ways, chunk by chunk, ne
     // A gateway that read ahead of its client would go on taking the upstream's bytes whenever its event loop
     // turns: keygate serves other requests meanwhile, and the upstream is still where it was.
     for (let i = 0; i < 5; i++) t.equal((await gateway.get(`/svc/meanwhile/${i}`)).status, 200);
-    t.ok(heldAt < SIZE && upstream.progress.sent === heldAt, `while the client paused, the upstream sent ${(heldAt / 1024 / 1024).toFixed(1)} of 50 MB and no more`);
+    t.ok(
+      heldAt < SIZE && upstream.progress.sent === heldAt,
+      `while the client paused, the upstream sent ${(heldAt / 1024 / 1024).toFixed(1)} of 50 MB and no more`,
+    );
 
     let received = 0;
     for (let piece = firstChunk; !piece.done; piece = await reader.read()) {

@@ -1,8 +1,8 @@
 import { Cluster } from "ioredis";
 import t, { type Test } from "tap";
 import { LONGEST_WINDOW_MS } from "../helpers/clock.js";
-import { CLUSTER_ROOT_KEY, post, startPair, type RunningServer } from "../helpers/process.js";
-import { slotOf, startRedisCluster, type RedisCluster } from "../helpers/redis-cluster.js";
+import { CLUSTER_ROOT_KEY, post, type RunningServer, startPair } from "../helpers/process.js";
+import { type RedisCluster, slotOf, startRedisCluster } from "../helpers/redis-cluster.js";
 import { waitFor } from "../helpers/wait.js";
 
 // Two keygate processes on one Redis Cluster (3 masters, 3 replicas), configured with storage.redis.cluster: counting
@@ -18,9 +18,11 @@ function workspaceInSlot(slot: number): string {
 }
 
 /** Waits, at most `ms`, until `check` says yes. */
-const until = (what: string, ms: number, check: () => boolean | Promise<boolean>) => waitFor(what, ms, async () => ((await check()) ? true : undefined));
+const until = (what: string, ms: number, check: () => boolean | Promise<boolean>) =>
+  waitFor(what, ms, async () => ((await check()) ? true : undefined));
 
-const pair = (t: Test, workspaceId?: string) => startPair(t, "analytics:\n  engine: off\n", { redis: clusterForm, ...(workspaceId ? { workspaceId } : {}) });
+const pair = (t: Test, workspaceId?: string) =>
+  startPair(t, "analytics:\n  engine: off\n", { redis: clusterForm, ...(workspaceId ? { workspaceId } : {}) });
 
 const limit = (instance: RunningServer, body: Record<string, unknown>) => post(instance.baseUrl, "ratelimit.limit", CLUSTER_ROOT_KEY, body);
 
@@ -28,7 +30,9 @@ t.test("on the cluster, 1,000 concurrent verifications of a key with 100 credits
   const [a, b] = await pair(t);
   const apiId = (await post(a.baseUrl, "apis.createApi", CLUSTER_ROOT_KEY, { name: "metered" })).body.data.apiId;
   const { key } = (await post(a.baseUrl, "keys.createKey", CLUSTER_ROOT_KEY, { apiId, credits: { remaining: 100 } })).body.data;
-  const results = await Promise.all(Array.from({ length: 1_000 }, (_, i) => post((i % 2 === 0 ? a : b).baseUrl, "keys.verifyKey", CLUSTER_ROOT_KEY, { key })));
+  const results = await Promise.all(
+    Array.from({ length: 1_000 }, (_, i) => post((i % 2 === 0 ? a : b).baseUrl, "keys.verifyKey", CLUSTER_ROOT_KEY, { key })),
+  );
   const codes = new Map<string, number>();
   for (const result of results) codes.set(result.body.data.code, (codes.get(result.body.data.code) ?? 0) + 1);
   t.same(Object.fromEntries(codes), { VALID: 100, USAGE_EXCEEDED: 900 });
@@ -119,10 +123,16 @@ t.test("a master killed under load: keygate keeps answering (fail: local) and co
   const { ms: failoverMs } = await cluster.killMaster(victim);
   // Exact again: once a fresh identifier's limit is decided on Redis by both instances.
   const exact = { namespace: "failover", identifier: "after", limit: 50, duration: LONGEST_WINDOW_MS };
-  await until("answers after the failover", 30_000, async () => (await limit(a, { ...exact, identifier: `probe-${Date.now()}`, cost: 0 })).status === 200);
+  await until(
+    "answers after the failover",
+    30_000,
+    async () => (await limit(a, { ...exact, identifier: `probe-${Date.now()}`, cost: 0 })).status === 200,
+  );
   running = false;
   await Promise.all(workers);
-  t.comment(`failover took ${failoverMs} ms; answers during the load: ${JSON.stringify(Object.fromEntries(statuses))}; longest request ${longestMs.toFixed(0)} ms`);
+  t.comment(
+    `failover took ${failoverMs} ms; answers during the load: ${JSON.stringify(Object.fromEntries(statuses))}; longest request ${longestMs.toFixed(0)} ms`,
+  );
   t.same([...statuses.keys()], [200], "every request during the failover was answered 200 (decided locally while no master answered)");
 
   // The breaker may still be open for a moment after the failover: wait until both decide on Redis again.

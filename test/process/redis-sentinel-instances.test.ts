@@ -1,6 +1,6 @@
 import t from "tap";
 import { LONGEST_WINDOW_MS } from "../helpers/clock.js";
-import { CLUSTER_ROOT_KEY, post, startPair, type RunningServer } from "../helpers/process.js";
+import { CLUSTER_ROOT_KEY, post, type RunningServer, startPair } from "../helpers/process.js";
 import { startRedisSentinel } from "../helpers/redis-sentinel.js";
 import { waitFor } from "../helpers/wait.js";
 
@@ -10,7 +10,8 @@ import { waitFor } from "../helpers/wait.js";
 const sentinel = await startRedisSentinel(t);
 const sentinelForm = `sentinel: { name: "${sentinel.name}", sentinels: [${sentinel.sentinelUrls.map((url) => `"${url}"`).join(", ")}] }`;
 
-const until = (what: string, ms: number, check: () => boolean | Promise<boolean>) => waitFor(what, ms, async () => ((await check()) ? true : undefined));
+const until = (what: string, ms: number, check: () => boolean | Promise<boolean>) =>
+  waitFor(what, ms, async () => ((await check()) ? true : undefined));
 const limit = (instance: RunningServer, body: Record<string, unknown>) => post(instance.baseUrl, "ratelimit.limit", CLUSTER_ROOT_KEY, body);
 
 t.test("on Sentinel, a master killed under load: keygate keeps answering, follows the new master, and counts exactly", async (t) => {
@@ -41,7 +42,9 @@ t.test("on Sentinel, a master killed under load: keygate keeps answering, follow
   });
   running = false;
   await Promise.all(workers);
-  t.comment(`failover took ${failoverMs} ms; answers during the load: ${JSON.stringify(Object.fromEntries(statuses))}; longest request ${longestMs.toFixed(0)} ms`);
+  t.comment(
+    `failover took ${failoverMs} ms; answers during the load: ${JSON.stringify(Object.fromEntries(statuses))}; longest request ${longestMs.toFixed(0)} ms`,
+  );
   t.same([...statuses.keys()], [200], "every request during the failover was answered 200 (decided locally while no master answered)");
   t.equal((await sentinel.master()).port, promoted.port);
 

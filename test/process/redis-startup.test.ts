@@ -34,7 +34,11 @@ function startKeygate(env: Record<string, string>): Promise<{ outcome: number | 
 t.test("keygate refuses to start on a Redis it cannot use, says why in words on stderr, and never prints the password", async (t) => {
   const server = await privateRedis(t, { args: ["--requirepass", PASSWORD, "--databases", "4"] });
   const cases = [
-    { name: "a database the server does not have", url: `redis://:${PASSWORD}@127.0.0.1:${server.port}/99`, cause: /: database 99 does not exist on the server \(db index out of range/ },
+    {
+      name: "a database the server does not have",
+      url: `redis://:${PASSWORD}@127.0.0.1:${server.port}/99`,
+      cause: /: database 99 does not exist on the server \(db index out of range/,
+    },
     { name: "a wrong password", url: `redis://:wrong-${PASSWORD}@127.0.0.1:${server.port}`, cause: /: wrong password \(or user name\)/ },
     { name: "no password", url: `redis://127.0.0.1:${server.port}`, cause: /: the server needs a password and the URL gives none/ },
   ];

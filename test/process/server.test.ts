@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import t from "tap";
-import { post, run, SERVER_ENTRY, startServer, workingDirectory, type RunningServer } from "../helpers/process.js";
+import { post, type RunningServer, run, SERVER_ENTRY, startServer, workingDirectory } from "../helpers/process.js";
 import { REDIS_URL, uniquePrefix } from "../helpers/redis.js";
 
 function configFile(yaml: string): string {
@@ -19,78 +19,100 @@ function bootstrapKeyFile(server: RunningServer): string | undefined {
   return existsSync(path) ? path : undefined;
 }
 
-t.test("with no configuration and no terminal, keygate starts in memory, logs JSON lines only, and writes a working root key to a file of its own", async (t) => {
-  const server = await startServer(t, {});
-  const lines = server.logLines();
-  t.ok(lines.length > 0, `stdout is ${lines.length} JSON lines, nothing else`);
-  const messages = lines.map((line) => line.msg as string);
-  t.ok(messages.includes("storage: in-memory (everything is lost when keygate stops; set REDIS_URL to keep data in Redis)"));
-  t.ok(messages.some((message) => /^analytics: embedded ClickHouse \(chDB\), data in \/.*keygate-analytics-/.test(message)), "analytics on by default, in its directory");
-  const listening = lines.find((line) => typeof line.msg === "string" && line.msg.startsWith("keygate is listening on"));
-  t.equal(listening?.port, Number(new URL(server.baseUrl).port), "the start-up line names the port the OS picked for port 0");
+t.test(
+  "with no configuration and no terminal, keygate starts in memory, logs JSON lines only, and writes a working root key to a file of its own",
+  async (t) => {
+    const server = await startServer(t, {});
+    const lines = server.logLines();
+    t.ok(lines.length > 0, `stdout is ${lines.length} JSON lines, nothing else`);
+    const messages = lines.map((line) => line.msg as string);
+    t.ok(messages.includes("storage: in-memory (everything is lost when keygate stops; set REDIS_URL to keep data in Redis)"));
+    t.ok(
+      messages.some((message) => /^analytics: embedded ClickHouse \(chDB\), data in \/.*keygate-analytics-/.test(message)),
+      "analytics on by default, in its directory",
+    );
+    const listening = lines.find((line) => typeof line.msg === "string" && line.msg.startsWith("keygate is listening on"));
+    t.equal(listening?.port, Number(new URL(server.baseUrl).port), "the start-up line names the port the OS picked for port 0");
 
-  const path = bootstrapKeyFile(server);
-  t.ok(path, "the key is in data/bootstrap-root-key under the working directory");
-  t.equal(statSync(path as string).mode & 0o777, 0o600, "readable and writable by its owner only");
-  const rootKey = readFileSync(path as string, "utf8").trim();
-  t.match(rootKey, /^root_[1-9A-HJ-NP-Za-km-z]+$/);
-  const notice = lines.find((line) => line.file === path);
-  t.equal(notice?.level, 40, "a warning names the file");
-  t.match(notice?.msg, /delete the file/, "and says to delete it once read");
-  t.notOk(server.stdout().includes(rootKey) || server.stderr().includes(rootKey), "the key itself is neither on stdout nor on stderr");
+    const path = bootstrapKeyFile(server);
+    t.ok(path, "the key is in data/bootstrap-root-key under the working directory");
+    t.equal(statSync(path as string).mode & 0o777, 0o600, "readable and writable by its owner only");
+    const rootKey = readFileSync(path as string, "utf8").trim();
+    t.match(rootKey, /^root_[1-9A-HJ-NP-Za-km-z]+$/);
+    const notice = lines.find((line) => line.file === path);
+    t.equal(notice?.level, 40, "a warning names the file");
+    t.match(notice?.msg, /delete the file/, "and says to delete it once read");
+    t.notOk(server.stdout().includes(rootKey) || server.stderr().includes(rootKey), "the key itself is neither on stdout nor on stderr");
 
-  const created = await post(server.baseUrl, "apis.createApi", rootKey, { name: "my-api" });
-  t.equal(created.status, 200, "and it works");
-  const read = await post(server.baseUrl, "apis.getApi", rootKey, { apiId: created.body.data.apiId });
-  t.same(read.body.data, { id: created.body.data.apiId, name: "my-api" });
-  t.equal(await server.stop(), 0, "SIGTERM closes gracefully with exit code 0");
-});
+    const created = await post(server.baseUrl, "apis.createApi", rootKey, { name: "my-api" });
+    t.equal(created.status, 200, "and it works");
+    const read = await post(server.baseUrl, "apis.getApi", rootKey, { apiId: created.body.data.apiId });
+    t.same(read.body.data, { id: created.body.data.apiId, name: "my-api" });
+    t.equal(await server.stop(), 0, "SIGTERM closes gracefully with exit code 0");
+  },
+);
 
 /** util-linux `script`, which gives a command a terminal (a pseudo-TTY); undefined where it is not installed. */
 const SCRIPT = ["/usr/bin/script", "/bin/script"].find((path) => existsSync(path));
 
-t.test("on a terminal, the key is shown on stderr once; stdout stays JSON lines without it, and no file is written", { skip: SCRIPT ? false : "util-linux script is not installed" }, async (t) => {
-  const cwd = workingDirectory(t);
-  const stdoutPath = join(cwd, "stdout.log");
-  // stderr is the terminal `script` provides; stdout goes to a file, as a log collector would take it.
-  const child = spawn(SCRIPT as string, ["-qfec", `exec "${process.execPath}" "${SERVER_ENTRY}" > "${stdoutPath}"`, "/dev/null"], {
-    cwd,
-    env: { PATH: process.env.PATH ?? "", PORT: "0", HOST: "127.0.0.1", KEYGATE_ANALYTICS_ENGINE: "off" },
-    stdio: ["pipe", "pipe", "pipe"],
-  });
-  let terminal = "";
-  child.stdout.on("data", (chunk: Buffer) => (terminal += chunk.toString()));
-  const exited = new Promise((resolve) => child.once("exit", resolve));
-  t.teardown(() => {
-    if (child.exitCode === null) child.kill("SIGKILL");
-  });
-  const stdoutLines = () => (existsSync(stdoutPath) ? readFileSync(stdoutPath, "utf8").split("\n").filter((line) => line !== "") : []);
-  const started = Date.now();
-  while (!/root_[1-9A-HJ-NP-Za-km-z]{20,}\s/.test(terminal) && Date.now() - started < 15_000) await sleep(50);
+t.test(
+  "on a terminal, the key is shown on stderr once; stdout stays JSON lines without it, and no file is written",
+  { skip: SCRIPT ? false : "util-linux script is not installed" },
+  async (t) => {
+    const cwd = workingDirectory(t);
+    const stdoutPath = join(cwd, "stdout.log");
+    // stderr is the terminal `script` provides; stdout goes to a file, as a log collector would take it.
+    const child = spawn(SCRIPT as string, ["-qfec", `exec "${process.execPath}" "${SERVER_ENTRY}" > "${stdoutPath}"`, "/dev/null"], {
+      cwd,
+      env: { PATH: process.env.PATH ?? "", PORT: "0", HOST: "127.0.0.1", KEYGATE_ANALYTICS_ENGINE: "off" },
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+    let terminal = "";
+    child.stdout.on("data", (chunk: Buffer) => (terminal += chunk.toString()));
+    const exited = new Promise((resolve) => child.once("exit", resolve));
+    t.teardown(() => {
+      if (child.exitCode === null) child.kill("SIGKILL");
+    });
+    const stdoutLines = () =>
+      existsSync(stdoutPath)
+        ? readFileSync(stdoutPath, "utf8")
+            .split("\n")
+            .filter((line) => line !== "")
+        : [];
+    const started = Date.now();
+    while (!/root_[1-9A-HJ-NP-Za-km-z]{20,}\s/.test(terminal) && Date.now() - started < 15_000) await sleep(50);
 
-  const rootKey = /ROOT KEY \(workspace ws_default, every permission\)[^\n]*\n\s*\n\s+(root_[1-9A-HJ-NP-Za-km-z]+)/.exec(terminal)?.[1];
-  t.ok(rootKey, "the terminal shows the key");
-  t.equal(terminal.split(rootKey as string).length - 1, 1, "once");
-  t.match(terminal, /Try it, with ROOT_KEY set to that key:/);
-  const lines = stdoutLines().map((line) => JSON.parse(line) as Record<string, unknown>);
-  const listening = lines.find((line) => typeof line.msg === "string" && line.msg.startsWith("keygate is listening on"));
-  t.ok(listening, "stdout is JSON lines, the start-up summary among them");
-  t.ok(lines.some((line) => line.shownOn === "stderr"), "one of them says where the key was shown");
-  t.notOk(readFileSync(stdoutPath, "utf8").includes(rootKey as string), "the key is not on stdout");
-  t.notOk(existsSync(join(cwd, "data", "bootstrap-root-key")), "nor in a file");
-  const created = await post(listening?.address as string, "apis.createApi", rootKey as string, { name: "from-the-terminal" });
-  t.equal(created.status, 200, "and it works");
+    const rootKey = /ROOT KEY \(workspace ws_default, every permission\)[^\n]*\n\s*\n\s+(root_[1-9A-HJ-NP-Za-km-z]+)/.exec(terminal)?.[1];
+    t.ok(rootKey, "the terminal shows the key");
+    t.equal(terminal.split(rootKey as string).length - 1, 1, "once");
+    t.match(terminal, /Try it, with ROOT_KEY set to that key:/);
+    const lines = stdoutLines().map((line) => JSON.parse(line) as Record<string, unknown>);
+    const listening = lines.find((line) => typeof line.msg === "string" && line.msg.startsWith("keygate is listening on"));
+    t.ok(listening, "stdout is JSON lines, the start-up summary among them");
+    t.ok(
+      lines.some((line) => line.shownOn === "stderr"),
+      "one of them says where the key was shown",
+    );
+    t.notOk(readFileSync(stdoutPath, "utf8").includes(rootKey as string), "the key is not on stdout");
+    t.notOk(existsSync(join(cwd, "data", "bootstrap-root-key")), "nor in a file");
+    const created = await post(listening?.address as string, "apis.createApi", rootKey as string, { name: "from-the-terminal" });
+    t.equal(created.status, 200, "and it works");
 
-  process.kill(listening?.pid as number, "SIGTERM");
-  await exited;
-});
+    process.kill(listening?.pid as number, "SIGTERM");
+    await exited;
+  },
+);
 
 t.test("with Redis the data and the bootstrap root key survive a restart", async (t) => {
   const prefix = uniquePrefix(t, "server");
   const env = { KEYGATE_CONFIG: configFile(`storage:\n  redis: { url: "${REDIS_URL}", prefix: "${prefix}" }\nlogging:\n  level: warn\n`) };
   const cwd = workingDirectory(t);
   const first = await startServer(t, env, undefined, cwd);
-  t.match(first.stdout(), new RegExp(`storage: Redis at redis://127.0.0.1:6379/?, key prefix '${prefix}'`), "the start-up lines are written at logging.level warn too");
+  t.match(
+    first.stdout(),
+    new RegExp(`storage: Redis at redis://127.0.0.1:6379/?, key prefix '${prefix}'`),
+    "the start-up lines are written at logging.level warn too",
+  );
   const rootKey = readFileSync(bootstrapKeyFile(first) as string, "utf8").trim();
   t.ok(rootKey);
   const apiId = (await post(first.baseUrl, "apis.createApi", rootKey, { name: "durable" })).body.data.apiId;
@@ -153,7 +175,13 @@ t.test("an invalid configuration stops keygate with a message naming the bad pat
 });
 
 t.test("an unreachable Redis stops keygate with a clear message", async (t) => {
-  const result = await run(SERVER_ENTRY, [], { KEYGATE_CONFIG: configFile('storage:\n  redis: { url: "redis://127.0.0.1:1", connectTimeoutMs: 300 }\n'), PORT: "0" });
+  const result = await run(SERVER_ENTRY, [], {
+    KEYGATE_CONFIG: configFile('storage:\n  redis: { url: "redis://127.0.0.1:1", connectTimeoutMs: 300 }\n'),
+    PORT: "0",
+  });
   t.equal(result.code, 1);
-  t.match(result.stderr, /cannot use Redis at redis:\/\/127\.0\.0\.1:1: nothing is listening on 127\.0\.0\.1:1 \(connection refused\), still after 300 ms of retrying/);
+  t.match(
+    result.stderr,
+    /cannot use Redis at redis:\/\/127\.0\.0\.1:1: nothing is listening on 127\.0\.0\.1:1 \(connection refused\), still after 300 ms of retrying/,
+  );
 });

@@ -26,14 +26,18 @@ t.test("1,000 concurrent verifications of a key with 100 credits across two keyg
   const apiId = (await post(a.baseUrl, "apis.createApi", CLUSTER_ROOT_KEY, { name: "metered" })).body.data.apiId;
   const { key, keyId } = (await post(a.baseUrl, "keys.createKey", CLUSTER_ROOT_KEY, { apiId, credits: { remaining: 100 } })).body.data;
   // Both caches know the key first (cost 0 spends nothing).
-  for (const instance of [a, b]) t.equal((await post(instance.baseUrl, "keys.verifyKey", CLUSTER_ROOT_KEY, { key, credits: { cost: 0 } })).body.data.credits, 100);
+  for (const instance of [a, b])
+    t.equal((await post(instance.baseUrl, "keys.verifyKey", CLUSTER_ROOT_KEY, { key, credits: { cost: 0 } })).body.data.credits, 100);
 
   const results = await Promise.all(Array.from({ length: 1_000 }, (_, i) => verify(i % 2 === 0 ? a.baseUrl : b.baseUrl, key)));
   const codes = new Map<string, number>();
   for (const result of results) codes.set(result.code, (codes.get(result.code) ?? 0) + 1);
   t.same(Object.fromEntries(codes), { VALID: 100, USAGE_EXCEEDED: 900 });
   t.same(
-    results.filter((result) => result.code === "VALID").map((result) => result.credits as number).sort((x, y) => x - y),
+    results
+      .filter((result) => result.code === "VALID")
+      .map((result) => result.credits as number)
+      .sort((x, y) => x - y),
     Array.from({ length: 100 }, (_, i) => i),
     "each VALID saw a different balance, 99 down to 0: no credit was spent twice",
   );

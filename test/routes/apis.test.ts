@@ -26,14 +26,27 @@ for (const storage of STORAGE_KINDS) {
       assertInvalidAt(t, await h.call("apis.createApi", {}), "body.name", "is required");
       assertInvalidAt(t, await h.call("apis.createApi", { name: "ab" }), "body.name", "must be at least 3 characters long");
       assertInvalidAt(t, await h.call("apis.createApi", { name: "a".repeat(256) }), "body.name", "must be at most 255 characters long");
-      assertInvalidAt(t, await h.call("apis.createApi", { name: "1orders" }), "body.name", "must start with a letter and contain only letters, digits, ., _ and -");
-      assertInvalidAt(t, await h.call("apis.createApi", { name: "or ders" }), "body.name", "must start with a letter and contain only letters, digits, ., _ and -");
+      assertInvalidAt(
+        t,
+        await h.call("apis.createApi", { name: "1orders" }),
+        "body.name",
+        "must start with a letter and contain only letters, digits, ., _ and -",
+      );
+      assertInvalidAt(
+        t,
+        await h.call("apis.createApi", { name: "or ders" }),
+        "body.name",
+        "must start with a letter and contain only letters, digits, ., _ and -",
+      );
       assertInvalidAt(t, await h.call("apis.createApi", { name: 42 }), "body.name", "must be a string");
       assertInvalidAt(t, await h.call("apis.createApi", { name: "orders", extra: true }), "body.extra", "is not a known field");
     });
 
     await checkUnauthenticated(t, h, "apis.createApi", { name: "orders" });
-    await checkPermissions(t, h, "apis.createApi", () => ({ name: "orders" }), { missing: ["api.*.create_api"], accepted: [["api.*.create_api"], ["apis.*.create_api"], ["*"]] });
+    await checkPermissions(t, h, "apis.createApi", () => ({ name: "orders" }), {
+      missing: ["api.*.create_api"],
+      accepted: [["api.*.create_api"], ["apis.*.create_api"], ["*"]],
+    });
 
     await t.test("getApi rejects each invalid apiId", async (t) => {
       assertInvalidAt(t, await h.call("apis.getApi", {}), "body.apiId", "is required");
@@ -84,16 +97,27 @@ for (const storage of STORAGE_KINDS) {
     });
 
     await checkUnauthenticated(t, h, "apis.deleteApi", { apiId: existing });
-    await checkPermissions(t, h, "apis.deleteApi", async () => ({ apiId: (await h.call("apis.createApi", { name: "victim" })).body.data.apiId }), {
-      missing: ["api.*.delete_api"],
-      accepted: [["api.*.delete_api"], ["api.*"]],
-    });
+    await checkPermissions(
+      t,
+      h,
+      "apis.deleteApi",
+      async () => ({ apiId: (await h.call("apis.createApi", { name: "victim" })).body.data.apiId }),
+      {
+        missing: ["api.*.delete_api"],
+        accepted: [["api.*.delete_api"], ["api.*"]],
+      },
+    );
   });
 
   t.test(`declared APIs on ${storage} stores`, async (t) => {
     const h = await harness(t, {
       storage,
-      config: { apis: [{ id: "api_declared", name: "declared", workspaceId: "ws_test", deleteProtection: true }, { id: "api_plain", name: "plain", workspaceId: "ws_test" }] },
+      config: {
+        apis: [
+          { id: "api_declared", name: "declared", workspaceId: "ws_test", deleteProtection: true },
+          { id: "api_plain", name: "plain", workspaceId: "ws_test" },
+        ],
+      },
     });
 
     await t.test("are created at start-up and readable", async (t) => {
@@ -108,13 +132,22 @@ for (const storage of STORAGE_KINDS) {
 
     await t.test("declaring again is idempotent and does not resurrect a deleted API", async (t) => {
       t.equal((await h.call("apis.deleteApi", { apiId: "api_plain" })).status, 200);
-      t.equal(await h.app.services.apis.declare({ id: "api_plain", name: "plain", workspaceId: "ws_test", deleteProtection: false }), "exists");
-      t.equal(await h.app.services.apis.declare({ id: "api_declared", name: "declared", workspaceId: "ws_test", deleteProtection: true }), "exists");
+      t.equal(
+        await h.app.services.apis.declare({ id: "api_plain", name: "plain", workspaceId: "ws_test", deleteProtection: false }),
+        "exists",
+      );
+      t.equal(
+        await h.app.services.apis.declare({ id: "api_declared", name: "declared", workspaceId: "ws_test", deleteProtection: true }),
+        "exists",
+      );
       assertError(t, await h.call("apis.getApi", { apiId: "api_plain" }), "err:unkey:data:api_not_found");
     });
 
     await t.test("an id declared for another workspace than its owner is refused", async (t) => {
-      await t.rejects(h.app.services.apis.declare({ id: "api_declared", name: "declared", workspaceId: "ws_other", deleteProtection: false }), /already belongs to workspace 'ws_test'/);
+      await t.rejects(
+        h.app.services.apis.declare({ id: "api_declared", name: "declared", workspaceId: "ws_other", deleteProtection: false }),
+        /already belongs to workspace 'ws_test'/,
+      );
     });
   });
 }

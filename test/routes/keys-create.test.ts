@@ -1,8 +1,8 @@
 import t from "tap";
+import { hashKey } from "../../src/lib/hash.js";
 import { assertError, assertInvalidAt, checkPermissions, checkUnauthenticated } from "../helpers/assertions.js";
 import { createApi, getKey, TEST_VAULT_KEY } from "../helpers/fixtures.js";
 import { harness, OTHER_ROOT_KEY, STORAGE_KINDS } from "../helpers/harness.js";
-import { hashKey } from "../../src/lib/hash.js";
 
 const BASE58 = /^[1-9A-HJ-NP-Za-km-z]+$/;
 
@@ -60,7 +60,10 @@ for (const storage of STORAGE_KINDS) {
       t.match(shown.identity.id, /^id_/);
       t.same(
         shown.ratelimits.map((r: any) => [r.name, r.limit, r.duration, r.autoApply]),
-        [["requests", 100, 60_000, true], ["tokens", 10_000, 3_600_000, false]],
+        [
+          ["requests", 100, 60_000, true],
+          ["tokens", 10_000, 3_600_000, false],
+        ],
       );
       for (const limit of shown.ratelimits) t.match(limit.id, /^rl_/);
     });
@@ -76,14 +79,20 @@ for (const storage of STORAGE_KINDS) {
       await h.call("keys.createKey", { apiId, permissions: ["brand.new.permission"], externalId: "shared_owner" });
       const permission = await h.call("permissions.getPermission", { permission: "brand.new.permission" });
       t.equal(permission.status, 200);
-      t.same({ name: permission.body.data.name, slug: permission.body.data.slug }, { name: "brand.new.permission", slug: "brand.new.permission" });
+      t.same(
+        { name: permission.body.data.name, slug: permission.body.data.slug },
+        { name: "brand.new.permission", slug: "brand.new.permission" },
+      );
       const second = await h.call("keys.createKey", { apiId, externalId: "shared_owner" });
       const identities = await h.call("identities.getIdentity", { identity: "shared_owner" });
       t.equal((await getKey(h, second.body.data.keyId)).identity.id, identities.body.data.id);
     });
 
     await t.test("a daily refill ignores refillDay, as in Unkey", async (t) => {
-      const created = await h.call("keys.createKey", { apiId, credits: { remaining: 5, refill: { interval: "daily", amount: 5, refillDay: 3 } } });
+      const created = await h.call("keys.createKey", {
+        apiId,
+        credits: { remaining: 5, refill: { interval: "daily", amount: 5, refillDay: 3 } },
+      });
       t.same((await getKey(h, created.body.data.keyId)).credits, { remaining: 5, refill: { interval: "daily", amount: 5 } });
     });
 
@@ -109,7 +118,11 @@ for (const storage of STORAGE_KINDS) {
         [{ apiId, externalId: "" }, "body.externalId", "must be at least 1 character long"],
         [{ apiId, externalId: "has space" }, "body.externalId", /^must contain only /],
         [{ apiId, meta: "text" }, "body.meta", "must be an object"],
-        [{ apiId, meta: Object.fromEntries(Array.from({ length: 101 }, (_, i) => [`k${i}`, i])) }, "body.meta", "must have at most 100 properties"],
+        [
+          { apiId, meta: Object.fromEntries(Array.from({ length: 101 }, (_, i) => [`k${i}`, i])) },
+          "body.meta",
+          "must have at most 100 properties",
+        ],
         [{ apiId, meta: { big: "x".repeat(70 * 1024) } }, "body.meta", /must be at most 65536 bytes/],
         [{ apiId, roles: ["bad role"] }, "body.roles[0]", /^must contain only /],
         [{ apiId, roles: Array.from({ length: 101 }, (_, i) => `r${i}`) }, "body.roles", "must contain at most 100 items"],
@@ -123,19 +136,69 @@ for (const storage of STORAGE_KINDS) {
         [{ apiId, credits: null }, "body.credits", "must be an object"],
         [{ apiId, credits: {} }, "body.credits.remaining", "is required"],
         [{ apiId, credits: { remaining: -1 } }, "body.credits.remaining", "must be greater than or equal to 0"],
-        [{ apiId, credits: { remaining: null, refill: { interval: "daily", amount: 1 } } }, "body.credits.remaining", "must be provided when credits.refill is set"],
-        [{ apiId, credits: { remaining: 1, refill: { interval: "weekly", amount: 1 } } }, "body.credits.refill.interval", 'must be one of: "daily", "monthly"'],
-        [{ apiId, credits: { remaining: 1, refill: { interval: "daily", amount: 0 } } }, "body.credits.refill.amount", "must be greater than or equal to 1"],
-        [{ apiId, credits: { remaining: 1, refill: { interval: "monthly", amount: 1 } } }, "body.credits.refill.refillDay", "is required when the interval is 'monthly'"],
-        [{ apiId, credits: { remaining: 1, refill: { interval: "monthly", amount: 1, refillDay: 32 } } }, "body.credits.refill.refillDay", "must be less than or equal to 31"],
-        [{ apiId, credits: { remaining: 1, refill: { interval: "monthly", amount: 1, refillDay: 0 } } }, "body.credits.refill.refillDay", "must be greater than or equal to 1"],
-        [{ apiId, ratelimits: [{ name: "ab", limit: 1, duration: 1000 }] }, "body.ratelimits[0].name", "must be at least 3 characters long"],
-        [{ apiId, ratelimits: [{ name: "abc", limit: 0, duration: 1000 }] }, "body.ratelimits[0].limit", "must be greater than or equal to 1"],
-        [{ apiId, ratelimits: [{ name: "abc", limit: 1, duration: 999 }] }, "body.ratelimits[0].duration", "must be greater than or equal to 1000"],
+        [
+          { apiId, credits: { remaining: null, refill: { interval: "daily", amount: 1 } } },
+          "body.credits.remaining",
+          "must be provided when credits.refill is set",
+        ],
+        [
+          { apiId, credits: { remaining: 1, refill: { interval: "weekly", amount: 1 } } },
+          "body.credits.refill.interval",
+          'must be one of: "daily", "monthly"',
+        ],
+        [
+          { apiId, credits: { remaining: 1, refill: { interval: "daily", amount: 0 } } },
+          "body.credits.refill.amount",
+          "must be greater than or equal to 1",
+        ],
+        [
+          { apiId, credits: { remaining: 1, refill: { interval: "monthly", amount: 1 } } },
+          "body.credits.refill.refillDay",
+          "is required when the interval is 'monthly'",
+        ],
+        [
+          { apiId, credits: { remaining: 1, refill: { interval: "monthly", amount: 1, refillDay: 32 } } },
+          "body.credits.refill.refillDay",
+          "must be less than or equal to 31",
+        ],
+        [
+          { apiId, credits: { remaining: 1, refill: { interval: "monthly", amount: 1, refillDay: 0 } } },
+          "body.credits.refill.refillDay",
+          "must be greater than or equal to 1",
+        ],
+        [
+          { apiId, ratelimits: [{ name: "ab", limit: 1, duration: 1000 }] },
+          "body.ratelimits[0].name",
+          "must be at least 3 characters long",
+        ],
+        [
+          { apiId, ratelimits: [{ name: "abc", limit: 0, duration: 1000 }] },
+          "body.ratelimits[0].limit",
+          "must be greater than or equal to 1",
+        ],
+        [
+          { apiId, ratelimits: [{ name: "abc", limit: 1, duration: 999 }] },
+          "body.ratelimits[0].duration",
+          "must be greater than or equal to 1000",
+        ],
         [{ apiId, ratelimits: [{ name: "abc", limit: 1 }] }, "body.ratelimits[0].duration", "is required"],
         [{ apiId, ratelimits: [{ name: "abc", limit: 1, duration: 1000, cost: 1 }] }, "body.ratelimits[0].cost", "is not a known field"],
-        [{ apiId, ratelimits: [{ name: "same", limit: 1, duration: 1000 }, { name: "same", limit: 2, duration: 1000 }] }, "body.ratelimits[1].name", "repeats the name of ratelimits[0]"],
-        [{ apiId, ratelimits: Array.from({ length: 51 }, (_, i) => ({ name: `limit${i}`, limit: 1, duration: 1000 })) }, "body.ratelimits", "must contain at most 50 items"],
+        [
+          {
+            apiId,
+            ratelimits: [
+              { name: "same", limit: 1, duration: 1000 },
+              { name: "same", limit: 2, duration: 1000 },
+            ],
+          },
+          "body.ratelimits[1].name",
+          "repeats the name of ratelimits[0]",
+        ],
+        [
+          { apiId, ratelimits: Array.from({ length: 51 }, (_, i) => ({ name: `limit${i}`, limit: 1, duration: 1000 })) },
+          "body.ratelimits",
+          "must contain at most 50 items",
+        ],
         [{ apiId, enabled: "yes" }, "body.enabled", "must be a boolean"],
         [{ apiId, recoverable: 1 }, "body.recoverable", "must be a boolean"],
         [{ apiId, async: true }, "body.async", "is not a known field"],
@@ -165,7 +228,10 @@ for (const storage of STORAGE_KINDS) {
     });
     await checkPermissions(t, h, "keys.createKey", () => ({ apiId, recoverable: true }), {
       missing: ["api.*.create_key"],
-      accepted: [["api.*.create_key", "api.*.encrypt_key"], [`api.${apiId}.create_key`, `api.${apiId}.encrypt_key`]],
+      accepted: [
+        ["api.*.create_key", "api.*.encrypt_key"],
+        [`api.${apiId}.create_key`, `api.${apiId}.encrypt_key`],
+      ],
     });
 
     await t.test("a recoverable key also needs encrypt_key, and the detail names it", async (t) => {
@@ -179,7 +245,12 @@ for (const storage of STORAGE_KINDS) {
     const h = await harness(t, { storage });
     const apiId = await createApi(h);
     await t.test("a recoverable key is a 412 that says what is missing", async (t) => {
-      assertError(t, await h.call("keys.createKey", { apiId, recoverable: true }), "err:unkey:application:precondition_failed", /vault key/);
+      assertError(
+        t,
+        await h.call("keys.createKey", { apiId, recoverable: true }),
+        "err:unkey:application:precondition_failed",
+        /vault key/,
+      );
     });
     await t.test("other keys are made as usual", async (t) => {
       t.equal((await h.call("keys.createKey", { apiId })).status, 200);

@@ -62,11 +62,19 @@ for (const storage of STORAGE_KINDS) {
     });
     await checkPermissions(t, h, "keys.getKey", () => ({ keyId: recoverable.keyId, decrypt: true }), {
       missing: ["api.*.read_key"],
-      accepted: [["api.*.read_key", "api.*.decrypt_key"], [`api.${apiId}.read_key`, `api.${apiId}.decrypt_key`]],
+      accepted: [
+        ["api.*.read_key", "api.*.decrypt_key"],
+        [`api.${apiId}.read_key`, `api.${apiId}.decrypt_key`],
+      ],
     });
     await t.test("decrypt without decrypt_key is a 403 naming it", async (t) => {
       const rootKey = await h.rootKey(["api.*.read_key"]);
-      assertError(t, await h.call("keys.getKey", { keyId: recoverable.keyId, decrypt: true }, { rootKey }), "err:unkey:authorization:insufficient_permissions", /decrypt_key/);
+      assertError(
+        t,
+        await h.call("keys.getKey", { keyId: recoverable.keyId, decrypt: true }, { rootKey }),
+        "err:unkey:authorization:insufficient_permissions",
+        /decrypt_key/,
+      );
     });
     await checkUnauthenticated(t, h, "keys.whoami", { key: plain.key });
     await checkPermissions(t, h, "keys.whoami", () => ({ key: plain.key }), {
@@ -128,7 +136,10 @@ for (const storage of STORAGE_KINDS) {
       const keep = await createKey(h, small);
       const drop = await createKey(h, small);
       await h.call("keys.deleteKey", { keyId: drop.keyId });
-      t.same((await h.call("apis.listKeys", { apiId: small })).body.data.map((k: any) => k.keyId), [keep.keyId]);
+      t.same(
+        (await h.call("apis.listKeys", { apiId: small })).body.data.map((k: any) => k.keyId),
+        [keep.keyId],
+      );
     });
 
     await t.test("decrypt lists plaintexts of recoverable keys; nothing shows a hash", async (t) => {

@@ -17,7 +17,10 @@ for (const storage of STORAGE_KINDS) {
       meta: { a: 1 },
       expires: Date.UTC(2030, 0, 1),
       credits: { remaining: 10, refill: { interval: "monthly", amount: 10, refillDay: 1 } },
-      ratelimits: [{ name: "requests", limit: 5, duration: 1000 }, { name: "bursts", limit: 50, duration: 60_000 }],
+      ratelimits: [
+        { name: "requests", limit: 5, duration: 1000 },
+        { name: "bursts", limit: 50, duration: 60_000 },
+      ],
       roles: ["reader"],
       permissions: ["a.read"],
     };
@@ -54,7 +57,10 @@ for (const storage of STORAGE_KINDS) {
         enabled: false,
         roles: ["writer"],
         permissions: ["b.write", "c.*"],
-        ratelimits: [{ name: "requests", limit: 7, duration: 2000, autoApply: true }, { name: "daily", limit: 1000, duration: 86_400_000 }],
+        ratelimits: [
+          { name: "requests", limit: 7, duration: 2000, autoApply: true },
+          { name: "daily", limit: 1000, duration: 86_400_000 },
+        ],
       });
       const after = await getKey(h, keyId);
       t.equal(after.name, "renamed");
@@ -68,7 +74,10 @@ for (const storage of STORAGE_KINDS) {
       const requestsAfter = after.ratelimits.find((r: any) => r.name === "requests");
       t.equal(requestsAfter.id, requestsBefore.id, "a limit replaced by name keeps its id");
       t.same([requestsAfter.limit, requestsAfter.duration, requestsAfter.autoApply], [7, 2000, true]);
-      t.notOk(after.ratelimits.some((r: any) => r.name === "bursts"), "names not listed are removed");
+      t.notOk(
+        after.ratelimits.some((r: any) => r.name === "bursts"),
+        "names not listed are removed",
+      );
       t.ok(after.ratelimits.some((r: any) => r.name === "daily"));
     });
 
@@ -79,16 +88,35 @@ for (const storage of STORAGE_KINDS) {
       await h.call("keys.updateKey", { keyId, credits: { refill: { interval: "daily", amount: 3 } } });
       t.same((await getKey(h, keyId)).credits, { remaining: 10, refill: { interval: "daily", amount: 3 } }, "a refill can be added back");
       await h.call("keys.updateKey", { keyId, credits: { remaining: 4 } });
-      t.same((await getKey(h, keyId)).credits, { remaining: 4, refill: { interval: "daily", amount: 3 } }, "remaining alone keeps the refill");
+      t.same(
+        (await getKey(h, keyId)).credits,
+        { remaining: 4, refill: { interval: "daily", amount: 3 } },
+        "remaining alone keeps the refill",
+      );
       await h.call("keys.updateKey", { keyId, credits: { remaining: null } });
       t.notOk("credits" in (await getKey(h, keyId)));
     });
 
     await t.test("credits rules that span fields are located 400s", async (t) => {
       const { keyId } = await createKey(h, apiId);
-      assertInvalidAt(t, await h.call("keys.updateKey", { keyId, credits: { refill: { interval: "daily", amount: 1 } } }), "body.credits.remaining", /must be provided/);
-      assertInvalidAt(t, await h.call("keys.updateKey", { keyId, credits: { remaining: 5, refill: { interval: "monthly", amount: 1 } } }), "body.credits.refill.refillDay", /is required/);
-      assertInvalidAt(t, await h.call("keys.updateKey", { keyId, credits: { remaining: 5, refill: { interval: "daily", amount: 1, refillDay: 2 } } }), "body.credits.refill.refillDay", /must not be given/);
+      assertInvalidAt(
+        t,
+        await h.call("keys.updateKey", { keyId, credits: { refill: { interval: "daily", amount: 1 } } }),
+        "body.credits.remaining",
+        /must be provided/,
+      );
+      assertInvalidAt(
+        t,
+        await h.call("keys.updateKey", { keyId, credits: { remaining: 5, refill: { interval: "monthly", amount: 1 } } }),
+        "body.credits.refill.refillDay",
+        /is required/,
+      );
+      assertInvalidAt(
+        t,
+        await h.call("keys.updateKey", { keyId, credits: { remaining: 5, refill: { interval: "daily", amount: 1, refillDay: 2 } } }),
+        "body.credits.refill.refillDay",
+        /must not be given/,
+      );
       t.notOk("credits" in (await getKey(h, keyId)), "nothing was written");
     });
 
@@ -114,7 +142,17 @@ for (const storage of STORAGE_KINDS) {
         [{ keyId, credits: { spent: 1 } }, "body.credits.spent", "is not a known field"],
         [{ keyId, enabled: null }, "body.enabled", "must be a boolean"],
         [{ keyId, roles: null }, "body.roles", "must be an array"],
-        [{ keyId, ratelimits: [{ name: "dup", limit: 1, duration: 1000 }, { name: "dup", limit: 1, duration: 1000 }] }, "body.ratelimits[1].name", /repeats/],
+        [
+          {
+            keyId,
+            ratelimits: [
+              { name: "dup", limit: 1, duration: 1000 },
+              { name: "dup", limit: 1, duration: 1000 },
+            ],
+          },
+          "body.ratelimits[1].name",
+          /repeats/,
+        ],
         [{ keyId, apiId }, "body.apiId", "is not a known field"],
       ];
       for (const [body, location, message] of cases) assertInvalidAt(t, await h.call("keys.updateKey", body), location, message);
@@ -166,12 +204,37 @@ for (const storage of STORAGE_KINDS) {
 
     await t.test("increment or decrement without a value, or on an unlimited key, is a 400", async (t) => {
       const limited = await createKey(h, apiId, { credits: { remaining: 1 } });
-      assertInvalidAt(t, await h.call("keys.updateCredits", { keyId: limited.keyId, operation: "increment" }), "body.value", /must be provided/);
-      assertInvalidAt(t, await h.call("keys.updateCredits", { keyId: limited.keyId, operation: "decrement", value: null }), "body.value", /must be provided/);
+      assertInvalidAt(
+        t,
+        await h.call("keys.updateCredits", { keyId: limited.keyId, operation: "increment" }),
+        "body.value",
+        /must be provided/,
+      );
+      assertInvalidAt(
+        t,
+        await h.call("keys.updateCredits", { keyId: limited.keyId, operation: "decrement", value: null }),
+        "body.value",
+        /must be provided/,
+      );
       const unlimited = await createKey(h, apiId);
-      assertInvalidAt(t, await h.call("keys.updateCredits", { keyId: unlimited.keyId, operation: "increment", value: 1 }), "body.operation", /unlimited credits/);
-      assertInvalidAt(t, await h.call("keys.updateCredits", { keyId: limited.keyId, operation: "double", value: 1 }), "body.operation", /must be one of/);
-      assertInvalidAt(t, await h.call("keys.updateCredits", { keyId: limited.keyId, operation: "set", value: -1 }), "body.value", "must be greater than or equal to 0");
+      assertInvalidAt(
+        t,
+        await h.call("keys.updateCredits", { keyId: unlimited.keyId, operation: "increment", value: 1 }),
+        "body.operation",
+        /unlimited credits/,
+      );
+      assertInvalidAt(
+        t,
+        await h.call("keys.updateCredits", { keyId: limited.keyId, operation: "double", value: 1 }),
+        "body.operation",
+        /must be one of/,
+      );
+      assertInvalidAt(
+        t,
+        await h.call("keys.updateCredits", { keyId: limited.keyId, operation: "set", value: -1 }),
+        "body.value",
+        "must be greater than or equal to 0",
+      );
       assertInvalidAt(t, await h.call("keys.updateCredits", { keyId: limited.keyId }), "body.operation", "is required");
     });
 
@@ -182,9 +245,17 @@ for (const storage of STORAGE_KINDS) {
     });
 
     await t.test("unknown and other workspaces' keys are 404", async (t) => {
-      assertError(t, await h.call("keys.updateCredits", { keyId: "key_missing", operation: "set", value: 1 }), "err:unkey:data:key_not_found");
+      assertError(
+        t,
+        await h.call("keys.updateCredits", { keyId: "key_missing", operation: "set", value: 1 }),
+        "err:unkey:data:key_not_found",
+      );
       const { keyId } = await createKey(h, apiId, { credits: { remaining: 1 } });
-      assertError(t, await h.call("keys.updateCredits", { keyId, operation: "set", value: 1 }, { rootKey: OTHER_ROOT_KEY }), "err:unkey:data:key_not_found");
+      assertError(
+        t,
+        await h.call("keys.updateCredits", { keyId, operation: "set", value: 1 }, { rootKey: OTHER_ROOT_KEY }),
+        "err:unkey:data:key_not_found",
+      );
     });
 
     const target = await createKey(h, apiId, { credits: { remaining: 1 } });
@@ -297,7 +368,10 @@ for (const storage of STORAGE_KINDS) {
       t.equal(after.plaintext, key, "still recoverable");
       for (const field of ["name", "meta", "roles", "permissions", "credits", "enabled"]) t.same(after[field], before[field], field);
       t.equal(after.identity.id, before.identity.id);
-      t.same(after.ratelimits.map((r: any) => [r.name, r.limit, r.duration, r.autoApply]), [["requests", 3, 1000, true]]);
+      t.same(
+        after.ratelimits.map((r: any) => [r.name, r.limit, r.duration, r.autoApply]),
+        [["requests", 3, 1000, true]],
+      );
       t.not(after.ratelimits[0].id, before.ratelimits[0].id, "the copy has its own limit id");
       t.equal(before.expires, Date.UTC(2026, 4, 1, 12, 2, 0), "12:00:30 + 90 s = 12:02:00, a whole minute");
     });
@@ -314,7 +388,12 @@ for (const storage of STORAGE_KINDS) {
     await t.test("unknown keys are 404; bad bodies are 400", async (t) => {
       assertError(t, await h.call("keys.rerollKey", { keyId: "key_missing", expiration: 0 }), "err:unkey:data:key_not_found");
       assertInvalidAt(t, await h.call("keys.rerollKey", { keyId: "key_missing" }), "body.expiration", "is required");
-      assertInvalidAt(t, await h.call("keys.rerollKey", { keyId: "key_missing", expiration: -1 }), "body.expiration", "must be greater than or equal to 0");
+      assertInvalidAt(
+        t,
+        await h.call("keys.rerollKey", { keyId: "key_missing", expiration: -1 }),
+        "body.expiration",
+        "must be greater than or equal to 0",
+      );
     });
 
     const plain = await createKey(h, apiId);
@@ -326,7 +405,12 @@ for (const storage of STORAGE_KINDS) {
     await t.test("rerolling a recoverable key also needs encrypt_key", async (t) => {
       const recoverable = await createKey(h, apiId, { recoverable: true });
       const rootKey = await h.rootKey(["api.*.create_key"]);
-      assertError(t, await h.call("keys.rerollKey", { keyId: recoverable.keyId, expiration: 0 }, { rootKey }), "err:unkey:authorization:insufficient_permissions", /encrypt_key/);
+      assertError(
+        t,
+        await h.call("keys.rerollKey", { keyId: recoverable.keyId, expiration: 0 }, { rootKey }),
+        "err:unkey:authorization:insufficient_permissions",
+        /encrypt_key/,
+      );
     });
   });
 }

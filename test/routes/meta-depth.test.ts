@@ -1,11 +1,11 @@
 import t from "tap";
 import { assertInvalidAt } from "../helpers/assertions.js";
 import { createApi, createKey, getKey } from "../helpers/fixtures.js";
-import { harness, ROOT_KEY, STORAGE_KINDS, type CallResult, type Harness } from "../helpers/harness.js";
+import { type CallResult, type Harness, harness, ROOT_KEY, STORAGE_KINDS } from "../helpers/harness.js";
 
 /** `{"level":{"level":...1...}}`: meta nested `levels` deep, counting meta itself, as JSON text. */
 function nestedMeta(levels: number): string {
-  return '{"level":'.repeat(levels - 1) + "{}" + "}".repeat(levels - 1);
+  return `${'{"level":'.repeat(levels - 1)}{}${"}".repeat(levels - 1)}`;
 }
 
 /** POST with a raw JSON body: a deeply nested value is written as text, never through JSON.stringify. */
@@ -47,7 +47,11 @@ for (const storage of STORAGE_KINDS) {
         }
       }
       t.equal((await getKey(h, keyId)).meta, undefined, "the key was not changed");
-      t.equal((await h.call("identities.getIdentity", { identity: "deep_meta" })).body.data.meta, undefined, "the identity was not changed");
+      t.equal(
+        (await h.call("identities.getIdentity", { identity: "deep_meta" })).body.data.meta,
+        undefined,
+        "the identity was not changed",
+      );
       t.equal((await h.call("identities.getIdentity", { identity: "deep_101" })).status, 404, "no identity was made");
     });
 

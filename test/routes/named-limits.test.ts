@@ -19,7 +19,8 @@ for (const storage of STORAGE_KINDS) {
   t.test(`a named limit without autoApply on ${storage} stores`, async (t) => {
     const h = await harness(t, { storage });
     const apiId = await createApi(h);
-    const limitsOf = (view: { ratelimits?: { name: string; autoApply: boolean }[] }) => view.ratelimits?.map((limit) => [limit.name, limit.autoApply]);
+    const limitsOf = (view: { ratelimits?: { name: string; autoApply: boolean }[] }) =>
+      view.ratelimits?.map((limit) => [limit.name, limit.autoApply]);
     const verify = async (key: string, body: Record<string, unknown> = {}) => (await h.call("keys.verifyKey", { key, ...body })).body.data;
 
     await t.test("keys.createKey stores it with autoApply false: verification applies it only when asked", async (t) => {
@@ -40,7 +41,10 @@ for (const storage of STORAGE_KINDS) {
     await t.test("identities.createIdentity and updateIdentity store it with autoApply false", async (t) => {
       t.equal((await h.call("identities.createIdentity", { externalId: "no_auto_apply", ratelimits: [WITHOUT_AUTO_APPLY] })).status, 200);
       t.same(limitsOf((await h.call("identities.getIdentity", { identity: "no_auto_apply" })).body.data), [["tokens", false]]);
-      const updated = await h.call("identities.updateIdentity", { identity: "no_auto_apply", ratelimits: [{ ...WITHOUT_AUTO_APPLY, name: "requests" }] });
+      const updated = await h.call("identities.updateIdentity", {
+        identity: "no_auto_apply",
+        ratelimits: [{ ...WITHOUT_AUTO_APPLY, name: "requests" }],
+      });
       t.equal(updated.status, 200);
       t.same(limitsOf(updated.body.data), [["requests", false]]);
     });
@@ -52,8 +56,18 @@ for (const storage of STORAGE_KINDS) {
         const at = "body.ratelimits[0].autoApply";
         assertInvalidAt(t, await h.call("keys.createKey", { apiId, ratelimits: [entry] }), at, "must be a boolean");
         assertInvalidAt(t, await h.call("keys.updateKey", { keyId, ratelimits: [entry] }), at, "must be a boolean");
-        assertInvalidAt(t, await h.call("identities.createIdentity", { externalId: "bad_auto_apply", ratelimits: [entry] }), at, "must be a boolean");
-        assertInvalidAt(t, await h.call("identities.updateIdentity", { identity: "no_auto_apply", ratelimits: [entry] }), at, "must be a boolean");
+        assertInvalidAt(
+          t,
+          await h.call("identities.createIdentity", { externalId: "bad_auto_apply", ratelimits: [entry] }),
+          at,
+          "must be a boolean",
+        );
+        assertInvalidAt(
+          t,
+          await h.call("identities.updateIdentity", { identity: "no_auto_apply", ratelimits: [entry] }),
+          at,
+          "must be a boolean",
+        );
       }
     });
   });

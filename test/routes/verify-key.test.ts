@@ -2,7 +2,7 @@ import t from "tap";
 import { assertError, assertInvalidAt, checkUnauthenticated } from "../helpers/assertions.js";
 import { ManualClock } from "../helpers/clock.js";
 import { createApi, createKey } from "../helpers/fixtures.js";
-import { harness, OTHER_ROOT_KEY, ROOT_KEY, STORAGE_KINDS, WORKSPACE, type Harness } from "../helpers/harness.js";
+import { type Harness, harness, OTHER_ROOT_KEY, ROOT_KEY, STORAGE_KINDS, WORKSPACE } from "../helpers/harness.js";
 
 const verify = async (h: Harness, body: Record<string, unknown>, rootKey?: string) => {
   const result = await h.call("keys.verifyKey", body, rootKey === undefined ? {} : { rootKey });
@@ -69,7 +69,13 @@ for (const storage of STORAGE_KINDS) {
 
     await t.test("DISABLED and EXPIRED still name the key; changes apply at once", async (t) => {
       const disabled = await createKey(h, apiId, { enabled: false, name: "off" });
-      t.same(await verify(h, { key: disabled.key }), { valid: false, code: "DISABLED", keyId: disabled.keyId, name: "off", enabled: false });
+      t.same(await verify(h, { key: disabled.key }), {
+        valid: false,
+        code: "DISABLED",
+        keyId: disabled.keyId,
+        name: "off",
+        enabled: false,
+      });
       await h.call("keys.updateKey", { keyId: disabled.keyId, enabled: true });
       t.equal((await verify(h, { key: disabled.key })).code, "VALID");
       const expiring = await createKey(h, apiId, { expires: clock.now() + 1_000 });
@@ -116,7 +122,12 @@ for (const storage of STORAGE_KINDS) {
       t.equal((await verify(h, { key: "sk_unknown", permissions: "a AND (b OR" })).code, "NOT_FOUND");
       const { key } = await createKey(h, apiId);
       t.equal((await verify(h, { key })).code, "VALID", "cached");
-      assertError(t, await h.call("keys.verifyKey", { key, permissions: "a AND (b OR" }), "err:user:bad_request:permissions_query_syntax_error", /position 12/);
+      assertError(
+        t,
+        await h.call("keys.verifyKey", { key, permissions: "a AND (b OR" }),
+        "err:user:bad_request:permissions_query_syntax_error",
+        /position 12/,
+      );
     });
 
     await t.test("role and permission changes apply at once", async (t) => {
@@ -151,7 +162,10 @@ for (const storage of STORAGE_KINDS) {
       t.equal((await verify(h, { key })).credits, 0);
       t.equal((await verify(h, { key })).code, "USAGE_EXCEEDED");
       clock.set(Date.UTC(2026, 5, 11, 0, 0, 1));
-      t.same([(await verify(h, { key })).credits, (await verify(h, { key })).credits, (await verify(h, { key })).code], [1, 0, "USAGE_EXCEEDED"]);
+      t.same(
+        [(await verify(h, { key })).credits, (await verify(h, { key })).credits, (await verify(h, { key })).code],
+        [1, 0, "USAGE_EXCEEDED"],
+      );
     });
 
     await t.test("updateCredits reaches verification at once", async (t) => {
@@ -165,17 +179,39 @@ for (const storage of STORAGE_KINDS) {
 
     await t.test("rate limits: autoApply limits always, others by name with a cost; the response reports each", async (t) => {
       const { key } = await createKey(h, apiId, {
-        ratelimits: [{ name: "requests", limit: 3, duration: 60_000, autoApply: true }, { name: "tokens", limit: 10, duration: 60_000 }],
+        ratelimits: [
+          { name: "requests", limit: 3, duration: 60_000, autoApply: true },
+          { name: "tokens", limit: 10, duration: 60_000 },
+        ],
       });
       const first = await verify(h, { key });
-      t.same(first.ratelimits.map((r: any) => [r.name, r.remaining, r.exceeded, r.autoApply]), [["requests", 2, false, true]]);
+      t.same(
+        first.ratelimits.map((r: any) => [r.name, r.remaining, r.exceeded, r.autoApply]),
+        [["requests", 2, false, true]],
+      );
       t.equal(first.ratelimits[0].reset, Math.ceil((clock.now() + 1) / 60_000) * 60_000, "reset is the unix ms end of the window");
       const withTokens = await verify(h, { key, ratelimits: [{ name: "tokens", cost: 7 }] });
-      t.same(withTokens.ratelimits.map((r: any) => [r.name, r.remaining]), [["requests", 1], ["tokens", 3]]);
+      t.same(
+        withTokens.ratelimits.map((r: any) => [r.name, r.remaining]),
+        [
+          ["requests", 1],
+          ["tokens", 3],
+        ],
+      );
       const overTokens = await verify(h, { key, ratelimits: [{ name: "tokens", cost: 4 }] });
       t.equal(overTokens.code, "RATE_LIMITED");
-      t.same(overTokens.ratelimits.map((r: any) => [r.name, r.exceeded]), [["requests", false], ["tokens", true]]);
-      t.same((await verify(h, { key })).ratelimits.map((r: any) => r.remaining), [0], "the denied call took nothing of 'requests'");
+      t.same(
+        overTokens.ratelimits.map((r: any) => [r.name, r.exceeded]),
+        [
+          ["requests", false],
+          ["tokens", true],
+        ],
+      );
+      t.same(
+        (await verify(h, { key })).ratelimits.map((r: any) => r.remaining),
+        [0],
+        "the denied call took nothing of 'requests'",
+      );
       t.equal((await verify(h, { key })).code, "RATE_LIMITED");
       const peek = await verify(h, { key, ratelimits: [{ name: "requests", cost: 0 }] });
       t.equal(peek.code, "VALID", "cost 0 checks without taking: a full window is not over its limit");
@@ -185,32 +221,57 @@ for (const storage of STORAGE_KINDS) {
     await t.test("a custom limit in the request counts on the key; an unknown name is a 412", async (t) => {
       const { key } = await createKey(h, apiId);
       const custom = { name: "burst", cost: 1, limit: 2, duration: 10_000 };
-      t.same([(await verify(h, { key, ratelimits: [custom] })).code, (await verify(h, { key, ratelimits: [custom] })).code, (await verify(h, { key, ratelimits: [custom] })).code], [
-        "VALID",
-        "VALID",
-        "RATE_LIMITED",
-      ]);
+      t.same(
+        [
+          (await verify(h, { key, ratelimits: [custom] })).code,
+          (await verify(h, { key, ratelimits: [custom] })).code,
+          (await verify(h, { key, ratelimits: [custom] })).code,
+        ],
+        ["VALID", "VALID", "RATE_LIMITED"],
+      );
       t.equal((await verify(h, { key, ratelimits: [custom] })).ratelimits[0].id, "", "a custom limit has no configured id");
-      assertError(t, await h.call("keys.verifyKey", { key, ratelimits: [{ name: "nonexistent" }] }), "err:unkey:application:precondition_failed", /'nonexistent'.*no identity/);
+      assertError(
+        t,
+        await h.call("keys.verifyKey", { key, ratelimits: [{ name: "nonexistent" }] }),
+        "err:unkey:application:precondition_failed",
+        /'nonexistent'.*no identity/,
+      );
     });
 
     await t.test("identity limits are shared by the identity's keys; a key limit of the same name wins", async (t) => {
-      await h.call("identities.createIdentity", { externalId: "team", ratelimits: [{ name: "shared", limit: 2, duration: 60_000, autoApply: true }] });
+      await h.call("identities.createIdentity", {
+        externalId: "team",
+        ratelimits: [{ name: "shared", limit: 2, duration: 60_000, autoApply: true }],
+      });
       const a = await createKey(h, apiId, { externalId: "team" });
       const b = await createKey(h, apiId, { externalId: "team" });
-      const own = await createKey(h, apiId, { externalId: "team", ratelimits: [{ name: "shared", limit: 100, duration: 60_000, autoApply: true }] });
-      t.same([(await verify(h, { key: a.key })).code, (await verify(h, { key: b.key })).code, (await verify(h, { key: a.key })).code], ["VALID", "VALID", "RATE_LIMITED"]);
+      const own = await createKey(h, apiId, {
+        externalId: "team",
+        ratelimits: [{ name: "shared", limit: 100, duration: 60_000, autoApply: true }],
+      });
+      t.same(
+        [(await verify(h, { key: a.key })).code, (await verify(h, { key: b.key })).code, (await verify(h, { key: a.key })).code],
+        ["VALID", "VALID", "RATE_LIMITED"],
+      );
       t.equal((await verify(h, { key: b.key })).code, "RATE_LIMITED", "b shares a's window");
       const mine = await verify(h, { key: own.key });
       t.equal(mine.code, "VALID", "the key's own limit of the same name applies instead");
       t.equal(mine.ratelimits[0].limit, 100);
-      assertError(t, await h.call("keys.verifyKey", { key: a.key, ratelimits: [{ name: "absent" }] }), "err:unkey:application:precondition_failed", /nor on its identity 'team'/);
+      assertError(
+        t,
+        await h.call("keys.verifyKey", { key: a.key, ratelimits: [{ name: "absent" }] }),
+        "err:unkey:application:precondition_failed",
+        /nor on its identity 'team'/,
+      );
     });
 
     await t.test("all-or-nothing: a rate limit denial takes no credits, a credit denial takes no limits", async (t) => {
       const { key, keyId } = await createKey(h, apiId, {
         credits: { remaining: 1 },
-        ratelimits: [{ name: "wide", limit: 5, duration: 60_000, autoApply: true }, { name: "narrow", limit: 1, duration: 60_000 }],
+        ratelimits: [
+          { name: "wide", limit: 5, duration: 60_000, autoApply: true },
+          { name: "narrow", limit: 1, duration: 60_000 },
+        ],
       });
       t.equal((await verify(h, { key, ratelimits: [{ name: "narrow" }], credits: { cost: 0 } })).code, "VALID");
       const limited = await verify(h, { key, ratelimits: [{ name: "narrow" }] });
@@ -225,7 +286,10 @@ for (const storage of STORAGE_KINDS) {
     });
 
     await t.test("a denial by one exhausted limit shows no balance, however it was decided", async (t) => {
-      const { key, keyId } = await createKey(h, apiId, { credits: { remaining: 5 }, ratelimits: [{ name: "single", limit: 1, duration: 60_000, autoApply: true }] });
+      const { key, keyId } = await createKey(h, apiId, {
+        credits: { remaining: 5 },
+        ratelimits: [{ name: "single", limit: 1, duration: 60_000, autoApply: true }],
+      });
       const first = await verify(h, { key });
       t.match(first, { code: "VALID", credits: 4 });
       // On Redis the first denial teaches this instance that the window is full; later ones are decided without Redis.
@@ -245,7 +309,12 @@ for (const storage of STORAGE_KINDS) {
         t.equal((await verify(h, { key }, await h.rootKey(permissions))).code, "VALID", permissions.join(","));
       }
       const none = await h.rootKey(["api.*.read_key"]);
-      assertError(t, await h.call("keys.verifyKey", { key }, { rootKey: none }), "err:unkey:authorization:insufficient_permissions", /api\.\*\.verify_key/);
+      assertError(
+        t,
+        await h.call("keys.verifyKey", { key }, { rootKey: none }),
+        "err:unkey:authorization:insufficient_permissions",
+        /api\.\*\.verify_key/,
+      );
     });
 
     await t.test("bad bodies are located 400s", async (t) => {
@@ -263,7 +332,11 @@ for (const storage of STORAGE_KINDS) {
         [{ key: "k", ratelimits: [{ name: "ab" }] }, "body.ratelimits[0].name", "must be at least 3 characters long"],
         [{ key: "k", ratelimits: [{ name: "abc", cost: -1 }] }, "body.ratelimits[0].cost", "must be greater than or equal to 0"],
         [{ key: "k", ratelimits: [{ name: "abc", limit: 5 }] }, "body.ratelimits[0].duration", /is required when a custom limit/],
-        [{ key: "k", ratelimits: [{ name: "abc", limit: 5, duration: 10 }] }, "body.ratelimits[0].duration", "must be greater than or equal to 1000"],
+        [
+          { key: "k", ratelimits: [{ name: "abc", limit: 5, duration: 10 }] },
+          "body.ratelimits[0].duration",
+          "must be greater than or equal to 1000",
+        ],
       ];
       for (const [body, location, message] of cases) assertInvalidAt(t, await h.call("keys.verifyKey", body), location, message);
     });

@@ -1,8 +1,8 @@
-import t from "tap";
 import { setTimeout as sleep } from "node:timers/promises";
-import { createApi, createKey, getKey } from "../helpers/fixtures.js";
-import { harness, type Harness } from "../helpers/harness.js";
+import t from "tap";
 import type { RedisRatelimitCounterStore } from "../../src/storage/redis/ratelimit-counter-store.js";
+import { createApi, createKey, getKey } from "../helpers/fixtures.js";
+import { type Harness, harness } from "../helpers/harness.js";
 import { privateRedis } from "../helpers/redis-server.js";
 
 const BALANCE = 1_000_000;
@@ -53,37 +53,58 @@ function load(h: Harness, key: string): { tally: Tally; stop: () => Promise<void
 }
 
 for (const fail of ["closed", "open", "local"]) {
-  t.test(`ratelimit.fail ${fail}: Redis frozen under verifications that spend credits; afterwards, credits spent = VALID answers decided on Redis`, async (t) => {
-    const server = await privateRedis(t);
-    const h = await harness(t, {
-      storage: "redis",
-      config: {
-        storage: { redis: { url: server.url, prefix: "kgtest:freeze-credits", commandTimeoutMs: 200, connectTimeoutMs: 2_000, breaker: { failureThreshold: 3, openMs: 200 } } },
-        ratelimit: { fail },
-      },
-    });
-    const apiId = await createApi(h);
-    const { key, keyId } = await createKey(h, apiId, { credits: { remaining: BALANCE } });
-    t.equal((await h.call("keys.verifyKey", { key })).body.data.credits, BALANCE - 1, "the key is cached, one credit spent");
-    const breaker = h.app.stores.breaker;
-    const counters = h.app.stores.ratelimitCounters as RedisRatelimitCounterStore;
+  t.test(
+    `ratelimit.fail ${fail}: Redis frozen under verifications that spend credits; afterwards, credits spent = VALID answers decided on Redis`,
+    async (t) => {
+      const server = await privateRedis(t);
+      const h = await harness(t, {
+        storage: "redis",
+        config: {
+          storage: {
+            redis: {
+              url: server.url,
+              prefix: "kgtest:freeze-credits",
+              commandTimeoutMs: 200,
+              connectTimeoutMs: 2_000,
+              breaker: { failureThreshold: 3, openMs: 200 },
+            },
+          },
+          ratelimit: { fail },
+        },
+      });
+      const apiId = await createApi(h);
+      const { key, keyId } = await createKey(h, apiId, { credits: { remaining: BALANCE } });
+      t.equal((await h.call("keys.verifyKey", { key })).body.data.credits, BALANCE - 1, "the key is cached, one credit spent");
+      const breaker = h.app.stores.breaker;
+      const counters = h.app.stores.ratelimitCounters as RedisRatelimitCounterStore;
 
-    const { tally, stop } = load(h, key);
-    await until(() => tally.decided >= 200, 30_000, "verifications before the freeze");
-    server.hang();
-    t.teardown(() => server.resume());
-    await until(() => breaker?.state !== "closed", 30_000, "the breaker to open");
-    const decidedBeforeResume = tally.decided;
-    server.resume();
-    await until(() => breaker?.state === "closed" && tally.decided >= decidedBeforeResume + 200, 30_000, "verifications decided on Redis again");
-    await stop();
-    await until(() => counters.pendingReconciliations === 0, 30_000, "every missed call to be reconciled");
+      const { tally, stop } = load(h, key);
+      await until(() => tally.decided >= 200, 30_000, "verifications before the freeze");
+      server.hang();
+      t.teardown(() => server.resume());
+      await until(() => breaker?.state !== "closed", 30_000, "the breaker to open");
+      const decidedBeforeResume = tally.decided;
+      server.resume();
+      await until(
+        () => breaker?.state === "closed" && tally.decided >= decidedBeforeResume + 200,
+        30_000,
+        "verifications decided on Redis again",
+      );
+      await stop();
+      await until(() => counters.pendingReconciliations === 0, 30_000, "every missed call to be reconciled");
 
-    const spent = BALANCE - 1 - (await getKey(h, keyId)).credits.remaining;
-    const others = [...tally.other].map(([kind, count]) => `${count} × ${kind}`).join(", ");
-    t.ok(tally.other.size > 0 || tally.uncounted > 0, `Redis was missed: ${tally.uncounted} VALID without counting; ${others || "no other answers"}`);
-    const { settled, cancelled, creditsGivenBack } = counters.reconciliation;
-    t.ok(settled > 0, `calls whose answers were missed were reconciled: ${settled} executions, ${cancelled} of them cancelled, ${creditsGivenBack} credits given back`);
-    t.equal(spent, tally.decided, `credits spent (${spent}) = VALID answers decided on Redis (${tally.decided})`);
-  });
+      const spent = BALANCE - 1 - (await getKey(h, keyId)).credits.remaining;
+      const others = [...tally.other].map(([kind, count]) => `${count} × ${kind}`).join(", ");
+      t.ok(
+        tally.other.size > 0 || tally.uncounted > 0,
+        `Redis was missed: ${tally.uncounted} VALID without counting; ${others || "no other answers"}`,
+      );
+      const { settled, cancelled, creditsGivenBack } = counters.reconciliation;
+      t.ok(
+        settled > 0,
+        `calls whose answers were missed were reconciled: ${settled} executions, ${cancelled} of them cancelled, ${creditsGivenBack} credits given back`,
+      );
+      t.equal(spent, tally.decided, `credits spent (${spent}) = VALID answers decided on Redis (${tally.decided})`);
+    },
+  );
 }

@@ -15,7 +15,15 @@ t.test("while Redis hangs: cached keys still verify and pass the gateway; the re
   const h = await harness(t, {
     storage: "redis",
     config: {
-      storage: { redis: { url: server.url, prefix: "kgtest:verify-outage", commandTimeoutMs: DEADLINE_MS, connectTimeoutMs: 2_000, breaker: { failureThreshold: 3, openMs: 200 } } },
+      storage: {
+        redis: {
+          url: server.url,
+          prefix: "kgtest:verify-outage",
+          commandTimeoutMs: DEADLINE_MS,
+          connectTimeoutMs: 2_000,
+          breaker: { failureThreshold: 3, openMs: 200 },
+        },
+      },
       apis: [{ id: API, name: "outage", workspaceId: "ws_test" }],
       routes: [{ name: "svc", match: { prefix: "/svc" }, upstream: upstream.url, apiId: API }],
     },
@@ -32,12 +40,21 @@ t.test("while Redis hangs: cached keys still verify and pass the gateway; the re
 
   const served = await h.call("keys.verifyKey", { key: cached.key });
   t.equal(served.body.data.code, "VALID", "a cached key needs no Redis");
-  t.equal((await fetch(`${base}/svc/y`, { headers: { authorization: `Bearer ${cached.key}` } })).status, 200, "the gateway lets it through");
+  t.equal(
+    (await fetch(`${base}/svc/y`, { headers: { authorization: `Bearer ${cached.key}` } })).status,
+    200,
+    "the gateway lets it through",
+  );
 
   // Each of the first calls ends at its command deadline (a hung Redis never answers); then the breaker is open
   // and the rest are refused without asking Redis.
   for (let i = 0; i < 6; i++) {
-    assertError(t, await h.call("keys.verifyKey", { key: uncached.key }), "err:unkey:application:service_unavailable", /did not answer in time/);
+    assertError(
+      t,
+      await h.call("keys.verifyKey", { key: uncached.key }),
+      "err:unkey:application:service_unavailable",
+      /did not answer in time/,
+    );
   }
   t.not(h.app.stores.breaker?.state, "closed", "the breaker is open (or probing in the background): requests no longer ask Redis");
 

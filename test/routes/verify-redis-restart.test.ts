@@ -18,77 +18,92 @@ async function until(condition: () => boolean, what: string, ms = 10_000): Promi
   }
 }
 
-t.test("a cached key with nothing to count verifies throughout Redis being killed and restarted, through keys.verifyKey and the gateway", async (t) => {
-  const server = await privateRedis(t, { persistent: true });
-  const upstream = await startUpstream(t);
-  const h = await harness(t, {
-    storage: "redis",
-    config: {
-      storage: { redis: { url: server.url, prefix: "kgtest:restart", commandTimeoutMs: 200, connectTimeoutMs: 2_000, breaker: { failureThreshold: 3, openMs: 200 } } },
-      apis: [{ id: API, name: "restart", workspaceId: "ws_test" }],
-      routes: [{ name: "svc", match: { prefix: "/svc" }, upstream: upstream.url, apiId: API }],
-    },
-  });
-  await h.app.listen({ port: 0, host: "127.0.0.1" });
-  const base = `http://127.0.0.1:${(h.app.server.address() as AddressInfo).port}`;
-  const { key } = await createKey(h, API);
-  // A root key from the store (not the configuration): its cache is on the path of keys.verifyKey too.
-  const rootKey = await h.rootKey(["api.*.verify_key"]);
-  const breaker = h.app.stores.breaker;
-  if (!breaker) throw new Error("Redis stores have a breaker");
-  let resyncs = 0;
-  h.app.services.invalidations.listen((message) => {
-    if (message.kind === "everything") resyncs++;
-  });
+t.test(
+  "a cached key with nothing to count verifies throughout Redis being killed and restarted, through keys.verifyKey and the gateway",
+  async (t) => {
+    const server = await privateRedis(t, { persistent: true });
+    const upstream = await startUpstream(t);
+    const h = await harness(t, {
+      storage: "redis",
+      config: {
+        storage: {
+          redis: {
+            url: server.url,
+            prefix: "kgtest:restart",
+            commandTimeoutMs: 200,
+            connectTimeoutMs: 2_000,
+            breaker: { failureThreshold: 3, openMs: 200 },
+          },
+        },
+        apis: [{ id: API, name: "restart", workspaceId: "ws_test" }],
+        routes: [{ name: "svc", match: { prefix: "/svc" }, upstream: upstream.url, apiId: API }],
+      },
+    });
+    await h.app.listen({ port: 0, host: "127.0.0.1" });
+    const base = `http://127.0.0.1:${(h.app.server.address() as AddressInfo).port}`;
+    const { key } = await createKey(h, API);
+    // A root key from the store (not the configuration): its cache is on the path of keys.verifyKey too.
+    const rootKey = await h.rootKey(["api.*.verify_key"]);
+    const breaker = h.app.stores.breaker;
+    if (!breaker) throw new Error("Redis stores have a breaker");
+    let resyncs = 0;
+    h.app.services.invalidations.listen((message) => {
+      if (message.kind === "everything") resyncs++;
+    });
 
-  const answers = new Map<string, number>();
-  let total = 0;
-  const record = (answer: string) => {
-    answers.set(answer, (answers.get(answer) ?? 0) + 1);
-    total++;
-  };
-  const verify = async () => {
-    const result = await h.call("keys.verifyKey", { key }, { rootKey });
-    record(`keys.verifyKey ${result.status} ${result.body?.data?.code ?? result.body?.error?.type}`);
-  };
-  const proxied = async () => {
-    const response = await fetch(`${base}/svc/x`, { headers: { authorization: `Bearer ${key}` } });
-    const body = (await response.json()) as { url?: string; error?: { type: string } };
-    record(`gateway ${response.status} ${body.url ?? body.error?.type}`);
-  };
-  await verify();
-  await proxied();
-  t.same([...answers.keys()], ["keys.verifyKey 200 VALID", "gateway 200 /svc/x"], "both answer before any outage (and the key is cached)");
+    const answers = new Map<string, number>();
+    let total = 0;
+    const record = (answer: string) => {
+      answers.set(answer, (answers.get(answer) ?? 0) + 1);
+      total++;
+    };
+    const verify = async () => {
+      const result = await h.call("keys.verifyKey", { key }, { rootKey });
+      record(`keys.verifyKey ${result.status} ${result.body?.data?.code ?? result.body?.error?.type}`);
+    };
+    const proxied = async () => {
+      const response = await fetch(`${base}/svc/x`, { headers: { authorization: `Bearer ${key}` } });
+      const body = (await response.json()) as { url?: string; error?: { type: string } };
+      record(`gateway ${response.status} ${body.url ?? body.error?.type}`);
+    };
+    await verify();
+    await proxied();
+    t.same(
+      [...answers.keys()],
+      ["keys.verifyKey 200 VALID", "gateway 200 /svc/x"],
+      "both answer before any outage (and the key is cached)",
+    );
 
-  let running = true;
-  const load = (send: () => Promise<void>) =>
-    (async () => {
-      while (running) {
-        await send();
-        // app.inject of an answer from memory can complete in microtasks alone: let timers and sockets run.
-        await new Promise((resolve) => setImmediate(resolve));
+    let running = true;
+    const load = (send: () => Promise<void>) =>
+      (async () => {
+        while (running) {
+          await send();
+          // app.inject of an answer from memory can complete in microtasks alone: let timers and sockets run.
+          await new Promise((resolve) => setImmediate(resolve));
+        }
+      })();
+    const loops = [load(verify), load(proxied), load(verify), load(proxied)];
+    try {
+      for (let cycle = 1; cycle <= CYCLES; cycle++) {
+        await server.stop();
+        // Other traffic during the outage (management requests) opens the breaker, as it would in production.
+        while (breaker.state === "closed") await h.call("apis.createApi", { name: "during" });
+        const before = total;
+        await until(() => total >= before + 20, "the cached key was served during the outage");
+        const resyncsBefore = resyncs;
+        await server.start();
+        await until(() => resyncs > resyncsBefore, "the invalidation subscriber is back (it resyncs the caches)");
+        await until(() => breaker.state === "closed", "the breaker closed again");
+        const after = total;
+        await until(() => total >= after + 40, "requests were answered after Redis came back");
+        t.pass(`cycle ${cycle}: ${total} answers so far`);
       }
-    })();
-  const loops = [load(verify), load(proxied), load(verify), load(proxied)];
-  try {
-    for (let cycle = 1; cycle <= CYCLES; cycle++) {
-      await server.stop();
-      // Other traffic during the outage (management requests) opens the breaker, as it would in production.
-      while (breaker.state === "closed") await h.call("apis.createApi", { name: "during" });
-      const before = total;
-      await until(() => total >= before + 20, "the cached key was served during the outage");
-      const resyncsBefore = resyncs;
-      await server.start();
-      await until(() => resyncs > resyncsBefore, "the invalidation subscriber is back (it resyncs the caches)");
-      await until(() => breaker.state === "closed", "the breaker closed again");
-      const after = total;
-      await until(() => total >= after + 40, "requests were answered after Redis came back");
-      t.pass(`cycle ${cycle}: ${total} answers so far`);
+    } finally {
+      running = false;
+      await Promise.all(loops);
     }
-  } finally {
-    running = false;
-    await Promise.all(loops);
-  }
-  const unexpected = [...answers].filter(([answer]) => answer !== "keys.verifyKey 200 VALID" && answer !== "gateway 200 /svc/x");
-  t.same(unexpected, [], `only VALID and the upstream's answer, across ${total} answers: ${JSON.stringify([...answers])}`);
-});
+    const unexpected = [...answers].filter(([answer]) => answer !== "keys.verifyKey 200 VALID" && answer !== "gateway 200 /svc/x");
+    t.same(unexpected, [], `only VALID and the upstream's answer, across ${total} answers: ${JSON.stringify([...answers])}`);
+  },
+);

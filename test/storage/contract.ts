@@ -43,8 +43,16 @@ export async function storeContract(t: Test, open: (t: Test) => Promise<Stores>)
     t.equal(await stores.rootKeys.create(rootKey("key_other", "hash-1")), false, "same hash refused");
     t.same(await stores.rootKeys.findByHash("hash-other"), null, "a refused create writes nothing");
     await stores.rootKeys.create(rootKey("key_0", "hash-0", "ws_b"));
-    t.same((await stores.rootKeys.list()).map((r) => r.id), ["key_0", "key_1"], "listed by id");
-    t.same((await stores.rootKeys.list("ws_b")).map((r) => r.id), ["key_0"], "filtered by workspace");
+    t.same(
+      (await stores.rootKeys.list()).map((r) => r.id),
+      ["key_0", "key_1"],
+      "listed by id",
+    );
+    t.same(
+      (await stores.rootKeys.list("ws_b")).map((r) => r.id),
+      ["key_0"],
+      "filtered by workspace",
+    );
     const revoked = await stores.rootKeys.revoke("key_1", 5_000);
     t.equal(revoked?.revokedAt, 5_000);
     t.equal((await stores.rootKeys.findByHash("hash-1"))?.revokedAt, 5_000, "revocation is stored");
@@ -91,7 +99,9 @@ export async function storeContract(t: Test, open: (t: Test) => Promise<Stores>)
 
   await t.test("apis: concurrent creates of one id succeed exactly once", async (t) => {
     const stores = await open(t);
-    const results = await Promise.all(Array.from({ length: 20 }, (_, i) => stores.apis.create(api("api_1", i % 2 === 0 ? "ws_a" : "ws_b"))));
+    const results = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => stores.apis.create(api("api_1", i % 2 === 0 ? "ws_a" : "ws_b"))),
+    );
     t.equal(results.filter(Boolean).length, 1);
   });
 
@@ -188,8 +198,16 @@ export async function storeContract(t: Test, open: (t: Test) => Promise<Stores>)
     await stores.keys.update("ws_a", "key_2", (current) => ({ key: { ...current, deletedAt: 9 }, result: undefined }));
     await stores.keys.update("ws_a", "key_4", (current) => ({ key: { ...current, identityId: "id_other" }, result: undefined }));
     await stores.keys.update("ws_a", "key_5", (current) => ({ key: { ...current, identityId: "id_even" }, result: undefined }));
-    t.same(ids(await stores.keys.list("ws_a", "api_1", { limit: 10 })), ["key_0", "key_1", "key_3", "key_4", "key_5", "key_6"], "soft-deleted keys leave the list");
-    t.same(ids(await stores.keys.list("ws_a", "api_1", { limit: 10, identityId: "id_even" })), ["key_0", "key_5", "key_6"], "identity changes move the key");
+    t.same(
+      ids(await stores.keys.list("ws_a", "api_1", { limit: 10 })),
+      ["key_0", "key_1", "key_3", "key_4", "key_5", "key_6"],
+      "soft-deleted keys leave the list",
+    );
+    t.same(
+      ids(await stores.keys.list("ws_a", "api_1", { limit: 10, identityId: "id_even" })),
+      ["key_0", "key_5", "key_6"],
+      "identity changes move the key",
+    );
     t.equal((await stores.keys.findByHash("ws_a", "hash-key_2"))?.deletedAt, 9, "a soft-deleted key is still found by hash");
   });
 
@@ -206,7 +224,13 @@ export async function storeContract(t: Test, open: (t: Test) => Promise<Stores>)
     t.equal(await stores.keys.create(key("key_1"), null), true, "the id and hash are free again");
   });
 
-  const permission = (id: string, slug: string, workspaceId = "ws_a"): PermissionRecord => ({ id, workspaceId, name: `name of ${slug}`, slug, createdAt: 1 });
+  const permission = (id: string, slug: string, workspaceId = "ws_a"): PermissionRecord => ({
+    id,
+    workspaceId,
+    name: `name of ${slug}`,
+    slug,
+    createdAt: 1,
+  });
 
   await t.test("permissions: slugs are unique per workspace and case-sensitive", async (t) => {
     const stores = await open(t);
@@ -219,12 +243,21 @@ export async function storeContract(t: Test, open: (t: Test) => Promise<Stores>)
     t.equal(await stores.permissions.get("ws_b", "perm_1"), null);
     const bySlug = await stores.permissions.findManyBySlugs("ws_a", ["docs.read", "missing", "Docs.read"]);
     t.same([...bySlug.keys()].sort(), ["Docs.read", "docs.read"]);
-    t.same((await stores.permissions.getMany("ws_a", ["perm_3", "perm_missing", "perm_1"])).map((p) => p.id), ["perm_3", "perm_1"]);
+    t.same(
+      (await stores.permissions.getMany("ws_a", ["perm_3", "perm_missing", "perm_1"])).map((p) => p.id),
+      ["perm_3", "perm_1"],
+    );
   });
 
   await t.test("permissions: list with search, delete frees the slug", async (t) => {
     const stores = await open(t);
-    for (const [id, slug] of [["perm_1", "a.read"], ["perm_2", "b.write"], ["perm_3", "A.WRITE"], ["perm_4", "c.read"]] as const) await stores.permissions.create(permission(id, slug));
+    for (const [id, slug] of [
+      ["perm_1", "a.read"],
+      ["perm_2", "b.write"],
+      ["perm_3", "A.WRITE"],
+      ["perm_4", "c.read"],
+    ] as const)
+      await stores.permissions.create(permission(id, slug));
     t.same(ids(await stores.permissions.list("ws_a", { limit: 2 })), ["perm_1", "perm_2"]);
     const found = await stores.permissions.list("ws_a", { limit: 1, search: "write" });
     t.same(ids(found), ["perm_2"]);
@@ -250,7 +283,10 @@ export async function storeContract(t: Test, open: (t: Test) => Promise<Stores>)
     t.equal(await stores.roles.setPermissions("ws_a", "role_missing", []), null);
     await stores.roles.create(role("role_3", "reader"));
     t.same(ids(await stores.roles.list("ws_a", { limit: 10, search: "ADM" })), ["role_1"]);
-    t.same((await stores.roles.getMany("ws_a", ["role_3", "role_1"])).map((r) => r.id), ["role_3", "role_1"]);
+    t.same(
+      (await stores.roles.getMany("ws_a", ["role_3", "role_1"])).map((r) => r.id),
+      ["role_3", "role_1"],
+    );
     t.equal(await stores.roles.delete("ws_a", "role_1"), true);
     t.equal(await stores.roles.findByName("ws_a", "admin"), null);
     t.equal(await stores.roles.create(role("role_4", "ADMIN")), true, "the name is free again");
@@ -258,11 +294,19 @@ export async function storeContract(t: Test, open: (t: Test) => Promise<Stores>)
 
   await t.test("roles: concurrent creates of one name succeed exactly once", async (t) => {
     const stores = await open(t);
-    const results = await Promise.all(Array.from({ length: 20 }, (_, i) => stores.roles.create(role(`role_${i}`, i % 2 ? "Editor" : "editor"))));
+    const results = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => stores.roles.create(role(`role_${i}`, i % 2 ? "Editor" : "editor"))),
+    );
     t.equal(results.filter(Boolean).length, 1);
   });
 
-  const identity = (id: string, externalId: string): IdentityRecord => ({ id, workspaceId: "ws_a", externalId, ratelimits: [], createdAt: 1 });
+  const identity = (id: string, externalId: string): IdentityRecord => ({
+    id,
+    workspaceId: "ws_a",
+    externalId,
+    ratelimits: [],
+    createdAt: 1,
+  });
 
   await t.test("identities: externalId unique among live identities, freed by deletion", async (t) => {
     const stores = await open(t);
@@ -280,7 +324,10 @@ export async function storeContract(t: Test, open: (t: Test) => Promise<Stores>)
     await stores.identities.create(identity("id_3", "other_user"));
     t.same(ids(await stores.identities.list("ws_a", { limit: 10 })), ["id_2", "id_3"], "deleted identities are not listed");
     t.same(ids(await stores.identities.list("ws_a", { limit: 10, search: "OTHER" })), ["id_3"]);
-    t.same((await stores.identities.getMany("ws_a", ["id_1", "id_3"])).map((i) => i.id), ["id_1", "id_3"]);
+    t.same(
+      (await stores.identities.getMany("ws_a", ["id_1", "id_3"])).map((i) => i.id),
+      ["id_1", "id_3"],
+    );
   });
   await t.test("apis: findByKeySpace finds the API of a key space within its workspace only", async (t) => {
     const stores = await open(t);
@@ -306,10 +353,21 @@ export async function storeContract(t: Test, open: (t: Test) => Promise<Stores>)
     const limits = { queries: 3, executionMs: 10_000 };
     const results = [];
     for (let i = 0; i < 4; i++) results.push(await stores.analyticsQuota.acquire("ws_a", 60_000, 60_000, limits));
-    t.same(results.map((r) => r.allowed), [true, true, true, false]);
-    t.same(results.map((r) => r.usage.queries), [1, 2, 3, 3], "a refused query is not counted");
+    t.same(
+      results.map((r) => r.allowed),
+      [true, true, true, false],
+    );
+    t.same(
+      results.map((r) => r.usage.queries),
+      [1, 2, 3, 3],
+      "a refused query is not counted",
+    );
     t.equal((await stores.analyticsQuota.acquire("ws_b", 60_000, 60_000, limits)).allowed, true, "another workspace has its own quota");
-    t.same((await stores.analyticsQuota.acquire("ws_a", 120_000, 60_000, limits)).usage, { queries: 1, executionMs: 0 }, "the next window starts afresh");
+    t.same(
+      (await stores.analyticsQuota.acquire("ws_a", 120_000, 60_000, limits)).usage,
+      { queries: 1, executionMs: 0 },
+      "the next window starts afresh",
+    );
   });
 
   await t.test("analytics quota: execution time used up refuses further queries in the window", async (t) => {
@@ -325,7 +383,9 @@ export async function storeContract(t: Test, open: (t: Test) => Promise<Stores>)
 
   await t.test("analytics quota: concurrent acquires never exceed the limit", async (t) => {
     const stores = await open(t);
-    const results = await Promise.all(Array.from({ length: 30 }, () => stores.analyticsQuota.acquire("ws_a", 0, 60_000, { queries: 10, executionMs: 1_000 })));
+    const results = await Promise.all(
+      Array.from({ length: 30 }, () => stores.analyticsQuota.acquire("ws_a", 0, 60_000, { queries: 10, executionMs: 1_000 })),
+    );
     t.equal(results.filter((r) => r.allowed).length, 10);
   });
 
@@ -335,7 +395,12 @@ export async function storeContract(t: Test, open: (t: Test) => Promise<Stores>)
 }
 
 async function ratelimitNamespaceContract(t: Test, open: (t: Test) => Promise<Stores>): Promise<void> {
-  const namespace = (id: string, name: string, workspaceId = "ws_a"): RatelimitNamespaceRecord => ({ id, workspaceId, name, createdAt: 3_000 });
+  const namespace = (id: string, name: string, workspaceId = "ws_a"): RatelimitNamespaceRecord => ({
+    id,
+    workspaceId,
+    name,
+    createdAt: 3_000,
+  });
   const override = (id: string, identifier: string, limit = 10, namespaceId = "rlns_1"): RatelimitOverrideRecord => ({
     id,
     workspaceId: "ws_a",
@@ -357,7 +422,10 @@ async function ratelimitNamespaceContract(t: Test, open: (t: Test) => Promise<St
     t.equal(await store.createNamespace(namespace("rlns_1", "other")), false, "a taken id is refused");
     t.equal(await store.findNamespaceByName("ws_a", "other"), null, "a refused create writes nothing");
     t.equal(await store.createNamespace(namespace("rlns_3", "emails", "ws_b")), true, "the same name in another workspace is fine");
-    t.same((await store.listNamespaces("ws_a")).map((record) => record.id), ["rlns_1"]);
+    t.same(
+      (await store.listNamespaces("ws_a")).map((record) => record.id),
+      ["rlns_1"],
+    );
   });
 
   await t.test("rate limit namespaces: names may hold any character", async (t) => {
@@ -387,7 +455,10 @@ async function ratelimitNamespaceContract(t: Test, open: (t: Test) => Promise<St
     t.same(await store.getOverride("ws_a", "rlns_1", "alice"), updated);
     t.equal(await store.getOverride("ws_a", "rlns_1", "bob"), null);
     t.equal(await store.getOverride("ws_b", "rlns_1", "alice"), null, "another workspace sees nothing");
-    t.same((await store.allOverrides("ws_a", "rlns_1")).map((record) => record.id), ["rlor_a"]);
+    t.same(
+      (await store.allOverrides("ws_a", "rlns_1")).map((record) => record.id),
+      ["rlor_a"],
+    );
   });
 
   await t.test("rate limit overrides: get and delete address the stored identifier exactly", async (t) => {
@@ -407,10 +478,17 @@ async function ratelimitNamespaceContract(t: Test, open: (t: Test) => Promise<St
   await t.test("rate limit overrides: listOverrides pages by id with an inclusive cursor", async (t) => {
     const { ratelimitNamespaces: store } = await open(t);
     await store.createNamespace(namespace("rlns_1", "emails"));
-    for (const [id, identifier] of [["rlor_c", "carol"], ["rlor_a", "alice"], ["rlor_e", "eve"], ["rlor_b", "bob"], ["rlor_d", "dave"]]) {
+    for (const [id, identifier] of [
+      ["rlor_c", "carol"],
+      ["rlor_a", "alice"],
+      ["rlor_e", "eve"],
+      ["rlor_b", "bob"],
+      ["rlor_d", "dave"],
+    ]) {
       await store.setOverride(override(id as string, identifier as string));
     }
-    const ids = async (page: { cursor?: string; limit: number }) => (await store.listOverrides("ws_a", "rlns_1", page)).map((record) => record.id);
+    const ids = async (page: { cursor?: string; limit: number }) =>
+      (await store.listOverrides("ws_a", "rlns_1", page)).map((record) => record.id);
     t.same(await ids({ limit: 2 }), ["rlor_a", "rlor_b"]);
     t.same(await ids({ cursor: "rlor_c", limit: 2 }), ["rlor_c", "rlor_d"], "the cursor is the first id of the page");
     t.same(await ids({ cursor: "rlor_bb", limit: 10 }), ["rlor_c", "rlor_d", "rlor_e"], "a cursor need not be a stored id");
@@ -472,12 +550,20 @@ async function ratelimitCounterContract(t: Test, open: (t: Test) => Promise<Stor
     const { ratelimitCounters: counters } = await open(t);
     for (let i = 0; i < 10; i++) await counters.checkAndConsume("ws_a", [check("b", 10)], at(i));
     const atStart = await counters.checkAndConsume("ws_a", [check("b", 10)], at(0, 1_001));
-    t.same(atStart.results[0], { passed: true, remaining: 0, resetAt: at(0, 1_002) }, "9.999 of the previous window's 10 still count (floor 9): one more fits");
+    t.same(
+      atStart.results[0],
+      { passed: true, remaining: 0, resetAt: at(0, 1_002) },
+      "9.999 of the previous window's 10 still count (floor 9): one more fits",
+    );
     t.equal((await counters.checkAndConsume("ws_a", [check("b", 10)], at(1, 1_001))).passed, false, "then the window is full");
     // Halfway, half of the previous 10 count (floor of 10 × 4999/10000 = 4): 1 + 4 used, 5 more fit.
     const halfway = await counters.checkAndConsume("ws_a", [check("b", 10, 5)], at(5_000, 1_001));
     t.same(halfway.results[0], { passed: true, remaining: 0, resetAt: at(0, 1_002) });
-    t.equal((await counters.checkAndConsume("ws_a", [check("b", 10)], at(9_999, 1_001))).results[0]?.remaining, 3, "at the window's last ms only the current window's 6 count");
+    t.equal(
+      (await counters.checkAndConsume("ws_a", [check("b", 10)], at(9_999, 1_001))).results[0]?.remaining,
+      3,
+      "at the window's last ms only the current window's 6 count",
+    );
     const later = await counters.checkAndConsume("ws_a", [check("b", 10)], at(0, 1_003));
     t.equal(later.results[0]?.remaining, 9, "two windows on, nothing counts");
   });
@@ -492,15 +578,29 @@ async function ratelimitCounterContract(t: Test, open: (t: Test) => Promise<Stor
 
   await t.test("rate limit counters: cost 0 checks without consuming and is denied only when the window is over", async (t) => {
     const { ratelimitCounters: counters } = await open(t);
-    for (let i = 0; i < 5; i++) t.same((await counters.checkAndConsume("ws_a", [check("b", 2, 0)], at(i))).results[0], { passed: true, remaining: 2, resetAt: at(0, 1_001) });
+    for (let i = 0; i < 5; i++)
+      t.same((await counters.checkAndConsume("ws_a", [check("b", 2, 0)], at(i))).results[0], {
+        passed: true,
+        remaining: 2,
+        resetAt: at(0, 1_001),
+      });
     await counters.checkAndConsume("ws_a", [check("b", 2, 2)], at(10));
-    t.same((await counters.checkAndConsume("ws_a", [check("b", 2, 0)], at(11))).results[0], { passed: true, remaining: 0, resetAt: at(0, 1_001) }, "at the limit, not over it");
+    t.same(
+      (await counters.checkAndConsume("ws_a", [check("b", 2, 0)], at(11))).results[0],
+      { passed: true, remaining: 0, resetAt: at(0, 1_001) },
+      "at the limit, not over it",
+    );
     t.equal((await counters.checkAndConsume("ws_a", [check("b", 2, 1)], at(12))).passed, false);
   });
 
   await t.test("rate limit counters: limit 0 denies everything, cost 0 included", async (t) => {
     const { ratelimitCounters: counters } = await open(t);
-    for (const cost of [0, 1, 5]) t.same((await counters.checkAndConsume("ws_a", [check("b", 0, cost)], at(0))).results[0], { passed: false, remaining: 0, resetAt: at(0, 1_001) });
+    for (const cost of [0, 1, 5])
+      t.same((await counters.checkAndConsume("ws_a", [check("b", 0, cost)], at(0))).results[0], {
+        passed: false,
+        remaining: 0,
+        resetAt: at(0, 1_001),
+      });
   });
 
   await t.test("rate limit counters: several checks are all-or-nothing; when the last fails no counter moves", async (t) => {
@@ -510,11 +610,19 @@ async function ratelimitCounterContract(t: Test, open: (t: Test) => Promise<Stor
     t.equal(denied.passed, false);
     t.same(
       denied.results.map((result) => [result.passed, result.remaining]),
-      [[true, 5], [true, 3], [false, 0]],
+      [
+        [true, 5],
+        [true, 3],
+        [false, 0],
+      ],
       "checks that passed on their own report their room as if nothing was consumed",
     );
     const after = await counters.checkAndConsume("ws_a", [check("first", 5, 0), check("second", 3, 0)], at(2));
-    t.same(after.results.map((result) => result.remaining), [5, 3], "nothing was consumed");
+    t.same(
+      after.results.map((result) => result.remaining),
+      [5, 3],
+      "nothing was consumed",
+    );
     const passed = await counters.checkAndConsume("ws_a", [check("first", 5, 2), check("second", 3)], at(3));
     t.same([passed.passed, ...passed.results.map((result) => result.remaining)], [true, 3, 2]);
   });
@@ -522,7 +630,11 @@ async function ratelimitCounterContract(t: Test, open: (t: Test) => Promise<Stor
   await t.test("rate limit counters: checks of one bucket in one call see each other's cost", async (t) => {
     const { ratelimitCounters: counters } = await open(t);
     const outcome = await counters.checkAndConsume("ws_a", [check("b", 3, 2), check("b", 3, 2)], at(0));
-    t.same(outcome.results.map((result) => result.passed), [true, false], "2 + 2 does not fit in 3");
+    t.same(
+      outcome.results.map((result) => result.passed),
+      [true, false],
+      "2 + 2 does not fit in 3",
+    );
     t.equal(outcome.passed, false);
     const fits = await counters.checkAndConsume("ws_a", [check("b", 3, 2), check("b", 3, 1)], at(1));
     t.same([fits.passed, ...fits.results.map((result) => result.remaining)], [true, 1, 0]);
@@ -549,7 +661,6 @@ async function ratelimitCounterContract(t: Test, open: (t: Test) => Promise<Stor
     t.equal(outcomes.filter((outcome) => outcome.passed).length, 50);
   });
 }
-
 
 /** Credit checks joined to the counters' atomic step (verification's limits and credits, all-or-nothing). */
 async function creditContract(t: Test, open: (t: Test) => Promise<Stores>): Promise<void> {
@@ -596,15 +707,25 @@ async function creditContract(t: Test, open: (t: Test) => Promise<Stores>): Prom
     const limited = await stores.ratelimitCounters.checkAndConsume("ws_a", [check("full", 1)], at(3), { keyId: "key_1", cost: 1 });
     t.equal(limited.passed, false);
     t.equal((await stores.keys.getCredits("ws_a", "key_1"))?.remaining, 1, "no credit was taken");
-    t.equal((await stores.ratelimitCounters.checkAndConsume("ws_a", [check("k", 10)], at(4))).results[0]?.remaining, 9, "the first call took no limit");
+    t.equal(
+      (await stores.ratelimitCounters.checkAndConsume("ws_a", [check("k", 10)], at(4))).results[0]?.remaining,
+      9,
+      "the first call took no limit",
+    );
   });
 
   await t.test("credits: cost 0 always passes; a key without a balance is unlimited", async (t) => {
     const stores = await open(t);
     await withBalance(stores, "key_empty", { remaining: 0, lastRefillAt: 0 });
     await withBalance(stores, "key_unlimited", null);
-    t.same((await stores.ratelimitCounters.checkAndConsume("ws_a", [], at(1), { keyId: "key_empty", cost: 0 })).credit, { passed: true, remaining: 0 });
-    t.same((await stores.ratelimitCounters.checkAndConsume("ws_a", [], at(1), { keyId: "key_empty", cost: 1 })).credit, { passed: false, remaining: 0 });
+    t.same((await stores.ratelimitCounters.checkAndConsume("ws_a", [], at(1), { keyId: "key_empty", cost: 0 })).credit, {
+      passed: true,
+      remaining: 0,
+    });
+    t.same((await stores.ratelimitCounters.checkAndConsume("ws_a", [], at(1), { keyId: "key_empty", cost: 1 })).credit, {
+      passed: false,
+      remaining: 0,
+    });
     const unlimited = await stores.ratelimitCounters.checkAndConsume("ws_a", [], at(1), { keyId: "key_unlimited", cost: 5 });
     t.equal(unlimited.passed, true);
     t.same(unlimited.credit, { passed: true, remaining: null });
@@ -617,22 +738,65 @@ async function creditContract(t: Test, open: (t: Test) => Promise<Stores>): Prom
     const cases: { refill: CreditRecord["refill"]; lastRefillAt: number; now: number; refilled: boolean }[] = [
       { refill: { interval: "daily", amount: 10 }, lastRefillAt: day(2026, 3, 5, 9), now: day(2026, 3, 5, 23), refilled: false },
       { refill: { interval: "daily", amount: 10 }, lastRefillAt: day(2026, 3, 5, 9), now: day(2026, 3, 6), refilled: true },
-      { refill: { interval: "monthly", amount: 10, refillDay: 31 }, lastRefillAt: day(2026, 1, 31, 1), now: day(2026, 2, 27, 23), refilled: false },
-      { refill: { interval: "monthly", amount: 10, refillDay: 31 }, lastRefillAt: day(2026, 1, 31, 1), now: day(2026, 2, 28), refilled: true },
-      { refill: { interval: "monthly", amount: 10, refillDay: 29 }, lastRefillAt: day(2026, 1, 30), now: day(2026, 2, 28, 5), refilled: true },
-      { refill: { interval: "monthly", amount: 10, refillDay: 30 }, lastRefillAt: day(2028, 2, 1), now: day(2028, 2, 29, 5), refilled: true },
-      { refill: { interval: "monthly", amount: 10, refillDay: 31 }, lastRefillAt: day(2028, 2, 1), now: day(2028, 2, 28, 5), refilled: false },
-      { refill: { interval: "monthly", amount: 10, refillDay: 15 }, lastRefillAt: day(2025, 12, 20), now: day(2026, 1, 14, 12), refilled: false },
-      { refill: { interval: "monthly", amount: 10, refillDay: 15 }, lastRefillAt: day(2025, 12, 20), now: day(2026, 1, 15), refilled: true },
+      {
+        refill: { interval: "monthly", amount: 10, refillDay: 31 },
+        lastRefillAt: day(2026, 1, 31, 1),
+        now: day(2026, 2, 27, 23),
+        refilled: false,
+      },
+      {
+        refill: { interval: "monthly", amount: 10, refillDay: 31 },
+        lastRefillAt: day(2026, 1, 31, 1),
+        now: day(2026, 2, 28),
+        refilled: true,
+      },
+      {
+        refill: { interval: "monthly", amount: 10, refillDay: 29 },
+        lastRefillAt: day(2026, 1, 30),
+        now: day(2026, 2, 28, 5),
+        refilled: true,
+      },
+      {
+        refill: { interval: "monthly", amount: 10, refillDay: 30 },
+        lastRefillAt: day(2028, 2, 1),
+        now: day(2028, 2, 29, 5),
+        refilled: true,
+      },
+      {
+        refill: { interval: "monthly", amount: 10, refillDay: 31 },
+        lastRefillAt: day(2028, 2, 1),
+        now: day(2028, 2, 28, 5),
+        refilled: false,
+      },
+      {
+        refill: { interval: "monthly", amount: 10, refillDay: 15 },
+        lastRefillAt: day(2025, 12, 20),
+        now: day(2026, 1, 14, 12),
+        refilled: false,
+      },
+      {
+        refill: { interval: "monthly", amount: 10, refillDay: 15 },
+        lastRefillAt: day(2025, 12, 20),
+        now: day(2026, 1, 15),
+        refilled: true,
+      },
     ];
     for (const [index, item] of cases.entries()) {
       const id = `key_${index}`;
       await withBalance(stores, id, { remaining: 1, ...(item.refill ? { refill: item.refill } : {}), lastRefillAt: item.lastRefillAt });
       const outcome = await stores.ratelimitCounters.checkAndConsume("ws_a", [], item.now, { keyId: id, cost: 1 });
-      t.same(outcome.credit, { passed: true, remaining: item.refilled ? 9 : 0 }, `case ${index}: ${item.refilled ? "refilled" : "not refilled"} at ${new Date(item.now).toISOString()}`);
+      t.same(
+        outcome.credit,
+        { passed: true, remaining: item.refilled ? 9 : 0 },
+        `case ${index}: ${item.refilled ? "refilled" : "not refilled"} at ${new Date(item.now).toISOString()}`,
+      );
     }
     const stored = await stores.keys.getCredits("ws_a", "key_3");
-    t.same(stored, { remaining: 9, refill: { interval: "monthly", amount: 10, refillDay: 31 }, lastRefillAt: day(2026, 2, 28) }, "the refill is stored with its moment");
+    t.same(
+      stored,
+      { remaining: 9, refill: { interval: "monthly", amount: 10, refillDay: 31 }, lastRefillAt: day(2026, 2, 28) },
+      "the refill is stored with its moment",
+    );
   });
 
   await t.test("credits: calls at one instant on one key (one batch on Redis) are decided in order, a refill applied once", async (t) => {
@@ -663,9 +827,17 @@ async function creditContract(t: Test, open: (t: Test) => Promise<Stores>): Prom
       ],
       "each call sees what the ones before it took",
     );
-    t.same(await stores.keys.getCredits("ws_a", "key_1"), { remaining: 0, refill: { interval: "daily", amount: 12 }, lastRefillAt: Date.UTC(2026, 2, 6) }, "the refill is stored once, with its moment");
+    t.same(
+      await stores.keys.getCredits("ws_a", "key_1"),
+      { remaining: 0, refill: { interval: "daily", amount: 12 }, lastRefillAt: Date.UTC(2026, 2, 6) },
+      "the refill is stored once, with its moment",
+    );
     t.same(await stores.keys.getCredits("ws_a", "key_2"), { remaining: 0, lastRefillAt: 0 });
-    t.equal((await stores.ratelimitCounters.checkAndConsume("ws_a", [minute(10, 0)], now + 1)).results[0]?.remaining, 2, "the counter holds what the batch took");
+    t.equal(
+      (await stores.ratelimitCounters.checkAndConsume("ws_a", [minute(10, 0)], now + 1)).results[0]?.remaining,
+      2,
+      "the counter holds what the batch took",
+    );
   });
 
   await t.test("credits: balances beyond 14 digits are kept exactly", async (t) => {
@@ -686,10 +858,18 @@ async function creditContract(t: Test, open: (t: Test) => Promise<Stores>): Prom
   await t.test("credits: concurrent calls take exactly the balance", async (t) => {
     const stores = await open(t);
     await withBalance(stores, "key_1", { remaining: 50, lastRefillAt: 0 });
-    const outcomes = await Promise.all(Array.from({ length: 200 }, (_, i) => stores.ratelimitCounters.checkAndConsume("ws_a", [check("k", 1_000)], at(i), { keyId: "key_1", cost: 1 })));
+    const outcomes = await Promise.all(
+      Array.from({ length: 200 }, (_, i) =>
+        stores.ratelimitCounters.checkAndConsume("ws_a", [check("k", 1_000)], at(i), { keyId: "key_1", cost: 1 }),
+      ),
+    );
     t.equal(outcomes.filter((outcome) => outcome.passed).length, 50);
     t.equal((await stores.keys.getCredits("ws_a", "key_1"))?.remaining, 0);
-    t.equal((await stores.ratelimitCounters.checkAndConsume("ws_a", [check("k", 1_000)], at(500))).results[0]?.remaining, 949, "only the 50 admitted calls took the limit");
+    t.equal(
+      (await stores.ratelimitCounters.checkAndConsume("ws_a", [check("k", 1_000)], at(500))).results[0]?.remaining,
+      949,
+      "only the 50 admitted calls took the limit",
+    );
   });
 
   await t.test("credit refunds: the amount is added after the refills due at that moment, and reported", async (t) => {
@@ -701,7 +881,11 @@ async function creditContract(t: Test, open: (t: Test) => Promise<Stores>): Prom
     t.same(await stores.keys.getCredits("ws_a", "key_plain"), { remaining: 7, lastRefillAt: 0 });
     t.equal(await stores.keys.refundCredits("ws_a", "key_daily", 1, day - 2), 3, "before the refill is due: added to what is there");
     t.equal(await stores.keys.refundCredits("ws_a", "key_daily", 1, day + 5), 11, "once due: refilled to 10 first, then added");
-    t.same(await stores.keys.getCredits("ws_a", "key_daily"), { remaining: 11, refill: { interval: "daily", amount: 10 }, lastRefillAt: day }, "the refill is stored with its moment");
+    t.same(
+      await stores.keys.getCredits("ws_a", "key_daily"),
+      { remaining: 11, refill: { interval: "daily", amount: 10 }, lastRefillAt: day },
+      "the refill is stored with its moment",
+    );
     const spend = await stores.ratelimitCounters.checkAndConsume("ws_a", [], day + 6, { keyId: "key_daily", cost: 11 });
     t.same(spend.credit, { passed: true, remaining: 0 }, "a spend at the same moment applies no second refill");
     t.equal(await stores.keys.refundCredits("ws_a", "key_big", 1, day), null, "a key that does not exist: nothing");
@@ -722,12 +906,17 @@ async function creditContract(t: Test, open: (t: Test) => Promise<Stores>): Prom
   await t.test("credit refunds: many at once, among as many spends on the same key, all count", async (t) => {
     const stores = await open(t);
     await withBalance(stores, "key_1", { remaining: 100, lastRefillAt: 0 });
-    const spends = Array.from({ length: 400 }, (_, i) => stores.ratelimitCounters.checkAndConsume("ws_a", [check("k", 1_000_000)], at(i % 1_000), { keyId: "key_1", cost: 1 }));
+    const spends = Array.from({ length: 400 }, (_, i) =>
+      stores.ratelimitCounters.checkAndConsume("ws_a", [check("k", 1_000_000)], at(i % 1_000), { keyId: "key_1", cost: 1 }),
+    );
     const refunds = Array.from({ length: 400 }, (_, i) => stores.keys.refundCredits("ws_a", "key_1", 1 + (i % 3), at(i % 1_000)));
     const [spent, refunded] = await Promise.all([Promise.all(spends), Promise.all(refunds)]);
     const taken = spent.filter((outcome) => outcome.passed).length;
     const given = Array.from({ length: 400 }, (_, i) => 1 + (i % 3)).reduce((sum, amount) => sum + amount, 0);
-    t.ok(refunded.every((balance) => typeof balance === "number"), "every refund reports a balance");
+    t.ok(
+      refunded.every((balance) => typeof balance === "number"),
+      "every refund reports a balance",
+    );
     t.equal((await stores.keys.getCredits("ws_a", "key_1"))?.remaining, 100 - taken + given, `100 - ${taken} spent + ${given} given back`);
   });
 }

@@ -1,6 +1,13 @@
-import t, { type Test } from "tap";
 import { Cluster, Redis } from "ioredis";
-import { CLUSTER_SLOTS, hashTagForSlot, slotOf, startRedisCluster, type ClusterMaster, type RedisCluster } from "../helpers/redis-cluster.js";
+import t, { type Test } from "tap";
+import {
+  CLUSTER_SLOTS,
+  type ClusterMaster,
+  hashTagForSlot,
+  type RedisCluster,
+  slotOf,
+  startRedisCluster,
+} from "../helpers/redis-cluster.js";
 
 // The Redis Cluster test infrastructure (test/helpers/redis-cluster.ts), proven with a plain ioredis Cluster client:
 // one cluster for the file, changed by each test in turn (a failover, a restart, a reshard).
@@ -59,7 +66,11 @@ t.test("a master killed under a write loop: its replica takes over, writes succe
   const keys = keysAcrossSlots("failover", 30);
   const victim = await cluster.masterOf(slotOf(keys[0] as string));
   // A write the replica has acknowledged (WAIT, sent with the key so that it goes to the key's master) is not lost.
-  const [[, set], [, acknowledged]] = (await client.pipeline().set(keys[0] as string, "replicated").wait(1, 5_000).exec()) as [[null, string], [null, number]];
+  const [[, set], [, acknowledged]] = (await client
+    .pipeline()
+    .set(keys[0] as string, "replicated")
+    .wait(1, 5_000)
+    .exec()) as [[null, string], [null, number]];
   t.equal(set, "OK");
   t.equal(acknowledged, 1, "one replica acknowledged the write");
 
@@ -84,7 +95,9 @@ t.test("a master killed under a write loop: its replica takes over, writes succe
     victim.replicas.some((replica) => replica.id === promoted.id),
     "the victim's replica was promoted",
   );
-  t.comment(`failover took ${ms} ms (cluster-node-timeout ${cluster.nodeTimeoutMs} ms); ${failedWrites} writes failed in ${rounds} rounds so far`);
+  t.comment(
+    `failover took ${ms} ms (cluster-node-timeout ${cluster.nodeTimeoutMs} ms); ${failedWrites} writes failed in ${rounds} rounds so far`,
+  );
 
   // The client needs a moment after the cluster is healthy again: it learns the new master from a refresh.
   const deadline = Date.now() + 30_000;
@@ -113,7 +126,9 @@ t.test("a reshard moves slots under a read/write loop: ioredis follows the redir
   const client = clusterClient(t);
   const [from, to] = (await cluster.topology()).masters as [ClusterMaster, ClusterMaster];
   // The slots the reshard will take (the source's lowest), each filled with keys so that migrating it takes a while.
-  const moving = [...Array(CLUSTER_SLOTS).keys()].filter((slot) => from.slots.some(([first, last]) => slot >= first && slot <= last)).slice(0, 40);
+  const moving = [...Array(CLUSTER_SLOTS).keys()]
+    .filter((slot) => from.slots.some(([first, last]) => slot >= first && slot <= last))
+    .slice(0, 40);
   const tags = moving.map((slot) => `reshard:${hashTagForSlot(slot)}`);
   for (const tag of tags) {
     await client.mset(Object.fromEntries(Array.from({ length: 30 }, (_, i) => [`${tag}:filler:${i}`, "x".repeat(64)])));

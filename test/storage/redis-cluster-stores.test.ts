@@ -23,7 +23,14 @@ t.test("writes of many workspaces issued in one tick (their slots on every maste
   const stores = await openClusterStores(t);
   const created = await Promise.all(
     Array.from({ length: 60 }, (_, i) =>
-      stores.apis.create({ id: `api_tick${i}`, workspaceId: `ws_tick${i}`, name: "one-tick", keySpaceId: `ks_tick${i}`, createdAt: 0, deleteProtection: false }),
+      stores.apis.create({
+        id: `api_tick${i}`,
+        workspaceId: `ws_tick${i}`,
+        name: "one-tick",
+        keySpaceId: `ks_tick${i}`,
+        createdAt: 0,
+        deleteProtection: false,
+      }),
     ),
   );
   t.same(created, Array(60).fill(true));

@@ -1,5 +1,5 @@
-import t, { type Test } from "tap";
 import { Redis } from "ioredis";
+import t, { type Test } from "tap";
 import { connectRedis } from "../../src/storage/redis/connection.js";
 import { freePort } from "../helpers/ports.js";
 import { blackHole, privateRedis } from "../helpers/redis-server.js";
@@ -52,12 +52,18 @@ t.test("a wrong or missing password is named in words, at the first answer, and 
   const before = await connectionsReceived(t, admin);
 
   const wrong = await refusal(`redis://:wrong-${PASSWORD}@127.0.0.1:${server.port}`, 60_000);
-  t.equal(wrong, `cannot use Redis at redis://:***@127.0.0.1:${server.port}: wrong password (or user name): the server refused the credentials in the URL`);
+  t.equal(
+    wrong,
+    `cannot use Redis at redis://:***@127.0.0.1:${server.port}: wrong password (or user name): the server refused the credentials in the URL`,
+  );
   const wrongUser = await refusal(`redis://nobody:${PASSWORD}@127.0.0.1:${server.port}`, 60_000);
   t.match(wrongUser, /wrong password \(or user name\)/);
   t.notMatch(wrongUser, PASSWORD);
   const missing = await refusal(`redis://127.0.0.1:${server.port}`, 60_000);
-  t.equal(missing, `cannot use Redis at redis://127.0.0.1:${server.port}: the server needs a password and the URL gives none (redis://:<password>@host)`);
+  t.equal(
+    missing,
+    `cannot use Redis at redis://127.0.0.1:${server.port}: the server needs a password and the URL gives none (redis://:<password>@host)`,
+  );
 
   // The deadline was a minute: had any of the three retried, the server would have seen more than one connection each.
   t.equal((await connectionsReceived(t, admin)) - before - 1, 3, "one connection per attempt: no retry of a definitive refusal");
@@ -66,20 +72,29 @@ t.test("a wrong or missing password is named in words, at the first answer, and 
   redis.disconnect();
 });
 
-t.test("nothing listening is retried until the deadline, then named with host and port; a Redis that starts meanwhile is used", async (t) => {
-  const port = await freePort();
-  t.equal(await refusal(`redis://127.0.0.1:${port}`, 300), `cannot use Redis at redis://127.0.0.1:${port}: nothing is listening on 127.0.0.1:${port} (connection refused), still after 300 ms of retrying`);
+t.test(
+  "nothing listening is retried until the deadline, then named with host and port; a Redis that starts meanwhile is used",
+  async (t) => {
+    const port = await freePort();
+    t.equal(
+      await refusal(`redis://127.0.0.1:${port}`, 300),
+      `cannot use Redis at redis://127.0.0.1:${port}: nothing is listening on 127.0.0.1:${port} (connection refused), still after 300 ms of retrying`,
+    );
 
-  const later = await freePort();
-  const connecting = connectRedis({ url: `redis://127.0.0.1:${later}`, commandTimeoutMs: 500, connectTimeoutMs: 20_000 });
-  const server = await privateRedis(t, { port: later });
-  const redis = await connecting;
-  t.teardown(() => redis.disconnect());
-  t.equal(await redis.ping(), "PONG", `connected once the server on ${server.port} was up`);
-});
+    const later = await freePort();
+    const connecting = connectRedis({ url: `redis://127.0.0.1:${later}`, commandTimeoutMs: 500, connectTimeoutMs: 20_000 });
+    const server = await privateRedis(t, { port: later });
+    const redis = await connecting;
+    t.teardown(() => redis.disconnect());
+    t.equal(await redis.ping(), "PONG", `connected once the server on ${server.port} was up`);
+  },
+);
 
 t.test("an unknown host is named at once", async (t) => {
-  t.equal(await refusal("redis://keygate-test.invalid:6379", 60_000), "cannot use Redis at redis://keygate-test.invalid:6379: unknown host 'keygate-test.invalid' (the name does not resolve)");
+  t.equal(
+    await refusal("redis://keygate-test.invalid:6379", 60_000),
+    "cannot use Redis at redis://keygate-test.invalid:6379: unknown host 'keygate-test.invalid' (the name does not resolve)",
+  );
 });
 
 t.test("a server that never answers is named as such once the deadline passes", async (t) => {

@@ -1,5 +1,5 @@
-import t, { type Test } from "tap";
 import { setTimeout as sleep } from "node:timers/promises";
+import t, { type Test } from "tap";
 import { createRedisStores } from "../../src/storage/index.js";
 import type { KeyRecord } from "../../src/storage/records.js";
 import { connectRedis } from "../../src/storage/redis/connection.js";
@@ -8,8 +8,8 @@ import { defineCreditCommands } from "../../src/storage/redis/credit-scripts.js"
 import { RECEIPT_TTL_MS } from "../../src/storage/redis/ratelimit-counter-store.js";
 import { defineRatelimitCommand } from "../../src/storage/redis/ratelimit-script.js";
 import { isStoreUnavailable } from "../../src/storage/unavailable.js";
-import { privateRedis } from "../helpers/redis-server.js";
 import { REDIS_URL, redisClient, uniquePrefix } from "../helpers/redis.js";
+import { privateRedis } from "../helpers/redis-server.js";
 
 const key = (id: string): KeyRecord => ({
   id,
@@ -117,7 +117,11 @@ t.test("a call whose answer never came is reconciled once Redis answers again, t
   const log = capturedLog();
   const stores = await openStores(t, server.url, "kg", { log, reconcileRetryMs: 50 });
   await stores.keys.create(key("key_1"), { remaining: 10, lastRefillAt: 0 });
-  t.equal((await stores.ratelimitCounters.checkAndConsume("ws_a", [minute], undefined, { keyId: "key_1", cost: 1 })).credit?.remaining, 9, "a call answered in time spends");
+  t.equal(
+    (await stores.ratelimitCounters.checkAndConsume("ws_a", [minute], undefined, { keyId: "key_1", cost: 1 })).credit?.remaining,
+    9,
+    "a call answered in time spends",
+  );
 
   server.hang();
   t.teardown(() => server.resume());
@@ -136,7 +140,11 @@ t.test("a call whose answer never came is reconciled once Redis answers again, t
   t.same(stores.ratelimitCounters.reconciliation.creditsGivenBack, 2, "counted as given back");
   t.match(
     log.lines,
-    ["warn: a call that may spend credits got no answer from Redis in time: it is reconciled once Redis answers", /^warn: gave back the credits/, /^info: every missed call/],
+    [
+      "warn: a call that may spend credits got no answer from Redis in time: it is reconciled once Redis answers",
+      /^warn: gave back the credits/,
+      /^info: every missed call/,
+    ],
     "the log says it was missed, given back, and that none is left",
   );
 });
@@ -171,34 +179,41 @@ t.test("at most maxPendingReconciliations wait; beyond, the oldest is given up a
   await stores.keys.create(key("key_1"), { remaining: 10, lastRefillAt: 0 });
   server.hang();
   t.teardown(() => server.resume());
-  for (let i = 0; i < 3; i++) await stores.ratelimitCounters.checkAndConsume("ws_a", [minute], undefined, { keyId: "key_1", cost: 1 }).catch(() => {});
+  for (let i = 0; i < 3; i++)
+    await stores.ratelimitCounters.checkAndConsume("ws_a", [minute], undefined, { keyId: "key_1", cost: 1 }).catch(() => {});
   t.equal(stores.ratelimitCounters.pendingReconciliations, 2, "two wait");
   t.equal(stores.ratelimitCounters.reconciliation.givenUp, 1, "the oldest was given up");
-  t.ok(log.lines.some((line) => line.startsWith("error: too many missed script executions")), "the one given up is logged");
+  t.ok(
+    log.lines.some((line) => line.startsWith("error: too many missed script executions")),
+    "the one given up is logged",
+  );
   server.resume();
   await stores.ratelimitCounters.close();
   t.equal((await stores.keys.getCredits("ws_a", "key_1"))?.remaining, 9, "the two kept are given back; the one given up stays spent");
 });
 
-t.test("an execution that finds its receipt key set (sent again after its first answer was lost) fails the calls, and is reconciled", async (t) => {
-  const prefix = uniquePrefix(t, "resent");
-  const log = capturedLog();
-  const stores = await openStores(t, REDIS_URL, prefix, { log, reconcileRetryMs: 20 });
-  const inspect = await redisClient(t);
-  await stores.keys.create(key("key_1"), { remaining: 10, lastRefillAt: 0 });
-  // A fresh store numbers its executions from 0: the next one's receipt key is known.
-  const instance = (stores.ratelimitCounters as unknown as { instanceId: string }).instanceId;
-  const receipt = (n: number) => `${prefix}:{ws_a}:credit-receipt:${instance}.${n}`;
+t.test(
+  "an execution that finds its receipt key set (sent again after its first answer was lost) fails the calls, and is reconciled",
+  async (t) => {
+    const prefix = uniquePrefix(t, "resent");
+    const log = capturedLog();
+    const stores = await openStores(t, REDIS_URL, prefix, { log, reconcileRetryMs: 20 });
+    const inspect = await redisClient(t);
+    await stores.keys.create(key("key_1"), { remaining: 10, lastRefillAt: 0 });
+    // A fresh store numbers its executions from 0: the next one's receipt key is known.
+    const instance = (stores.ratelimitCounters as unknown as { instanceId: string }).instanceId;
+    const receipt = (n: number) => `${prefix}:{ws_a}:credit-receipt:${instance}.${n}`;
 
-  // As if Redis had run it before and taken 3: its receipt is there, the balance shows the 3 taken.
-  await inspect.set(receipt(0), "1:3", "PX", 60_000);
-  await inspect.set(`${prefix}:{ws_a}:key-credits:key_1`, JSON.stringify({ remaining: 7, lastRefillAt: 0 }));
-  const error = await stores.ratelimitCounters.checkAndConsume("ws_a", [], undefined, { keyId: "key_1", cost: 3 }).then(
-    () => undefined,
-    (failure: unknown) => failure,
-  );
-  t.ok(isStoreUnavailable(error), "its calls fail as the store being unavailable: their answer is gone");
-  await until(() => stores.ratelimitCounters.pendingReconciliations === 0, 10_000, "the reconciliation");
-  t.equal((await stores.keys.getCredits("ws_a", "key_1"))?.remaining, 10, "what the first run took is given back");
-  t.equal(await inspect.get(receipt(0)), "x3");
-});
+    // As if Redis had run it before and taken 3: its receipt is there, the balance shows the 3 taken.
+    await inspect.set(receipt(0), "1:3", "PX", 60_000);
+    await inspect.set(`${prefix}:{ws_a}:key-credits:key_1`, JSON.stringify({ remaining: 7, lastRefillAt: 0 }));
+    const error = await stores.ratelimitCounters.checkAndConsume("ws_a", [], undefined, { keyId: "key_1", cost: 3 }).then(
+      () => undefined,
+      (failure: unknown) => failure,
+    );
+    t.ok(isStoreUnavailable(error), "its calls fail as the store being unavailable: their answer is gone");
+    await until(() => stores.ratelimitCounters.pendingReconciliations === 0, 10_000, "the reconciliation");
+    t.equal((await stores.keys.getCredits("ws_a", "key_1"))?.remaining, 10, "what the first run took is given back");
+    t.equal(await inspect.get(receipt(0)), "x3");
+  },
+);

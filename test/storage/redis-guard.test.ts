@@ -1,5 +1,5 @@
-import t from "tap";
 import { Redis } from "ioredis";
+import t from "tap";
 import { CircuitOpenError } from "../../src/lib/circuit-breaker.js";
 import { createRedisStores } from "../../src/storage/index.js";
 import { isRedisUnavailable } from "../../src/storage/redis/guard.js";
@@ -23,33 +23,40 @@ t.test("an error reply to a wrong command is a bug, not unavailability; a missed
   t.equal(isRedisUnavailable(timeout), true);
 });
 
-t.test("rate limit stores on a Redis that never answers: each call waits one deadline until the breaker opens, then fails at once", async (t) => {
-  const hole = await blackHole(t);
-  const redis = new Redis(hole.url, { lazyConnect: true, commandTimeout: 150, maxRetriesPerRequest: 1 });
-  redis.on("error", () => {});
-  redis.connect().catch(() => {});
-  const stores = createRedisStores(redis, uniquePrefix(t, "hole"), true, { breaker: { failureThreshold: 2, openMs: 60_000 } });
-  t.teardown(() => redis.disconnect());
-  const check = { bucket: "b", limit: 5, durationMs: 1_000, cost: 1 };
+t.test(
+  "rate limit stores on a Redis that never answers: each call waits one deadline until the breaker opens, then fails at once",
+  async (t) => {
+    const hole = await blackHole(t);
+    const redis = new Redis(hole.url, { lazyConnect: true, commandTimeout: 150, maxRetriesPerRequest: 1 });
+    redis.on("error", () => {});
+    redis.connect().catch(() => {});
+    const stores = createRedisStores(redis, uniquePrefix(t, "hole"), true, { breaker: { failureThreshold: 2, openMs: 60_000 } });
+    t.teardown(() => redis.disconnect());
+    const check = { bucket: "b", limit: 5, durationMs: 1_000, cost: 1 };
 
-  const attempt = async () => {
-    const started = performance.now();
-    const error = await stores.ratelimitCounters.checkAndConsume("ws_a", [check]).then(
-      () => undefined,
-      (failure: unknown) => failure,
+    const attempt = async () => {
+      const started = performance.now();
+      const error = await stores.ratelimitCounters.checkAndConsume("ws_a", [check]).then(
+        () => undefined,
+        (failure: unknown) => failure,
+      );
+      return { error, ms: performance.now() - started };
+    };
+    for (const n of [1, 2]) {
+      const { error, ms } = await attempt();
+      t.ok(error instanceof StoreUnavailableError, `call ${n} fails as unavailable`);
+      t.notOk((error as StoreUnavailableError).cause instanceof CircuitOpenError, `call ${n} reached the connection`);
+      // A generous bound, not a timing: without the deadline the call would never end.
+      t.ok(ms < 2_000, `call ${n} ended after ${Math.round(ms)} ms (its deadline: 150 ms) instead of hanging`);
+    }
+    t.equal(stores.breaker.state, "open");
+    const { error } = await attempt();
+    t.ok(error instanceof StoreUnavailableError);
+    t.ok((error as StoreUnavailableError).cause instanceof CircuitOpenError, "the third call never reached the connection");
+    await t.rejects(
+      stores.ratelimitNamespaces.getNamespace("ws_a", "rlns_1"),
+      StoreUnavailableError,
+      "the namespace store shares the breaker",
     );
-    return { error, ms: performance.now() - started };
-  };
-  for (const n of [1, 2]) {
-    const { error, ms } = await attempt();
-    t.ok(error instanceof StoreUnavailableError, `call ${n} fails as unavailable`);
-    t.notOk((error as StoreUnavailableError).cause instanceof CircuitOpenError, `call ${n} reached the connection`);
-    // A generous bound, not a timing: without the deadline the call would never end.
-    t.ok(ms < 2_000, `call ${n} ended after ${Math.round(ms)} ms (its deadline: 150 ms) instead of hanging`);
-  }
-  t.equal(stores.breaker.state, "open");
-  const { error } = await attempt();
-  t.ok(error instanceof StoreUnavailableError);
-  t.ok((error as StoreUnavailableError).cause instanceof CircuitOpenError, "the third call never reached the connection");
-  await t.rejects(stores.ratelimitNamespaces.getNamespace("ws_a", "rlns_1"), StoreUnavailableError, "the namespace store shares the breaker");
-});
+  },
+);

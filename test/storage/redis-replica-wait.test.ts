@@ -1,6 +1,6 @@
 import t, { type Test } from "tap";
-import type { ApiRecord } from "../../src/storage/records.js";
 import { createRedisStores } from "../../src/storage/index.js";
+import type { ApiRecord } from "../../src/storage/records.js";
 import { connectRedis } from "../../src/storage/redis/connection.js";
 import { WriteNotReplicatedError } from "../../src/storage/redis/replica-wait.js";
 import { startRedisSentinel } from "../helpers/redis-sentinel.js";
@@ -13,13 +13,24 @@ const sentinel = await startRedisSentinel(t);
 let prefixes = 0;
 
 async function openStores(t: Test, replicaWait?: { replicas: number; timeoutMs: number }) {
-  const redis = await connectRedis({ sentinel: { name: sentinel.name, sentinels: [...sentinel.sentinelUrls] }, commandTimeoutMs: 2_000, connectTimeoutMs: 5_000 });
+  const redis = await connectRedis({
+    sentinel: { name: sentinel.name, sentinels: [...sentinel.sentinelUrls] },
+    commandTimeoutMs: 2_000,
+    connectTimeoutMs: 5_000,
+  });
   const stores = createRedisStores(redis, `kgreplicas${prefixes++}`, true, replicaWait ? { replicaWait } : {});
   t.teardown(() => stores.close());
   return stores;
 }
 
-const api = (id: string): ApiRecord => ({ id, workspaceId: "ws_replicas", name: "replicated", keySpaceId: `ks_${id}`, createdAt: 0, deleteProtection: false });
+const api = (id: string): ApiRecord => ({
+  id,
+  workspaceId: "ws_replicas",
+  name: "replicated",
+  keySpaceId: `ks_${id}`,
+  createdAt: 0,
+  deleteProtection: false,
+});
 
 t.test("a replica that does not confirm in time: the write is reported as not replicated, and the breaker stays closed", async (t) => {
   const stores = await openStores(t, { replicas: 1, timeoutMs: 200 });
@@ -66,7 +77,9 @@ t.test("creations acknowledged while the master is killed are all on the promote
   running = false;
   await Promise.all(writers);
   t.comment(`${acknowledged.length} creations acknowledged of ${next} attempted; failover took ${ms} ms`);
-  await waitFor("the store answering again on the promoted master", 30_000, async () => ((await stores.apis.get("ws_replicas", "api_load0")) !== undefined ? true : undefined));
+  await waitFor("the store answering again on the promoted master", 30_000, async () =>
+    (await stores.apis.get("ws_replicas", "api_load0")) !== undefined ? true : undefined,
+  );
   const missing: string[] = [];
   for (const id of acknowledged) if ((await stores.apis.get("ws_replicas", id)) === null) missing.push(id);
   t.same(missing, [], `all ${acknowledged.length} acknowledged creations survived the failover`);

@@ -1,6 +1,6 @@
-import t, { type Test } from "tap";
 import { Redis, type RedisOptions } from "ioredis";
-import { startRedisSentinel, type RedisSentinel } from "../helpers/redis-sentinel.js";
+import t, { type Test } from "tap";
+import { type RedisSentinel, startRedisSentinel } from "../helpers/redis-sentinel.js";
 
 // The Redis Sentinel test infrastructure (test/helpers/redis-sentinel.ts), proven with a plain ioredis client that
 // finds the master through the sentinels: one setup for the file, changed by each test in turn.

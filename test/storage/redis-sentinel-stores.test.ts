@@ -11,7 +11,11 @@ const sentinel = await startRedisSentinel(t);
 let prefixes = 0;
 
 async function openSentinelStores(t: Test) {
-  const redis = await connectRedis({ sentinel: { name: sentinel.name, sentinels: [...sentinel.sentinelUrls] }, commandTimeoutMs: 2_000, connectTimeoutMs: 5_000 });
+  const redis = await connectRedis({
+    sentinel: { name: sentinel.name, sentinels: [...sentinel.sentinelUrls] },
+    commandTimeoutMs: 2_000,
+    connectTimeoutMs: 5_000,
+  });
   const stores = createRedisStores(redis, `kgsentinel${prefixes++}`, true);
   t.teardown(() => stores.close());
   return stores;

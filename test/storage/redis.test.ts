@@ -17,7 +17,14 @@ t.test("Redis stores meet the store contract", (t) => storeContract(t, (t) => op
 t.test("every key a workspace's records use carries the workspace as its hash tag", async (t) => {
   const prefix = uniquePrefix(t, "tags");
   const stores = await openStores(t, prefix);
-  await stores.apis.create({ id: "api_tagged", workspaceId: "ws_tagged", name: "tagged", keySpaceId: "ks_1", createdAt: 1, deleteProtection: false });
+  await stores.apis.create({
+    id: "api_tagged",
+    workspaceId: "ws_tagged",
+    name: "tagged",
+    keySpaceId: "ks_1",
+    createdAt: 1,
+    deleteProtection: false,
+  });
   const inspect = await redisClient(t);
   const keys = await inspect.keys(`${prefix}:*`);
   t.ok(keys.length >= 2);
@@ -26,10 +33,27 @@ t.test("every key a workspace's records use carries the workspace as its hash ta
 
 t.test("writes still work after Redis forgets its scripts (SCRIPT FLUSH)", async (t) => {
   const stores = await openStores(t, uniquePrefix(t, "noscript"));
-  await stores.apis.create({ id: "api_before", workspaceId: "ws_a", name: "before", keySpaceId: "ks_1", createdAt: 1, deleteProtection: false });
+  await stores.apis.create({
+    id: "api_before",
+    workspaceId: "ws_a",
+    name: "before",
+    keySpaceId: "ks_1",
+    createdAt: 1,
+    deleteProtection: false,
+  });
   const inspect = await redisClient(t);
   await inspect.script("FLUSH");
-  t.equal(await stores.apis.create({ id: "api_after", workspaceId: "ws_a", name: "after", keySpaceId: "ks_2", createdAt: 1, deleteProtection: false }), true);
+  t.equal(
+    await stores.apis.create({
+      id: "api_after",
+      workspaceId: "ws_a",
+      name: "after",
+      keySpaceId: "ks_2",
+      createdAt: 1,
+      deleteProtection: false,
+    }),
+    true,
+  );
   t.equal((await stores.apis.get("ws_a", "api_after"))?.name, "after");
 });
 
@@ -91,7 +115,11 @@ t.test("rate limit counters still work after Redis forgets its scripts (SCRIPT F
   const check = { bucket: "b", limit: 2, durationMs: 60_000, cost: 1 };
   t.equal((await stores.ratelimitCounters.checkAndConsume("ws_a", [check], 1_000_000)).passed, true);
   await (await redisClient(t)).script("FLUSH");
-  t.equal((await stores.ratelimitCounters.checkAndConsume("ws_a", [check], 1_000_001)).results[0]?.remaining, 0, "reloaded, and the count survived");
+  t.equal(
+    (await stores.ratelimitCounters.checkAndConsume("ws_a", [check], 1_000_001)).results[0]?.remaining,
+    0,
+    "reloaded, and the count survived",
+  );
 });
 
 t.test("rate limit counters: a window known to be exhausted is denied without asking Redis, exactly as Redis would", async (t) => {
@@ -106,12 +134,20 @@ t.test("rate limit counters: a window known to be exhausted is denied without as
   for (let i = 0; i < 2; i++) await second.checkAndConsume("ws_a", [check], now);
   t.equal(first.stats.scriptCalls, 3);
   const deniedByRedis = await first.checkAndConsume("ws_a", [check], now + 1);
-  t.same([deniedByRedis.passed, first.stats.scriptCalls, first.stats.localDenials], [false, 4, 0], "3 seen here is not enough to know: Redis decides");
+  t.same(
+    [deniedByRedis.passed, first.stats.scriptCalls, first.stats.localDenials],
+    [false, 4, 0],
+    "3 seen here is not enough to know: Redis decides",
+  );
 
   const deniedLocally = await first.checkAndConsume("ws_a", [check], now + 2);
   t.same(deniedLocally.results, deniedByRedis.results, "the same answer");
   t.same([first.stats.scriptCalls, first.stats.localDenials], [4, 1], "now known exhausted: no round trip");
-  t.equal((await first.checkAndConsume("ws_a", [{ ...check, cost: 0 }], now + 3)).passed, true, "a cost-0 check at the limit still goes to Redis and passes");
+  t.equal(
+    (await first.checkAndConsume("ws_a", [{ ...check, cost: 0 }], now + 3)).passed,
+    true,
+    "a cost-0 check at the limit still goes to Redis and passes",
+  );
   t.equal(first.stats.scriptCalls, 5);
 
   // Halfway through the next window the old counts have faded enough for Redis to admit again.
@@ -149,8 +185,15 @@ t.test("rate limit counters: concurrent calls share script executions and are de
   const wide = Array.from({ length: 100 }, (_, i) => check(`wide-${i}`, 25));
   const many = await Promise.all(Array.from({ length: 25 }, () => counters.checkAndConsume("ws_a", wide, now)));
   t.same([...new Set(many.map((outcome) => outcome.passed))], [true]);
-  t.same(many.at(-1)?.results.map((result) => result.remaining), wide.map(() => 0), "all 25 calls of 100 checks were applied: each bucket is exactly full");
-  t.ok(counters.stats.scriptCalls >= 3 + 3, `2,500 keys went out in executions of at most 1,000 (${counters.stats.scriptCalls - 3} executions)`);
+  t.same(
+    many.at(-1)?.results.map((result) => result.remaining),
+    wide.map(() => 0),
+    "all 25 calls of 100 checks were applied: each bucket is exactly full",
+  );
+  t.ok(
+    counters.stats.scriptCalls >= 3 + 3,
+    `2,500 keys went out in executions of at most 1,000 (${counters.stats.scriptCalls - 3} executions)`,
+  );
 });
 
 t.test("an analytics quota window expires in Redis after its window", async (t) => {
@@ -178,7 +221,11 @@ t.test("rate limit reservations: a busy counter is admitted from units reserved 
     t.equal(outcome.passed, true);
     remaining.push(outcome.results[0]?.remaining as number);
   }
-  t.same(remaining, Array.from({ length: 200 }, (_, i) => 10_000 - i - 1), "one instance answers remaining exactly, reservation or not");
+  t.same(
+    remaining,
+    Array.from({ length: 200 }, (_, i) => 10_000 - i - 1),
+    "one instance answers remaining exactly, reservation or not",
+  );
   t.ok(counters.stats.localAdmissions >= 190, `${counters.stats.localAdmissions} of 200 admitted here`);
   t.equal(counters.stats.scriptCalls + counters.stats.localAdmissions, 200);
 
@@ -201,8 +248,14 @@ t.test("rate limit reservations: a counter's first call reserves nothing, so one
   const check = (bucket: string) => ({ bucket, limit: 10_000, durationMs: 60_000, cost: 1 });
 
   for (let i = 0; i < 50; i++) t.equal((await counters.checkAndConsume("ws_a", [check(`caller-${i}`)], now)).passed, true);
-  const seen = await Promise.all(Array.from({ length: 50 }, (_, i) => other.checkAndConsume("ws_a", [{ ...check(`caller-${i}`), cost: 0 }], now)));
-  t.same(seen.map((outcome) => outcome.results[0]?.remaining), Array.from({ length: 50 }, () => 10_000 - 1), "each new counter took its call's unit only");
+  const seen = await Promise.all(
+    Array.from({ length: 50 }, (_, i) => other.checkAndConsume("ws_a", [{ ...check(`caller-${i}`), cost: 0 }], now)),
+  );
+  t.same(
+    seen.map((outcome) => outcome.results[0]?.remaining),
+    Array.from({ length: 50 }, () => 10_000 - 1),
+    "each new counter took its call's unit only",
+  );
 
   // From its second call on, a counter reserves as before.
   await counters.checkAndConsume("ws_a", [check("caller-0")], now);
@@ -224,7 +277,20 @@ t.test("rate limit reservations: none past half the limit, for small limits, cre
   t.equal(counters.stats.redisDecisions, before.redisDecisions + 100);
 
   await stores.keys.create(
-    { id: "key_1", workspaceId: "ws_a", apiId: "api_1", keySpaceId: "ks_1", hash: "h", start: "s", byteLength: 16, enabled: true, permissionIds: [], roleIds: [], ratelimits: [], createdAt: 1 },
+    {
+      id: "key_1",
+      workspaceId: "ws_a",
+      apiId: "api_1",
+      keySpaceId: "ks_1",
+      hash: "h",
+      start: "s",
+      byteLength: 16,
+      enabled: true,
+      permissionIds: [],
+      roleIds: [],
+      ratelimits: [],
+      createdAt: 1,
+    },
     { remaining: 1_000, lastRefillAt: 0 },
   );
   const local = counters.stats.localAdmissions;
@@ -234,7 +300,11 @@ t.test("rate limit reservations: none past half the limit, for small limits, cre
     await counters.checkAndConsume("ws_a", [check("pair-a", 10_000), check("pair-b", 10_000)], now);
   }
   t.equal(counters.stats.localAdmissions, local, "a limit under 1,000, a credit or a second check: always Redis");
-  t.equal((await counters.checkAndConsume("ws_a", [{ ...check("credited", 10_000), cost: 0 }], now)).results[0]?.remaining, 10_000 - 20, "nothing reserved");
+  t.equal(
+    (await counters.checkAndConsume("ws_a", [{ ...check("credited", 10_000), cost: 0 }], now)).results[0]?.remaining,
+    10_000 - 20,
+    "nothing reserved",
+  );
 });
 
 t.test("rate limit reservations: two instances never admit more than the limit, and miss at most a reservation each", async (t) => {
@@ -251,7 +321,10 @@ t.test("rate limit reservations: two instances never admit more than the limit, 
   }
   t.ok(admitted <= 1_000, `${admitted} admitted: never more than the limit`);
   t.ok(admitted >= 1_000 - 2 * 10, `${admitted} admitted: at most one reservation (10) short per instance`);
-  t.ok(a.stats.localAdmissions > 0 && b.stats.localAdmissions > 0, `both admitted some calls locally (${a.stats.localAdmissions}, ${b.stats.localAdmissions})`);
+  t.ok(
+    a.stats.localAdmissions > 0 && b.stats.localAdmissions > 0,
+    `both admitted some calls locally (${a.stats.localAdmissions}, ${b.stats.localAdmissions})`,
+  );
 });
 
 t.test("rate limit reservations: ratelimit.reservations false decides every call on Redis", async (t) => {
@@ -269,7 +342,20 @@ t.test("credit refunds from two instances, among spends from both on the same ke
   const prefix = uniquePrefix(t, "refunds");
   const [a, b] = [await openStores(t, prefix), await openStores(t, prefix)];
   await a.keys.create(
-    { id: "key_1", workspaceId: "ws_a", apiId: "api_1", keySpaceId: "ks_1", hash: "h", start: "s", byteLength: 16, enabled: true, permissionIds: [], roleIds: [], ratelimits: [], createdAt: 1 },
+    {
+      id: "key_1",
+      workspaceId: "ws_a",
+      apiId: "api_1",
+      keySpaceId: "ks_1",
+      hash: "h",
+      start: "s",
+      byteLength: 16,
+      enabled: true,
+      permissionIds: [],
+      roleIds: [],
+      ratelimits: [],
+      createdAt: 1,
+    },
     { remaining: 50, lastRefillAt: 0 },
   );
   const now = 7_000 * 60_000;
@@ -280,5 +366,9 @@ t.test("credit refunds from two instances, among spends from both on the same ke
       : stores.keys.refundCredits("ws_a", "key_1", 1, now).then(() => 1);
   });
   const change = (await Promise.all(work)).reduce((sum, delta) => sum + delta, 0);
-  t.equal((await a.keys.getCredits("ws_a", "key_1"))?.remaining, 50 + change, `50 + ${change}: every spend and every refund of both instances`);
+  t.equal(
+    (await a.keys.getCredits("ws_a", "key_1"))?.remaining,
+    50 + change,
+    `50 + ${change}: every spend and every refund of both instances`,
+  );
 });

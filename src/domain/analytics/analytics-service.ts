@@ -6,7 +6,7 @@ import type { Caller } from "../caller.js";
 import { requireApi } from "../root-keys/permissions.js";
 import type { AnalyticsQueryEngine } from "./engine.js";
 import type { VerificationEventSink } from "./events.js";
-import { QueryGuard, type Confinement, type QueryLimits } from "./query-guard.js";
+import { type Confinement, QueryGuard, type QueryLimits } from "./query-guard.js";
 import type { RetentionDays } from "./tables.js";
 
 export interface QuotaLimits extends QuotaUsage {
@@ -62,7 +62,11 @@ export class AnalyticsService {
     const confinement = await this.confinementOf(caller);
     const guard = this.guard;
     const engine = this.engine;
-    if (!guard || !engine) throw new KeygateError("err:unkey:data:analytics_not_configured", "Analytics is turned off on this keygate (analytics.engine is 'off').");
+    if (!guard || !engine)
+      throw new KeygateError(
+        "err:unkey:data:analytics_not_configured",
+        "Analytics is turned off on this keygate (analytics.engine is 'off').",
+      );
     const windowStart = this.windowStart();
     await this.takeQuota(caller.workspaceId, windowStart);
 
@@ -100,7 +104,8 @@ export class AnalyticsService {
   private async checkKeySpaces(caller: Caller, keySpaceIds: readonly string[]): Promise<void> {
     for (const keySpaceId of keySpaceIds) {
       const api = await this.apis.findByKeySpace(caller.workspaceId, keySpaceId);
-      if (!api) throw new KeygateError("err:unkey:data:key_space_not_found", `The key space '${keySpaceId}' does not exist in this workspace.`);
+      if (!api)
+        throw new KeygateError("err:unkey:data:key_space_not_found", `The key space '${keySpaceId}' does not exist in this workspace.`);
       caller.authorize(requireApi("read_analytics", api.id));
     }
   }
@@ -111,9 +116,13 @@ export class AnalyticsService {
     if (allowed) return;
     const retryAfterSeconds = Math.max(1, Math.ceil((windowStart + windowMs - this.clock.now()) / 1000));
     const what = usage.queries >= queries ? `${queries} queries` : `${executionMs} ms of query time`;
-    throw new KeygateError("err:user:too_many_requests:query_quota_exceeded", `The workspace used its analytics quota of ${what} per ${windowMs} ms; try again in ${retryAfterSeconds} s.`, {
-      headers: { "retry-after": String(retryAfterSeconds) },
-    });
+    throw new KeygateError(
+      "err:user:too_many_requests:query_quota_exceeded",
+      `The workspace used its analytics quota of ${what} per ${windowMs} ms; try again in ${retryAfterSeconds} s.`,
+      {
+        headers: { "retry-after": String(retryAfterSeconds) },
+      },
+    );
   }
 
   private windowStart(): number {

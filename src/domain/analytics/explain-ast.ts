@@ -22,7 +22,8 @@ export class UnreadableAstError extends Error {
   }
 }
 
-const NODE_LINE = /^(?<type>[A-Za-z][A-Za-z0-9_]*(?:::[A-Za-z][A-Za-z0-9_]*)?)(?: (?<name>[^\s()]+))?(?: \(alias (?<alias>[A-Za-z0-9_]+)\))?(?: \(children (?<children>\d+)\))?$/;
+const NODE_LINE =
+  /^(?<type>[A-Za-z][A-Za-z0-9_]*(?:::[A-Za-z][A-Za-z0-9_]*)?)(?: (?<name>[^\s()]+))?(?: \(alias (?<alias>[A-Za-z0-9_]+)\))?(?: \(children (?<children>\d+)\))?$/;
 const LITERAL_LINE = /^Literal (?<value>.+?)(?: \(alias (?<alias>[A-Za-z0-9_]+)\))?$/;
 
 interface Pending {
@@ -61,7 +62,9 @@ export function parseExplainAst(text: string): AstNode {
 
 function closeNode(pending: Pending): void {
   if (pending.node.children.length !== pending.expectedChildren) {
-    throw new UnreadableAstError(`${pending.node.type} announces ${pending.expectedChildren} children but has ${pending.node.children.length}`);
+    throw new UnreadableAstError(
+      `${pending.node.type} announces ${pending.expectedChildren} children but has ${pending.node.children.length}`,
+    );
   }
 }
 

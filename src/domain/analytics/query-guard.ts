@@ -1,12 +1,12 @@
 import { randomUUID } from "node:crypto";
 import type { ErrorCode } from "../../errors/catalogue.js";
 import { KeygateError } from "../../errors/keygate-error.js";
-import { AnalyticsEngineError, type AnalyticsConnection } from "./engine.js";
-import { parseExplainAst, printAst, UnreadableAstError, walk, type AstNode } from "./explain-ast.js";
+import { type AnalyticsConnection, AnalyticsEngineError } from "./engine.js";
+import { type AstNode, parseExplainAst, printAst, UnreadableAstError, walk } from "./explain-ast.js";
 import { isAllowedFunction } from "./functions.js";
 import { constantToMs, readQueryTree } from "./query-tree.js";
 import { quoteString, safeId, settingValue } from "./sql.js";
-import { PUBLIC_TABLES, publicTable, retentionCutoffMs, type PublicTable, type RetentionDays } from "./tables.js";
+import { PUBLIC_TABLES, type PublicTable, publicTable, type RetentionDays, retentionCutoffMs } from "./tables.js";
 
 /**
  * The security boundary of analytics. A customer's SQL is never trusted as text: ClickHouse's own parser
@@ -41,10 +41,28 @@ export interface ParsedQuery {
 }
 
 const NODE_TYPES = new Set([
-  "SelectWithUnionQuery", "SelectQuery", "ExpressionList", "TablesInSelectQuery", "TablesInSelectQueryElement",
-  "TableExpression", "TableIdentifier", "TableJoin", "ArrayJoin", "Subquery", "WithElement", "Identifier", "Function",
-  "Literal", "Asterisk", "QualifiedAsterisk", "ColumnsTransformerList", "ColumnsExceptTransformer",
-  "ColumnsReplaceTransformer", "ColumnsReplaceTransformer::Replacement", "OrderByElement", "WindowDefinition",
+  "SelectWithUnionQuery",
+  "SelectQuery",
+  "ExpressionList",
+  "TablesInSelectQuery",
+  "TablesInSelectQueryElement",
+  "TableExpression",
+  "TableIdentifier",
+  "TableJoin",
+  "ArrayJoin",
+  "Subquery",
+  "WithElement",
+  "Identifier",
+  "Function",
+  "Literal",
+  "Asterisk",
+  "QualifiedAsterisk",
+  "ColumnsTransformerList",
+  "ColumnsExceptTransformer",
+  "ColumnsReplaceTransformer",
+  "ColumnsReplaceTransformer::Replacement",
+  "OrderByElement",
+  "WindowDefinition",
   "WindowListElement",
 ]);
 
@@ -88,7 +106,10 @@ export class QueryGuard {
     // The nonce proves the answer belongs to this statement (see checkAnswer).
     const nonce = randomUUID();
     const [forms] = await connection
-      .rows("SELECT {nonce:String} AS nonce, formatQuerySingleLine({query:String}) AS canonical, normalizeQueryKeepNames(canonical) AS shape SETTINGS readonly = 1", { nonce, query })
+      .rows(
+        "SELECT {nonce:String} AS nonce, formatQuerySingleLine({query:String}) AS canonical, normalizeQueryKeepNames(canonical) AS shape SETTINGS readonly = 1",
+        { nonce, query },
+      )
       .catch((error: unknown) => {
         throw this.failure(error);
       });
@@ -120,7 +141,10 @@ export class QueryGuard {
     checkAnswer(/^(QUERY|UNION) id: \d+/.test(treeText));
     const tree = readQueryTree(treeText);
     if (tree.tableFunctions.length > 0) {
-      throw invalid("err:user:bad_request:invalid_analytics_function", `Table functions are not allowed (${tree.tableFunctions.join(", ")}).`);
+      throw invalid(
+        "err:user:bad_request:invalid_analytics_function",
+        `Table functions are not allowed (${tree.tableFunctions.join(", ")}).`,
+      );
     }
     for (const name of tree.tables) {
       if (IMPLICIT_TABLES.has(name)) continue;
@@ -153,7 +177,9 @@ export class QueryGuard {
 
   /** Confinement first, then read-only mode and the limits on time, memory and rows read. */
   analysisSettings(confinement: Confinement, nowMs: number): string {
-    const filters = PUBLIC_TABLES.map((table) => `${quoteString(`${this.database}.${table.name}`)}: ${quoteString(this.rowFilter(table, confinement, nowMs))}`);
+    const filters = PUBLIC_TABLES.map(
+      (table) => `${quoteString(`${this.database}.${table.name}`)}: ${quoteString(this.rowFilter(table, confinement, nowMs))}`,
+    );
     return [
       `additional_table_filters = {${filters.join(", ")}}`,
       ...settingsList([
@@ -188,7 +214,9 @@ export class QueryGuard {
     const conditions = [`workspace_id = ${quoteString(safeId(confinement.workspaceId, "workspace id"))}`];
     if (confinement.keySpaceIds !== undefined) {
       conditions.push(
-        confinement.keySpaceIds.length === 0 ? "0" : `key_space_id IN (${confinement.keySpaceIds.map((id) => quoteString(safeId(id, "key space id"))).join(", ")})`,
+        confinement.keySpaceIds.length === 0
+          ? "0"
+          : `key_space_id IN (${confinement.keySpaceIds.map((id) => quoteString(safeId(id, "key space id"))).join(", ")})`,
       );
     }
     const cutoffMs = retentionCutoffMs(table, this.retentionDays, nowMs);
@@ -217,32 +245,60 @@ export class QueryGuard {
   /** An engine failure in the customer's terms (reference §8: 400 for the query, 422 for limits, 503 for the engine). */
   failure(error: unknown): KeygateError {
     if (error instanceof KeygateError) return error;
-    if (!(error instanceof AnalyticsEngineError)) return new KeygateError("err:unkey:application:unexpected_error", "The analytics query failed unexpectedly.", { cause: error });
+    if (!(error instanceof AnalyticsEngineError))
+      return new KeygateError("err:unkey:application:unexpected_error", "The analytics query failed unexpectedly.", { cause: error });
     if (error.kind === "unavailable") {
-      return new KeygateError("err:unkey:data:analytics_connection_failed", "The analytics engine cannot be reached right now; try again later.", { cause: error });
+      return new KeygateError(
+        "err:unkey:data:analytics_connection_failed",
+        "The analytics engine cannot be reached right now; try again later.",
+        { cause: error },
+      );
     }
     const code = error.code ?? 0;
     const limits = this.limits;
     const byCode: Record<number, [ErrorCode, string]> = {
-      159: ["err:user:unprocessable_entity:query_execution_timeout", `The query ran longer than the limit of ${limits.maxExecutionMs} ms; narrow the time range or use an aggregate table.`],
-      241: ["err:user:unprocessable_entity:query_memory_limit_exceeded", `The query needed more than the limit of ${limits.maxMemoryBytes} bytes of memory.`],
+      159: [
+        "err:user:unprocessable_entity:query_execution_timeout",
+        `The query ran longer than the limit of ${limits.maxExecutionMs} ms; narrow the time range or use an aggregate table.`,
+      ],
+      241: [
+        "err:user:unprocessable_entity:query_memory_limit_exceeded",
+        `The query needed more than the limit of ${limits.maxMemoryBytes} bytes of memory.`,
+      ],
       158: ["err:user:unprocessable_entity:query_rows_limit_exceeded", `The query would read more than ${limits.maxRowsToRead} rows.`],
-      307: ["err:user:unprocessable_entity:query_rows_limit_exceeded", `The query would read or return more than the allowed number of bytes (${limits.maxResultBytes} returned at most).`],
-      396: ["err:user:unprocessable_entity:query_rows_limit_exceeded", `The query would return more than ${limits.maxResultRows} rows or ${limits.maxResultBytes} bytes.`],
+      307: [
+        "err:user:unprocessable_entity:query_rows_limit_exceeded",
+        `The query would read or return more than the allowed number of bytes (${limits.maxResultBytes} returned at most).`,
+      ],
+      396: [
+        "err:user:unprocessable_entity:query_rows_limit_exceeded",
+        `The query would return more than ${limits.maxResultRows} rows or ${limits.maxResultBytes} bytes.`,
+      ],
       201: ["err:user:too_many_requests:query_quota_exceeded", "The analytics engine's own quota for keygate is used up; try again later."],
       164: ["err:user:bad_request:invalid_analytics_query_type", "Only SELECT queries are allowed."],
-      60: ["err:user:bad_request:invalid_analytics_table", `${engineMessage(error.message, this.database)} Tables: ${PUBLIC_TABLE_NAMES.join(", ")}.`],
+      60: [
+        "err:user:bad_request:invalid_analytics_table",
+        `${engineMessage(error.message, this.database)} Tables: ${PUBLIC_TABLE_NAMES.join(", ")}.`,
+      ],
       81: ["err:user:bad_request:invalid_analytics_table", `Only these tables can be read: ${PUBLIC_TABLE_NAMES.join(", ")}.`],
       46: ["err:user:bad_request:invalid_analytics_function", engineMessage(error.message, this.database)],
       63: ["err:user:bad_request:invalid_analytics_function", engineMessage(error.message, this.database)],
     };
     const engineTrouble = new Set([202, 209, 210, 497, 516, 1000]);
     if (engineTrouble.has(code)) {
-      return new KeygateError("err:unkey:data:analytics_connection_failed", "The analytics engine cannot run queries right now; try again later.", { cause: error });
+      return new KeygateError(
+        "err:unkey:data:analytics_connection_failed",
+        "The analytics engine cannot run queries right now; try again later.",
+        { cause: error },
+      );
     }
     const mapped = byCode[code];
     if (mapped) return new KeygateError(mapped[0], mapped[1], { cause: error });
-    return invalid("err:user:bad_request:invalid_analytics_query", `The query is not valid: ${engineMessage(error.message, this.database)}`, error);
+    return invalid(
+      "err:user:bad_request:invalid_analytics_query",
+      `The query is not valid: ${engineMessage(error.message, this.database)}`,
+      error,
+    );
   }
 }
 
@@ -252,16 +308,22 @@ export class QueryGuard {
  */
 export function inspectAst(root: AstNode): string[] {
   if (root.type !== "SelectWithUnionQuery") throw onlySelect();
-  if (root.children.length !== 1) throw invalid("err:user:bad_request:invalid_analytics_query", "FORMAT, INTO OUTFILE and SETTINGS clauses are not allowed.");
+  if (root.children.length !== 1)
+    throw invalid("err:user:bad_request:invalid_analytics_query", "FORMAT, INTO OUTFILE and SETTINGS clauses are not allowed.");
   const keySpaces: string[] = [];
   for (const { node, parent } of walk(root)) {
     if (!NODE_TYPES.has(node.type)) {
-      throw invalid("err:user:bad_request:invalid_analytics_query", REFUSED_NODE_TYPES[node.type] ?? `The query uses '${node.type}', which analytics queries do not support.`);
+      throw invalid(
+        "err:user:bad_request:invalid_analytics_query",
+        REFUSED_NODE_TYPES[node.type] ?? `The query uses '${node.type}', which analytics queries do not support.`,
+      );
     }
     const name = node.name ?? "";
     if (node.type === "Function") {
-      if (parent?.type === "TableExpression") throw invalid("err:user:bad_request:invalid_analytics_function", `Table functions are not allowed ('${name}').`);
-      if (!isAllowedFunction(name)) throw invalid("err:user:bad_request:invalid_analytics_function", `The function '${name}' is not allowed in analytics queries.`);
+      if (parent?.type === "TableExpression")
+        throw invalid("err:user:bad_request:invalid_analytics_function", `Table functions are not allowed ('${name}').`);
+      if (!isAllowedFunction(name))
+        throw invalid("err:user:bad_request:invalid_analytics_function", `The function '${name}' is not allowed in analytics queries.`);
       if (KEY_SPACE_COMPARISONS.has(name.toLowerCase())) keySpaces.push(...keySpaceLiterals(node));
       // `x IN table` reads a table through a name that is not a table expression; a subquery says the same openly.
       if (IN_FUNCTIONS.has(name.toLowerCase()) && node.children[0]?.children[1]?.type === "Identifier") {
@@ -276,11 +338,17 @@ export function inspectAst(root: AstNode): string[] {
 function keySpaceLiterals(comparison: AstNode): string[] {
   const operands = comparison.children[0]?.children ?? [];
   if (operands.length !== 2) return [];
-  const isKeySpaceColumn = (node: AstNode) => node.type === "Identifier" && (node.name === "key_space_id" || (node.name ?? "").endsWith(".key_space_id"));
+  const isKeySpaceColumn = (node: AstNode) =>
+    node.type === "Identifier" && (node.name === "key_space_id" || (node.name ?? "").endsWith(".key_space_id"));
   const [left, right] = operands as [AstNode, AstNode];
   const other = isKeySpaceColumn(left) ? right : isKeySpaceColumn(right) ? left : undefined;
   if (!other) return [];
-  const literals = other.type === "Literal" ? [other] : other.type === "Function" ? [...walk(other)].map(({ node }) => node).filter((node) => node.type === "Literal") : [];
+  const literals =
+    other.type === "Literal"
+      ? [other]
+      : other.type === "Function"
+        ? [...walk(other)].map(({ node }) => node).filter((node) => node.type === "Literal")
+        : [];
   const values: string[] = [];
   for (const literal of literals) {
     for (const match of (literal.name ?? "").matchAll(/'((?:[^'\\]|\\.)*)'/g)) {
@@ -300,10 +368,17 @@ function verifyComposition(query: AstNode, composed: AstNode): void {
   const sets = [...walk(composed)].filter(({ node }) => node.type === "Set");
   const union = composed.children[0];
   const lastSelect = union?.children[union.children.length - 1];
-  const placed = sets.length === 1 && sets[0]?.parent === lastSelect && lastSelect?.type === "SelectQuery" && lastSelect.children[lastSelect.children.length - 1] === sets[0]?.node;
+  const placed =
+    sets.length === 1 &&
+    sets[0]?.parent === lastSelect &&
+    lastSelect?.type === "SelectQuery" &&
+    lastSelect.children[lastSelect.children.length - 1] === sets[0]?.node;
   if (placed) lastSelect.children.pop();
   if (!placed || printAst(composed) !== printAst(query)) {
-    throw invalid("err:user:bad_request:invalid_analytics_query", "The query's shape is not supported; write it as one SELECT (with UNION, subqueries or CTEs).");
+    throw invalid(
+      "err:user:bad_request:invalid_analytics_query",
+      "The query's shape is not supported; write it as one SELECT (with UNION, subqueries or CTEs).",
+    );
   }
 }
 
@@ -349,12 +424,18 @@ function quotedIdentifier(): KeygateError {
 }
 
 function unknownTable(name: string): KeygateError {
-  return invalid("err:user:bad_request:invalid_analytics_table", `'${name}' is not an analytics table. Tables: ${PUBLIC_TABLE_NAMES.join(", ")}.`);
+  return invalid(
+    "err:user:bad_request:invalid_analytics_table",
+    `'${name}' is not an analytics table. Tables: ${PUBLIC_TABLE_NAMES.join(", ")}.`,
+  );
 }
 
 /** A refused query: the problem is always the body's `query`, so errors[] names it. */
 function invalid(code: ErrorCode, detail: string, cause?: unknown): KeygateError {
-  return new KeygateError(code, detail, { errors: [{ location: "body.query", message: detail }], ...(cause === undefined ? {} : { cause }) });
+  return new KeygateError(code, detail, {
+    errors: [{ location: "body.query", message: detail }],
+    ...(cause === undefined ? {} : { cause }),
+  });
 }
 
 /**
@@ -364,11 +445,23 @@ function invalid(code: ErrorCode, detail: string, cause?: unknown): KeygateError
 export function engineMessage(message: string, database: string): string {
   let text = (message.split("\n")[0] as string).replace(/^(Code: \d+\. )?(DB::Exception: )*/g, "");
   text = text.replace(/Code: \d+\. DB::Exception: /g, "");
-  for (const marker of [" In scope ", ": In scope ", ". In scope ", " in scope ", ": While processing ", ": while executing ", " (version "]) {
+  for (const marker of [
+    " In scope ",
+    ": In scope ",
+    ". In scope ",
+    " in scope ",
+    ": While processing ",
+    ": while executing ",
+    " (version ",
+  ]) {
     const at = text.indexOf(marker);
     if (at > 0) text = text.slice(0, at);
   }
-  text = text.replace(/ \([A-Z_]+\)\.?$/, "").replaceAll(`${database}.`, "").replace(/[\s.:;,]+$/, "").trim();
+  text = text
+    .replace(/ \([A-Z_]+\)\.?$/, "")
+    .replaceAll(`${database}.`, "")
+    .replace(/[\s.:;,]+$/, "")
+    .trim();
   if (text.length > 300) text = `${text.slice(0, 297)}...`;
   return /[.?!]$/.test(text) ? text : `${text}.`;
 }

@@ -33,7 +33,12 @@ const COLUMN_LINE = /^COLUMN id: \d+, column_name: (?<name>[^,]+), result_type: 
 const CONSTANT_PREFIX = /^CONSTANT id: \d+, constant_value: /;
 const CONSTANT_TYPE_SEPARATOR = ", constant_value_type: ";
 
-const LOWER_WHEN_COLUMN_FIRST: Record<string, "lower" | "upper"> = { greaterOrEquals: "lower", greater: "lower", lessOrEquals: "upper", less: "upper" };
+const LOWER_WHEN_COLUMN_FIRST: Record<string, "lower" | "upper"> = {
+  greaterOrEquals: "lower",
+  greater: "lower",
+  lessOrEquals: "upper",
+  less: "upper",
+};
 
 export function readQueryTree(text: string): QueryTreeFacts {
   const lines = toLines(text);
@@ -62,7 +67,11 @@ export function readQueryTree(text: string): QueryTreeFacts {
     if (columnFirst !== undefined && constantOf(second)) {
       timeComparisons.push({ table: columnFirst, side: columnFirstSide, ...(constantOf(second) as Constant) });
     } else if (constantFirst && timeColumnTable(second, tableById) !== undefined) {
-      timeComparisons.push({ table: timeColumnTable(second, tableById) as string, side: columnFirstSide === "lower" ? "upper" : "lower", ...constantFirst });
+      timeComparisons.push({
+        table: timeColumnTable(second, tableById) as string,
+        side: columnFirstSide === "lower" ? "upper" : "lower",
+        ...constantFirst,
+      });
     }
   }
   return { tables, tableFunctions, timeComparisons };
@@ -83,7 +92,7 @@ function constantOf(line: TreeLine): Constant | undefined {
 
 function timeColumnTable(line: TreeLine, tableById: ReadonlyMap<string, string>): string | undefined {
   const column = COLUMN_LINE.exec(line.text)?.groups;
-  if (!column || column.name !== "time") return undefined;
+  if (column?.name !== "time") return undefined;
   return tableById.get(column.source as string);
 }
 

@@ -51,7 +51,10 @@ export class ApiService {
     caller.authorize(requireApi("delete_api", input.apiId));
     const api = await this.findLive(caller.workspaceId, input.apiId);
     if (api.deleteProtection) {
-      throw new KeygateError("err:unkey:application:protected_resource", `The API '${api.id}' has delete protection and cannot be deleted.`);
+      throw new KeygateError(
+        "err:unkey:application:protected_resource",
+        `The API '${api.id}' has delete protection and cannot be deleted.`,
+      );
     }
     // A concurrent delete may win the race; the loser reports 404, as a second delete would.
     if (!(await this.apis.markDeleted(caller.workspaceId, api.id, this.clock.now()))) throw apiNotFound(api.id);

@@ -6,8 +6,8 @@ import type { IdentityRecord } from "../../storage/records.js";
 import type { Caller } from "../caller.js";
 import type { CacheInvalidator } from "../invalidation.js";
 import { checkMeta, MAX_IDENTITY_META_BYTES } from "../meta.js";
-import { replaceNamedLimits, viewNamedLimits, type NamedLimitInput, type NamedLimitView } from "../named-limits.js";
-import { page, pagination, type ListInput, type Listed } from "../rbac/rbac-service.js";
+import { type NamedLimitInput, type NamedLimitView, replaceNamedLimits, viewNamedLimits } from "../named-limits.js";
+import { type Listed, type ListInput, page, pagination } from "../rbac/rbac-service.js";
 import { requireIdentity } from "../root-keys/permissions.js";
 
 export interface IdentityView {
@@ -32,7 +32,10 @@ export class IdentityService {
     this.clock = clock;
   }
 
-  async createIdentity(caller: Caller, input: { externalId: string; meta?: Record<string, unknown>; ratelimits?: NamedLimitInput[] }): Promise<{ identityId: string }> {
+  async createIdentity(
+    caller: Caller,
+    input: { externalId: string; meta?: Record<string, unknown>; ratelimits?: NamedLimitInput[] },
+  ): Promise<{ identityId: string }> {
     caller.authorize(requireIdentity("create_identity"));
     checkMeta(input.meta, MAX_IDENTITY_META_BYTES, "body.meta");
     const now = this.clock.now();
@@ -45,7 +48,10 @@ export class IdentityService {
       createdAt: now,
     };
     if (!(await this.identities.create(identity))) {
-      throw new KeygateError("err:unkey:data:identity_already_exists", `An identity with the externalId '${input.externalId}' already exists.`);
+      throw new KeygateError(
+        "err:unkey:data:identity_already_exists",
+        `An identity with the externalId '${input.externalId}' already exists.`,
+      );
     }
     return { identityId: identity.id };
   }
@@ -64,7 +70,10 @@ export class IdentityService {
     return { items: found.items.map(viewIdentity), pagination: pagination(found) };
   }
 
-  async updateIdentity(caller: Caller, input: { identity: string; meta?: Record<string, unknown>; ratelimits?: NamedLimitInput[] }): Promise<IdentityView> {
+  async updateIdentity(
+    caller: Caller,
+    input: { identity: string; meta?: Record<string, unknown>; ratelimits?: NamedLimitInput[] },
+  ): Promise<IdentityView> {
     const identity = await this.findLive(caller.workspaceId, input.identity);
     caller.authorize(requireIdentity("update_identity", identity.id));
     checkMeta(input.meta, MAX_IDENTITY_META_BYTES, "body.meta");
@@ -72,7 +81,9 @@ export class IdentityService {
     const updated = await this.identities.update(caller.workspaceId, identity.id, (current) => ({
       ...current,
       ...(input.meta !== undefined ? { meta: input.meta } : {}),
-      ...(input.ratelimits !== undefined ? { ratelimits: replaceNamedLimits(current.ratelimits, input.ratelimits, "body.ratelimits", now) } : {}),
+      ...(input.ratelimits !== undefined
+        ? { ratelimits: replaceNamedLimits(current.ratelimits, input.ratelimits, "body.ratelimits", now) }
+        : {}),
     }));
     if (!updated) throw identityNotFound(input.identity);
     await this.invalidator.workspaceChanged(caller.workspaceId);

@@ -40,7 +40,9 @@ export class KeyAccessService {
 
   async setPermissions(caller: Caller, input: { keyId: string; permissions: string[] }): Promise<PermissionView[]> {
     const key = await this.deps.live.find(caller.workspaceId, input.keyId);
-    caller.authorize(allOf(requireApi("update_key", key.apiId), requireRbac("add_permission_to_key"), requireRbac("remove_permission_from_key")));
+    caller.authorize(
+      allOf(requireApi("update_key", key.apiId), requireRbac("add_permission_to_key"), requireRbac("remove_permission_from_key")),
+    );
     const permissions = await this.deps.rbac.permissionsForSlugs(caller.workspaceId, input.permissions, caller);
     return this.changeDirectPermissions(caller.workspaceId, key, () => permissions.map((p) => p.id));
   }
@@ -67,7 +69,12 @@ export class KeyAccessService {
   }
 
   /** Replaces one of a live key's id lists (direct permissions or roles) atomically; answers the new list. */
-  private async changeIdList(workspaceId: string, key: KeyRecord, field: "permissionIds" | "roleIds", change: (ids: string[]) => string[]): Promise<string[]> {
+  private async changeIdList(
+    workspaceId: string,
+    key: KeyRecord,
+    field: "permissionIds" | "roleIds",
+    change: (ids: string[]) => string[],
+  ): Promise<string[]> {
     const now = this.deps.clock.now();
     const ids = await this.deps.keys.update(workspaceId, key.id, (current) => {
       if (current.deletedAt !== undefined) return { result: null };
@@ -79,7 +86,11 @@ export class KeyAccessService {
     return ids;
   }
 
-  private async changeDirectPermissions(workspaceId: string, key: KeyRecord, change: (ids: string[]) => string[]): Promise<PermissionView[]> {
+  private async changeDirectPermissions(
+    workspaceId: string,
+    key: KeyRecord,
+    change: (ids: string[]) => string[],
+  ): Promise<PermissionView[]> {
     return this.deps.rbac.viewPermissionsById(workspaceId, await this.changeIdList(workspaceId, key, "permissionIds", change));
   }
 

@@ -2,9 +2,9 @@ import type { Clock } from "../../lib/clock.js";
 import { defined } from "../../lib/defined.js";
 import type { KeyStore } from "../../storage/interfaces.js";
 import type { KeyRecord } from "../../storage/records.js";
-import { viewCredits, type CreditsView } from "../credits.js";
-import { viewIdentity, type IdentityService, type IdentityView } from "../identities/identity-service.js";
-import { viewNamedLimits, type NamedLimitView } from "../named-limits.js";
+import { type CreditsView, viewCredits } from "../credits.js";
+import { type IdentityService, type IdentityView, viewIdentity } from "../identities/identity-service.js";
+import { type NamedLimitView, viewNamedLimits } from "../named-limits.js";
 import type { RbacService } from "../rbac/rbac-service.js";
 import type { KeySecrets } from "./key-secrets.js";
 
@@ -35,13 +35,21 @@ export interface KeyDetailsDeps {
 }
 
 /** Keys as the API shows them, reading their permissions, roles, identities and balances in batches. */
-export async function describeKeys(deps: KeyDetailsDeps, workspaceId: string, keys: readonly KeyRecord[], decrypt: boolean): Promise<KeyDetails[]> {
+export async function describeKeys(
+  deps: KeyDetailsDeps,
+  workspaceId: string,
+  keys: readonly KeyRecord[],
+  decrypt: boolean,
+): Promise<KeyDetails[]> {
   const unique = (ids: string[]) => [...new Set(ids)];
   const [permissions, roles, identities, balances] = await Promise.all([
     deps.rbac.permissionsById(workspaceId, unique(keys.flatMap((key) => key.permissionIds))),
     deps.rbac.rolesById(workspaceId, unique(keys.flatMap((key) => key.roleIds))),
     deps.identities.liveById(workspaceId, unique(keys.flatMap((key) => (key.identityId ? [key.identityId] : [])))),
-    deps.keys.getCreditsMany(workspaceId, keys.map((key) => key.id)),
+    deps.keys.getCreditsMany(
+      workspaceId,
+      keys.map((key) => key.id),
+    ),
   ]);
   const slugById = new Map(permissions.map((p) => [p.id, p.slug]));
   const roleNameById = new Map(roles.map((r) => [r.id, r.name]));

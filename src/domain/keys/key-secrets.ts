@@ -18,7 +18,10 @@ export class KeySecrets {
   /** Throws unless a vault key is configured; `purpose` completes "keygate cannot …". */
   require(purpose: string): Vault {
     if (!this.vault) {
-      throw new KeygateError("err:unkey:application:precondition_failed", `keygate has no vault key, so it cannot ${purpose}. The operator sets one with KEYGATE_VAULT_KEY or vault.key.`);
+      throw new KeygateError(
+        "err:unkey:application:precondition_failed",
+        `keygate has no vault key, so it cannot ${purpose}. The operator sets one with KEYGATE_VAULT_KEY or vault.key.`,
+      );
     }
     return this.vault;
   }
@@ -38,7 +41,11 @@ export class KeySecrets {
     try {
       return vault.decrypt(key.encrypted, secretContext(key.workspaceId, key.id));
     } catch (error) {
-      throw new KeygateError("err:unkey:application:precondition_failed", `The key '${key.id}' was encrypted under another vault key and cannot be decrypted with the configured one.`, { cause: error });
+      throw new KeygateError(
+        "err:unkey:application:precondition_failed",
+        `The key '${key.id}' was encrypted under another vault key and cannot be decrypted with the configured one.`,
+        { cause: error },
+      );
     }
   }
 }

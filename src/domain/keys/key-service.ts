@@ -7,13 +7,21 @@ import type { KeyStore } from "../../storage/interfaces.js";
 import type { CreditRecord, IdentityRecord, KeyRecord } from "../../storage/records.js";
 import type { ApiService } from "../apis/api-service.js";
 import type { Caller } from "../caller.js";
-import type { CacheInvalidator } from "../invalidation.js";
-import { creditsAfterOperation, creditsAfterUpdate, creditsForNewKey, viewCredits, withRefills, type CreditsInput, type CreditsView } from "../credits.js";
+import {
+  type CreditsInput,
+  type CreditsView,
+  creditsAfterOperation,
+  creditsAfterUpdate,
+  creditsForNewKey,
+  viewCredits,
+  withRefills,
+} from "../credits.js";
 import type { IdentityService } from "../identities/identity-service.js";
+import type { CacheInvalidator } from "../invalidation.js";
 import { checkMeta, MAX_KEY_META_BYTES } from "../meta.js";
-import { replaceNamedLimits, type NamedLimitInput } from "../named-limits.js";
+import { type NamedLimitInput, replaceNamedLimits } from "../named-limits.js";
 import { allOf } from "../permissions/query.js";
-import { pagination, type Listed, type RbacService } from "../rbac/rbac-service.js";
+import { type Listed, pagination, type RbacService } from "../rbac/rbac-service.js";
 import { requireApi } from "../root-keys/permissions.js";
 import { describeKeys, type KeyDetails } from "./key-details.js";
 import type { KeySecrets } from "./key-secrets.js";
@@ -132,13 +140,17 @@ export class KeyService {
   /** The key behind a plaintext key, as getKey shows it. */
   async whoami(caller: Caller, input: { key: string }): Promise<KeyDetails> {
     const key = await this.deps.keys.findByHash(caller.workspaceId, hashKey(input.key));
-    if (!key || !(await this.deps.live.isLive(key))) throw new KeygateError("err:unkey:data:key_not_found", "The key does not exist or has been deleted.");
+    if (!key || !(await this.deps.live.isLive(key)))
+      throw new KeygateError("err:unkey:data:key_not_found", "The key does not exist or has been deleted.");
     caller.authorize(requireApi("read_key", key.apiId));
     const [details] = await this.describe(caller.workspaceId, [key], false);
     return details as KeyDetails;
   }
 
-  async listKeys(caller: Caller, input: { apiId: string; limit: number; cursor?: string; externalId?: string; decrypt: boolean }): Promise<Listed<KeyDetails>> {
+  async listKeys(
+    caller: Caller,
+    input: { apiId: string; limit: number; cursor?: string; externalId?: string; decrypt: boolean },
+  ): Promise<Listed<KeyDetails>> {
     caller.authorize(allOf(requireApi("read_key", input.apiId), requireApi("read_api", input.apiId)));
     if (input.decrypt) this.deps.secrets.authorizeDecrypt(caller, input.apiId);
     const workspaceId = caller.workspaceId;
@@ -163,7 +175,8 @@ export class KeyService {
     checkMeta(input.meta, MAX_KEY_META_BYTES, "body.meta");
     // References are resolved before the atomic change, which must not wait on other reads.
     const roles = input.roles === undefined ? undefined : await this.deps.rbac.existingRoles(workspaceId, input.roles);
-    const permissions = input.permissions === undefined ? undefined : await this.deps.rbac.permissionsForSlugs(workspaceId, input.permissions, null);
+    const permissions =
+      input.permissions === undefined ? undefined : await this.deps.rbac.permissionsForSlugs(workspaceId, input.permissions, null);
     let identity: IdentityRecord | null | undefined;
     if (input.externalId === null) identity = null;
     else if (input.externalId !== undefined) identity = await this.deps.identities.findOrCreate(workspaceId, input.externalId);
@@ -177,7 +190,8 @@ export class KeyService {
       setOrClear(next, "expires", input.expires);
       if (identity !== undefined) setOrClear(next, "identityId", identity === null ? null : identity.id);
       if (input.enabled !== undefined) next.enabled = input.enabled;
-      if (input.ratelimits !== undefined) next.ratelimits = replaceNamedLimits(current.ratelimits, input.ratelimits, "body.ratelimits", now);
+      if (input.ratelimits !== undefined)
+        next.ratelimits = replaceNamedLimits(current.ratelimits, input.ratelimits, "body.ratelimits", now);
       if (roles) next.roleIds = roles.map((role) => role.id);
       if (permissions) next.permissionIds = permissions.map((permission) => permission.id);
       return {
@@ -190,7 +204,10 @@ export class KeyService {
     await this.deps.invalidator.keyChanged(workspaceId, key.hash);
   }
 
-  async updateCredits(caller: Caller, input: { keyId: string; operation: "set" | "increment" | "decrement"; value?: number | null }): Promise<CreditsView> {
+  async updateCredits(
+    caller: Caller,
+    input: { keyId: string; operation: "set" | "increment" | "decrement"; value?: number | null },
+  ): Promise<CreditsView> {
     const key = await this.deps.live.find(caller.workspaceId, input.keyId);
     caller.authorize(requireApi("update_key", key.apiId));
     const now = this.deps.clock.now();
@@ -263,7 +280,10 @@ export class KeyService {
     await this.deps.keys.update(workspaceId, old.id, (current) =>
       current.deletedAt !== undefined
         ? { result: undefined }
-        : { key: { ...current, expires: Math.min(current.expires ?? Number.POSITIVE_INFINITY, expiresAt), updatedAt: now }, result: undefined },
+        : {
+            key: { ...current, expires: Math.min(current.expires ?? Number.POSITIVE_INFINITY, expiresAt), updatedAt: now },
+            result: undefined,
+          },
     );
     await this.deps.invalidator.keyChanged(workspaceId, old.hash);
     await this.deps.invalidator.keyChanged(workspaceId, record.hash);
@@ -275,7 +295,11 @@ export class KeyService {
   }
 }
 
-function setOrClear<K extends "name" | "meta" | "expires" | "identityId">(record: KeyRecord, field: K, value: KeyRecord[K] | null | undefined): void {
+function setOrClear<K extends "name" | "meta" | "expires" | "identityId">(
+  record: KeyRecord,
+  field: K,
+  value: KeyRecord[K] | null | undefined,
+): void {
   if (value === null) delete record[field];
   else if (value !== undefined) record[field] = value;
 }

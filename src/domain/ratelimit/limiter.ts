@@ -55,7 +55,12 @@ export class Limiter {
     }
   }
 
-  private async fallBack(workspaceId: string, checks: readonly WindowCheck[], credit: CreditCheck | undefined, error: StoreUnavailableError): Promise<LimiterOutcome> {
+  private async fallBack(
+    workspaceId: string,
+    checks: readonly WindowCheck[],
+    credit: CreditCheck | undefined,
+    error: StoreUnavailableError,
+  ): Promise<LimiterOutcome> {
     const now = this.options.clock.now();
     const retryAfterSeconds = Math.max(1, Math.ceil((error.retryAfterMs ?? 0) / 1_000));
     if (credit && credit.cost > 0 && this.options.failMode !== "open") {

@@ -24,7 +24,9 @@ export class OverrideMatcher {
       }
     }
     this.wildcards.sort(
-      (a, b) => b.literalLength - a.literalLength || (a.override.identifier < b.override.identifier ? -1 : a.override.identifier > b.override.identifier ? 1 : 0),
+      (a, b) =>
+        b.literalLength - a.literalLength ||
+        (a.override.identifier < b.override.identifier ? -1 : a.override.identifier > b.override.identifier ? 1 : 0),
     );
   }
 

@@ -5,7 +5,7 @@ import type { RatelimitNamespaceStore, WindowCheck } from "../../storage/interfa
 import type { RatelimitNamespaceRecord, RatelimitOverrideRecord } from "../../storage/records.js";
 import type { Caller } from "../caller.js";
 import { allOf } from "../permissions/query.js";
-import { requireRatelimit, type RatelimitAction } from "../root-keys/permissions.js";
+import { type RatelimitAction, requireRatelimit } from "../root-keys/permissions.js";
 import type { Limiter } from "./limiter.js";
 import type { NamespaceDirectory, ResolvedNamespace } from "./namespace-directory.js";
 
@@ -94,7 +94,11 @@ export class RatelimitService {
    * Applies every request all-or-nothing within one workspace, overrides included. Unknown namespaces are created
    * when `createMissingNamespaces`, else they are 404; deleted ones are 410.
    */
-  async check(workspaceId: string, requests: readonly LimitRequest[], options: { createMissingNamespaces: boolean }): Promise<LimitOutcome> {
+  async check(
+    workspaceId: string,
+    requests: readonly LimitRequest[],
+    options: { createMissingNamespaces: boolean },
+  ): Promise<LimitOutcome> {
     return this.decide(workspaceId, await this.resolve(workspaceId, requests, options));
   }
 
@@ -102,7 +106,11 @@ export class RatelimitService {
    * The counter checks `requests` become (namespaces found or created as `check` does, overrides applied), without
    * deciding them: the gateway decides them in one step with a key's own limits and credits.
    */
-  async resolve(workspaceId: string, requests: readonly LimitRequest[], options: { createMissingNamespaces: boolean }): Promise<ResolvedLimit[]> {
+  async resolve(
+    workspaceId: string,
+    requests: readonly LimitRequest[],
+    options: { createMissingNamespaces: boolean },
+  ): Promise<ResolvedLimit[]> {
     const resolved = await this.findAll(workspaceId, requests);
     const missing = missingNames(resolved);
     if (missing.length > 0) {
@@ -124,7 +132,10 @@ export class RatelimitService {
   }
 
   /** ratelimit.setOverride: an upsert on (namespace, identifier) that keeps the override's id. */
-  async setOverride(caller: Caller, input: NamespaceTarget & { identifier: string; limit: number; durationMs: number }): Promise<{ overrideId: string }> {
+  async setOverride(
+    caller: Caller,
+    input: NamespaceTarget & { identifier: string; limit: number; durationMs: number },
+  ): Promise<{ overrideId: string }> {
     const namespace = await this.liveNamespace(caller, input.namespace, "set_override");
     const now = this.clock.now();
     const stored = await this.namespaces.setOverride({
@@ -202,7 +213,10 @@ export class RatelimitService {
         if (!(error instanceof KeygateError)) throw error;
         const names = missing.map((name) => `'${name}'`).join(", ");
         const noun = missing.length === 1 ? "namespace" : "namespaces";
-        throw new KeygateError(error.code, `${error.detail.replace(/\.$/, "")} (to create the ${noun} ${names}, which do${missing.length === 1 ? "es" : ""} not exist yet).`);
+        throw new KeygateError(
+          error.code,
+          `${error.detail.replace(/\.$/, "")} (to create the ${noun} ${names}, which do${missing.length === 1 ? "es" : ""} not exist yet).`,
+        );
       }
       await this.createAll(workspaceId, missing, resolved);
     }
@@ -224,7 +238,7 @@ export class RatelimitService {
     }
     const names = [...resolved.keys()];
     const found = await Promise.all(names.map((name) => this.directory.find(workspaceId, name)));
-    names.forEach((name, index) => resolved.set(name, found[index] ?? null));
+    for (const [index, name] of names.entries()) resolved.set(name, found[index] ?? null);
     return resolved;
   }
 
@@ -302,7 +316,10 @@ function applyOverrides(requests: readonly LimitRequest[], resolved: Map<string,
   return requests.map((request) => {
     const { namespace, overrides } = resolved.get(request.namespace) as ResolvedNamespace;
     if (namespace.deletedAt !== undefined) {
-      throw new KeygateError("err:unkey:data:ratelimit_namespace_gone", `The rate limit namespace '${request.namespace}' has been deleted.`);
+      throw new KeygateError(
+        "err:unkey:data:ratelimit_namespace_gone",
+        `The rate limit namespace '${request.namespace}' has been deleted.`,
+      );
     }
     const override = overrides.match(request.identifier);
     return {
@@ -335,5 +352,8 @@ function namespaceNotFound(nameOrId: string): KeygateError {
 }
 
 function overrideNotFound(identifier: string, namespace: string): KeygateError {
-  return new KeygateError("err:unkey:data:ratelimit_override_not_found", `There is no override for '${identifier}' in the namespace '${namespace}'.`);
+  return new KeygateError(
+    "err:unkey:data:ratelimit_override_not_found",
+    `There is no override for '${identifier}' in the namespace '${namespace}'.`,
+  );
 }

@@ -94,7 +94,11 @@ export class RbacService {
       permissionIds: permissions.map((p) => p.id),
       createdAt: this.clock.now(),
     };
-    if (!(await this.roles.create(role))) throw new KeygateError("err:unkey:data:role_already_exists", `A role named '${input.name}' already exists (names are compared ignoring case).`);
+    if (!(await this.roles.create(role)))
+      throw new KeygateError(
+        "err:unkey:data:role_already_exists",
+        `A role named '${input.name}' already exists (names are compared ignoring case).`,
+      );
     return { roleId: role.id };
   }
 
@@ -124,7 +128,14 @@ export class RbacService {
     caller.authorize(allOf(requireRbac("add_permission_to_role"), requireRbac("remove_permission_from_role")));
     const role = await this.findRole(caller.workspaceId, input.roleId);
     const permissions = await this.permissionsForSlugs(caller.workspaceId, input.permissions, caller);
-    if (!(await this.roles.setPermissions(caller.workspaceId, role.id, permissions.map((p) => p.id)))) throw roleNotFound(input.roleId);
+    if (
+      !(await this.roles.setPermissions(
+        caller.workspaceId,
+        role.id,
+        permissions.map((p) => p.id),
+      ))
+    )
+      throw roleNotFound(input.roleId);
     await this.invalidator.workspaceChanged(caller.workspaceId);
     return permissions.map(viewPermission);
   }
@@ -229,7 +240,11 @@ export function viewPermission(permission: PermissionRecord): PermissionView {
 }
 
 export function page(input: ListInput): { limit: number; cursor?: string; search?: string } {
-  return { limit: input.limit, ...(input.cursor !== undefined ? { cursor: input.cursor } : {}), ...(input.search !== undefined ? { search: input.search } : {}) };
+  return {
+    limit: input.limit,
+    ...(input.cursor !== undefined ? { cursor: input.cursor } : {}),
+    ...(input.search !== undefined ? { search: input.search } : {}),
+  };
 }
 
 export function pagination<T>(found: Page<T>): { cursor?: string; hasMore: boolean } {

@@ -1,8 +1,8 @@
 import { randomBytes } from "node:crypto";
 import { KeygateError } from "../../errors/keygate-error.js";
+import { type Awaitable, andThen } from "../../lib/awaitable.js";
 import { base58Encode } from "../../lib/base58.js";
 import type { Clock } from "../../lib/clock.js";
-import { andThen, type Awaitable } from "../../lib/awaitable.js";
 import { hashKey } from "../../lib/hash.js";
 import { newId } from "../../lib/ids.js";
 import type { RootKeyStore } from "../../storage/interfaces.js";

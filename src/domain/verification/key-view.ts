@@ -1,7 +1,7 @@
 import type { KeyStore, WindowCheck } from "../../storage/interfaces.js";
 import type { CreditRefill, RatelimitConfig } from "../../storage/records.js";
 import type { ApiService } from "../apis/api-service.js";
-import { viewIdentity, type IdentityService, type IdentityView } from "../identities/identity-service.js";
+import { type IdentityService, type IdentityView, viewIdentity } from "../identities/identity-service.js";
 import { PermissionSet } from "../permissions/permission-set.js";
 import type { RbacService } from "../rbac/rbac-service.js";
 
@@ -109,6 +109,10 @@ export async function loadKeyView(sources: KeyViewSources, workspaceId: string, 
 }
 
 function appliedLimit(limit: RatelimitConfig, bucket: string): AppliedLimit {
-  return { id: limit.id, name: limit.name, autoApply: limit.autoApply, check: { bucket, limit: limit.limit, durationMs: limit.durationMs, cost: 1 } };
+  return {
+    id: limit.id,
+    name: limit.name,
+    autoApply: limit.autoApply,
+    check: { bucket, limit: limit.limit, durationMs: limit.durationMs, cost: 1 },
+  };
 }
-

@@ -1,13 +1,12 @@
 import { invalidAt, KeygateError } from "../../errors/keygate-error.js";
+import { type Awaitable, andThen } from "../../lib/awaitable.js";
 import type { Clock } from "../../lib/clock.js";
 import { nextScheduledRefill } from "../../lib/credit-refill.js";
-import { andThen, type Awaitable } from "../../lib/awaitable.js";
 import { hashKey } from "../../lib/hash.js";
 import type { CreditCheck, WindowCheck, WindowResult } from "../../storage/interfaces.js";
-import type { RatelimitConfig } from "../../storage/records.js";
 import type { VerificationEventSink, VerificationOutcome } from "../analytics/events.js";
 import type { Caller } from "../caller.js";
-import { parsePermissionQuery, PermissionQuerySyntaxError, type PermissionQuery } from "../permissions/query.js";
+import { type PermissionQuery, PermissionQuerySyntaxError, parsePermissionQuery } from "../permissions/query.js";
 import type { Limiter, LimiterOutcome } from "../ratelimit/limiter.js";
 import { requireApi } from "../root-keys/permissions.js";
 import type { AppliedLimit, KeyDescription, KeyView } from "./key-view.js";
@@ -132,7 +131,11 @@ export class VerificationService {
     for (const [index, limit] of (input.ratelimits ?? NO_REQUESTED_LIMITS).entries()) {
       if ((limit.limit === undefined) !== (limit.duration === undefined)) {
         const missing = limit.limit === undefined ? "limit" : "duration";
-        throw invalidAt(`body.ratelimits[${index}].${missing}`, "is required when a custom limit is given (limit and duration go together)", "give both limit and duration, or neither to use the key's configured limit");
+        throw invalidAt(
+          `body.ratelimits[${index}].${missing}`,
+          "is required when a custom limit is given (limit and duration go together)",
+          "give both limit and duration, or neither to use the key's configured limit",
+        );
       }
     }
     return this.verify({
@@ -190,7 +193,8 @@ export class VerificationService {
     if (query && !view.permissionSet.satisfies(query)) return decidedBeforeCounters(view, "INSUFFICIENT_PERMISSIONS", now);
 
     const keyLimits = limitsToApply(view, request.ratelimits ?? NO_REQUESTED_LIMITS);
-    if (typeof request.extraLimits === "function") return request.extraLimits(view).then((extra) => this.count(view, request, keyLimits, extra, now));
+    if (typeof request.extraLimits === "function")
+      return request.extraLimits(view).then((extra) => this.count(view, request, keyLimits, extra, now));
     return this.count(view, request, keyLimits, request.extraLimits ?? NO_EXTRA_LIMITS, now);
   }
 
@@ -208,7 +212,9 @@ export class VerificationService {
     if (keyLimits.length === 0 && extra.length === 0 && !credit) return decidedBeforeCounters(view, "VALID", now);
 
     const checks = [...keyLimits.map((limit) => limit.check), ...extra.map((limit) => limit.check)];
-    return this.limiter.checkAndConsume(view.workspaceId, checks, credit).then((outcome) => counted(view, keyLimits, extra, credit, outcome));
+    return this.limiter
+      .checkAndConsume(view.workspaceId, checks, credit)
+      .then((outcome) => counted(view, keyLimits, extra, credit, outcome));
   }
 }
 
@@ -235,7 +241,12 @@ function counted(
     };
   });
   const limits = [
-    ...keyLimits.map((limit, index) => ({ name: limit.name, limit: limit.check.limit, durationMs: limit.check.durationMs, result: results[index] as WindowResult })),
+    ...keyLimits.map((limit, index) => ({
+      name: limit.name,
+      limit: limit.check.limit,
+      durationMs: limit.check.durationMs,
+      result: results[index] as WindowResult,
+    })),
     ...extra.map((limit, index) => ({
       name: limit.name,
       limit: limit.check.limit,
@@ -289,7 +300,13 @@ function parseQuery(text: string): PermissionQuery {
   } catch (error) {
     if (error instanceof PermissionQuerySyntaxError) {
       throw new KeygateError("err:user:bad_request:permissions_query_syntax_error", `The permissions query is invalid: ${error.message}.`, {
-        errors: [{ location: "body.permissions", message: error.message, fix: "write permission names joined by AND and OR, grouped with parentheses" }],
+        errors: [
+          {
+            location: "body.permissions",
+            message: error.message,
+            fix: "write permission names joined by AND and OR, grouped with parentheses",
+          },
+        ],
       });
     }
     throw error;
@@ -318,8 +335,13 @@ function limitsToApply(view: KeyView, requested: readonly RequestedLimit[]): rea
     }
     const limit = view.namedLimits.get(request.name);
     if (!limit) {
-      const where = view.identity ? `on key '${view.keyId}' nor on its identity '${view.identity.externalId}'` : `on key '${view.keyId}', which has no identity`;
-      throw new KeygateError("err:unkey:application:precondition_failed", `The rate limit '${request.name}' was requested but is not configured ${where}.`);
+      const where = view.identity
+        ? `on key '${view.keyId}' nor on its identity '${view.identity.externalId}'`
+        : `on key '${view.keyId}', which has no identity`;
+      throw new KeygateError(
+        "err:unkey:application:precondition_failed",
+        `The rate limit '${request.name}' was requested but is not configured ${where}.`,
+      );
     }
     applied.set(request.name, cost === limit.check.cost ? limit : { ...limit, check: { ...limit.check, cost } });
   }

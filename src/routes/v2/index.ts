@@ -1,8 +1,8 @@
 import type { FastifyInstance } from "fastify";
 import type { Caller } from "../../domain/caller.js";
-import type { Awaitable } from "../../lib/awaitable.js";
 import { parseBearer } from "../../http/bearer.js";
 import { bodyDeadline } from "../../http/slow-requests.js";
+import type { Awaitable } from "../../lib/awaitable.js";
 import getVerifications from "./analytics/get-verifications.js";
 import createApi from "./apis/create-api.js";
 import deleteApi from "./apis/delete-api.js";
@@ -36,7 +36,7 @@ import getRole from "./permissions/get-role.js";
 import listPermissions from "./permissions/list-permissions.js";
 import listRoles from "./permissions/list-roles.js";
 import setRolePermissions from "./permissions/set-role-permissions.js";
-import { registerProcedures, type AnyProcedure } from "./procedure.js";
+import { type AnyProcedure, registerProcedures } from "./procedure.js";
 import deleteOverride from "./ratelimit/delete-override.js";
 import getOverride from "./ratelimit/get-override.js";
 import limit from "./ratelimit/limit.js";
@@ -52,13 +52,44 @@ declare module "fastify" {
 }
 
 export const PROCEDURES: readonly AnyProcedure[] = [
-  createApi, getApi, deleteApi, listKeys,
-  createKey, verifyKey, getKey, whoami, updateKey, updateCredits, deleteKey, rerollKey,
-  addPermissions, removePermissions, setPermissions, addRoles, removeRoles, setRoles,
-  createPermission, getPermission, listPermissions, deletePermission,
-  createRole, getRole, listRoles, deleteRole, setRolePermissions,
-  createIdentity, getIdentity, listIdentities, updateIdentity, deleteIdentity,
-  limit, multiLimit, setOverride, getOverride, listOverrides, deleteOverride,
+  createApi,
+  getApi,
+  deleteApi,
+  listKeys,
+  createKey,
+  verifyKey,
+  getKey,
+  whoami,
+  updateKey,
+  updateCredits,
+  deleteKey,
+  rerollKey,
+  addPermissions,
+  removePermissions,
+  setPermissions,
+  addRoles,
+  removeRoles,
+  setRoles,
+  createPermission,
+  getPermission,
+  listPermissions,
+  deletePermission,
+  createRole,
+  getRole,
+  listRoles,
+  deleteRole,
+  setRolePermissions,
+  createIdentity,
+  getIdentity,
+  listIdentities,
+  updateIdentity,
+  deleteIdentity,
+  limit,
+  multiLimit,
+  setOverride,
+  getOverride,
+  listOverrides,
+  deleteOverride,
   getVerifications,
 ];
 

@@ -6,10 +6,11 @@ declare module "fastify" {
     problemJsonErrors?: boolean;
   }
 }
-import { Type, type Static, type TSchema } from "typebox";
-import { andThen, type Awaitable } from "../../lib/awaitable.js";
+
+import { type Static, type TSchema, Type } from "typebox";
 import type { Caller } from "../../domain/caller.js";
 import { Envelope, type PaginationData } from "../../http/schemas.js";
+import { type Awaitable, andThen } from "../../lib/awaitable.js";
 import type { Services } from "../../services.js";
 
 export interface ProcedureContext<Body> {
@@ -69,7 +70,9 @@ export function defineProcedure<B extends TSchema, D extends TSchema>(definition
 }
 
 /** A procedure whose answer is `{ meta, data, pagination }`, whatever the shape of `data`. */
-export function definePaginatedProcedure<B extends TSchema, D extends TSchema>(definition: PaginatedProcedureDefinition<B, D>): AnyProcedure {
+export function definePaginatedProcedure<B extends TSchema, D extends TSchema>(
+  definition: PaginatedProcedureDefinition<B, D>,
+): AnyProcedure {
   return {
     name: definition.name,
     ...(definition.aliases ? { aliases: definition.aliases } : {}),
@@ -102,15 +105,21 @@ export function registerProcedures(app: FastifyInstance, procedures: readonly An
     for (const name of [procedure.name, ...(procedure.aliases ?? [])]) {
       app.post(
         `/v2/${name}`,
-        { schema: { body: procedure.body, response: { 200: procedure.response } }, config: { problemJsonErrors: procedure.problemJsonErrors ?? false } },
+        {
+          schema: { body: procedure.body, response: { 200: procedure.response } },
+          config: { problemJsonErrors: procedure.problemJsonErrors ?? false },
+        },
         // Not async: a procedure that answers at once (keys.verifyKey for a cached key) is sent without a microtask.
         (request) =>
-          andThen(procedure.run({ body: request.body, caller: request.caller, services: app.services, requestId: request.id }), (result) => ({
-            meta: { requestId: request.id },
-            data: result.data,
-            // Serialised by the response schema, which has pagination only where the procedure gives it.
-            pagination: result.pagination,
-          })),
+          andThen(
+            procedure.run({ body: request.body, caller: request.caller, services: app.services, requestId: request.id }),
+            (result) => ({
+              meta: { requestId: request.id },
+              data: result.data,
+              // Serialised by the response schema, which has pagination only where the procedure gives it.
+              pagination: result.pagination,
+            }),
+          ),
       );
     }
   }

@@ -8,7 +8,10 @@ import { EXTERNAL_ID_PATTERN, ID_PATTERN, JsonObject, Nullable, Strict, StringEn
  */
 
 /** Characters of permission slugs; the same as the permission query language accepts in a name. */
-export const PERMISSION_SLUG_PATTERN = describedPattern("^[a-zA-Z0-9_:\\-\\.\\*/]+$", "contain only letters, digits and the characters _ : - . * /");
+export const PERMISSION_SLUG_PATTERN = describedPattern(
+  "^[a-zA-Z0-9_:\\-\\.\\*/]+$",
+  "contain only letters, digits and the characters _ : - . * /",
+);
 export const ROLE_NAME_PATTERN = describedPattern("^[a-zA-Z0-9_:\\-\\.\\*]+$", "contain only letters, digits and the characters _ : - . *");
 /** Tags recorded with a verification. */
 export const TAG_PATTERN = describedPattern("^[a-zA-Z0-9_=/.:-]+$", "contain only letters, digits and the characters _ = / . : -");
@@ -38,7 +41,11 @@ export const RoleReference = Type.String({ minLength: 1, maxLength: 128 });
  * The role of permissions.setRolePermissions: the official ResourceIdentifier (3-255 characters of letters, digits,
  * `_` and `-`). keygate also finds a role by a name that fits these rules.
  */
-export const RoleIdentifier = Type.String({ minLength: 3, maxLength: 255, pattern: describedPattern("^[a-zA-Z0-9_-]+$", "contain only letters, digits, _ and -") });
+export const RoleIdentifier = Type.String({
+  minLength: 3,
+  maxLength: 255,
+  pattern: describedPattern("^[a-zA-Z0-9_-]+$", "contain only letters, digits, _ and -"),
+});
 
 export const RatelimitRequest = Strict({
   name: Type.String({ minLength: 3, maxLength: 128 }),

@@ -11,7 +11,12 @@ interface Window {
 export class MemoryAnalyticsQuotaStore implements AnalyticsQuotaStore {
   private readonly windows = new Map<string, Window>();
 
-  async acquire(workspaceId: string, windowStart: number, windowMs: number, limits: QuotaUsage): Promise<{ allowed: boolean; usage: QuotaUsage }> {
+  async acquire(
+    workspaceId: string,
+    windowStart: number,
+    windowMs: number,
+    limits: QuotaUsage,
+  ): Promise<{ allowed: boolean; usage: QuotaUsage }> {
     const window = this.window(workspaceId, windowStart, windowMs);
     const allowed = window.usage.queries < limits.queries && window.usage.executionMs < limits.executionMs;
     if (allowed) window.usage.queries += 1;

@@ -1,5 +1,5 @@
 import type { Page, PageRequest } from "../interfaces.js";
-import { scoped, SortedIds, toPage } from "./sorted-ids.js";
+import { SortedIds, scoped, toPage } from "./sorted-ids.js";
 
 interface WorkspaceRecord {
   id: string;
@@ -32,7 +32,10 @@ export class IndexedRecords<T extends WorkspaceRecord> {
     this.records.set(id, structuredClone(record));
     this.idByUnique.set(unique, record.id);
     let ids = this.listed.get(record.workspaceId);
-    if (!ids) this.listed.set(record.workspaceId, (ids = new SortedIds()));
+    if (!ids) {
+      ids = new SortedIds();
+      this.listed.set(record.workspaceId, ids);
+    }
     ids.add(record.id);
     return true;
   }
@@ -48,14 +51,20 @@ export class IndexedRecords<T extends WorkspaceRecord> {
   }
 
   getMany(workspaceId: string, ids: readonly string[]): T[] {
-    return ids.map((id) => this.records.get(scoped(workspaceId, id))).filter((record): record is T => record !== undefined).map((record) => structuredClone(record));
+    return ids
+      .map((id) => this.records.get(scoped(workspaceId, id)))
+      .filter((record): record is T => record !== undefined)
+      .map((record) => structuredClone(record));
   }
 
   list(workspaceId: string, page: PageRequest, accept: (record: T) => boolean = () => true): Page<T> {
     const ids = this.listed.get(workspaceId);
     if (!ids) return { items: [] };
     const read = (id: string) => this.records.get(scoped(workspaceId, id)) as T;
-    return toPage(ids.page(page.cursor, page.limit, (id) => accept(read(id))), (id) => structuredClone(read(id)));
+    return toPage(
+      ids.page(page.cursor, page.limit, (id) => accept(read(id))),
+      (id) => structuredClone(read(id)),
+    );
   }
 
   /** Replaces a listed record (its unique value must not change); null when absent or retired. */

@@ -2,7 +2,7 @@ import { withRefills } from "../../lib/credit-refill.js";
 import type { KeyChange, KeyStore, Page, PageRequest } from "../interfaces.js";
 import type { CreditRecord, KeyRecord } from "../records.js";
 import type { CreditLedger } from "./ratelimit-counter-store.js";
-import { scoped, SortedIds, toPage } from "./sorted-ids.js";
+import { SortedIds, scoped, toPage } from "./sorted-ids.js";
 
 export class MemoryKeyStore implements KeyStore, CreditLedger {
   private readonly keys = new Map<string, KeyRecord>();
@@ -47,7 +47,11 @@ export class MemoryKeyStore implements KeyStore, CreditLedger {
     return found;
   }
 
-  async update<R>(workspaceId: string, keyId: string, change: (key: KeyRecord, credits: CreditRecord | null) => KeyChange<R>): Promise<R | null> {
+  async update<R>(
+    workspaceId: string,
+    keyId: string,
+    change: (key: KeyRecord, credits: CreditRecord | null) => KeyChange<R>,
+  ): Promise<R | null> {
     const id = scoped(workspaceId, keyId);
     const current = this.keys.get(id);
     if (!current) return null;
@@ -82,7 +86,10 @@ export class MemoryKeyStore implements KeyStore, CreditLedger {
   }
 
   async list(workspaceId: string, apiId: string, page: PageRequest & { identityId?: string }): Promise<Page<KeyRecord>> {
-    const index = page.identityId === undefined ? this.liveByApi.get(scoped(workspaceId, apiId)) : this.liveByIdentity.get(identityIndex(workspaceId, apiId, page.identityId));
+    const index =
+      page.identityId === undefined
+        ? this.liveByApi.get(scoped(workspaceId, apiId))
+        : this.liveByIdentity.get(identityIndex(workspaceId, apiId, page.identityId));
     if (!index) return { items: [] };
     return toPage(index.page(page.cursor, page.limit), (id) => structuredClone(this.keys.get(scoped(workspaceId, id)) as KeyRecord));
   }

@@ -32,7 +32,11 @@ export class MemoryPermissionStore implements PermissionStore {
   }
 
   async list(workspaceId: string, page: PageRequest & { search?: string }): Promise<Page<PermissionRecord>> {
-    return this.permissions.list(workspaceId, page, (p) => containsIgnoringCase(p.name, page.search) || containsIgnoringCase(p.slug, page.search));
+    return this.permissions.list(
+      workspaceId,
+      page,
+      (p) => containsIgnoringCase(p.name, page.search) || containsIgnoringCase(p.slug, page.search),
+    );
   }
 
   async delete(workspaceId: string, id: string): Promise<boolean> {

@@ -1,6 +1,6 @@
 import type { Clock } from "../../lib/clock.js";
 import { withRefills } from "../../lib/credit-refill.js";
-import { alignToStored, countsFor, estimateUsed, windowEnd, type StoredWindow } from "../../lib/sliding-window.js";
+import { alignToStored, countsFor, estimateUsed, type StoredWindow, windowEnd } from "../../lib/sliding-window.js";
 import type { CounterOutcome, CreditCheck, CreditOutcome, RatelimitCounterStore, WindowCheck, WindowResult } from "../interfaces.js";
 import type { CreditRecord } from "../records.js";
 
@@ -43,7 +43,12 @@ export class MemoryRatelimitCounterStore implements RatelimitCounterStore {
     this.ledger = ledger;
   }
 
-  async checkAndConsume(workspaceId: string, checks: readonly WindowCheck[], now: number = this.clock.now(), credit?: CreditCheck): Promise<CounterOutcome> {
+  async checkAndConsume(
+    workspaceId: string,
+    checks: readonly WindowCheck[],
+    now: number = this.clock.now(),
+    credit?: CreditCheck,
+  ): Promise<CounterOutcome> {
     this.sweep(now);
     // Per distinct counter: where its window stands and what earlier checks of this call took from it.
     const counters = new Map<string, Counter>();
@@ -56,7 +61,12 @@ export class MemoryRatelimitCounterStore implements RatelimitCounterStore {
         const existing = this.windows.get(key);
         const { sequence, at } = alignToStored(now, check.durationMs, existing);
         const counts = countsFor(existing, sequence);
-        counter = { stored: { sequence, ...counts }, base: estimateUsed(at, sequence, check.durationMs, counts), taken: 0, durationMs: check.durationMs };
+        counter = {
+          stored: { sequence, ...counts },
+          base: estimateUsed(at, sequence, check.durationMs, counts),
+          taken: 0,
+          durationMs: check.durationMs,
+        };
         counters.set(key, counter);
       }
       const before = counter.base + counter.taken;
@@ -79,12 +89,20 @@ export class MemoryRatelimitCounterStore implements RatelimitCounterStore {
 
     if (passed) {
       if (credit && balance && (credit.cost > 0 || balance.refilled !== balance.stored)) {
-        (this.ledger as CreditLedger).writeBalance(workspaceId, credit.keyId, { ...balance.refilled, remaining: balance.refilled.remaining - credit.cost });
+        (this.ledger as CreditLedger).writeBalance(workspaceId, credit.keyId, {
+          ...balance.refilled,
+          remaining: balance.refilled.remaining - credit.cost,
+        });
       }
       for (const [key, counter] of counters) {
         if (counter.taken === 0) continue;
         const { sequence, current, previous } = counter.stored;
-        this.windows.set(key, { sequence, current: current + counter.taken, previous, expiresAt: windowEnd(sequence + 1, counter.durationMs) });
+        this.windows.set(key, {
+          sequence,
+          current: current + counter.taken,
+          previous,
+          expiresAt: windowEnd(sequence + 1, counter.durationMs),
+        });
       }
     }
 
@@ -93,11 +111,18 @@ export class MemoryRatelimitCounterStore implements RatelimitCounterStore {
       const counter = counters.get(key) as Counter;
       // A denied call consumed nothing, so every check reports the room its window had before the call.
       const used = passed ? before + check.cost : counter.base;
-      return { passed: checkPassed, remaining: Math.max(0, check.limit - used), resetAt: windowEnd(counter.stored.sequence, check.durationMs) };
+      return {
+        passed: checkPassed,
+        remaining: Math.max(0, check.limit - used),
+        resetAt: windowEnd(counter.stored.sequence, check.durationMs),
+      };
     });
     if (!credit) return { passed, results, now };
     const creditOutcome: CreditOutcome = balance
-      ? { passed: credit.cost === 0 || balance.refilled.remaining >= credit.cost, remaining: passed ? balance.refilled.remaining - credit.cost : balance.refilled.remaining }
+      ? {
+          passed: credit.cost === 0 || balance.refilled.remaining >= credit.cost,
+          remaining: passed ? balance.refilled.remaining - credit.cost : balance.refilled.remaining,
+        }
       : { passed: true, remaining: null };
     return { passed, results, now, credit: creditOutcome };
   }

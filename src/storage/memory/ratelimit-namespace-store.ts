@@ -45,7 +45,10 @@ export class MemoryRatelimitNamespaceStore implements RatelimitNamespaceStore {
     return structuredClone(entry.record);
   }
 
-  async namespaceState(workspaceId: string, namespaceId: string): Promise<{ namespace: RatelimitNamespaceRecord; overridesVersion: string } | null> {
+  async namespaceState(
+    workspaceId: string,
+    namespaceId: string,
+  ): Promise<{ namespace: RatelimitNamespaceRecord; overridesVersion: string } | null> {
     const entry = this.entry(workspaceId, namespaceId);
     return entry ? { namespace: structuredClone(entry.record), overridesVersion: String(entry.overridesVersion) } : null;
   }
@@ -74,7 +77,11 @@ export class MemoryRatelimitNamespaceStore implements RatelimitNamespaceStore {
     return override;
   }
 
-  async listOverrides(workspaceId: string, namespaceId: string, page: { cursor?: string; limit: number }): Promise<RatelimitOverrideRecord[]> {
+  async listOverrides(
+    workspaceId: string,
+    namespaceId: string,
+    page: { cursor?: string; limit: number },
+  ): Promise<RatelimitOverrideRecord[]> {
     const cursor = page.cursor;
     return (await this.allOverrides(workspaceId, namespaceId))
       .filter((override) => cursor === undefined || compare(override.id, cursor) >= 0)

@@ -1,7 +1,7 @@
 import type { Result } from "ioredis";
-import type { RedisClient } from "./topology.js";
 import type { AnalyticsQuotaStore, QuotaUsage } from "../interfaces.js";
 import type { RedisKeys } from "./keys.js";
+import type { RedisClient } from "./topology.js";
 
 /**
  * KEYS[1]: the window's hash. ARGV: query limit, execution-ms limit, time to live (ms).
@@ -51,7 +51,12 @@ export class RedisAnalyticsQuotaStore implements AnalyticsQuotaStore {
     }
   }
 
-  async acquire(workspaceId: string, windowStart: number, windowMs: number, limits: QuotaUsage): Promise<{ allowed: boolean; usage: QuotaUsage }> {
+  async acquire(
+    workspaceId: string,
+    windowStart: number,
+    windowMs: number,
+    limits: QuotaUsage,
+  ): Promise<{ allowed: boolean; usage: QuotaUsage }> {
     const [allowed, queries, executionMs] = await this.redis.keygateQuotaAcquire(
       this.keys.analyticsQuota(workspaceId, windowStart),
       String(limits.queries),

@@ -1,8 +1,8 @@
-import type { RedisClient } from "./topology.js";
 import type { ApiStore } from "../interfaces.js";
 import type { ApiRecord } from "../records.js";
 import { Batch, readJson, updateJson } from "./atomic.js";
 import type { RedisKeys } from "./keys.js";
+import type { RedisClient } from "./topology.js";
 
 export class RedisApiStore implements ApiStore {
   private readonly redis: RedisClient;

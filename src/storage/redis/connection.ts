@@ -1,6 +1,6 @@
 import { Redis } from "ioredis";
 import { defineAtomicCommands } from "./atomic.js";
-import { createRedisClient, describeTarget, type ConnectionSettings, type RedisClient, type RedisTarget } from "./topology.js";
+import { type ConnectionSettings, createRedisClient, describeTarget, type RedisClient, type RedisTarget } from "./topology.js";
 
 export { redactUrl } from "./topology.js";
 
@@ -74,7 +74,8 @@ async function openAndCheck(redis: RedisClient, database: number, seen: { last?:
     await Promise.race([ready, definitive]);
     // ioredis selects the database while connecting but only reports a refusal as an 'error' event and carries
     // on in database 0: select it again, so a refusal is an answer here.
-    if (database !== 0 && redis instanceof Redis) await Promise.race([redis.select(database), definitive]).catch((error: unknown) => Promise.reject(asFailure(error, redis, database)));
+    if (database !== 0 && redis instanceof Redis)
+      await Promise.race([redis.select(database), definitive]).catch((error: unknown) => Promise.reject(asFailure(error, redis, database)));
     await Promise.race([redis.ping(), definitive]).catch((error: unknown) => Promise.reject(asFailure(error, redis, database)));
   } finally {
     redis.off("error", onError);
@@ -97,7 +98,11 @@ function databaseIndex(url: string): number {
   }
   if (text === "") return 0;
   if (!/^\d{1,9}$/.test(text)) {
-    throw new StartupFailure({ kind: "database", cause: `the URL's database '${text}' is not a database index (a whole number such as 0)`, definitive: true });
+    throw new StartupFailure({
+      kind: "database",
+      cause: `the URL's database '${text}' is not a database index (a whole number such as 0)`,
+      definitive: true,
+    });
   }
   return Number(text);
 }
@@ -121,7 +126,11 @@ function describeFailure(error: unknown, redis: RedisClient, database: number): 
     return { kind: "password", cause: "the server needs a password and the URL gives none (redis://:<password>@host)", definitive: true };
   }
   if (/DB index is out of range/i.test(message)) {
-    return { kind: "database", cause: `database ${database} does not exist on the server (db index out of range: it has fewer databases, see its 'databases' setting)`, definitive: true };
+    return {
+      kind: "database",
+      cause: `database ${database} does not exist on the server (db index out of range: it has fewer databases, see its 'databases' setting)`,
+      definitive: true,
+    };
   }
   if (/^ERR .*\bSELECT\b/i.test(message)) {
     return { kind: "database", cause: `database ${database} cannot be selected: ${message}`, definitive: true };
@@ -135,8 +144,13 @@ function describeFailure(error: unknown, redis: RedisClient, database: number): 
   if (code === "ECONNREFUSED" || code === "ENOENT") {
     return { kind: "refused", cause: `nothing is listening on ${target(redis)} (connection refused)`, definitive: false };
   }
-  if (code === "ETIMEDOUT" || /timed out/i.test(message)) return { kind: "no answer", cause: `no answer from ${target(redis)}`, definitive: false };
-  return { kind: "other", cause: `${message}${typeof code === "string" && !message.includes(code) ? ` (${code})` : ""}`, definitive: false };
+  if (code === "ETIMEDOUT" || /timed out/i.test(message))
+    return { kind: "no answer", cause: `no answer from ${target(redis)}`, definitive: false };
+  return {
+    kind: "other",
+    cause: `${message}${typeof code === "string" && !message.includes(code) ? ` (${code})` : ""}`,
+    definitive: false,
+  };
 }
 
 /** The host name a failed lookup was for. */

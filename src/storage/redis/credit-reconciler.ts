@@ -1,8 +1,8 @@
-import type { RedisClient } from "./topology.js";
 import type { Clock } from "../../lib/clock.js";
 import { isStoreUnavailable } from "../unavailable.js";
 import { SETTLED_MARK } from "./credit-scripts.js";
 import { isRedisUnavailable, type RedisGuard } from "./guard.js";
+import type { RedisClient } from "./topology.js";
 
 /** Where a store reports what it does on its own, in the background (pino's signature: details, then message). */
 export interface StoreLog {
@@ -89,7 +89,10 @@ export class CreditReconciler {
   /** Remembers an execution to settle; the first attempt waits `retryMs`, or for the breaker to close. */
   add(missed: MissedExecution): void {
     if (this.closed) {
-      this.options.log.error({ receiptKey: missed.receiptKey }, "a script execution that may have spent credits was missed while the store closed: credits it took, if it ran, stay spent");
+      this.options.log.error(
+        { receiptKey: missed.receiptKey },
+        "a script execution that may have spent credits was missed while the store closed: credits it took, if it ran, stay spent",
+      );
       return;
     }
     if (this.pending.size >= this.options.maxPending) {
@@ -103,7 +106,10 @@ export class CreditReconciler {
       );
     }
     if (this.pending.size === 0) {
-      this.options.log.warn({ receiptKey: missed.receiptKey }, "a call that may spend credits got no answer from Redis in time: it is reconciled once Redis answers");
+      this.options.log.warn(
+        { receiptKey: missed.receiptKey },
+        "a call that may spend credits got no answer from Redis in time: it is reconciled once Redis answers",
+      );
     }
     this.pending.set(missed.receiptKey, missed);
     this.schedule(this.options.retryMs);
@@ -179,12 +185,18 @@ export class CreditReconciler {
     if (outcome === SETTLED_MARK) {
       this.totals.cancelled++;
       if (clock.now() - missed.missedAt >= receiptTtlMs) {
-        log.error({ receiptKey: missed.receiptKey }, "a missed script execution was reconciled after its receipt could have expired: credits it took, if it ran, stay spent");
+        log.error(
+          { receiptKey: missed.receiptKey },
+          "a missed script execution was reconciled after its receipt could have expired: credits it took, if it ran, stay spent",
+        );
       } else log.info({ receiptKey: missed.receiptKey }, "a missed script execution had not run: it will spend nothing");
     } else {
       const credits = Number(outcome.slice(SETTLED_MARK.length));
       this.totals.creditsGivenBack += credits;
-      log.warn({ receiptKey: missed.receiptKey, credits }, "gave back the credits a script execution took after keygate stopped waiting for its answer");
+      log.warn(
+        { receiptKey: missed.receiptKey, credits },
+        "gave back the credits a script execution took after keygate stopped waiting for its answer",
+      );
     }
   }
 }

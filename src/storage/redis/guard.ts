@@ -57,7 +57,21 @@ export function redisBreaker(redis: { ping(): Promise<unknown> }, settings: Brea
 }
 
 /** Client methods that manage the connection rather than send a command: they pass through unguarded. */
-const LIFECYCLE = new Set(["on", "once", "off", "emit", "addListener", "removeListener", "removeAllListeners", "listeners", "connect", "disconnect", "quit", "duplicate", "defineCommand"]);
+const LIFECYCLE = new Set([
+  "on",
+  "once",
+  "off",
+  "emit",
+  "addListener",
+  "removeListener",
+  "removeAllListeners",
+  "listeners",
+  "connect",
+  "disconnect",
+  "quit",
+  "duplicate",
+  "defineCommand",
+]);
 
 /**
  * The client as the record stores see it: every command runs through `guard` (deadline, breaker, and

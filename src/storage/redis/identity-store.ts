@@ -1,9 +1,9 @@
-import type { RedisClient } from "./topology.js";
 import type { IdentityStore, Page, PageRequest } from "../interfaces.js";
 import type { IdentityRecord } from "../records.js";
 import { containsIgnoringCase } from "../search.js";
 import { RedisIndexedRecords } from "./indexed-records.js";
 import type { RedisKeys } from "./keys.js";
+import type { RedisClient } from "./topology.js";
 
 /** Identities stay as records after deletion; only live ones are indexed by externalId and listed. */
 export class RedisIdentityStore implements IdentityStore {

@@ -1,7 +1,7 @@
-import type { RedisClient } from "./topology.js";
 import type { Page, PageRequest } from "../interfaces.js";
 import { Batch, readJson, updateJson } from "./atomic.js";
 import { readMany, readPage } from "./pages.js";
+import type { RedisClient } from "./topology.js";
 
 interface WorkspaceRecord {
   id: string;
@@ -63,7 +63,10 @@ export class RedisIndexedRecords<T extends WorkspaceRecord> {
   }
 
   getMany(workspaceId: string, ids: readonly string[]): Promise<T[]> {
-    return readMany<T>(this.redis, ids.map((id) => this.keys.record(workspaceId, id)));
+    return readMany<T>(
+      this.redis,
+      ids.map((id) => this.keys.record(workspaceId, id)),
+    );
   }
 
   list(workspaceId: string, page: PageRequest, accept?: (record: T) => boolean): Promise<Page<T>> {
@@ -98,7 +101,10 @@ export class RedisIndexedRecords<T extends WorkspaceRecord> {
     const key = this.keys.record(workspaceId, id);
     return updateJson<T, boolean>(this.redis, key, (current, batch) => {
       if (!current || this.retired(current)) return false;
-      batch.set(key, JSON.stringify(change(current))).del(this.keys.unique(workspaceId, this.uniqueOf(current))).zrem(this.keys.listed(workspaceId), id);
+      batch
+        .set(key, JSON.stringify(change(current)))
+        .del(this.keys.unique(workspaceId, this.uniqueOf(current)))
+        .zrem(this.keys.listed(workspaceId), id);
       return true;
     });
   }

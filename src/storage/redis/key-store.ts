@@ -1,9 +1,9 @@
-import type { RedisClient } from "./topology.js";
 import type { KeyChange, KeyStore, Page, PageRequest } from "../interfaces.js";
 import type { CreditRecord, KeyRecord } from "../records.js";
 import { Batch, readJson } from "./atomic.js";
 import type { RedisKeys } from "./keys.js";
 import { readPage } from "./pages.js";
+import type { RedisClient } from "./topology.js";
 
 const MAX_ATTEMPTS = 50;
 
@@ -55,7 +55,11 @@ export class RedisKeyStore implements KeyStore {
     return found;
   }
 
-  async update<R>(workspaceId: string, keyId: string, change: (key: KeyRecord, credits: CreditRecord | null) => KeyChange<R>): Promise<R | null> {
+  async update<R>(
+    workspaceId: string,
+    keyId: string,
+    change: (key: KeyRecord, credits: CreditRecord | null) => KeyChange<R>,
+  ): Promise<R | null> {
     const keyKey = this.keys.key(workspaceId, keyId);
     const creditsKey = this.keys.keyCredits(workspaceId, keyId);
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
@@ -88,7 +92,10 @@ export class RedisKeyStore implements KeyStore {
   }
 
   async list(workspaceId: string, apiId: string, page: PageRequest & { identityId?: string }): Promise<Page<KeyRecord>> {
-    const index = page.identityId === undefined ? this.keys.liveKeysOfApi(workspaceId, apiId) : this.keys.liveKeysOfIdentity(workspaceId, apiId, page.identityId);
+    const index =
+      page.identityId === undefined
+        ? this.keys.liveKeysOfApi(workspaceId, apiId)
+        : this.keys.liveKeysOfIdentity(workspaceId, apiId, page.identityId);
     return readPage<KeyRecord>(this.redis, index, (id) => this.keys.key(workspaceId, id), page);
   }
 

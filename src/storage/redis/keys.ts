@@ -20,7 +20,8 @@ export function createRedisKeys(prefix: string) {
     keyCredits: (workspaceId: string, keyId: string) => `${workspace(workspaceId)}:key-credits:${keyId}`,
     keyIdByHash: (workspaceId: string, hash: string) => `${workspace(workspaceId)}:key-hash:${hash}`,
     liveKeysOfApi: (workspaceId: string, apiId: string) => `${workspace(workspaceId)}:api-keys:${apiId}`,
-    liveKeysOfIdentity: (workspaceId: string, apiId: string, identityId: string) => `${workspace(workspaceId)}:api-identity-keys:${apiId}:${identityId}`,
+    liveKeysOfIdentity: (workspaceId: string, apiId: string, identityId: string) =>
+      `${workspace(workspaceId)}:api-identity-keys:${apiId}:${identityId}`,
 
     permission: (workspaceId: string, id: string) => `${workspace(workspaceId)}:permission:${id}`,
     permissionIdBySlug: (workspaceId: string, slug: string) => `${workspace(workspaceId)}:permission-slug:${slug}`,
@@ -39,7 +40,8 @@ export function createRedisKeys(prefix: string) {
     ratelimitNamespace: (workspaceId: string, namespaceId: string) => `${workspace(workspaceId)}:rlns:${namespaceId}`,
     ratelimitNamespaceByName: (workspaceId: string, name: string) => `${workspace(workspaceId)}:rlns-name:${name}`,
     ratelimitNamespaceIds: (workspaceId: string) => `${workspace(workspaceId)}:rlns-ids`,
-    ratelimitOverride: (workspaceId: string, namespaceId: string, overrideId: string) => `${workspace(workspaceId)}:rlor:${namespaceId}:${overrideId}`,
+    ratelimitOverride: (workspaceId: string, namespaceId: string, overrideId: string) =>
+      `${workspace(workspaceId)}:rlor:${namespaceId}:${overrideId}`,
     ratelimitOverrideByIdentifier: (workspaceId: string, namespaceId: string, identifier: string) =>
       `${workspace(workspaceId)}:rlor-ident:${namespaceId}:${identifier}`,
     ratelimitOverrideIds: (workspaceId: string, namespaceId: string) => `${workspace(workspaceId)}:rlor-ids:${namespaceId}`,

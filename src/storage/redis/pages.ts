@@ -1,5 +1,5 @@
-import type { RedisClient } from "./topology.js";
 import type { Page, PageRequest } from "../interfaces.js";
+import type { RedisClient } from "./topology.js";
 
 /** How many ids one round trip reads while a filter skips records. */
 const SCAN_CHUNK = 200;

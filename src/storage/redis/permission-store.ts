@@ -1,15 +1,19 @@
-import type { RedisClient } from "./topology.js";
 import type { Page, PageRequest, PermissionStore } from "../interfaces.js";
 import type { PermissionRecord } from "../records.js";
 import { containsIgnoringCase } from "../search.js";
 import { RedisIndexedRecords } from "./indexed-records.js";
 import type { RedisKeys } from "./keys.js";
+import type { RedisClient } from "./topology.js";
 
 export class RedisPermissionStore implements PermissionStore {
   private readonly permissions: RedisIndexedRecords<PermissionRecord>;
 
   constructor(redis: RedisClient, keys: RedisKeys) {
-    this.permissions = new RedisIndexedRecords(redis, { record: keys.permission, unique: keys.permissionIdBySlug, listed: keys.permissionIds }, (permission) => permission.slug);
+    this.permissions = new RedisIndexedRecords(
+      redis,
+      { record: keys.permission, unique: keys.permissionIdBySlug, listed: keys.permissionIds },
+      (permission) => permission.slug,
+    );
   }
 
   create(permission: PermissionRecord): Promise<boolean> {
@@ -30,12 +34,19 @@ export class RedisPermissionStore implements PermissionStore {
 
   async findManyBySlugs(workspaceId: string, slugs: readonly string[]): Promise<Map<string, PermissionRecord>> {
     const ids = await this.permissions.idsByUnique(workspaceId, slugs);
-    const permissions = await this.permissions.getMany(workspaceId, ids.filter((id): id is string => id !== null));
+    const permissions = await this.permissions.getMany(
+      workspaceId,
+      ids.filter((id): id is string => id !== null),
+    );
     return new Map(permissions.map((permission) => [permission.slug, permission]));
   }
 
   list(workspaceId: string, page: PageRequest & { search?: string }): Promise<Page<PermissionRecord>> {
-    return this.permissions.list(workspaceId, page, (p) => containsIgnoringCase(p.name, page.search) || containsIgnoringCase(p.slug, page.search));
+    return this.permissions.list(
+      workspaceId,
+      page,
+      (p) => containsIgnoringCase(p.name, page.search) || containsIgnoringCase(p.slug, page.search),
+    );
   }
 
   delete(workspaceId: string, id: string): Promise<boolean> {

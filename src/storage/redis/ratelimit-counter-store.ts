@@ -1,14 +1,14 @@
 import { randomBytes } from "node:crypto";
-import type { RedisClient } from "./topology.js";
 import { LRUCache } from "lru-cache";
 import type { Clock } from "../../lib/clock.js";
-import { countsFor, estimateUsed, windowEnd, windowSequence, type StoredWindow } from "../../lib/sliding-window.js";
+import { countsFor, estimateUsed, type StoredWindow, windowEnd, windowSequence } from "../../lib/sliding-window.js";
 import type { CounterOutcome, CreditCheck, RatelimitCounterStore, WindowCheck, WindowResult } from "../interfaces.js";
 import { StoreUnavailableError } from "../unavailable.js";
-import { CreditReconciler, SILENT_LOG, type ReconcilerTotals, type StoreLog } from "./credit-reconciler.js";
+import { CreditReconciler, type ReconcilerTotals, SILENT_LOG, type StoreLog } from "./credit-reconciler.js";
 import { neverSent, type RedisGuard } from "./guard.js";
 import type { RedisKeys } from "./keys.js";
 import { CANCELLED_REPLY, defineRatelimitCommand, parseRatelimitReply } from "./ratelimit-script.js";
+import type { RedisClient } from "./topology.js";
 
 /** Exhausted windows this instance remembers for its fast path (least recently used are forgotten first). */
 const KNOWN_WINDOWS_MAX = 100_000;
@@ -141,7 +141,13 @@ export class RedisRatelimitCounterStore implements RatelimitCounterStore {
   private readonly instanceId = randomBytes(6).toString("base64url");
   private executions = 0;
 
-  constructor(redis: RedisClient, keys: RedisKeys, guard: RedisGuard, clock: Clock, options: RedisCounterStoreOptions = { reservations: true }) {
+  constructor(
+    redis: RedisClient,
+    keys: RedisKeys,
+    guard: RedisGuard,
+    clock: Clock,
+    options: RedisCounterStoreOptions = { reservations: true },
+  ) {
     this.redis = redis;
     this.keys = keys;
     this.guard = guard;
@@ -262,12 +268,13 @@ export class RedisRatelimitCounterStore implements RatelimitCounterStore {
       if (reserve > 0 && this.reserving.has(first)) reserve = 0;
       if (reserve > 0) {
         this.reserving.add(first);
-        (reservedBy ??= new Set()).add(first);
+        reservedBy ??= new Set();
+        reservedBy.add(first);
       }
       reserves.push(reserve);
-      call.checks.forEach((check, index) =>
-        callArgs.push(position(call.keys[index] as string, check.limit, check.durationMs), check.cost, index === 0 ? reserve : 0),
-      );
+      for (const [index, check] of call.checks.entries()) {
+        callArgs.push(position(call.keys[index] as string, check.limit, check.durationMs), check.cost, index === 0 ? reserve : 0);
+      }
       if (call.credit) {
         callArgs.push(position(call.keys[call.checks.length] as string, 0, 0), call.credit.cost);
         if (call.credit.cost > 0) spends = true;
@@ -291,7 +298,8 @@ export class RedisRatelimitCounterStore implements RatelimitCounterStore {
         if (answer === CANCELLED_REPLY) throw new StoreUnavailableError(new Error("the answer of this rate limit call was lost"));
       } catch (error) {
         // None of these calls is answered from this execution: if it ran or runs, what it took is given back.
-        if (receiptKey && !neverSent(error)) this.reconciler.add({ receiptKey, balances: balancesSpentFrom(calls, positions), now: time, missedAt: this.clock.now() });
+        if (receiptKey && !neverSent(error))
+          this.reconciler.add({ receiptKey, balances: balancesSpentFrom(calls, positions), now: time, missedAt: this.clock.now() });
         throw error;
       }
       const reply = parseRatelimitReply(answer);
@@ -320,7 +328,12 @@ export class RedisRatelimitCounterStore implements RatelimitCounterStore {
         }
         const creditPassed = reply[at++] === 1;
         const balance = reply[at++] as number;
-        call.resolve({ passed: passed && creditPassed, results, now: decidedAt, credit: { passed: creditPassed, remaining: balance === -1 ? null : balance } });
+        call.resolve({
+          passed: passed && creditPassed,
+          results,
+          now: decidedAt,
+          credit: { passed: creditPassed, remaining: balance === -1 ? null : balance },
+        });
       });
     } catch (error) {
       // Calls already resolved ignore this; the others all fail the same way.
@@ -351,7 +364,12 @@ export class RedisRatelimitCounterStore implements RatelimitCounterStore {
   }
 
   /** A call admitted from the units this instance holds in its counter's current window; undefined when it cannot be. */
-  private admitLocally(keys: string[], checks: readonly WindowCheck[], now: number | undefined, credit: CreditCheck | undefined): CounterOutcome | undefined {
+  private admitLocally(
+    keys: string[],
+    checks: readonly WindowCheck[],
+    now: number | undefined,
+    credit: CreditCheck | undefined,
+  ): CounterOutcome | undefined {
     if (!this.reserve || reservationFor(checks, credit) === 0) return undefined;
     const key = keys[0] as string;
     const reservation = this.reservations.get(key);
@@ -361,7 +379,13 @@ export class RedisRatelimitCounterStore implements RatelimitCounterStore {
     const at = this.decisionTime(now);
     if (at === undefined || windowSequence(at, check.durationMs) !== reservation.sequence) return undefined;
     reservation.units -= check.cost;
-    return { passed: true, results: [{ passed: true, remaining: reservation.remaining + reservation.units, resetAt: windowEnd(reservation.sequence, check.durationMs) }], now: at };
+    return {
+      passed: true,
+      results: [
+        { passed: true, remaining: reservation.remaining + reservation.units, resetAt: windowEnd(reservation.sequence, check.durationMs) },
+      ],
+      now: at,
+    };
   }
 
   /**
@@ -379,7 +403,11 @@ export class RedisRatelimitCounterStore implements RatelimitCounterStore {
     const at = this.decisionTime(now);
     if (at === undefined) return undefined;
     const sequence = windowSequence(at, check.durationMs);
-    const deny = (): CounterOutcome => ({ passed: false, results: [{ passed: false, remaining: 0, resetAt: windowEnd(sequence, check.durationMs) }], now: at });
+    const deny = (): CounterOutcome => ({
+      passed: false,
+      results: [{ passed: false, remaining: 0, resetAt: windowEnd(sequence, check.durationMs) }],
+      now: at,
+    });
     if (check.limit === 0) return deny();
     if (check.cost === 0) return undefined;
     const known = this.known.get(keys[0] as string);

@@ -1,10 +1,10 @@
 import { randomUUID } from "node:crypto";
-import type { RedisClient } from "./topology.js";
 import type { RatelimitNamespaceStore } from "../interfaces.js";
 import type { RatelimitNamespaceRecord, RatelimitOverrideRecord } from "../records.js";
 import { Batch, readJson, updateJson } from "./atomic.js";
 import type { RedisGuard } from "./guard.js";
 import type { RedisKeys } from "./keys.js";
+import type { RedisClient } from "./topology.js";
 
 /** Optimistic writes retry this often when other writers keep changing the same override. */
 const MAX_ATTEMPTS = 50;
@@ -43,7 +43,10 @@ export class RedisRatelimitNamespaceStore implements RatelimitNamespaceStore {
   }
 
   getNamespace(workspaceId: string, namespaceId: string): Promise<RatelimitNamespaceRecord | null> {
-    return this.guard.run(async () => (await readJson<RatelimitNamespaceRecord>(this.redis, this.keys.ratelimitNamespace(workspaceId, namespaceId)))?.record ?? null);
+    return this.guard.run(
+      async () =>
+        (await readJson<RatelimitNamespaceRecord>(this.redis, this.keys.ratelimitNamespace(workspaceId, namespaceId)))?.record ?? null,
+    );
   }
 
   findNamespaceByName(workspaceId: string, name: string): Promise<RatelimitNamespaceRecord | null> {
@@ -73,7 +76,10 @@ export class RedisRatelimitNamespaceStore implements RatelimitNamespaceStore {
     );
   }
 
-  namespaceState(workspaceId: string, namespaceId: string): Promise<{ namespace: RatelimitNamespaceRecord; overridesVersion: string } | null> {
+  namespaceState(
+    workspaceId: string,
+    namespaceId: string,
+  ): Promise<{ namespace: RatelimitNamespaceRecord; overridesVersion: string } | null> {
     return this.guard.run(async () => {
       const [raw, version] = await this.redis.mget(
         this.keys.ratelimitNamespace(workspaceId, namespaceId),
@@ -116,7 +122,9 @@ export class RedisRatelimitNamespaceStore implements RatelimitNamespaceStore {
     return this.guard.run(async () => {
       const id = await this.redis.get(this.keys.ratelimitOverrideByIdentifier(workspaceId, namespaceId, identifier));
       if (id === null) return null;
-      return (await readJson<RatelimitOverrideRecord>(this.redis, this.keys.ratelimitOverride(workspaceId, namespaceId, id)))?.record ?? null;
+      return (
+        (await readJson<RatelimitOverrideRecord>(this.redis, this.keys.ratelimitOverride(workspaceId, namespaceId, id)))?.record ?? null
+      );
     });
   }
 

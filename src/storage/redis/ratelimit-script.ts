@@ -1,6 +1,6 @@
 import type { Result } from "ioredis";
-import type { RedisClient } from "./topology.js";
 import { BALANCE_LUA } from "./credit-scripts.js";
+import type { RedisClient } from "./topology.js";
 
 /** The script's whole answer when it found its receipt key set and ran nothing (see ARGV[4]). */
 export const CANCELLED_REPLY = "cancelled";

@@ -29,7 +29,12 @@ export class WriteNotReplicatedError extends KeygateError {
  */
 export function waitingForReplicas<C extends RedisClient>(redis: C, settings: ReplicaWaitSettings): C {
   const applyBatch = async (numberOfKeys: number, ...args: string[]): Promise<number> => {
-    const replies = (await redis.pipeline().keygateApplyBatch(numberOfKeys, ...args).wait(settings.replicas, settings.timeoutMs).exec()) ?? [];
+    const replies =
+      (await redis
+        .pipeline()
+        .keygateApplyBatch(numberOfKeys, ...args)
+        .wait(settings.replicas, settings.timeoutMs)
+        .exec()) ?? [];
     const [[batchError, failedCheck] = [], [waitError, confirmed] = []] = replies;
     if (batchError) throw batchError;
     if (waitError) throw waitError;

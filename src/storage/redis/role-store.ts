@@ -1,16 +1,20 @@
-import type { RedisClient } from "./topology.js";
 import type { Page, PageRequest, RoleStore } from "../interfaces.js";
 import type { RoleRecord } from "../records.js";
 import { containsIgnoringCase } from "../search.js";
 import { RedisIndexedRecords } from "./indexed-records.js";
 import type { RedisKeys } from "./keys.js";
+import type { RedisClient } from "./topology.js";
 
 export class RedisRoleStore implements RoleStore {
   /** The name index lower-cases names (keys.roleIdByName): names are unique regardless of case. */
   private readonly roles: RedisIndexedRecords<RoleRecord>;
 
   constructor(redis: RedisClient, keys: RedisKeys) {
-    this.roles = new RedisIndexedRecords(redis, { record: keys.role, unique: keys.roleIdByName, listed: keys.roleIds }, (role) => role.name);
+    this.roles = new RedisIndexedRecords(
+      redis,
+      { record: keys.role, unique: keys.roleIdByName, listed: keys.roleIds },
+      (role) => role.name,
+    );
   }
 
   create(role: RoleRecord): Promise<boolean> {

@@ -1,8 +1,8 @@
-import type { RedisClient } from "./topology.js";
 import type { RootKeyStore } from "../interfaces.js";
 import type { RootKeyRecord } from "../records.js";
 import { Batch, readJson, updateJson } from "./atomic.js";
 import type { RedisKeys } from "./keys.js";
+import type { RedisClient } from "./topology.js";
 
 /** Root keys live under the `{rootkeys}` tag: the record by hash, an id→hash index and the sorted id list. */
 export class RedisRootKeyStore implements RootKeyStore {

@@ -1,4 +1,4 @@
-import { Cluster, Redis, type ClusterOptions, type RedisOptions } from "ioredis";
+import { Cluster, type ClusterOptions, Redis, type RedisOptions } from "ioredis";
 import { defined } from "../../lib/defined.js";
 import { APPLY_BATCH_COMMAND } from "./atomic.js";
 import { CREDIT_COMMANDS } from "./credit-scripts.js";
@@ -11,7 +11,9 @@ export type RedisClient = Redis | Cluster;
 export interface RedisTarget {
   url?: string | undefined;
   cluster?: { nodes: readonly string[] } | undefined;
-  sentinel?: { name: string; sentinels: readonly string[]; masterUsername?: string | undefined; masterPassword?: string | undefined } | undefined;
+  sentinel?:
+    | { name: string; sentinels: readonly string[]; masterUsername?: string | undefined; masterPassword?: string | undefined }
+    | undefined;
 }
 
 export interface ConnectionSettings {
@@ -91,7 +93,8 @@ export function createRedisClient(target: RedisTarget, settings: ConnectionSetti
 /** The deployment in words for messages and logs, never with a password. */
 export function describeTarget(target: RedisTarget): string {
   if (target.cluster) return `the Redis Cluster at ${target.cluster.nodes.map(redactUrl).join(", ")}`;
-  if (target.sentinel) return `the master '${target.sentinel.name}' of the Redis Sentinels at ${target.sentinel.sentinels.map(redactUrl).join(", ")}`;
+  if (target.sentinel)
+    return `the master '${target.sentinel.name}' of the Redis Sentinels at ${target.sentinel.sentinels.map(redactUrl).join(", ")}`;
   return `Redis at ${redactUrl(target.url ?? "")}`;
 }
 

@@ -62,7 +62,14 @@ async function codeOf(work: Promise<unknown>): Promise<string> {
 
 t.test("createKey stores the key with its settings at the clock's time, announces it, and getKey shows it", async (t) => {
   const { keys, caller, apiId, clock, changed } = await keyDomain();
-  const created = await keys.createKey(caller, { ...newKey, apiId, prefix: "unit", name: "first", meta: { plan: "pro" }, credits: { remaining: 10 } });
+  const created = await keys.createKey(caller, {
+    ...newKey,
+    apiId,
+    prefix: "unit",
+    name: "first",
+    meta: { plan: "pro" },
+    credits: { remaining: 10 },
+  });
   t.match(created.key, /^unit_/);
   t.same(changed, [`ws_unit/${hashKey(created.key)}`], "the new key's hash is announced to the caches");
   const details = await keys.getKey(caller, { keyId: created.keyId, decrypt: false });
@@ -105,7 +112,11 @@ t.test("deleteKey: a soft-deleted key is gone for the API; a permanent delete re
   const soft = await keys.createKey(caller, { ...newKey, apiId });
   await keys.deleteKey(caller, { keyId: soft.keyId, permanent: false });
   t.equal(await codeOf(keys.getKey(caller, { keyId: soft.keyId, decrypt: false })), "err:unkey:data:key_not_found");
-  t.equal(await codeOf(keys.deleteKey(caller, { keyId: soft.keyId, permanent: false })), "err:unkey:data:key_not_found", "deleting twice is a 404");
+  t.equal(
+    await codeOf(keys.deleteKey(caller, { keyId: soft.keyId, permanent: false })),
+    "err:unkey:data:key_not_found",
+    "deleting twice is a 404",
+  );
   const hard = await keys.createKey(caller, { ...newKey, apiId });
   await keys.deleteKey(caller, { keyId: hard.keyId, permanent: true });
   t.equal(await codeOf(keys.whoami(caller, { key: hard.key })), "err:unkey:data:key_not_found");
@@ -113,7 +124,10 @@ t.test("deleteKey: a soft-deleted key is gone for the API; a permanent delete re
 
 t.test("recoverable keys need a vault: refused with precondition_failed without one, decrypted with one", async (t) => {
   const without = await keyDomain();
-  t.equal(await codeOf(without.keys.createKey(without.caller, { ...newKey, apiId: without.apiId, recoverable: true })), "err:unkey:application:precondition_failed");
+  t.equal(
+    await codeOf(without.keys.createKey(without.caller, { ...newKey, apiId: without.apiId, recoverable: true })),
+    "err:unkey:application:precondition_failed",
+  );
   const withVault = await keyDomain({ vault: true });
   const { keyId, key } = await withVault.keys.createKey(withVault.caller, { ...newKey, apiId: withVault.apiId, recoverable: true });
   t.equal((await withVault.keys.getKey(withVault.caller, { keyId, decrypt: true })).plaintext, key);
@@ -121,7 +135,8 @@ t.test("recoverable keys need a vault: refused with precondition_failed without 
 });
 
 t.test("an id collision in the store fails with a catalogue code, never a plain Error", async (t) => {
-  const collides = (store: KeyStore): KeyStore => new Proxy(store, { get: (target, name, receiver) => (name === "create" ? async () => false : Reflect.get(target, name, receiver)) });
+  const collides = (store: KeyStore): KeyStore =>
+    new Proxy(store, { get: (target, name, receiver) => (name === "create" ? async () => false : Reflect.get(target, name, receiver)) });
   const { keys, caller, apiId } = await keyDomain({ keyStore: collides });
   t.equal(await codeOf(keys.createKey(caller, { ...newKey, apiId })), "err:unkey:application:unexpected_error");
 });
@@ -134,11 +149,26 @@ t.test("KeyAccessService: permissions and roles are added, removed and set, each
   await rbac.createRole(caller, { name: "editor", permissions: ["docs.write"] });
   const before = changed.length;
 
-  t.same((await access.addPermissions(caller, { keyId, permissions: ["docs.read", "docs.write"] })).map((p) => p.slug).sort(), ["docs.read", "docs.write"]);
-  t.same((await access.removePermissions(caller, { keyId, permissions: ["docs.write"] })).map((p) => p.slug), ["docs.read"]);
-  t.same((await access.setPermissions(caller, { keyId, permissions: [] })).map((p) => p.slug), []);
-  t.same((await access.addRoles(caller, { keyId, roles: ["editor"] })).map((r) => r.name), ["editor"]);
-  t.same((await access.setRoles(caller, { keyId, roles: [] })).map((r) => r.name), []);
+  t.same((await access.addPermissions(caller, { keyId, permissions: ["docs.read", "docs.write"] })).map((p) => p.slug).sort(), [
+    "docs.read",
+    "docs.write",
+  ]);
+  t.same(
+    (await access.removePermissions(caller, { keyId, permissions: ["docs.write"] })).map((p) => p.slug),
+    ["docs.read"],
+  );
+  t.same(
+    (await access.setPermissions(caller, { keyId, permissions: [] })).map((p) => p.slug),
+    [],
+  );
+  t.same(
+    (await access.addRoles(caller, { keyId, roles: ["editor"] })).map((r) => r.name),
+    ["editor"],
+  );
+  t.same(
+    (await access.setRoles(caller, { keyId, roles: [] })).map((r) => r.name),
+    [],
+  );
   t.equal(changed.length - before, 5, "every change invalidates the key");
   t.equal(await codeOf(access.addRoles(caller, { keyId, roles: ["no-such-role"] })), "err:unkey:data:role_not_found");
   t.equal(await codeOf(access.addRoles(caller, { keyId: "key_absent", roles: ["editor"] })), "err:unkey:data:key_not_found");

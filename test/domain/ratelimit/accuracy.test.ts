@@ -25,7 +25,11 @@ for (const storage of STORAGE_KINDS) {
       let admitted = 0;
       for (let i = 0; i < total; i++) {
         clock.set(start + Math.floor((i * DURATION) / perWindow));
-        const outcome = await h.app.services.ratelimit.check(WORKSPACE, [{ namespace: "accuracy", identifier, limit, durationMs: DURATION }], { createMissingNamespaces: true });
+        const outcome = await h.app.services.ratelimit.check(
+          WORKSPACE,
+          [{ namespace: "accuracy", identifier, limit, durationMs: DURATION }],
+          { createMissingNamespaces: true },
+        );
         if (outcome.passed) admitted++;
       }
       return { admitted, maximum: Math.min(total, windows * limit) };
@@ -33,11 +37,14 @@ for (const storage of STORAGE_KINDS) {
 
     for (const limit of [5, 100]) {
       for (const load of [0.9, 1, 10]) {
-        await t.test(`limit ${limit}, load ${load}x, windows aligned to the run: admitted within [0.99, 1.01] of the maximum`, async (t) => {
-          const { admitted, maximum } = await run(limit, load, 0);
-          const ratio = admitted / maximum;
-          t.ok(ratio >= 0.99 && ratio <= 1.01, `admitted ${admitted} of a maximum ${maximum}: ratio ${ratio.toFixed(4)}`);
-        });
+        await t.test(
+          `limit ${limit}, load ${load}x, windows aligned to the run: admitted within [0.99, 1.01] of the maximum`,
+          async (t) => {
+            const { admitted, maximum } = await run(limit, load, 0);
+            const ratio = admitted / maximum;
+            t.ok(ratio >= 0.99 && ratio <= 1.01, `admitted ${admitted} of a maximum ${maximum}: ratio ${ratio.toFixed(4)}`);
+          },
+        );
       }
     }
 
@@ -55,7 +62,12 @@ for (const storage of STORAGE_KINDS) {
     // next window's estimate takes as evenly spread. That can admit up to one limit more over the run:
     // at most 1 + 1/50 of the maximum here (docs/operations.md, accuracy budget).
     for (const limit of [5, 100]) {
-      for (const [load, offset] of [[0.9, 0.3], [1, 0.3], [10, 0.3], [10, 0.77]] as const) {
+      for (const [load, offset] of [
+        [0.9, 0.3],
+        [1, 0.3],
+        [10, 0.3],
+        [10, 0.77],
+      ] as const) {
         await t.test(`limit ${limit}, load ${load}x, starting ${offset * 100}% into a window: within [0.99, 1.02]`, async (t) => {
           const { admitted, maximum } = await run(limit, load, offset * DURATION);
           const ratio = admitted / maximum;

@@ -1,5 +1,5 @@
-import t from "tap";
 import { Redis } from "ioredis";
+import t from "tap";
 import { Limiter } from "../../../src/domain/ratelimit/limiter.js";
 import { KeygateError } from "../../../src/errors/keygate-error.js";
 import { createRedisStores } from "../../../src/storage/index.js";
@@ -20,7 +20,13 @@ const check = (limit: number, cost = 1) => ({ bucket: "b", limit, durationMs: 10
 
 t.test("fail: closed refuses with 503 ratelimit_unavailable and a Retry-After", async (t) => {
   const clock = new ManualClock();
-  const limiter = new Limiter({ counters: await unreachableCounters(t), localCounters: new MemoryRatelimitCounterStore(clock), failMode: "closed", clock, windowsFollowClock: true });
+  const limiter = new Limiter({
+    counters: await unreachableCounters(t),
+    localCounters: new MemoryRatelimitCounterStore(clock),
+    failMode: "closed",
+    clock,
+    windowsFollowClock: true,
+  });
   for (let i = 0; i < 2; i++) {
     const error = await limiter.checkAndConsume("ws_a", [check(5)]).catch((failure: unknown) => failure);
     t.ok(error instanceof KeygateError);
@@ -33,7 +39,13 @@ t.test("fail: closed refuses with 503 ratelimit_unavailable and a Retry-After", 
 
 t.test("fail: open allows without counting, except what is certain without counters", async (t) => {
   const clock = new ManualClock(10_000 * 1_000 + 5);
-  const limiter = new Limiter({ counters: await unreachableCounters(t), localCounters: new MemoryRatelimitCounterStore(clock), failMode: "open", clock, windowsFollowClock: true });
+  const limiter = new Limiter({
+    counters: await unreachableCounters(t),
+    localCounters: new MemoryRatelimitCounterStore(clock),
+    failMode: "open",
+    clock,
+    windowsFollowClock: true,
+  });
   for (let i = 0; i < 3; i++) {
     t.same(await limiter.checkAndConsume("ws_a", [check(1)]), {
       passed: true,
@@ -49,10 +61,23 @@ t.test("fail: open allows without counting, except what is certain without count
 t.test("fail: local decides on this instance's own counters", async (t) => {
   const clock = new ManualClock(10_000 * 1_000);
   const local = new MemoryRatelimitCounterStore(clock);
-  const limiter = new Limiter({ counters: await unreachableCounters(t), localCounters: local, failMode: "local", clock, windowsFollowClock: false });
+  const limiter = new Limiter({
+    counters: await unreachableCounters(t),
+    localCounters: local,
+    failMode: "local",
+    clock,
+    windowsFollowClock: false,
+  });
   const outcomes = [];
   for (let i = 0; i < 3; i++) outcomes.push(await limiter.checkAndConsume("ws_a", [check(2)]));
-  t.same(outcomes.map((outcome) => [outcome.passed, outcome.degraded]), [[true, "local"], [true, "local"], [false, "local"]]);
+  t.same(
+    outcomes.map((outcome) => [outcome.passed, outcome.degraded]),
+    [
+      [true, "local"],
+      [true, "local"],
+      [false, "local"],
+    ],
+  );
   clock.advance(20_000);
   t.equal((await limiter.checkAndConsume("ws_a", [check(2)])).passed, true, "local windows move with this instance's clock");
 });

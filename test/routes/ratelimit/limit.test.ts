@@ -1,7 +1,7 @@
 import t from "tap";
 import { assertError, assertInvalidAt, checkPermissions, checkUnauthenticated } from "../../helpers/assertions.js";
 import { ManualClock } from "../../helpers/clock.js";
-import { harness, OTHER_ROOT_KEY, STORAGE_KINDS, WORKSPACE, type Harness } from "../../helpers/harness.js";
+import { type Harness, harness, OTHER_ROOT_KEY, STORAGE_KINDS, WORKSPACE } from "../../helpers/harness.js";
 
 const DURATION = 10_000;
 /** Window 200,000,000 of DURATION starts here (an instant in 2033). */
@@ -55,9 +55,19 @@ for (const storage of STORAGE_KINDS) {
 
     await t.test("cost 0 checks without consuming", async (t) => {
       const identifier = fresh("user");
-      for (let i = 0; i < 3; i++) t.same((await limit({ namespace: "api", identifier, cost: 0 })).body.data, { limit: 3, remaining: 3, reset: WINDOW_START + DURATION, success: true });
+      for (let i = 0; i < 3; i++)
+        t.same((await limit({ namespace: "api", identifier, cost: 0 })).body.data, {
+          limit: 3,
+          remaining: 3,
+          reset: WINDOW_START + DURATION,
+          success: true,
+        });
       await limit({ namespace: "api", identifier, cost: 3 });
-      t.equal((await limit({ namespace: "api", identifier, cost: 0 })).body.data.success, true, "at the limit (not over it) a check still passes");
+      t.equal(
+        (await limit({ namespace: "api", identifier, cost: 0 })).body.data.success,
+        true,
+        "at the limit (not over it) a check still passes",
+      );
       t.equal((await limit({ namespace: "api", identifier })).body.data.success, false);
     });
 
@@ -70,7 +80,11 @@ for (const storage of STORAGE_KINDS) {
       t.equal((await call()).body.data.success, false);
       boundary.set(WINDOW_START + DURATION);
       const first = (await call()).body.data;
-      t.same(first, { limit: 4, remaining: 0, reset: WINDOW_START + 2 * DURATION, success: true }, "at the new window's first ms 3 of the previous 4 still count");
+      t.same(
+        first,
+        { limit: 4, remaining: 0, reset: WINDOW_START + 2 * DURATION, success: true },
+        "at the new window's first ms 3 of the previous 4 still count",
+      );
       t.equal((await call()).body.data.success, false);
       boundary.set(WINDOW_START + DURATION + DURATION / 2);
       t.equal((await call()).body.data.remaining, 1, "halfway: 1 now + floor(4 × 4999/10000) = 1 + 1 used, 1 more taken, 1 left");
@@ -90,7 +104,11 @@ for (const storage of STORAGE_KINDS) {
       const identifier = fresh("user");
       for (let i = 0; i < 3; i++) await limit({ namespace: "api", identifier });
       t.equal((await limit({ namespace: "other-namespace", identifier })).body.data.success, true);
-      t.equal((await limit({ namespace: "api", identifier }, OTHER_ROOT_KEY)).body.data.success, true, "the same names in another workspace");
+      t.equal(
+        (await limit({ namespace: "api", identifier }, OTHER_ROOT_KEY)).body.data.success,
+        true,
+        "the same names in another workspace",
+      );
     });
 
     await t.test("a namespace can be named by its rlns_ id; an rlns_ id that matches nothing is 404 and creates nothing", async (t) => {
@@ -99,9 +117,18 @@ for (const storage of STORAGE_KINDS) {
       const id = await namespaceId(h, "by-id");
       t.match(id, /^rlns_[1-9A-HJ-NP-Za-km-z]+$/);
       t.equal((await limit({ namespace: id, identifier })).body.data.remaining, 1, "same counter as by name");
-      assertError(t, await limit({ namespace: "rlns_doesnotexist", identifier }), "err:unkey:data:ratelimit_namespace_not_found", /rlns_doesnotexist/);
+      assertError(
+        t,
+        await limit({ namespace: "rlns_doesnotexist", identifier }),
+        "err:unkey:data:ratelimit_namespace_not_found",
+        /rlns_doesnotexist/,
+      );
       t.equal(await h.app.stores.ratelimitNamespaces.findNamespaceByName(WORKSPACE, "rlns_doesnotexist"), null);
-      const theirs = await h.call("ratelimit.limit", { namespace: "theirs", identifier, limit: 3, duration: DURATION }, { rootKey: OTHER_ROOT_KEY });
+      const theirs = await h.call(
+        "ratelimit.limit",
+        { namespace: "theirs", identifier, limit: 3, duration: DURATION },
+        { rootKey: OTHER_ROOT_KEY },
+      );
       t.equal(theirs.status, 200);
       const theirId = (await h.app.stores.ratelimitNamespaces.findNamespaceByName("ws_other", "theirs"))?.id as string;
       assertError(t, await limit({ namespace: theirId, identifier }), "err:unkey:data:ratelimit_namespace_not_found", new RegExp(theirId));
@@ -115,11 +142,20 @@ for (const storage of STORAGE_KINDS) {
       t.match(denied.body.error.detail, name, "the detail names the namespace");
       t.equal(await h.app.stores.ratelimitNamespaces.findNamespaceByName(WORKSPACE, name), null, "nothing was created");
       const createOnly = await h.rootKey(["ratelimit.*.create_namespace"]);
-      assertError(t, await limit({ namespace: name, identifier: "x" }, createOnly), "err:unkey:authorization:insufficient_permissions", /ratelimit\.\*\.limit/);
+      assertError(
+        t,
+        await limit({ namespace: name, identifier: "x" }, createOnly),
+        "err:unkey:authorization:insufficient_permissions",
+        /ratelimit\.\*\.limit/,
+      );
       t.equal(await h.app.stores.ratelimitNamespaces.findNamespaceByName(WORKSPACE, name), null, "creating needs the limit permission too");
       const both = await h.rootKey(["ratelimit.*.limit", "ratelimit.*.create_namespace"]);
       t.equal((await limit({ namespace: name, identifier: "x" }, both)).body.data.remaining, 2);
-      t.equal((await limit({ namespace: name, identifier: "x" }, limitOnly)).body.data.remaining, 1, "once it exists the limit permission is enough");
+      t.equal(
+        (await limit({ namespace: name, identifier: "x" }, limitOnly)).body.data.remaining,
+        1,
+        "once it exists the limit permission is enough",
+      );
     });
 
     await t.test("a deleted namespace answers 410", async (t) => {
@@ -138,16 +174,33 @@ for (const storage of STORAGE_KINDS) {
       const customers = await set("customer:*", 5);
       const vip = await set("customer:vip:*", 50, 2 * DURATION);
       const alice = await set("customer:vip:alice", 7);
-      t.same((await limit({ namespace, identifier: "customer:vip:alice" })).body.data, { limit: 7, remaining: 6, reset: WINDOW_START + DURATION, success: true, overrideId: alice });
-      t.same((await limit({ namespace, identifier: "customer:vip:bob" })).body.data, { limit: 50, remaining: 49, reset: WINDOW_START + 2 * DURATION, success: true, overrideId: vip }, "the override's duration applies too");
+      t.same((await limit({ namespace, identifier: "customer:vip:alice" })).body.data, {
+        limit: 7,
+        remaining: 6,
+        reset: WINDOW_START + DURATION,
+        success: true,
+        overrideId: alice,
+      });
+      t.same(
+        (await limit({ namespace, identifier: "customer:vip:bob" })).body.data,
+        { limit: 50, remaining: 49, reset: WINDOW_START + 2 * DURATION, success: true, overrideId: vip },
+        "the override's duration applies too",
+      );
       t.same((await limit({ namespace, identifier: "customer:carol" })).body.data.overrideId, customers);
-      t.same((await limit({ namespace, identifier: "anonymous" })).body.data, { limit: 1, remaining: 0, reset: WINDOW_START + DURATION, success: true, overrideId: everyone });
+      t.same((await limit({ namespace, identifier: "anonymous" })).body.data, {
+        limit: 1,
+        remaining: 0,
+        reset: WINDOW_START + DURATION,
+        success: true,
+        overrideId: everyone,
+      });
     });
 
     await t.test("an override with limit 0 blocks every request, without failing", async (t) => {
       const namespace = fresh("blocked");
       await limit({ namespace, identifier: "warm-up" });
-      const overrideId = (await h.call("ratelimit.setOverride", { namespace, identifier: "mallory", limit: 0, duration: DURATION })).body.data.overrideId;
+      const overrideId = (await h.call("ratelimit.setOverride", { namespace, identifier: "mallory", limit: 0, duration: DURATION })).body
+        .data.overrideId;
       for (const cost of [1, 0]) {
         const result = await limit({ namespace, identifier: "mallory", cost });
         t.equal(result.status, 200);
@@ -158,18 +211,58 @@ for (const storage of STORAGE_KINDS) {
     await t.test("rejects invalid bodies with located messages (spec: limit below 1 is 400 at body.limit)", async (t) => {
       const valid = { namespace: "api", identifier: "x", limit: 3, duration: DURATION };
       assertInvalidAt(t, await h.call("ratelimit.limit", { ...valid, limit: 0 }), "body.limit", "must be greater than or equal to 1");
-      assertInvalidAt(t, await h.call("ratelimit.limit", { ...valid, limit: 1_000_001 }), "body.limit", "must be less than or equal to 1000000");
+      assertInvalidAt(
+        t,
+        await h.call("ratelimit.limit", { ...valid, limit: 1_000_001 }),
+        "body.limit",
+        "must be less than or equal to 1000000",
+      );
       assertInvalidAt(t, await h.call("ratelimit.limit", { ...valid, limit: "3" }), "body.limit", "must be an integer");
       assertInvalidAt(t, await h.call("ratelimit.limit", { ...valid, limit: 2.5 }), "body.limit", "must be an integer");
-      assertInvalidAt(t, await h.call("ratelimit.limit", { ...valid, duration: 999 }), "body.duration", "must be greater than or equal to 1000");
-      assertInvalidAt(t, await h.call("ratelimit.limit", { ...valid, duration: 2_592_000_001 }), "body.duration", "must be less than or equal to 2592000000");
+      assertInvalidAt(
+        t,
+        await h.call("ratelimit.limit", { ...valid, duration: 999 }),
+        "body.duration",
+        "must be greater than or equal to 1000",
+      );
+      assertInvalidAt(
+        t,
+        await h.call("ratelimit.limit", { ...valid, duration: 2_592_000_001 }),
+        "body.duration",
+        "must be less than or equal to 2592000000",
+      );
       assertInvalidAt(t, await h.call("ratelimit.limit", { ...valid, cost: -1 }), "body.cost", "must be greater than or equal to 0");
       assertInvalidAt(t, await h.call("ratelimit.limit", { ...valid, cost: 1_001 }), "body.cost", "must be less than or equal to 1000");
-      assertInvalidAt(t, await h.call("ratelimit.limit", { ...valid, namespace: "" }), "body.namespace", "must be at least 1 character long");
-      assertInvalidAt(t, await h.call("ratelimit.limit", { ...valid, identifier: "x".repeat(513) }), "body.identifier", "must be at most 512 characters long");
-      assertInvalidAt(t, await h.call("ratelimit.limit", { identifier: "x", limit: 3, duration: DURATION }), "body.namespace", "is required");
-      assertInvalidAt(t, await h.call("ratelimit.limit", { namespace: "api", limit: 3, duration: DURATION }), "body.identifier", "is required");
-      assertInvalidAt(t, await h.call("ratelimit.limit", { namespace: "api", identifier: "x", duration: DURATION }), "body.limit", "is required");
+      assertInvalidAt(
+        t,
+        await h.call("ratelimit.limit", { ...valid, namespace: "" }),
+        "body.namespace",
+        "must be at least 1 character long",
+      );
+      assertInvalidAt(
+        t,
+        await h.call("ratelimit.limit", { ...valid, identifier: "x".repeat(513) }),
+        "body.identifier",
+        "must be at most 512 characters long",
+      );
+      assertInvalidAt(
+        t,
+        await h.call("ratelimit.limit", { identifier: "x", limit: 3, duration: DURATION }),
+        "body.namespace",
+        "is required",
+      );
+      assertInvalidAt(
+        t,
+        await h.call("ratelimit.limit", { namespace: "api", limit: 3, duration: DURATION }),
+        "body.identifier",
+        "is required",
+      );
+      assertInvalidAt(
+        t,
+        await h.call("ratelimit.limit", { namespace: "api", identifier: "x", duration: DURATION }),
+        "body.limit",
+        "is required",
+      );
       assertInvalidAt(t, await h.call("ratelimit.limit", { namespace: "api", identifier: "x", limit: 3 }), "body.duration", "is required");
       assertInvalidAt(t, await h.call("ratelimit.limit", { ...valid, async: true }), "body.async", "is not a known field");
       assertInvalidAt(t, await h.call("ratelimits.limit", { ...valid, limit: 0 }), "body.limit", "must be greater than or equal to 1");
@@ -178,10 +271,16 @@ for (const storage of STORAGE_KINDS) {
     await checkUnauthenticated(t, h, "ratelimit.limit", { namespace: "api", identifier: "x", limit: 3, duration: DURATION });
     await limit({ namespace: "guarded", identifier: "x" });
     const guarded = await namespaceId(h, "guarded");
-    await checkPermissions(t, h, "ratelimit.limit", () => ({ namespace: "guarded", identifier: fresh("p"), limit: 3, duration: DURATION }), {
-      missing: ["ratelimit.*.limit", `ratelimit.${guarded}.limit`],
-      accepted: [["ratelimit.*.limit"], [`ratelimit.${guarded}.limit`], ["ratelimit.*"]],
-    });
+    await checkPermissions(
+      t,
+      h,
+      "ratelimit.limit",
+      () => ({ namespace: "guarded", identifier: fresh("p"), limit: 3, duration: DURATION }),
+      {
+        missing: ["ratelimit.*.limit", `ratelimit.${guarded}.limit`],
+        accepted: [["ratelimit.*.limit"], [`ratelimit.${guarded}.limit`], ["ratelimit.*"]],
+      },
+    );
 
     await t.test("a limit permission for another namespace does not grant this one", async (t) => {
       const rootKey = await h.rootKey(["ratelimit.rlns_someothernamespace.limit"]);

@@ -1,9 +1,9 @@
-import type { Test } from "tap";
 import { setTimeout as sleep } from "node:timers/promises";
+import type { Test } from "tap";
 import { assertError } from "../../helpers/assertions.js";
 import { LONGEST_WINDOW_MS } from "../../helpers/clock.js";
-import { harness, type CallResult, type Harness } from "../../helpers/harness.js";
-import { privateRedis, type PrivateRedis } from "../../helpers/redis-server.js";
+import { type CallResult, type Harness, harness } from "../../helpers/harness.js";
+import { type PrivateRedis, privateRedis } from "../../helpers/redis-server.js";
 
 export const DEADLINE_MS = 200;
 const BREAKER = { failureThreshold: 3, openMs: 200 };
@@ -15,7 +15,9 @@ async function appOn(t: Test, server: PrivateRedis, fail: string): Promise<Harne
   return harness(t, {
     storage: "redis",
     config: {
-      storage: { redis: { url: server.url, prefix: "kgtest:outage", commandTimeoutMs: DEADLINE_MS, connectTimeoutMs: 2_000, breaker: BREAKER } },
+      storage: {
+        redis: { url: server.url, prefix: "kgtest:outage", commandTimeoutMs: DEADLINE_MS, connectTimeoutMs: 2_000, breaker: BREAKER },
+      },
       ratelimit: { fail },
     },
   });
@@ -51,7 +53,9 @@ async function afterRecovery(a: Harness, b: Harness): Promise<(CallResult & { ms
     slowest = Math.max(...answers.map((result) => result.ms));
     if (slowest < DEADLINE_MS) return answers;
   }
-  throw new Error(`each of three attempts had a call that waited its ${DEADLINE_MS} ms deadline (the last: ${Math.round(slowest)} ms): Redis did not answer in time`);
+  throw new Error(
+    `each of three attempts had a call that waited its ${DEADLINE_MS} ms deadline (the last: ${Math.round(slowest)} ms): Redis did not answer in time`,
+  );
 }
 
 /**
@@ -61,7 +65,11 @@ async function afterRecovery(a: Harness, b: Harness): Promise<(CallResult & { ms
  */
 export async function outageScenarios(
   t: Test,
-  failure: { name: string; breakRedis: (server: PrivateRedis) => Promise<void> | void; restoreRedis: (server: PrivateRedis) => Promise<void> | void },
+  failure: {
+    name: string;
+    breakRedis: (server: PrivateRedis) => Promise<void> | void;
+    restoreRedis: (server: PrivateRedis) => Promise<void> | void;
+  },
 ): Promise<void> {
   const expectations: Record<string, (t: Test, results: CallResult[]) => void> = {
     closed: (t, results) => {
@@ -70,7 +78,12 @@ export async function outageScenarios(
         t.match(result.headers["retry-after"], /^[1-9]\d*$/, "Retry-After says when to try again");
       }
     },
-    open: (t, results) => t.same(results.map((result) => [result.status, result.body.data.success]), results.map(() => [200, true]), "every request is allowed"),
+    open: (t, results) =>
+      t.same(
+        results.map((result) => [result.status, result.body.data.success]),
+        results.map(() => [200, true]),
+        "every request is allowed",
+      ),
     local: (t, results) =>
       t.same(
         results.map((result) => result.body.data.success),
@@ -97,7 +110,10 @@ export async function outageScenarios(
       await waitUntilRedisAnswers(a);
       const b = await appOn(t, server, fail);
       const answers = await afterRecovery(a, b);
-      t.same(answers.map((result) => result.status), answers.map(() => 200));
+      t.same(
+        answers.map((result) => result.status),
+        answers.map(() => 200),
+      );
       t.equal(answers.filter((result) => result.body.data.success).length, 5, "two instances share the limit of 5 exactly again");
     });
   }

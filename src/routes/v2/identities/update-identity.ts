@@ -5,7 +5,11 @@ import { IdentityResponse, Meta, RatelimitsInput } from "../schemas.js";
 
 export default defineProcedure({
   name: "identities.updateIdentity",
-  body: Strict({ identity: Type.String({ minLength: 1, maxLength: 255 }), meta: Type.Optional(Meta), ratelimits: Type.Optional(RatelimitsInput) }),
+  body: Strict({
+    identity: Type.String({ minLength: 1, maxLength: 255 }),
+    meta: Type.Optional(Meta),
+    ratelimits: Type.Optional(RatelimitsInput),
+  }),
   data: IdentityResponse,
   handler: ({ body, caller, services }) => services.identities.updateIdentity(caller, body),
 });

@@ -1,6 +1,6 @@
 import { Type } from "typebox";
-import { andThen } from "../../../lib/awaitable.js";
 import { Strict } from "../../../http/schemas.js";
+import { andThen } from "../../../lib/awaitable.js";
 import { defineProcedure } from "../procedure.js";
 import { IdentityResponse, Meta, TAG_PATTERN } from "../schemas.js";
 
@@ -52,5 +52,6 @@ export default defineProcedure({
       ),
     ),
   }),
-  handler: ({ body, caller, services, requestId }) => andThen(services.verification.verifyKey(caller, body, requestId), (verification) => verification.data),
+  handler: ({ body, caller, services, requestId }) =>
+    andThen(services.verification.verifyKey(caller, body, requestId), (verification) => verification.data),
 });

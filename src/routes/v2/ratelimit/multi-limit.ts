@@ -23,7 +23,9 @@ export default defineProcedure({
     const outcome = await services.ratelimit.multiLimit(caller, body.map(toLimitRequest));
     return {
       passed: outcome.passed,
-      limits: outcome.results.map((result) => withLimitFields({ namespace: result.namespace, identifier: result.identifier, passed: result.passed }, result)),
+      limits: outcome.results.map((result) =>
+        withLimitFields({ namespace: result.namespace, identifier: result.identifier, passed: result.passed }, result),
+      ),
     };
   },
 });

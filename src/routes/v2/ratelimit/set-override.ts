@@ -15,5 +15,10 @@ export default defineProcedure({
   }),
   data: Type.Object({ overrideId: Type.String() }),
   handler: ({ body, caller, services }) =>
-    services.ratelimit.setOverride(caller, { namespace: body.namespace, identifier: body.identifier, limit: body.limit, durationMs: body.duration }),
+    services.ratelimit.setOverride(caller, {
+      namespace: body.namespace,
+      identifier: body.identifier,
+      limit: body.limit,
+      durationMs: body.duration,
+    }),
 });

@@ -1,4 +1,4 @@
-import { Type, type Static } from "typebox";
+import { type Static, Type } from "typebox";
 import type { LimitRequest, LimitResult, OverrideView } from "../../../domain/ratelimit/ratelimit-service.js";
 import { Strict } from "../../../http/schemas.js";
 
