@@ -39,8 +39,6 @@ export interface Services {
   readonly identities: IdentityService;
   /** Namespace rate limits and overrides (ratelimit.*, the gateway's namespace limits). */
   readonly ratelimit: RatelimitService;
-  /** All-or-nothing sliding-window checks with the configured fail mode, for any kind of limit (key limits too). */
-  readonly limiter: Limiter;
   /** The one verification path: keys.verifyKey and the gateway. */
   readonly verification: VerificationService;
   /** analytics.getVerifications, and `analytics.sink`, where verification records its events. */
@@ -127,7 +125,6 @@ export function createServices(stores: Stores, config: KeygateConfig, clock: Clo
     rbac,
     identities,
     ratelimit: new RatelimitService({ namespaces: stores.ratelimitNamespaces, directory, limiter, clock }),
-    limiter,
     verification,
     analytics: new AnalyticsService({
       engine: analytics.engine,

@@ -1,10 +1,10 @@
 import { mkdirSync, rmSync } from "node:fs";
 import { rm, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
-import { type AnalyticsConnection, AnalyticsEngineError } from "../domain/analytics/engine.js";
 import type { VerificationEvent } from "../domain/analytics/events.js";
+import { type AnalyticsConnection, AnalyticsEngineError } from "../domain/analytics/query-engine.js";
 import { quoteString, safeId } from "../domain/analytics/sql.js";
-import { type AnalyticsEngine, type EventBatch, RAW_TABLE_NAME } from "./engine.js";
+import { type AnalyticsEngine, type EventBatch, RAW_TABLE_NAME } from "./analytics-engine.js";
 import { RowBinaryWriter } from "./row-binary.js";
 import { ROW_COLUMNS, ROW_STRUCTURE, toRowValues } from "./rows.js";
 
@@ -23,8 +23,7 @@ type Session = InstanceType<Chdb["Session"]>;
  *
  * A batch of events goes to the engine as a RowBinary file in `incoming/` under the data directory, read with the
  * `file()` table function and deleted once the insert is done: chDB's insert call takes text formats only, and
- * parsing JSON cost the engine more than the table's own work (on chDB 3.4, 3.0 against 1.1 µs per row for the raw
- * table). chDB locks the directory for one process, so the files there are this process's own.
+ * parsing JSON costs the engine more than the table's own work. chDB locks the directory for one process, so the files there are this process's own.
  */
 export class EmbeddedEngine implements AnalyticsEngine {
   readonly kind = "embedded";
@@ -36,9 +35,9 @@ export class EmbeddedEngine implements AnalyticsEngine {
   private readonly open = new Set<Session>();
   private readonly incoming: string;
   /**
-   * Encoders of batches written, kept for new ones (at most MAX_IDLE_ENCODERS). A batch of 50,000 rows is about 6 MB:
-   * a new buffer per batch cost the event loop a page fault per 4 KB touched (about 11 µs each on a VM measured
-   * here, some 17 ms per batch). Each stays at the size of the largest batch it held.
+   * Encoders of batches written, kept for new ones (at most MAX_IDLE_ENCODERS). A batch of 50,000 rows is about 6 MB,
+   * and a new buffer per batch would cost the event loop a page fault per 4 KB touched. Each stays at the size of
+   * the largest batch it held.
    */
   private readonly idleEncoders: RowBinaryWriter[] = [];
   private closed = false;
@@ -182,9 +181,8 @@ export class EmbeddedEngine implements AnalyticsEngine {
 const BACKGROUND_PRIORITY = 10;
 
 /**
- * Event writes run on one engine thread, at background priority: measured on 2 cores, letting an insert (and the
- * views it feeds) spread over every core stalled the event loop for 60-110 ms at times at 50,000 events/s, while
- * one thread kept up with the same rate with stalls of 15-25 ms at most.
+ * Event writes run on one engine thread, at background priority: an insert (and the views it feeds) spread over
+ * every core stalls the event loop; one thread keeps up with the same rate and stalls it far less.
  */
 const INSERT_SETTINGS = `os_thread_priority = ${BACKGROUND_PRIORITY}, max_threads = 1, max_insert_threads = 1`;
 

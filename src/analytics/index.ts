@@ -1,9 +1,9 @@
 import type { AnalyticsConfig } from "../config/schema.js";
-import { AnalyticsEngineError, type AnalyticsQueryEngine } from "../domain/analytics/engine.js";
 import type { VerificationEventSink } from "../domain/analytics/events.js";
+import { AnalyticsEngineError, type AnalyticsQueryEngine } from "../domain/analytics/query-engine.js";
 import type { Clock } from "../lib/clock.js";
+import type { AnalyticsEngine, EventBatch } from "./analytics-engine.js";
 import { EmbeddedEngine } from "./embedded-engine.js";
-import type { AnalyticsEngine, EventBatch } from "./engine.js";
 import { type BatchIO, EventPipeline, type EventPipelineStats, type PipelineLog, type Scheduler } from "./pipeline.js";
 import { schemaStatements } from "./schema.js";
 import { ServerEngine, type ServerEngineOptions } from "./server-engine.js";

@@ -1,6 +1,6 @@
 import type { VerificationEvent, VerificationEventSink } from "../domain/analytics/events.js";
 import type { Clock } from "../lib/clock.js";
-import type { EventBatch } from "./engine.js";
+import type { EventBatch } from "./analytics-engine.js";
 
 /** Where the pipeline's batches come from and go to (an engine's newBatch, insertBatch and releaseBatch). */
 export interface BatchIO<B extends EventBatch> {

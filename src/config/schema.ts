@@ -48,8 +48,7 @@ export const ANALYTICS_DEFAULTS = {
   clickhouseRequestTimeoutMs: 30_000,
   region: "",
   // Few, large batches: every insert into the embedded engine has a fixed cost, and fewer parts mean fewer merges.
-  // Measured at 30,000 events/s on 2 cores: batches of 20,000 every second cost 12 to 13 µs of CPU per event,
-  // 50,000 every 5 s about 8. Events then show up in queries within 5 s; at most about 40 MB are held.
+  // Events then show up in queries within 5 s; at most about 40 MB are held.
   buffer: { maxEvents: 150_000, batchSize: 50_000, flushIntervalMs: 5_000 },
   retentionDays: { raw: 90, perMinute: 90, perHour: 90, perDay: 365, perMonth: 1_095 },
   query: {

@@ -5,18 +5,13 @@ const ZERO_DIGIT = DIGIT_CODES[0] as number;
 
 /**
  * The number is divided in limbs of 16 bits, six base58 digits per pass: a remainder below 58^6 times 2^16, plus a
- * limb, stays below 2^53, so every step is exact in double arithmetic. A request id (12 bytes) takes three passes
- * over six limbs, where dividing byte by byte took about a hundred steps.
+ * limb, stays below 2^53, so every step is exact in double arithmetic.
  */
 const LIMB = 0x1_0000;
 const DIGITS_PER_PASS = 6;
 const PASS_DIVISOR = 58 ** DIGITS_PER_PASS;
 /** Base58 needs at most log(256)/log(58) < 1.366 digits per byte. */
 const DIGITS_PER_BYTE = 1.366;
-
-/** Reused across calls (encoding is synchronous): the limbs of the number, and the characters of the result. */
-let limbs = new Float64Array(64);
-let characters = Buffer.alloc(256);
 
 /**
  * Base58 of `bytes`, big-endian; leading zero bytes become leading '1's. `prefix` (ASCII) is written in front, in the
@@ -28,7 +23,8 @@ export function base58Encode(bytes: Uint8Array, prefix = ""): string {
   while (zeros < bytes.length && bytes[zeros] === 0) zeros++;
   const significant = bytes.length - zeros;
   const limbCount = (significant + 1) >> 1;
-  if (limbs.length < limbCount) limbs = new Float64Array(limbCount);
+  // Fresh for each call: the bytes may be key material, which must not linger in memory shared between calls.
+  const limbs = new Float64Array(limbCount);
   for (let limb = limbCount - 1, at = bytes.length - 1; limb >= 0; limb--) {
     const low = bytes[at--] as number;
     const high = at >= zeros ? (bytes[at--] as number) : 0;
@@ -37,7 +33,7 @@ export function base58Encode(bytes: Uint8Array, prefix = ""): string {
 
   // Digits are written right to left, least significant first, ending at `end`.
   const end = prefix.length + zeros + Math.ceil(significant * DIGITS_PER_BYTE) + DIGITS_PER_PASS;
-  if (characters.length < end) characters = Buffer.alloc(end * 2);
+  const characters = Buffer.alloc(end);
   let start = end;
   for (let first = 0; first < limbCount; ) {
     let remainder = 0;

@@ -251,7 +251,7 @@ export interface RatelimitCounterStore {
    * at (tests pass an injected clock's time); without it the store uses one clock that every instance shares
    * (Redis: the server's TIME). Throws StoreUnavailableError when the store cannot answer in time.
    */
-  checkAndConsume(workspaceId: string, checks: readonly WindowCheck[], now?: number, credit?: CreditCheck): Promise<CounterOutcome>;
+  applyChecks(workspaceId: string, checks: readonly WindowCheck[], now?: number, credit?: CreditCheck): Promise<CounterOutcome>;
 }
 
 export interface Stores {

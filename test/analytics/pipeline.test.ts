@@ -1,5 +1,5 @@
 import t from "tap";
-import { EventList } from "../../src/analytics/engine.js";
+import { EventList } from "../../src/analytics/analytics-engine.js";
 import { EventPipeline, type EventPipelineOptions, type Scheduler } from "../../src/analytics/pipeline.js";
 import type { VerificationEvent } from "../../src/domain/analytics/events.js";
 import { event } from "../helpers/analytics.js";

@@ -1,12 +1,12 @@
 import { mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import t from "tap";
+import { EventList } from "../../src/analytics/analytics-engine.js";
 import { EmbeddedEngine } from "../../src/analytics/embedded-engine.js";
-import { EventList } from "../../src/analytics/engine.js";
 import { RowBinaryWriter } from "../../src/analytics/row-binary.js";
 import { toRow, toRowValues } from "../../src/analytics/rows.js";
 import { schemaStatements } from "../../src/analytics/schema.js";
-import { AnalyticsEngineError } from "../../src/domain/analytics/engine.js";
+import { AnalyticsEngineError } from "../../src/domain/analytics/query-engine.js";
 import { analyticsDir, event, insertEvents } from "../helpers/analytics.js";
 
 const hex = (writer: RowBinaryWriter) => writer.bytes().toString("hex");

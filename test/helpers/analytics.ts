@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { AnalyticsEngine } from "../../src/analytics/engine.js";
+import type { AnalyticsEngine } from "../../src/analytics/analytics-engine.js";
 import type { VerificationEvent } from "../../src/domain/analytics/events.js";
 
 interface Teardown {

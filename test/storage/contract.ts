@@ -534,69 +534,69 @@ async function ratelimitCounterContract(t: Test, open: (t: Test) => Promise<Stor
     const { ratelimitCounters: counters } = await open(t);
     const remaining: number[] = [];
     for (let i = 0; i < 3; i++) {
-      const outcome = await counters.checkAndConsume("ws_a", [check("b", 3)], at(100 + i));
+      const outcome = await counters.applyChecks("ws_a", [check("b", 3)], at(100 + i));
       t.equal(outcome.passed, true);
       remaining.push(outcome.results[0]?.remaining as number);
     }
     t.same(remaining, [2, 1, 0]);
-    const denied = await counters.checkAndConsume("ws_a", [check("b", 3)], at(200));
+    const denied = await counters.applyChecks("ws_a", [check("b", 3)], at(200));
     t.same(denied, { passed: false, results: [{ passed: false, remaining: 0, resetAt: at(0, 1_001) }], now: at(200) });
-    t.equal((await counters.checkAndConsume("ws_b", [check("b", 3)], at(200))).passed, true, "another workspace counts apart");
-    t.equal((await counters.checkAndConsume("ws_a", [check("b", 4)], at(200))).results[0]?.remaining, 3, "another limit counts apart");
-    t.equal((await counters.checkAndConsume("ws_a", [check("b", 3, 1, 20_000)], at(200))).passed, true, "another duration counts apart");
+    t.equal((await counters.applyChecks("ws_b", [check("b", 3)], at(200))).passed, true, "another workspace counts apart");
+    t.equal((await counters.applyChecks("ws_a", [check("b", 4)], at(200))).results[0]?.remaining, 3, "another limit counts apart");
+    t.equal((await counters.applyChecks("ws_a", [check("b", 3, 1, 20_000)], at(200))).passed, true, "another duration counts apart");
   });
 
   await t.test("rate limit counters: reset is the end of the fixed window, and the previous window fades out over the next", async (t) => {
     const { ratelimitCounters: counters } = await open(t);
-    for (let i = 0; i < 10; i++) await counters.checkAndConsume("ws_a", [check("b", 10)], at(i));
-    const atStart = await counters.checkAndConsume("ws_a", [check("b", 10)], at(0, 1_001));
+    for (let i = 0; i < 10; i++) await counters.applyChecks("ws_a", [check("b", 10)], at(i));
+    const atStart = await counters.applyChecks("ws_a", [check("b", 10)], at(0, 1_001));
     t.same(
       atStart.results[0],
       { passed: true, remaining: 0, resetAt: at(0, 1_002) },
       "9.999 of the previous window's 10 still count (floor 9): one more fits",
     );
-    t.equal((await counters.checkAndConsume("ws_a", [check("b", 10)], at(1, 1_001))).passed, false, "then the window is full");
+    t.equal((await counters.applyChecks("ws_a", [check("b", 10)], at(1, 1_001))).passed, false, "then the window is full");
     // Halfway, half of the previous 10 count (floor of 10 × 4999/10000 = 4): 1 + 4 used, 5 more fit.
-    const halfway = await counters.checkAndConsume("ws_a", [check("b", 10, 5)], at(5_000, 1_001));
+    const halfway = await counters.applyChecks("ws_a", [check("b", 10, 5)], at(5_000, 1_001));
     t.same(halfway.results[0], { passed: true, remaining: 0, resetAt: at(0, 1_002) });
     t.equal(
-      (await counters.checkAndConsume("ws_a", [check("b", 10)], at(9_999, 1_001))).results[0]?.remaining,
+      (await counters.applyChecks("ws_a", [check("b", 10)], at(9_999, 1_001))).results[0]?.remaining,
       3,
       "at the window's last ms only the current window's 6 count",
     );
-    const later = await counters.checkAndConsume("ws_a", [check("b", 10)], at(0, 1_003));
+    const later = await counters.applyChecks("ws_a", [check("b", 10)], at(0, 1_003));
     t.equal(later.results[0]?.remaining, 9, "two windows on, nothing counts");
   });
 
   await t.test("rate limit counters: a cost larger than what remains is denied and consumes nothing", async (t) => {
     const { ratelimitCounters: counters } = await open(t);
-    await counters.checkAndConsume("ws_a", [check("b", 10, 7)], at(0));
-    const denied = await counters.checkAndConsume("ws_a", [check("b", 10, 4)], at(1));
+    await counters.applyChecks("ws_a", [check("b", 10, 7)], at(0));
+    const denied = await counters.applyChecks("ws_a", [check("b", 10, 4)], at(1));
     t.same(denied.results[0], { passed: false, remaining: 3, resetAt: at(0, 1_001) }, "remaining is what is really left");
-    t.equal((await counters.checkAndConsume("ws_a", [check("b", 10, 3)], at(2))).results[0]?.remaining, 0, "the 3 left are still there");
+    t.equal((await counters.applyChecks("ws_a", [check("b", 10, 3)], at(2))).results[0]?.remaining, 0, "the 3 left are still there");
   });
 
   await t.test("rate limit counters: cost 0 checks without consuming and is denied only when the window is over", async (t) => {
     const { ratelimitCounters: counters } = await open(t);
     for (let i = 0; i < 5; i++)
-      t.same((await counters.checkAndConsume("ws_a", [check("b", 2, 0)], at(i))).results[0], {
+      t.same((await counters.applyChecks("ws_a", [check("b", 2, 0)], at(i))).results[0], {
         passed: true,
         remaining: 2,
         resetAt: at(0, 1_001),
       });
-    await counters.checkAndConsume("ws_a", [check("b", 2, 2)], at(10));
+    await counters.applyChecks("ws_a", [check("b", 2, 2)], at(10));
     t.same(
-      (await counters.checkAndConsume("ws_a", [check("b", 2, 0)], at(11))).results[0],
+      (await counters.applyChecks("ws_a", [check("b", 2, 0)], at(11))).results[0],
       { passed: true, remaining: 0, resetAt: at(0, 1_001) },
       "at the limit, not over it",
     );
-    t.equal((await counters.checkAndConsume("ws_a", [check("b", 2, 1)], at(12))).passed, false);
+    t.equal((await counters.applyChecks("ws_a", [check("b", 2, 1)], at(12))).passed, false);
   });
 
   await t.test("rate limit counters: limit 0 denies everything, cost 0 included", async (t) => {
     const { ratelimitCounters: counters } = await open(t);
     for (const cost of [0, 1, 5])
-      t.same((await counters.checkAndConsume("ws_a", [check("b", 0, cost)], at(0))).results[0], {
+      t.same((await counters.applyChecks("ws_a", [check("b", 0, cost)], at(0))).results[0], {
         passed: false,
         remaining: 0,
         resetAt: at(0, 1_001),
@@ -605,8 +605,8 @@ async function ratelimitCounterContract(t: Test, open: (t: Test) => Promise<Stor
 
   await t.test("rate limit counters: several checks are all-or-nothing; when the last fails no counter moves", async (t) => {
     const { ratelimitCounters: counters } = await open(t);
-    await counters.checkAndConsume("ws_a", [check("third", 1)], at(0));
-    const denied = await counters.checkAndConsume("ws_a", [check("first", 5, 2), check("second", 3), check("third", 1)], at(1));
+    await counters.applyChecks("ws_a", [check("third", 1)], at(0));
+    const denied = await counters.applyChecks("ws_a", [check("first", 5, 2), check("second", 3), check("third", 1)], at(1));
     t.equal(denied.passed, false);
     t.same(
       denied.results.map((result) => [result.passed, result.remaining]),
@@ -617,47 +617,47 @@ async function ratelimitCounterContract(t: Test, open: (t: Test) => Promise<Stor
       ],
       "checks that passed on their own report their room as if nothing was consumed",
     );
-    const after = await counters.checkAndConsume("ws_a", [check("first", 5, 0), check("second", 3, 0)], at(2));
+    const after = await counters.applyChecks("ws_a", [check("first", 5, 0), check("second", 3, 0)], at(2));
     t.same(
       after.results.map((result) => result.remaining),
       [5, 3],
       "nothing was consumed",
     );
-    const passed = await counters.checkAndConsume("ws_a", [check("first", 5, 2), check("second", 3)], at(3));
+    const passed = await counters.applyChecks("ws_a", [check("first", 5, 2), check("second", 3)], at(3));
     t.same([passed.passed, ...passed.results.map((result) => result.remaining)], [true, 3, 2]);
   });
 
   await t.test("rate limit counters: checks of one bucket in one call see each other's cost", async (t) => {
     const { ratelimitCounters: counters } = await open(t);
-    const outcome = await counters.checkAndConsume("ws_a", [check("b", 3, 2), check("b", 3, 2)], at(0));
+    const outcome = await counters.applyChecks("ws_a", [check("b", 3, 2), check("b", 3, 2)], at(0));
     t.same(
       outcome.results.map((result) => result.passed),
       [true, false],
       "2 + 2 does not fit in 3",
     );
     t.equal(outcome.passed, false);
-    const fits = await counters.checkAndConsume("ws_a", [check("b", 3, 2), check("b", 3, 1)], at(1));
+    const fits = await counters.applyChecks("ws_a", [check("b", 3, 2), check("b", 3, 1)], at(1));
     t.same([fits.passed, ...fits.results.map((result) => result.remaining)], [true, 1, 0]);
   });
 
   await t.test("rate limit counters: buckets may hold any character without colliding", async (t) => {
     const { ratelimitCounters: counters } = await open(t);
-    await counters.checkAndConsume("ws_a", [check("ns:x:a:b", 1)], at(0));
-    t.equal((await counters.checkAndConsume("ws_a", [check("ns:x:a", 1)], at(1))).passed, true);
-    t.equal((await counters.checkAndConsume("ws_a", [check("ns:x:a:b", 1)], at(2))).passed, false);
-    t.equal((await counters.checkAndConsume("ws_a", [check("{ü} *\n", 1)], at(3))).passed, true);
+    await counters.applyChecks("ws_a", [check("ns:x:a:b", 1)], at(0));
+    t.equal((await counters.applyChecks("ws_a", [check("ns:x:a", 1)], at(1))).passed, true);
+    t.equal((await counters.applyChecks("ws_a", [check("ns:x:a:b", 1)], at(2))).passed, false);
+    t.equal((await counters.applyChecks("ws_a", [check("{ü} *\n", 1)], at(3))).passed, true);
   });
 
   await t.test("rate limit counters: a clock that steps back never admits more", async (t) => {
     const { ratelimitCounters: counters } = await open(t);
-    for (let i = 0; i < 4; i++) await counters.checkAndConsume("ws_a", [check("b", 4)], at(0, 1_001));
-    const earlier = await counters.checkAndConsume("ws_a", [check("b", 4)], at(9_000, 1_000));
+    for (let i = 0; i < 4; i++) await counters.applyChecks("ws_a", [check("b", 4)], at(0, 1_001));
+    const earlier = await counters.applyChecks("ws_a", [check("b", 4)], at(9_000, 1_000));
     t.same(earlier.results[0], { passed: false, remaining: 0, resetAt: at(0, 1_002) }, "decided within the newer window");
   });
 
   await t.test("rate limit counters: concurrent calls never admit more than the limit", async (t) => {
     const { ratelimitCounters: counters } = await open(t);
-    const outcomes = await Promise.all(Array.from({ length: 200 }, (_, i) => counters.checkAndConsume("ws_a", [check("b", 50)], at(i))));
+    const outcomes = await Promise.all(Array.from({ length: 200 }, (_, i) => counters.applyChecks("ws_a", [check("b", 50)], at(i))));
     t.equal(outcomes.filter((outcome) => outcome.passed).length, 50);
   });
 }
@@ -688,7 +688,7 @@ async function creditContract(t: Test, open: (t: Test) => Promise<Stores>): Prom
   await t.test("credits: taken together with the limits, and reported after the call", async (t) => {
     const stores = await open(t);
     await withBalance(stores, "key_1", { remaining: 5, lastRefillAt: 0 });
-    const outcome = await stores.ratelimitCounters.checkAndConsume("ws_a", [check("k", 10)], at(1), { keyId: "key_1", cost: 2 });
+    const outcome = await stores.ratelimitCounters.applyChecks("ws_a", [check("k", 10)], at(1), { keyId: "key_1", cost: 2 });
     t.equal(outcome.passed, true);
     t.same(outcome.credit, { passed: true, remaining: 3 });
     t.equal(outcome.results[0]?.remaining, 9);
@@ -698,17 +698,17 @@ async function creditContract(t: Test, open: (t: Test) => Promise<Stores>): Prom
   await t.test("credits: a credit denial takes no limit, a limit denial takes no credit", async (t) => {
     const stores = await open(t);
     await withBalance(stores, "key_1", { remaining: 1, lastRefillAt: 0 });
-    const short = await stores.ratelimitCounters.checkAndConsume("ws_a", [check("k", 10)], at(1), { keyId: "key_1", cost: 2 });
+    const short = await stores.ratelimitCounters.applyChecks("ws_a", [check("k", 10)], at(1), { keyId: "key_1", cost: 2 });
     t.equal(short.passed, false);
     t.same(short.credit, { passed: false, remaining: 1 });
     t.equal(short.results[0]?.passed, true, "the limit on its own would pass");
     t.equal(short.results[0]?.remaining, 10, "but nothing of it was taken");
-    await stores.ratelimitCounters.checkAndConsume("ws_a", [check("full", 1)], at(2));
-    const limited = await stores.ratelimitCounters.checkAndConsume("ws_a", [check("full", 1)], at(3), { keyId: "key_1", cost: 1 });
+    await stores.ratelimitCounters.applyChecks("ws_a", [check("full", 1)], at(2));
+    const limited = await stores.ratelimitCounters.applyChecks("ws_a", [check("full", 1)], at(3), { keyId: "key_1", cost: 1 });
     t.equal(limited.passed, false);
     t.equal((await stores.keys.getCredits("ws_a", "key_1"))?.remaining, 1, "no credit was taken");
     t.equal(
-      (await stores.ratelimitCounters.checkAndConsume("ws_a", [check("k", 10)], at(4))).results[0]?.remaining,
+      (await stores.ratelimitCounters.applyChecks("ws_a", [check("k", 10)], at(4))).results[0]?.remaining,
       9,
       "the first call took no limit",
     );
@@ -718,15 +718,15 @@ async function creditContract(t: Test, open: (t: Test) => Promise<Stores>): Prom
     const stores = await open(t);
     await withBalance(stores, "key_empty", { remaining: 0, lastRefillAt: 0 });
     await withBalance(stores, "key_unlimited", null);
-    t.same((await stores.ratelimitCounters.checkAndConsume("ws_a", [], at(1), { keyId: "key_empty", cost: 0 })).credit, {
+    t.same((await stores.ratelimitCounters.applyChecks("ws_a", [], at(1), { keyId: "key_empty", cost: 0 })).credit, {
       passed: true,
       remaining: 0,
     });
-    t.same((await stores.ratelimitCounters.checkAndConsume("ws_a", [], at(1), { keyId: "key_empty", cost: 1 })).credit, {
+    t.same((await stores.ratelimitCounters.applyChecks("ws_a", [], at(1), { keyId: "key_empty", cost: 1 })).credit, {
       passed: false,
       remaining: 0,
     });
-    const unlimited = await stores.ratelimitCounters.checkAndConsume("ws_a", [], at(1), { keyId: "key_unlimited", cost: 5 });
+    const unlimited = await stores.ratelimitCounters.applyChecks("ws_a", [], at(1), { keyId: "key_unlimited", cost: 5 });
     t.equal(unlimited.passed, true);
     t.same(unlimited.credit, { passed: true, remaining: null });
     t.equal(await stores.keys.getCredits("ws_a", "key_unlimited"), null, "no balance is created");
@@ -784,7 +784,7 @@ async function creditContract(t: Test, open: (t: Test) => Promise<Stores>): Prom
     for (const [index, item] of cases.entries()) {
       const id = `key_${index}`;
       await withBalance(stores, id, { remaining: 1, ...(item.refill ? { refill: item.refill } : {}), lastRefillAt: item.lastRefillAt });
-      const outcome = await stores.ratelimitCounters.checkAndConsume("ws_a", [], item.now, { keyId: id, cost: 1 });
+      const outcome = await stores.ratelimitCounters.applyChecks("ws_a", [], item.now, { keyId: id, cost: 1 });
       t.same(
         outcome.credit,
         { passed: true, remaining: item.refilled ? 9 : 0 },
@@ -807,9 +807,9 @@ async function creditContract(t: Test, open: (t: Test) => Promise<Stores>): Prom
     const minute = (limit: number, cost = 1): WindowCheck => ({ bucket: "hot", limit, durationMs: 60_000, cost });
     const costs = [5, 5, 5, 1, 1, 1, 0, 1];
     const outcomes = await Promise.all([
-      ...costs.map((cost) => stores.ratelimitCounters.checkAndConsume("ws_a", [minute(10)], now, { keyId: "key_1", cost })),
-      stores.ratelimitCounters.checkAndConsume("ws_a", [minute(10, 3)], now, { keyId: "key_2", cost: 3 }),
-      stores.ratelimitCounters.checkAndConsume("ws_a", [minute(10)], now, { keyId: "key_2", cost: 1 }),
+      ...costs.map((cost) => stores.ratelimitCounters.applyChecks("ws_a", [minute(10)], now, { keyId: "key_1", cost })),
+      stores.ratelimitCounters.applyChecks("ws_a", [minute(10, 3)], now, { keyId: "key_2", cost: 3 }),
+      stores.ratelimitCounters.applyChecks("ws_a", [minute(10)], now, { keyId: "key_2", cost: 1 }),
     ]);
     t.same(
       outcomes.map((outcome) => [outcome.passed, outcome.results[0]?.remaining, outcome.credit?.remaining]),
@@ -834,7 +834,7 @@ async function creditContract(t: Test, open: (t: Test) => Promise<Stores>): Prom
     );
     t.same(await stores.keys.getCredits("ws_a", "key_2"), { remaining: 0, lastRefillAt: 0 });
     t.equal(
-      (await stores.ratelimitCounters.checkAndConsume("ws_a", [minute(10, 0)], now + 1)).results[0]?.remaining,
+      (await stores.ratelimitCounters.applyChecks("ws_a", [minute(10, 0)], now + 1)).results[0]?.remaining,
       2,
       "the counter holds what the batch took",
     );
@@ -843,7 +843,7 @@ async function creditContract(t: Test, open: (t: Test) => Promise<Stores>): Prom
   await t.test("credits: balances beyond 14 digits are kept exactly", async (t) => {
     const stores = await open(t);
     await withBalance(stores, "key_big", { remaining: 9_007_199_254_740_000, lastRefillAt: 1_795_273_731_570 });
-    const outcome = await stores.ratelimitCounters.checkAndConsume("ws_a", [], at(1), { keyId: "key_big", cost: 1 });
+    const outcome = await stores.ratelimitCounters.applyChecks("ws_a", [], at(1), { keyId: "key_big", cost: 1 });
     t.same(outcome.credit, { passed: true, remaining: 9_007_199_254_739_999 });
     t.same(await stores.keys.getCredits("ws_a", "key_big"), { remaining: 9_007_199_254_739_999, lastRefillAt: 1_795_273_731_570 });
   });
@@ -851,8 +851,8 @@ async function creditContract(t: Test, open: (t: Test) => Promise<Stores>): Prom
   await t.test("credits: a limit beyond 14 digits is counted and reported exactly", async (t) => {
     const stores = await open(t);
     const huge = check("huge", 123_456_789_012_345, 2);
-    t.equal((await stores.ratelimitCounters.checkAndConsume("ws_a", [huge], at(1))).results[0]?.remaining, 123_456_789_012_343);
-    t.equal((await stores.ratelimitCounters.checkAndConsume("ws_a", [huge], at(2))).results[0]?.remaining, 123_456_789_012_341);
+    t.equal((await stores.ratelimitCounters.applyChecks("ws_a", [huge], at(1))).results[0]?.remaining, 123_456_789_012_343);
+    t.equal((await stores.ratelimitCounters.applyChecks("ws_a", [huge], at(2))).results[0]?.remaining, 123_456_789_012_341);
   });
 
   await t.test("credits: concurrent calls take exactly the balance", async (t) => {
@@ -860,13 +860,13 @@ async function creditContract(t: Test, open: (t: Test) => Promise<Stores>): Prom
     await withBalance(stores, "key_1", { remaining: 50, lastRefillAt: 0 });
     const outcomes = await Promise.all(
       Array.from({ length: 200 }, (_, i) =>
-        stores.ratelimitCounters.checkAndConsume("ws_a", [check("k", 1_000)], at(i), { keyId: "key_1", cost: 1 }),
+        stores.ratelimitCounters.applyChecks("ws_a", [check("k", 1_000)], at(i), { keyId: "key_1", cost: 1 }),
       ),
     );
     t.equal(outcomes.filter((outcome) => outcome.passed).length, 50);
     t.equal((await stores.keys.getCredits("ws_a", "key_1"))?.remaining, 0);
     t.equal(
-      (await stores.ratelimitCounters.checkAndConsume("ws_a", [check("k", 1_000)], at(500))).results[0]?.remaining,
+      (await stores.ratelimitCounters.applyChecks("ws_a", [check("k", 1_000)], at(500))).results[0]?.remaining,
       949,
       "only the 50 admitted calls took the limit",
     );
@@ -886,7 +886,7 @@ async function creditContract(t: Test, open: (t: Test) => Promise<Stores>): Prom
       { remaining: 11, refill: { interval: "daily", amount: 10 }, lastRefillAt: day },
       "the refill is stored with its moment",
     );
-    const spend = await stores.ratelimitCounters.checkAndConsume("ws_a", [], day + 6, { keyId: "key_daily", cost: 11 });
+    const spend = await stores.ratelimitCounters.applyChecks("ws_a", [], day + 6, { keyId: "key_daily", cost: 11 });
     t.same(spend.credit, { passed: true, remaining: 0 }, "a spend at the same moment applies no second refill");
     t.equal(await stores.keys.refundCredits("ws_a", "key_big", 1, day), null, "a key that does not exist: nothing");
   });
@@ -907,7 +907,7 @@ async function creditContract(t: Test, open: (t: Test) => Promise<Stores>): Prom
     const stores = await open(t);
     await withBalance(stores, "key_1", { remaining: 100, lastRefillAt: 0 });
     const spends = Array.from({ length: 400 }, (_, i) =>
-      stores.ratelimitCounters.checkAndConsume("ws_a", [check("k", 1_000_000)], at(i % 1_000), { keyId: "key_1", cost: 1 }),
+      stores.ratelimitCounters.applyChecks("ws_a", [check("k", 1_000_000)], at(i % 1_000), { keyId: "key_1", cost: 1 }),
     );
     const refunds = Array.from({ length: 400 }, (_, i) => stores.keys.refundCredits("ws_a", "key_1", 1 + (i % 3), at(i % 1_000)));
     const [spent, refunded] = await Promise.all([Promise.all(spends), Promise.all(refunds)]);

@@ -62,13 +62,13 @@ t.test("an execution that takes credits leaves a receipt of what it took, kept f
   await stores.keys.create(key("key_free"), null);
   const receipts = () => inspect.keys(`${prefix}:{ws_a}:credit-receipt:*`);
 
-  await stores.ratelimitCounters.checkAndConsume("ws_a", [minute], undefined, { keyId: "key_1", cost: 0 });
-  await stores.ratelimitCounters.checkAndConsume("ws_a", [minute], undefined, { keyId: "key_free", cost: 3 });
-  await stores.ratelimitCounters.checkAndConsume("ws_a", [minute], undefined, { keyId: "key_1", cost: 11 });
-  await stores.ratelimitCounters.checkAndConsume("ws_a", [minute]);
+  await stores.ratelimitCounters.applyChecks("ws_a", [minute], undefined, { keyId: "key_1", cost: 0 });
+  await stores.ratelimitCounters.applyChecks("ws_a", [minute], undefined, { keyId: "key_free", cost: 3 });
+  await stores.ratelimitCounters.applyChecks("ws_a", [minute], undefined, { keyId: "key_1", cost: 11 });
+  await stores.ratelimitCounters.applyChecks("ws_a", [minute]);
   t.same(await receipts(), [], "cost 0, an unlimited key, a denial and a call without credits took nothing, so no receipt");
 
-  await stores.ratelimitCounters.checkAndConsume("ws_a", [minute], undefined, { keyId: "key_1", cost: 3 });
+  await stores.ratelimitCounters.applyChecks("ws_a", [minute], undefined, { keyId: "key_1", cost: 3 });
   const [receipt] = await receipts();
   t.equal(await inspect.get(receipt as string), "2:3", "3 credits from the balance at position 2 of KEYS (after the counter)");
   const ttl = await inspect.pttl(receipt as string);
@@ -118,14 +118,14 @@ t.test("a call whose answer never came is reconciled once Redis answers again, t
   const stores = await openStores(t, server.url, "kg", { log, reconcileRetryMs: 50 });
   await stores.keys.create(key("key_1"), { remaining: 10, lastRefillAt: 0 });
   t.equal(
-    (await stores.ratelimitCounters.checkAndConsume("ws_a", [minute], undefined, { keyId: "key_1", cost: 1 })).credit?.remaining,
+    (await stores.ratelimitCounters.applyChecks("ws_a", [minute], undefined, { keyId: "key_1", cost: 1 })).credit?.remaining,
     9,
     "a call answered in time spends",
   );
 
   server.hang();
   t.teardown(() => server.resume());
-  const missed = await stores.ratelimitCounters.checkAndConsume("ws_a", [minute], undefined, { keyId: "key_1", cost: 2 }).then(
+  const missed = await stores.ratelimitCounters.applyChecks("ws_a", [minute], undefined, { keyId: "key_1", cost: 2 }).then(
     () => undefined,
     (error: unknown) => error,
   );
@@ -156,7 +156,7 @@ t.test("close() settles what still waits; what it cannot settle is logged as an 
   const stores = await openStores(t, server.url, "kg", { log, reconcileRetryMs: 60_000 });
   await stores.keys.create(key("key_1"), { remaining: 10, lastRefillAt: 0 });
   server.hang();
-  await stores.ratelimitCounters.checkAndConsume("ws_a", [minute], undefined, { keyId: "key_1", cost: 4 }).catch(() => {});
+  await stores.ratelimitCounters.applyChecks("ws_a", [minute], undefined, { keyId: "key_1", cost: 4 }).catch(() => {});
   server.resume();
   await stores.ratelimitCounters.close();
   t.equal(stores.ratelimitCounters.pendingReconciliations, 0, "settled at close");
@@ -166,7 +166,7 @@ t.test("close() settles what still waits; what it cannot settle is logged as an 
   const other = await openStores(t, server.url, "kg", { log: frozen, reconcileRetryMs: 60_000 });
   server.hang();
   t.teardown(() => server.resume());
-  await other.ratelimitCounters.checkAndConsume("ws_a", [minute], undefined, { keyId: "key_1", cost: 4 }).catch(() => {});
+  await other.ratelimitCounters.applyChecks("ws_a", [minute], undefined, { keyId: "key_1", cost: 4 }).catch(() => {});
   await other.ratelimitCounters.close();
   t.equal(other.ratelimitCounters.reconciliation.givenUp, 1, "with Redis still frozen, close() gives it up");
   t.match(frozen.lines.at(-1), /^error: 1 missed script executions could not be reconciled before the store closed/, "logged as an error");
@@ -180,7 +180,7 @@ t.test("at most maxPendingReconciliations wait; beyond, the oldest is given up a
   server.hang();
   t.teardown(() => server.resume());
   for (let i = 0; i < 3; i++)
-    await stores.ratelimitCounters.checkAndConsume("ws_a", [minute], undefined, { keyId: "key_1", cost: 1 }).catch(() => {});
+    await stores.ratelimitCounters.applyChecks("ws_a", [minute], undefined, { keyId: "key_1", cost: 1 }).catch(() => {});
   t.equal(stores.ratelimitCounters.pendingReconciliations, 2, "two wait");
   t.equal(stores.ratelimitCounters.reconciliation.givenUp, 1, "the oldest was given up");
   t.ok(
@@ -207,7 +207,7 @@ t.test(
     // As if Redis had run it before and taken 3: its receipt is there, the balance shows the 3 taken.
     await inspect.set(receipt(0), "1:3", "PX", 60_000);
     await inspect.set(`${prefix}:{ws_a}:key-credits:key_1`, JSON.stringify({ remaining: 7, lastRefillAt: 0 }));
-    const error = await stores.ratelimitCounters.checkAndConsume("ws_a", [], undefined, { keyId: "key_1", cost: 3 }).then(
+    const error = await stores.ratelimitCounters.applyChecks("ws_a", [], undefined, { keyId: "key_1", cost: 3 }).then(
       () => undefined,
       (failure: unknown) => failure,
     );

@@ -36,7 +36,7 @@ t.test(
 
     const attempt = async () => {
       const started = performance.now();
-      const error = await stores.ratelimitCounters.checkAndConsume("ws_a", [check]).then(
+      const error = await stores.ratelimitCounters.applyChecks("ws_a", [check]).then(
         () => undefined,
         (failure: unknown) => failure,
       );

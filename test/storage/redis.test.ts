@@ -64,15 +64,15 @@ t.test("rate limit counters: keys carry the workspace tag and a TTL of at most t
   const check = { bucket: "ns:rlns_1:alice", limit: 1, durationMs: 30_000, cost: 1 };
   // An injected time: on Redis's clock a window boundary could pass before the denial, which would then rightly pass.
   const now = 1_000 * 30_000 + 1_000;
-  await stores.ratelimitCounters.checkAndConsume("ws_tagged", [{ ...check, cost: 0 }], now);
+  await stores.ratelimitCounters.applyChecks("ws_tagged", [{ ...check, cost: 0 }], now);
   t.same(await inspect.keys(`${prefix}:*`), [], "a cost-0 check writes nothing");
-  await stores.ratelimitCounters.checkAndConsume("ws_tagged", [check], now);
+  await stores.ratelimitCounters.applyChecks("ws_tagged", [check], now);
   const keys = await inspect.keys(`${prefix}:*`);
   t.same(keys, [`${prefix}:{ws_tagged}:rlw:1:30000:ns:rlns_1:alice`]);
   const ttl = await inspect.pttl(keys[0] as string);
   t.ok(ttl > 0 && ttl <= 60_000, `TTL ${ttl} ms`);
   await inspect.pexpire(keys[0] as string, 5_000_000);
-  t.equal((await stores.ratelimitCounters.checkAndConsume("ws_tagged", [check], now)).passed, false);
+  t.equal((await stores.ratelimitCounters.applyChecks("ws_tagged", [check], now)).passed, false);
   t.ok((await inspect.pttl(keys[0] as string)) > 60_000, "a denial did not write (the TTL set by hand is still there)");
 });
 
@@ -85,16 +85,16 @@ t.test("a rate limit counter expires when the window after its own ends; writes 
   const check = { bucket: "ns:rlns_1:bob", limit: 100, durationMs: duration, cost: 1 };
   const key = `${prefix}:{ws_expiry}:rlw:100:10000:ns:rlns_1:bob`;
 
-  await stores.ratelimitCounters.checkAndConsume("ws_expiry", [check], windowStart + 1_000);
+  await stores.ratelimitCounters.applyChecks("ws_expiry", [check], windowStart + 1_000);
   const first = await inspect.pttl(key);
   t.ok(first > 18_000 && first <= 19_000, `1 s into its window: expires when the next one ends, 19 s later (pttl ${first})`);
 
   await inspect.pexpire(key, 5_000_000);
-  await stores.ratelimitCounters.checkAndConsume("ws_expiry", [check], windowStart + 4_000);
+  await stores.ratelimitCounters.applyChecks("ws_expiry", [check], windowStart + 4_000);
   t.ok((await inspect.pttl(key)) > 4_000_000, "a write in the same window leaves the expiry alone");
   t.same(await inspect.hmget(key, "s", "c"), [String(windowStart / duration), "2"], "and was counted");
 
-  await stores.ratelimitCounters.checkAndConsume("ws_expiry", [check], windowStart + duration + 2_500);
+  await stores.ratelimitCounters.applyChecks("ws_expiry", [check], windowStart + duration + 2_500);
   const next = await inspect.pttl(key);
   t.ok(next > 16_500 && next <= 17_500, `the first write of the next window sets a new expiry (pttl ${next})`);
 });
@@ -104,7 +104,7 @@ t.test("rate limit counters: without an injected time, windows follow the Redis 
   const inspect = await redisClient(t);
   const toMs = ([seconds, micros]: number[]) => Number(seconds) * 1_000 + Math.floor(Number(micros) / 1_000);
   const before = toMs(await inspect.time());
-  const outcome = await stores.ratelimitCounters.checkAndConsume("ws_a", [{ bucket: "b", limit: 5, durationMs: 1_000, cost: 1 }]);
+  const outcome = await stores.ratelimitCounters.applyChecks("ws_a", [{ bucket: "b", limit: 5, durationMs: 1_000, cost: 1 }]);
   const after = toMs(await inspect.time());
   t.ok(outcome.now >= before && outcome.now <= after, `decided at ${outcome.now}, Redis said ${before}..${after}`);
   t.equal(outcome.results[0]?.resetAt, (Math.floor(outcome.now / 1_000) + 1) * 1_000);
@@ -113,10 +113,10 @@ t.test("rate limit counters: without an injected time, windows follow the Redis 
 t.test("rate limit counters still work after Redis forgets its scripts (SCRIPT FLUSH)", async (t) => {
   const stores = await openStores(t, uniquePrefix(t, "flush"));
   const check = { bucket: "b", limit: 2, durationMs: 60_000, cost: 1 };
-  t.equal((await stores.ratelimitCounters.checkAndConsume("ws_a", [check], 1_000_000)).passed, true);
+  t.equal((await stores.ratelimitCounters.applyChecks("ws_a", [check], 1_000_000)).passed, true);
   await (await redisClient(t)).script("FLUSH");
   t.equal(
-    (await stores.ratelimitCounters.checkAndConsume("ws_a", [check], 1_000_001)).results[0]?.remaining,
+    (await stores.ratelimitCounters.applyChecks("ws_a", [check], 1_000_001)).results[0]?.remaining,
     0,
     "reloaded, and the count survived",
   );
@@ -130,28 +130,28 @@ t.test("rate limit counters: a window known to be exhausted is denied without as
   const check = { bucket: "b", limit: 5, durationMs: 10_000, cost: 1 };
   const now = 1_000 * 10_000 + 100;
 
-  for (let i = 0; i < 3; i++) await first.checkAndConsume("ws_a", [check], now);
-  for (let i = 0; i < 2; i++) await second.checkAndConsume("ws_a", [check], now);
+  for (let i = 0; i < 3; i++) await first.applyChecks("ws_a", [check], now);
+  for (let i = 0; i < 2; i++) await second.applyChecks("ws_a", [check], now);
   t.equal(first.stats.scriptCalls, 3);
-  const deniedByRedis = await first.checkAndConsume("ws_a", [check], now + 1);
+  const deniedByRedis = await first.applyChecks("ws_a", [check], now + 1);
   t.same(
     [deniedByRedis.passed, first.stats.scriptCalls, first.stats.localDenials],
     [false, 4, 0],
     "3 seen here is not enough to know: Redis decides",
   );
 
-  const deniedLocally = await first.checkAndConsume("ws_a", [check], now + 2);
+  const deniedLocally = await first.applyChecks("ws_a", [check], now + 2);
   t.same(deniedLocally.results, deniedByRedis.results, "the same answer");
   t.same([first.stats.scriptCalls, first.stats.localDenials], [4, 1], "now known exhausted: no round trip");
   t.equal(
-    (await first.checkAndConsume("ws_a", [{ ...check, cost: 0 }], now + 3)).passed,
+    (await first.applyChecks("ws_a", [{ ...check, cost: 0 }], now + 3)).passed,
     true,
     "a cost-0 check at the limit still goes to Redis and passes",
   );
   t.equal(first.stats.scriptCalls, 5);
 
   // Halfway through the next window the old counts have faded enough for Redis to admit again.
-  const later = await first.checkAndConsume("ws_a", [check], now + 10_000 + 5_000);
+  const later = await first.applyChecks("ws_a", [check], now + 10_000 + 5_000);
   t.same([later.passed, first.stats.scriptCalls], [true, 6], "a window that may admit goes to Redis");
 });
 
@@ -162,11 +162,11 @@ t.test("rate limit counters: concurrent calls share script executions and are de
   const check = (bucket: string, limit: number, cost = 1) => ({ bucket, limit, durationMs: 60_000, cost });
 
   const outcomes = await Promise.all([
-    counters.checkAndConsume("ws_a", [check("shared", 3, 2)], now),
-    counters.checkAndConsume("ws_a", [check("shared", 3, 2)], now),
-    counters.checkAndConsume("ws_a", [check("other", 5), check("shared", 3, 1)], now),
-    counters.checkAndConsume("ws_b", [check("shared", 3, 2)], now),
-    counters.checkAndConsume("ws_a", [check("shared", 3, 0)], now + 1),
+    counters.applyChecks("ws_a", [check("shared", 3, 2)], now),
+    counters.applyChecks("ws_a", [check("shared", 3, 2)], now),
+    counters.applyChecks("ws_a", [check("other", 5), check("shared", 3, 1)], now),
+    counters.applyChecks("ws_b", [check("shared", 3, 2)], now),
+    counters.applyChecks("ws_a", [check("shared", 3, 0)], now + 1),
   ]);
   t.same(
     outcomes.map((outcome) => [outcome.passed, ...outcome.results.map((result) => result.remaining)]),
@@ -183,7 +183,7 @@ t.test("rate limit counters: concurrent calls share script executions and are de
   t.equal(counters.stats.scriptCalls, 3, "one execution per workspace and time: ws_a at now, ws_b at now, ws_a at now + 1");
 
   const wide = Array.from({ length: 100 }, (_, i) => check(`wide-${i}`, 25));
-  const many = await Promise.all(Array.from({ length: 25 }, () => counters.checkAndConsume("ws_a", wide, now)));
+  const many = await Promise.all(Array.from({ length: 25 }, () => counters.applyChecks("ws_a", wide, now)));
   t.same([...new Set(many.map((outcome) => outcome.passed))], [true]);
   t.same(
     many.at(-1)?.results.map((result) => result.remaining),
@@ -217,7 +217,7 @@ t.test("rate limit reservations: a busy counter is admitted from units reserved 
 
   const remaining: number[] = [];
   for (let i = 0; i < 200; i++) {
-    const outcome = await counters.checkAndConsume("ws_a", [check], now);
+    const outcome = await counters.applyChecks("ws_a", [check], now);
     t.equal(outcome.passed, true);
     remaining.push(outcome.results[0]?.remaining as number);
   }
@@ -231,12 +231,12 @@ t.test("rate limit reservations: a busy counter is admitted from units reserved 
 
   // Another instance sees the units this one holds as taken: never more than the limit, at most one reservation less.
   const other = await open();
-  const seen = (await other.checkAndConsume("ws_a", [{ ...check, cost: 0 }], now)).results[0]?.remaining as number;
+  const seen = (await other.applyChecks("ws_a", [{ ...check, cost: 0 }], now)).results[0]?.remaining as number;
   t.ok(seen <= 10_000 - 200 && seen >= 10_000 - 200 - 64, `the other instance sees ${seen} left`);
 
   // The units are for their window only.
   const calls = counters.stats.scriptCalls;
-  t.equal((await counters.checkAndConsume("ws_a", [check], now + 60_000)).passed, true);
+  t.equal((await counters.applyChecks("ws_a", [check], now + 60_000)).passed, true);
   t.equal(counters.stats.scriptCalls, calls + 1, "the next window is decided on Redis");
 });
 
@@ -247,9 +247,9 @@ t.test("rate limit reservations: a counter's first call reserves nothing, so one
   const now = 5_000 * 60_000 + 10;
   const check = (bucket: string) => ({ bucket, limit: 10_000, durationMs: 60_000, cost: 1 });
 
-  for (let i = 0; i < 50; i++) t.equal((await counters.checkAndConsume("ws_a", [check(`caller-${i}`)], now)).passed, true);
+  for (let i = 0; i < 50; i++) t.equal((await counters.applyChecks("ws_a", [check(`caller-${i}`)], now)).passed, true);
   const seen = await Promise.all(
-    Array.from({ length: 50 }, (_, i) => other.checkAndConsume("ws_a", [{ ...check(`caller-${i}`), cost: 0 }], now)),
+    Array.from({ length: 50 }, (_, i) => other.applyChecks("ws_a", [{ ...check(`caller-${i}`), cost: 0 }], now)),
   );
   t.same(
     seen.map((outcome) => outcome.results[0]?.remaining),
@@ -258,9 +258,9 @@ t.test("rate limit reservations: a counter's first call reserves nothing, so one
   );
 
   // From its second call on, a counter reserves as before.
-  await counters.checkAndConsume("ws_a", [check("caller-0")], now);
+  await counters.applyChecks("ws_a", [check("caller-0")], now);
   const calls = counters.stats.scriptCalls;
-  t.equal((await counters.checkAndConsume("ws_a", [check("caller-0")], now)).results[0]?.remaining, 10_000 - 3);
+  t.equal((await counters.applyChecks("ws_a", [check("caller-0")], now)).results[0]?.remaining, 10_000 - 3);
   t.equal(counters.stats.scriptCalls, calls, "the third call is admitted from the units the second reserved");
 });
 
@@ -270,9 +270,9 @@ t.test("rate limit reservations: none past half the limit, for small limits, cre
   const now = 5_000 * 60_000 + 10;
   const check = (bucket: string, limit: number) => ({ bucket, limit, durationMs: 60_000, cost: 1 });
 
-  for (let i = 0; i < 500; i++) await counters.checkAndConsume("ws_a", [check("half", 1_000)], now);
+  for (let i = 0; i < 500; i++) await counters.applyChecks("ws_a", [check("half", 1_000)], now);
   const before = { ...counters.stats };
-  for (let i = 0; i < 100; i++) t.equal((await counters.checkAndConsume("ws_a", [check("half", 1_000)], now)).passed, true);
+  for (let i = 0; i < 100; i++) t.equal((await counters.applyChecks("ws_a", [check("half", 1_000)], now)).passed, true);
   t.equal(counters.stats.localAdmissions, before.localAdmissions, "past half the limit every call goes to Redis");
   t.equal(counters.stats.redisDecisions, before.redisDecisions + 100);
 
@@ -295,13 +295,13 @@ t.test("rate limit reservations: none past half the limit, for small limits, cre
   );
   const local = counters.stats.localAdmissions;
   for (let i = 0; i < 20; i++) {
-    await counters.checkAndConsume("ws_a", [check("small", 999)], now);
-    await counters.checkAndConsume("ws_a", [check("credited", 10_000)], now, { keyId: "key_1", cost: 1 });
-    await counters.checkAndConsume("ws_a", [check("pair-a", 10_000), check("pair-b", 10_000)], now);
+    await counters.applyChecks("ws_a", [check("small", 999)], now);
+    await counters.applyChecks("ws_a", [check("credited", 10_000)], now, { keyId: "key_1", cost: 1 });
+    await counters.applyChecks("ws_a", [check("pair-a", 10_000), check("pair-b", 10_000)], now);
   }
   t.equal(counters.stats.localAdmissions, local, "a limit under 1,000, a credit or a second check: always Redis");
   t.equal(
-    (await counters.checkAndConsume("ws_a", [{ ...check("credited", 10_000), cost: 0 }], now)).results[0]?.remaining,
+    (await counters.applyChecks("ws_a", [{ ...check("credited", 10_000), cost: 0 }], now)).results[0]?.remaining,
     10_000 - 20,
     "nothing reserved",
   );
@@ -316,7 +316,7 @@ t.test("rate limit reservations: two instances never admit more than the limit, 
   let admitted = 0;
   // In turns (each instance's calls on its own units) and concurrently (batches), until far past the limit.
   for (let i = 0; i < 300; i++) {
-    const outcomes = await Promise.all([a, b, a, b, b].map((counters) => counters.checkAndConsume("ws_a", [check], now)));
+    const outcomes = await Promise.all([a, b, a, b, b].map((counters) => counters.applyChecks("ws_a", [check], now)));
     admitted += outcomes.filter((outcome) => outcome.passed).length;
   }
   t.ok(admitted <= 1_000, `${admitted} admitted: never more than the limit`);
@@ -333,9 +333,9 @@ t.test("rate limit reservations: ratelimit.reservations false decides every call
   const counters = stores.ratelimitCounters;
   const now = 5_000 * 60_000 + 10;
   const check = { bucket: "busy", limit: 10_000, durationMs: 60_000, cost: 1 };
-  for (let i = 0; i < 50; i++) await counters.checkAndConsume("ws_a", [check], now);
+  for (let i = 0; i < 50; i++) await counters.applyChecks("ws_a", [check], now);
   t.same([counters.stats.localAdmissions, counters.stats.redisDecisions], [0, 50]);
-  t.equal((await counters.checkAndConsume("ws_a", [{ ...check, cost: 0 }], now)).results[0]?.remaining, 10_000 - 50, "nothing held back");
+  t.equal((await counters.applyChecks("ws_a", [{ ...check, cost: 0 }], now)).results[0]?.remaining, 10_000 - 50, "nothing held back");
 });
 
 t.test("credit refunds from two instances, among spends from both on the same key, all count", async (t) => {
@@ -362,7 +362,7 @@ t.test("credit refunds from two instances, among spends from both on the same ke
   const work = Array.from({ length: 1_000 }, (_, i) => {
     const stores = i % 2 === 0 ? a : b;
     return i % 4 < 2
-      ? stores.ratelimitCounters.checkAndConsume("ws_a", [], now, { keyId: "key_1", cost: 1 }).then((outcome) => (outcome.passed ? -1 : 0))
+      ? stores.ratelimitCounters.applyChecks("ws_a", [], now, { keyId: "key_1", cost: 1 }).then((outcome) => (outcome.passed ? -1 : 0))
       : stores.keys.refundCredits("ws_a", "key_1", 1, now).then(() => 1);
   });
   const change = (await Promise.all(work)).reduce((sum, delta) => sum + delta, 0);

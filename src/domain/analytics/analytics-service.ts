@@ -4,8 +4,8 @@ import { Semaphore } from "../../lib/semaphore.js";
 import type { AnalyticsQuotaStore, ApiStore, QuotaUsage } from "../../storage/interfaces.js";
 import type { Caller } from "../caller.js";
 import { requireApi } from "../root-keys/permissions.js";
-import type { AnalyticsQueryEngine } from "./engine.js";
 import type { VerificationEventSink } from "./events.js";
+import type { AnalyticsQueryEngine } from "./query-engine.js";
 import { type Confinement, QueryGuard, type QueryLimits } from "./query-guard.js";
 import type { RetentionDays } from "./tables.js";
 

@@ -1,9 +1,9 @@
 import { randomUUID } from "node:crypto";
 import type { ErrorCode } from "../../errors/catalogue.js";
 import { KeygateError } from "../../errors/keygate-error.js";
-import { type AnalyticsConnection, AnalyticsEngineError } from "./engine.js";
 import { type AstNode, parseExplainAst, printAst, UnreadableAstError, walk } from "./explain-ast.js";
 import { isAllowedFunction } from "./functions.js";
+import { type AnalyticsConnection, AnalyticsEngineError } from "./query-engine.js";
 import { constantToMs, readQueryTree } from "./query-tree.js";
 import { quoteString, safeId, settingValue } from "./sql.js";
 import { PUBLIC_TABLES, type PublicTable, publicTable, type RetentionDays, retentionCutoffMs } from "./tables.js";

@@ -7,7 +7,7 @@ import type { Caller } from "../caller.js";
 import type { CacheInvalidator } from "../invalidation.js";
 import { checkMeta, MAX_IDENTITY_META_BYTES } from "../meta.js";
 import { type NamedLimitInput, type NamedLimitView, replaceNamedLimits, viewNamedLimits } from "../named-limits.js";
-import { type Listed, type ListInput, page, pagination } from "../rbac/rbac-service.js";
+import { type Listed, type ListInput, page, pagination } from "../pagination.js";
 import { requireIdentity } from "../root-keys/permissions.js";
 
 export interface IdentityView {

@@ -48,7 +48,7 @@ export class Limiter {
   async checkAndConsume(workspaceId: string, checks: readonly WindowCheck[], credit?: CreditCheck): Promise<LimiterOutcome> {
     const now = this.options.windowsFollowClock ? this.options.clock.now() : undefined;
     try {
-      return await this.options.counters.checkAndConsume(workspaceId, checks, now, credit);
+      return await this.options.counters.applyChecks(workspaceId, checks, now, credit);
     } catch (error) {
       if (!isStoreUnavailable(error)) throw error;
       return this.fallBack(workspaceId, checks, credit, error);
@@ -89,7 +89,7 @@ export class Limiter {
         return { passed: results.every((result) => result.passed), results, now, ...unlimited, degraded: "open" };
       }
       case "local":
-        return { ...(await this.options.localCounters.checkAndConsume(workspaceId, checks, now)), ...unlimited, degraded: "local" };
+        return { ...(await this.options.localCounters.applyChecks(workspaceId, checks, now)), ...unlimited, degraded: "local" };
     }
   }
 }

@@ -1,10 +1,11 @@
 import { KeygateError } from "../../errors/keygate-error.js";
 import type { Clock } from "../../lib/clock.js";
 import { newId } from "../../lib/ids.js";
-import type { Page, PermissionStore, RoleStore } from "../../storage/interfaces.js";
+import type { PermissionStore, RoleStore } from "../../storage/interfaces.js";
 import type { PermissionRecord, RoleRecord } from "../../storage/records.js";
 import type { Caller } from "../caller.js";
 import type { CacheInvalidator } from "../invalidation.js";
+import { type Listed, type ListInput, listed, page, pagination } from "../pagination.js";
 import { allOf } from "../permissions/query.js";
 import { requireRbac } from "../root-keys/permissions.js";
 
@@ -20,17 +21,6 @@ export interface RoleView {
   name: string;
   description?: string;
   permissions?: PermissionView[];
-}
-
-export interface ListInput {
-  limit: number;
-  cursor?: string;
-  search?: string;
-}
-
-export interface Listed<T> {
-  items: T[];
-  pagination: { cursor?: string; hasMore: boolean };
 }
 
 /** Permissions and roles: the RBAC objects that end-user keys hold and permission queries name. */
@@ -237,22 +227,6 @@ export function viewPermission(permission: PermissionRecord): PermissionView {
     slug: permission.slug,
     ...(permission.description !== undefined ? { description: permission.description } : {}),
   };
-}
-
-export function page(input: ListInput): { limit: number; cursor?: string; search?: string } {
-  return {
-    limit: input.limit,
-    ...(input.cursor !== undefined ? { cursor: input.cursor } : {}),
-    ...(input.search !== undefined ? { search: input.search } : {}),
-  };
-}
-
-export function pagination<T>(found: Page<T>): { cursor?: string; hasMore: boolean } {
-  return found.nextCursor === undefined ? { hasMore: false } : { cursor: found.nextCursor, hasMore: true };
-}
-
-export function listed<R, V>(found: Page<R>, view: (record: R) => V): Listed<V> {
-  return { items: found.items.map(view), pagination: pagination(found) };
 }
 
 function permissionNotFound(what: string): KeygateError {

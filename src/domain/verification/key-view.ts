@@ -26,9 +26,9 @@ export interface KeyView {
    * The limits a verification can apply by name, at cost 1: the key's own, and its identity's where the key has
    * none of that name (a key limit wins). Identity limits count per identity, so all its keys share them.
    */
-  namedLimits: ReadonlyMap<string, AppliedLimit>;
+  namedLimits: ReadonlyMap<string, VerificationLimit>;
   /** Those of namedLimits that apply to every verification (autoApply), in order. */
-  autoApplied: readonly AppliedLimit[];
+  autoApplied: readonly VerificationLimit[];
 }
 
 /** What keys.verifyKey shows of a key once it is known to exist (spec §2.5, reference §3), each field only when set. */
@@ -44,7 +44,7 @@ export interface KeyDescription {
 }
 
 /** A limit a verification applies: a configured one (`id` rl_…) or a custom one given in the request (`id` ""). */
-export interface AppliedLimit {
+export interface VerificationLimit {
   id: string;
   name: string;
   autoApply: boolean;
@@ -76,7 +76,7 @@ export async function loadKeyView(sources: KeyViewSources, workspaceId: string, 
   const permissions = (await sources.rbac.permissionsById(workspaceId, permissionIds)).map((permission) => permission.slug);
   const identity = key.identityId ? identities.get(key.identityId) : undefined;
   const roleNames = roles.map((role) => role.name);
-  const namedLimits = new Map<string, AppliedLimit>();
+  const namedLimits = new Map<string, VerificationLimit>();
   for (const limit of key.ratelimits) namedLimits.set(limit.name, appliedLimit(limit, `key:${key.id}:${limit.name}`));
   // Names are unique within a key and within an identity (replaceNamedLimits); a key limit wins over its identity's.
   for (const limit of identity?.ratelimits ?? []) {
@@ -108,7 +108,7 @@ export async function loadKeyView(sources: KeyViewSources, workspaceId: string, 
   };
 }
 
-function appliedLimit(limit: RatelimitConfig, bucket: string): AppliedLimit {
+function appliedLimit(limit: RatelimitConfig, bucket: string): VerificationLimit {
   return {
     id: limit.id,
     name: limit.name,

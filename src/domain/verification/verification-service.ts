@@ -9,7 +9,7 @@ import type { Caller } from "../caller.js";
 import { type PermissionQuery, PermissionQuerySyntaxError, parsePermissionQuery } from "../permissions/query.js";
 import type { Limiter, LimiterOutcome } from "../ratelimit/limiter.js";
 import { requireApi } from "../root-keys/permissions.js";
-import type { AppliedLimit, KeyDescription, KeyView } from "./key-view.js";
+import type { KeyDescription, KeyView, VerificationLimit } from "./key-view.js";
 
 /** Outcome codes of a verification (api-decisions.md); analytics records the same codes. Every one but VALID is a denial. */
 export type VerificationCode = VerificationOutcome;
@@ -202,7 +202,7 @@ export class VerificationService {
   private count(
     view: KeyView,
     request: VerifyRequest,
-    keyLimits: readonly AppliedLimit[],
+    keyLimits: readonly VerificationLimit[],
     extra: readonly ExtraLimit[],
     now: number,
   ): Awaitable<Verification> {
@@ -221,7 +221,7 @@ export class VerificationService {
 /** The verification of a key whose limits and credits the counters decided. */
 function counted(
   view: KeyView,
-  keyLimits: readonly AppliedLimit[],
+  keyLimits: readonly VerificationLimit[],
   extra: readonly ExtraLimit[],
   credit: CreditCheck | undefined,
   outcome: LimiterOutcome,
@@ -318,9 +318,9 @@ function parseQuery(text: string): PermissionQuery {
  * by name (with its cost), or as a custom limit of the key when the request gives limit and duration. A requested
  * name replaces an autoApply limit of the same name in its place.
  */
-function limitsToApply(view: KeyView, requested: readonly RequestedLimit[]): readonly AppliedLimit[] {
+function limitsToApply(view: KeyView, requested: readonly RequestedLimit[]): readonly VerificationLimit[] {
   if (requested.length === 0) return view.autoApplied;
-  const applied = new Map<string, AppliedLimit>();
+  const applied = new Map<string, VerificationLimit>();
   for (const limit of view.autoApplied) applied.set(limit.name, limit);
   for (const request of requested) {
     const cost = request.cost ?? 1;

@@ -43,7 +43,7 @@ export class MemoryRatelimitCounterStore implements RatelimitCounterStore {
     this.ledger = ledger;
   }
 
-  async checkAndConsume(
+  async applyChecks(
     workspaceId: string,
     checks: readonly WindowCheck[],
     now: number = this.clock.now(),

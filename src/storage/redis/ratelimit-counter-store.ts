@@ -172,7 +172,7 @@ export class RedisRatelimitCounterStore implements RatelimitCounterStore {
     });
   }
 
-  checkAndConsume(workspaceId: string, checks: readonly WindowCheck[], now?: number, credit?: CreditCheck): Promise<CounterOutcome> {
+  applyChecks(workspaceId: string, checks: readonly WindowCheck[], now?: number, credit?: CreditCheck): Promise<CounterOutcome> {
     const keys = checks.map((check) => this.keys.ratelimitWindow(workspaceId, check.limit, check.durationMs, check.bucket));
     // Units this instance holds were counted in Redis already: handing them out needs no round trip.
     const reserved = this.admitLocally(keys, checks, now, credit);

@@ -84,7 +84,7 @@ end
 local now = timeFrom(ARGV[1])
 
 -- ARGV[3]'s numbers: each key's limit and duration (numbers[2k - 1] and numbers[2k]; balances 0, 0), then the calls.
--- Read as a JSON array, in C: splitting the string in Lua cost Redis about 0.25 µs per number, cjson 0.08.
+-- Read as a JSON array: cjson parses in C, several times faster than splitting the string in Lua.
 local numbers = cjson.decode("[" .. ARGV[3] .. "]")
 local function limitOf(index) return numbers[2 * index - 1] end
 local function durationOf(index) return numbers[2 * index] end

@@ -1,6 +1,6 @@
 import { Type } from "typebox";
 import { defineProcedure } from "../procedure.js";
-import { LimitBody, ratelimitProcedure, toLimitRequest, withLimitFields } from "./wire.js";
+import { LimitBody, limitFields, ratelimitProcedure, toLimitRequest } from "./wire.js";
 
 export default defineProcedure({
   ...ratelimitProcedure("limit"),
@@ -14,6 +14,6 @@ export default defineProcedure({
   }),
   handler: async ({ body, caller, services }) => {
     const result = await services.ratelimit.limit(caller, toLimitRequest(body));
-    return withLimitFields({ success: result.passed }, result);
+    return { success: result.passed, ...limitFields(result) };
   },
 });

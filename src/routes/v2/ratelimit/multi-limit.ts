@@ -1,6 +1,6 @@
 import { Type } from "typebox";
 import { defineProcedure } from "../procedure.js";
-import { LimitBody, ratelimitProcedure, toLimitRequest, withLimitFields } from "./wire.js";
+import { LimitBody, limitFields, ratelimitProcedure, toLimitRequest } from "./wire.js";
 
 export default defineProcedure({
   ...ratelimitProcedure("multiLimit"),
@@ -23,9 +23,12 @@ export default defineProcedure({
     const outcome = await services.ratelimit.multiLimit(caller, body.map(toLimitRequest));
     return {
       passed: outcome.passed,
-      limits: outcome.results.map((result) =>
-        withLimitFields({ namespace: result.namespace, identifier: result.identifier, passed: result.passed }, result),
-      ),
+      limits: outcome.results.map((result) => ({
+        namespace: result.namespace,
+        identifier: result.identifier,
+        passed: result.passed,
+        ...limitFields(result),
+      })),
     };
   },
 });

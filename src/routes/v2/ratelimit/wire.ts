@@ -1,6 +1,7 @@
 import { type Static, Type } from "typebox";
 import type { LimitRequest, LimitResult, OverrideView } from "../../../domain/ratelimit/ratelimit-service.js";
 import { Strict } from "../../../http/schemas.js";
+import { defined } from "../../../lib/defined.js";
 
 /**
  * Fields and shapes shared by the ratelimit procedures (reference §2.3, api-decisions.md "Rate limiting"), and the
@@ -43,7 +44,7 @@ export function toLimitRequest(body: Static<typeof LimitBody>): LimitRequest {
     identifier: body.identifier,
     limit: body.limit,
     durationMs: body.duration,
-    ...(body.cost !== undefined ? { cost: body.cost } : {}),
+    ...defined({ cost: body.cost }),
   };
 }
 
@@ -54,18 +55,9 @@ export interface LimitFields {
   overrideId?: string;
 }
 
-/**
- * Adds the fields limit and multiLimit share to `answer` (a fresh object of the caller's own fields); overrideId
- * only when an override applied. Added, not spread: `{ ...fields, more }` takes a slow path in V8 (about 1 µs per
- * answer on the 2-CPU VM, against 0.06 µs for this), and every ratelimit.limit answer is built here.
- */
-export function withLimitFields<T extends object>(answer: T, result: LimitResult): T & LimitFields {
-  const fields = answer as T & LimitFields;
-  fields.limit = result.limit;
-  fields.remaining = result.remaining;
-  fields.reset = result.resetAt;
-  if (result.overrideId !== undefined) fields.overrideId = result.overrideId;
-  return fields;
+/** The fields limit and multiLimit answer for one decision; overrideId only when an override applied. */
+export function limitFields(result: LimitResult): LimitFields {
+  return { limit: result.limit, remaining: result.remaining, reset: result.resetAt, ...defined({ overrideId: result.overrideId }) };
 }
 
 export function overrideData(override: OverrideView): Static<typeof OverrideData> {

@@ -1,5 +1,5 @@
-import type { AnalyticsQueryEngine } from "../domain/analytics/engine.js";
 import type { VerificationEvent } from "../domain/analytics/events.js";
+import type { AnalyticsQueryEngine } from "../domain/analytics/query-engine.js";
 
 /** An analytics engine as keygate's infrastructure sees it: the domain's query port plus writing and lifecycle. */
 export interface AnalyticsEngine extends AnalyticsQueryEngine {
