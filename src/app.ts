@@ -2,11 +2,11 @@ import Fastify, { type FastifyInstance, LogController } from "fastify";
 import { type AnalyticsRuntime, openAnalytics } from "./analytics/index.js";
 import { InvalidationBus } from "./cache/invalidation-bus.js";
 import type { KeygateConfig } from "./config/schema.js";
-import { addRequestIdHeader, answerFrameworkError, answerUnmatched, clientErrorHandler, errorHandling } from "./errors/error-handler.js";
 import { TRUST_EVERY_HOP_WARNING } from "./gateway/client-address.js";
 import { gateway } from "./gateway/gateway.js";
 import { compileGatewayState, RouteState } from "./gateway/route-state.js";
 import type { RouteTable } from "./gateway/route-table.js";
+import { addRequestIdHeader, answerFrameworkError, answerUnmatched, clientErrorHandler, errorHandling } from "./http/error-handler.js";
 import { NODE_CHECKS_LEFT_TO_KEYGATE, refuseUnservableRequests } from "./http/protocol-checks.js";
 import { closeWhenAnsweredEarly, connectionsCheckingInterval } from "./http/slow-requests.js";
 import { type Clock, systemClock } from "./lib/clock.js";
@@ -86,7 +86,8 @@ export async function buildApp(config: KeygateConfig, options: BuildOptions = {}
   });
 
   const stores =
-    options.stores ?? (await openStores(config.storage, { clock, ratelimitReservations: config.ratelimit.reservations, log: app.log }));
+    options.stores ??
+    (await openStores(config.storage.redis, { clock, ratelimitReservations: config.ratelimit.reservations, log: app.log }));
   if (!options.stores) app.addHook("onClose", async () => stores.close());
   let analytics: AnalyticsRuntime;
   try {

@@ -2,8 +2,8 @@ import type { AddressInfo } from "node:net";
 import { buildApp } from "./app.js";
 import { deliverBootstrapRootKey, ensureBootstrapRootKey } from "./bootstrap.js";
 import { ConfigError, configPath, loadConfig } from "./config/load.js";
+import { reloadRoutes, watchRoutes } from "./config/reload.js";
 import type { KeygateConfig } from "./config/schema.js";
-import { reloadRoutes, watchRoutes } from "./gateway/reload.js";
 import { describeTarget } from "./storage/redis/topology.js";
 
 /** Process entry: load the configuration, build the app, listen, and close gracefully on SIGINT/SIGTERM. */

@@ -1,6 +1,6 @@
-import type { AnalyticsConfig } from "../config/schema.js";
 import type { VerificationEventSink } from "../domain/analytics/events.js";
 import { AnalyticsEngineError, type AnalyticsQueryEngine } from "../domain/analytics/query-engine.js";
+import type { RetentionDays } from "../domain/analytics/tables.js";
 import type { Clock } from "../lib/clock.js";
 import type { AnalyticsEngine, EventBatch } from "./analytics-engine.js";
 import { EmbeddedEngine } from "./embedded-engine.js";
@@ -17,9 +17,21 @@ export const MAX_WRITE_ATTEMPTS = 10;
 /** The oldest ClickHouse that has everything the query guard relies on (the analyzer by default, formatQuery…). */
 export const MINIMUM_SERVER_VERSION = [24, 3] as const;
 
+/** What openAnalytics reads of the configuration's `analytics` section (docs/configuration.md). */
+export interface AnalyticsSettings {
+  engine: "embedded" | "clickhouse" | "off";
+  /** The embedded engine's data directory. */
+  path: string;
+  clickhouse: { url?: string | undefined; database: string; username: string; password: string; requestTimeoutMs: number };
+  region: string;
+  buffer: { maxEvents: number; batchSize: number; flushIntervalMs: number };
+  retentionDays: RetentionDays;
+  query: { maxConcurrent: number };
+}
+
 /** Analytics as the process runs it: the engine (if any), the event sink, its counters and its shutdown. */
 export interface AnalyticsRuntime {
-  readonly mode: AnalyticsConfig["engine"];
+  readonly mode: AnalyticsSettings["engine"];
   /** undefined when analytics is off. */
   readonly engine: AnalyticsQueryEngine | undefined;
   readonly sink: VerificationEventSink;
@@ -40,7 +52,7 @@ export interface OpenAnalyticsOptions {
   createClickHouseClient?: ServerEngineOptions["createClient"];
 }
 
-export async function openAnalytics(config: AnalyticsConfig, options: OpenAnalyticsOptions): Promise<AnalyticsRuntime> {
+export async function openAnalytics(config: AnalyticsSettings, options: OpenAnalyticsOptions): Promise<AnalyticsRuntime> {
   if (config.engine === "off") return disabledAnalytics();
 
   const engine: AnalyticsEngine =

@@ -1,7 +1,7 @@
 import { type ClickHouseClient, createClient, type DataFormat } from "@clickhouse/client";
 import { type AnalyticsConnection, AnalyticsEngineError } from "../domain/analytics/query-engine.js";
 import { safeId } from "../domain/analytics/sql.js";
-import { redactUrl } from "../storage/redis/connection.js";
+import { redactUrl } from "../lib/redact-url.js";
 import { type AnalyticsEngine, type EventBatch, EventList, RAW_TABLE_NAME } from "./analytics-engine.js";
 import { toRow } from "./rows.js";
 

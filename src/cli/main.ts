@@ -122,7 +122,7 @@ async function main(argv: string[]): Promise<void> {
       usage(group, command),
     );
   }
-  const stores = await openStores(config.storage);
+  const stores = await openStores(config.storage.redis);
   // Connected so that a revocation reaches every running keygate at once.
   const invalidations = new InvalidationBus();
   try {

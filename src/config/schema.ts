@@ -1,8 +1,10 @@
 import { type Static, Type } from "typebox";
+import { RATELIMIT_FAIL_MODES } from "../domain/ratelimit/limiter.js";
 import { DEFAULT_DOCS_URL } from "../errors/catalogue.js";
 import { GatewaySettingsSchema, RouteSchema } from "../gateway/route-config.js";
 import { describedPattern } from "../http/patterns.js";
 import { EXTERNAL_ID_PATTERN, ID_PATTERN, NAME_PATTERN, Strict, StringEnum } from "../http/schemas.js";
+import { DEFAULT_BREAKER } from "../storage/redis/guard.js";
 
 /**
  * The configuration file's schema. Fields with a `default` may be left out of the file; Ajv fills them in
@@ -24,9 +26,9 @@ export const DEFAULTS = {
   /** How long a management write waits for its replicas when storage.redis.waitForReplicas asks for any. */
   redisReplicaWaitMs: 1_000,
   /** Consecutive failed or late Redis calls after which the rate limiter stops calling Redis for a while. */
-  redisBreakerFailureThreshold: 3,
+  redisBreakerFailureThreshold: DEFAULT_BREAKER.failureThreshold,
   /** How long the rate limiter leaves Redis alone before probing it again (PING, in the background). */
-  redisBreakerOpenMs: 1_000,
+  redisBreakerOpenMs: DEFAULT_BREAKER.openMs,
   /**
    * What the rate limiter answers while Redis is unavailable. `local` keeps limits enforced on each instance's own
    * counters: an outage neither refuses all traffic (`closed`) nor removes all protection (`open`).
@@ -143,8 +145,6 @@ export const RedisConfigSchema = Strict({
     EMPTY,
   ),
 });
-
-export const RATELIMIT_FAIL_MODES = ["closed", "open", "local"] as const;
 
 export const RatelimitConfigSchema = Strict(
   {
@@ -274,7 +274,6 @@ export const ConfigSchema = Strict({
 
 export type KeygateConfig = Static<typeof ConfigSchema>;
 export type RedisConfig = Static<typeof RedisConfigSchema>;
-export type RatelimitFailMode = (typeof RATELIMIT_FAIL_MODES)[number];
 export type RootKeyConfig = Static<typeof RootKeyConfigSchema>;
 export type DeclaredApi = Static<typeof DeclaredApiSchema>;
 export type AnalyticsConfig = Static<typeof AnalyticsConfigSchema>;

@@ -1,5 +1,13 @@
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from "node:crypto";
-import type { EncryptedSecret } from "../storage/records.js";
+
+/** A secret (a recoverable key's plaintext) encrypted with AES-256-GCM under the operator's vault key. */
+export interface EncryptedSecret {
+  /** Which vault key encrypted it (first bytes of its SHA-256), to explain a failed decryption. */
+  kid: string;
+  iv: string;
+  tag: string;
+  data: string;
+}
 
 /**
  * Encrypts recoverable keys with AES-256-GCM under the operator's 32-byte vault key. Each secret is bound to a

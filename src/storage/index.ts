@@ -1,4 +1,3 @@
-import { DEFAULTS, type KeygateConfig } from "../config/schema.js";
 import { type Clock, systemClock } from "../lib/clock.js";
 import { defined } from "../lib/defined.js";
 import type { Stores } from "./interfaces.js";
@@ -16,7 +15,7 @@ import { RedisApiStore } from "./redis/api-store.js";
 import { connectRedis } from "./redis/connection.js";
 import type { StoreLog } from "./redis/credit-reconciler.js";
 import { defineCreditCommands } from "./redis/credit-scripts.js";
-import { type BreakerSettings, guardedClient, RedisGuard, redisBreaker } from "./redis/guard.js";
+import { type BreakerSettings, DEFAULT_BREAKER, guardedClient, RedisGuard, redisBreaker } from "./redis/guard.js";
 import { RedisIdentityStore } from "./redis/identity-store.js";
 import { RedisKeyStore } from "./redis/key-store.js";
 import { createRedisKeys } from "./redis/keys.js";
@@ -26,7 +25,7 @@ import { RedisRatelimitNamespaceStore } from "./redis/ratelimit-namespace-store.
 import { type ReplicaWaitSettings, waitingForReplicas } from "./redis/replica-wait.js";
 import { RedisRoleStore } from "./redis/role-store.js";
 import { RedisRootKeyStore } from "./redis/root-key-store.js";
-import { closeClient, type RedisClient } from "./redis/topology.js";
+import { type ConnectionSettings, closeClient, type RedisClient, type RedisTarget } from "./redis/topology.js";
 
 export interface StoreOptions {
   /** Time for the breaker and for in-memory counters (tests inject one); the system clock otherwise. */
@@ -68,7 +67,9 @@ export function isRedisBacked(stores: Stores): stores is RedisBackedStores {
   return stores.kind === "redis" && "redis" in stores;
 }
 
-const DEFAULT_BREAKER: BreakerSettings = { failureThreshold: DEFAULTS.redisBreakerFailureThreshold, openMs: DEFAULTS.redisBreakerOpenMs };
+/** A Redis deployment and how keygate uses it: the configuration's `storage.redis`. */
+export type RedisStoreSettings = RedisTarget &
+  ConnectionSettings & { prefix: string; breaker: BreakerSettings; waitForReplicas?: ReplicaWaitSettings | undefined };
 
 /** Stores over an open connection. `ownsConnection`: close() also quits the connection. */
 export function createRedisStores(
@@ -124,12 +125,12 @@ export function createRedisStores(
 }
 
 /** Redis stores when `storage.redis` is configured, in-memory stores otherwise. */
-export async function openStores(storage: KeygateConfig["storage"], options: StoreOptions = {}): Promise<Stores> {
-  if (!storage.redis) return createMemoryStores(options);
-  const redis = await connectRedis(storage.redis);
-  return createRedisStores(redis, storage.redis.prefix, true, {
+export async function openStores(redisSettings: RedisStoreSettings | undefined, options: StoreOptions = {}): Promise<Stores> {
+  if (!redisSettings) return createMemoryStores(options);
+  const redis = await connectRedis(redisSettings);
+  return createRedisStores(redis, redisSettings.prefix, true, {
     ...options,
-    breaker: storage.redis.breaker,
-    ...defined({ replicaWait: storage.redis.waitForReplicas }),
+    breaker: redisSettings.breaker,
+    ...defined({ replicaWait: redisSettings.waitForReplicas }),
   });
 }

@@ -1,3 +1,4 @@
+import type { EncryptedSecret } from "../lib/vault.js";
 /**
  * What the stores keep. Times are unix milliseconds. Optional fields are absent when unset (never null), so a
  * record read back from Redis equals the record written to memory.
@@ -36,15 +37,6 @@ export interface RatelimitConfig {
   durationMs: number;
   /** Applied to every verification without being asked for. */
   autoApply: boolean;
-}
-
-/** A recoverable key's plaintext, encrypted with AES-256-GCM under the operator's vault key. */
-export interface EncryptedSecret {
-  /** Which vault key encrypted it (first bytes of its SHA-256), to explain a failed decryption. */
-  kid: string;
-  iv: string;
-  tag: string;
-  data: string;
 }
 
 export interface KeyRecord {

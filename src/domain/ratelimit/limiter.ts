@@ -1,9 +1,12 @@
-import type { RatelimitFailMode } from "../../config/schema.js";
 import { KeygateError } from "../../errors/keygate-error.js";
 import type { Clock } from "../../lib/clock.js";
 import { windowEnd, windowSequence } from "../../lib/sliding-window.js";
 import type { CounterOutcome, CreditCheck, RatelimitCounterStore, WindowCheck } from "../../storage/interfaces.js";
 import { isStoreUnavailable, type StoreUnavailableError } from "../../storage/unavailable.js";
+
+/** What rate limit checks answer while the counter store cannot: refuse (closed), allow (open), or count locally. */
+export const RATELIMIT_FAIL_MODES = ["closed", "open", "local"] as const;
+export type RatelimitFailMode = (typeof RATELIMIT_FAIL_MODES)[number];
 
 export interface LimiterOutcome extends CounterOutcome {
   /**

@@ -11,6 +11,7 @@ import { type Static, type TSchema, Type } from "typebox";
 import type { Caller } from "../../domain/caller.js";
 import { Envelope, type PaginationData } from "../../http/schemas.js";
 import { type Awaitable, andThen } from "../../lib/awaitable.js";
+import { defined } from "../../lib/defined.js";
 import type { Services } from "../../services.js";
 
 export interface ProcedureContext<Body> {
@@ -57,12 +58,18 @@ export type AnyProcedure = {
   run(context: ProcedureContext<unknown>): Awaitable<{ data: unknown; pagination?: PaginationData }>;
 };
 
+/** Name, aliases and error media type, as every kind of procedure declares them. */
+function basics(definition: BaseDefinition<TSchema>): Pick<AnyProcedure, "name" | "aliases" | "problemJsonErrors"> {
+  return {
+    name: definition.name,
+    ...defined({ aliases: definition.aliases, problemJsonErrors: definition.problemJsonErrors || undefined }),
+  };
+}
+
 /** A procedure whose answer is `{ meta, data }`. */
 export function defineProcedure<B extends TSchema, D extends TSchema>(definition: ProcedureDefinition<B, D>): AnyProcedure {
   return {
-    name: definition.name,
-    ...(definition.aliases ? { aliases: definition.aliases } : {}),
-    ...(definition.problemJsonErrors ? { problemJsonErrors: true } : {}),
+    ...basics(definition),
     body: definition.body,
     response: Envelope(definition.data),
     run: (context) => andThen(definition.handler(context as ProcedureContext<Static<B>>), (data) => ({ data })),
@@ -74,8 +81,7 @@ export function definePaginatedProcedure<B extends TSchema, D extends TSchema>(
   definition: PaginatedProcedureDefinition<B, D>,
 ): AnyProcedure {
   return {
-    name: definition.name,
-    ...(definition.aliases ? { aliases: definition.aliases } : {}),
+    ...basics(definition),
     body: definition.body,
     response: Envelope(definition.data, { paginated: true }),
     run: (context) => definition.handler(context as ProcedureContext<Static<B>>),
@@ -85,8 +91,7 @@ export function definePaginatedProcedure<B extends TSchema, D extends TSchema>(
 /** A list procedure whose answer is `{ meta, data: [...], pagination }`. */
 export function defineListProcedure<B extends TSchema, I extends TSchema>(definition: ListProcedureDefinition<B, I>): AnyProcedure {
   return definePaginatedProcedure({
-    name: definition.name,
-    ...(definition.aliases ? { aliases: definition.aliases } : {}),
+    ...basics(definition),
     body: definition.body,
     data: Type.Array(definition.item),
     handler: async (context) => {

@@ -2,8 +2,6 @@ import { Redis } from "ioredis";
 import { defineAtomicCommands } from "./atomic.js";
 import { type ConnectionSettings, createRedisClient, describeTarget, type RedisClient, type RedisTarget } from "./topology.js";
 
-export { redactUrl } from "./topology.js";
-
 /**
  * Opens a connection to the configured deployment (one server, a Cluster, or the master Sentinel names) and waits
  * until it answers, at most `connectTimeoutMs`. Every command afterwards has the `commandTimeoutMs` deadline, also

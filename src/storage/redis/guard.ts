@@ -51,6 +51,9 @@ export interface BreakerSettings {
   openMs: number;
 }
 
+/** The breaker when the caller gives none: 3 failed calls in a row open it, and it probes every second. */
+export const DEFAULT_BREAKER: BreakerSettings = { failureThreshold: 3, openMs: 1_000 };
+
 /** The breaker of one Redis connection; it probes with PING. */
 export function redisBreaker(redis: { ping(): Promise<unknown> }, settings: BreakerSettings, clock: Clock): CircuitBreaker {
   return new CircuitBreaker({ ...settings, clock, probe: () => redis.ping(), isFailure: isRedisUnavailable });

@@ -1,5 +1,6 @@
 import { Cluster, type ClusterOptions, Redis, type RedisOptions } from "ioredis";
 import { defined } from "../../lib/defined.js";
+import { redactUrl } from "../../lib/redact-url.js";
 import { APPLY_BATCH_COMMAND } from "./atomic.js";
 import { CREDIT_COMMANDS } from "./credit-scripts.js";
 import { RATELIMIT_COMMAND } from "./ratelimit-script.js";
@@ -96,21 +97,6 @@ export function describeTarget(target: RedisTarget): string {
   if (target.sentinel)
     return `the master '${target.sentinel.name}' of the Redis Sentinels at ${target.sentinel.sentinels.map(redactUrl).join(", ")}`;
   return `Redis at ${redactUrl(target.url ?? "")}`;
-}
-
-/**
- * A Redis URL without its password, for messages and logs. A user name without a password is masked too: it may
- * be a password written in the wrong place (`redis://secret@host`).
- */
-export function redactUrl(url: string): string {
-  try {
-    const parsed = new URL(url);
-    if (parsed.password) parsed.password = "***";
-    else if (parsed.username) parsed.username = "***";
-    return parsed.toString();
-  } catch {
-    return "(unparseable url)";
-  }
 }
 
 function hostAndPort(url: string): { host: string; port: number } {

@@ -1,9 +1,9 @@
 import { type FSWatcher, watch } from "node:fs";
 import { basename, dirname } from "node:path";
 import { isDeepStrictEqual } from "node:util";
-import type { KeygateConfig } from "../config/schema.js";
-import { TRUST_EVERY_HOP_WARNING } from "./client-address.js";
-import { compileGatewayState, type RouteState } from "./route-state.js";
+import { TRUST_EVERY_HOP_WARNING } from "../gateway/client-address.js";
+import { compileGatewayState, type RouteState } from "../gateway/route-state.js";
+import type { KeygateConfig } from "./schema.js";
 
 export interface ReloadLog {
   info(details: object, message: string): void;

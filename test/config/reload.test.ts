@@ -2,7 +2,7 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import t, { type Test } from "tap";
 import { validateConfig } from "../../src/config/load.js";
-import { reloadRoutes } from "../../src/gateway/reload.js";
+import { reloadRoutes } from "../../src/config/reload.js";
 import { compileGatewayState, RouteState } from "../../src/gateway/route-state.js";
 import { createKey } from "../helpers/fixtures.js";
 import { harness } from "../helpers/harness.js";

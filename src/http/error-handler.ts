@@ -2,10 +2,10 @@ import { STATUS_CODES } from "node:http";
 import type { Socket } from "node:net";
 import type { FastifyBaseLogger, FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import fp from "fastify-plugin";
-import { toValidationIssues } from "../http/validation-issues.js";
+import { ERROR_CATALOGUE, type ErrorCode, errorTypeUrl } from "../errors/catalogue.js";
+import { invalidInput, isKeygateError, KeygateError } from "../errors/keygate-error.js";
 import { newId } from "../lib/ids.js";
-import { ERROR_CATALOGUE, type ErrorCode, errorTypeUrl } from "./catalogue.js";
-import { invalidInput, isKeygateError, KeygateError } from "./keygate-error.js";
+import { toValidationIssues } from "./validation-issues.js";
 
 export interface ErrorHandlingOptions {
   docsUrl: string;
