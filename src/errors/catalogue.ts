@@ -91,28 +91,17 @@ export const ERROR_CATALOGUE = {
     title: "Insufficient Permissions",
     meaning: "The root key lacks a permission the operation needs; the detail names it.",
   },
-  "err:unkey:authorization:forbidden": { status: 403, title: "Forbidden", meaning: "The operation is not allowed for this caller." },
-  "err:unkey:authorization:key_disabled": { status: 403, title: "Key is disabled", meaning: "The key used is disabled." },
-  "err:unkey:authorization:workspace_disabled": {
-    status: 403,
-    title: "Workspace is disabled",
-    meaning: "The workspace of the root key is disabled.",
-  },
 
   // 404: the resource does not exist in the caller's workspace (another workspace's resources are 404 too)
   "err:user:bad_request:route_not_found": { status: 404, title: NOT_FOUND, meaning: "No operation is served at this path." },
   "err:unkey:data:key_not_found": { status: 404, title: NOT_FOUND, meaning: "The key does not exist or was deleted." },
-  "err:unkey:data:workspace_not_found": { status: 404, title: NOT_FOUND, meaning: "The workspace does not exist." },
   "err:unkey:data:api_not_found": { status: 404, title: NOT_FOUND, meaning: "The API does not exist or was deleted." },
-  "err:unkey:data:migration_not_found": { status: 404, title: NOT_FOUND, meaning: "The key migration does not exist." },
   "err:unkey:data:key_space_not_found": { status: 404, title: NOT_FOUND, meaning: "The key space does not exist." },
-  "err:unkey:data:key_auth_not_found": { status: 404, title: NOT_FOUND, meaning: "The key space of the API does not exist." },
   "err:unkey:data:permission_not_found": { status: 404, title: NOT_FOUND, meaning: "The permission does not exist." },
   "err:unkey:data:role_not_found": { status: 404, title: NOT_FOUND, meaning: "The role does not exist." },
   "err:unkey:data:identity_not_found": { status: 404, title: NOT_FOUND, meaning: "The identity does not exist." },
   "err:unkey:data:ratelimit_namespace_not_found": { status: 404, title: NOT_FOUND, meaning: "The rate limit namespace does not exist." },
   "err:unkey:data:ratelimit_override_not_found": { status: 404, title: NOT_FOUND, meaning: "The rate limit override does not exist." },
-  "err:unkey:data:audit_log_not_found": { status: 404, title: NOT_FOUND, meaning: "The audit log entry does not exist." },
 
   // 405, 408, 409, 410
   "err:user:bad_request:method_not_allowed": {
@@ -179,7 +168,6 @@ export const ERROR_CATALOGUE = {
     title: TOO_MANY,
     meaning: "The workspace used up its analytics query quota for now.",
   },
-  "err:user:too_many_requests:workspace_rate_limited": { status: 429, title: TOO_MANY, meaning: "The workspace sent too many requests." },
   "err:user:bad_request:request_header_fields_too_large": {
     status: 431,
     title: "Request Header Fields Too Large",
@@ -211,7 +199,6 @@ export const ERROR_CATALOGUE = {
   },
   "err:keygate:gateway:key_disabled": { status: 401, title: "Unauthorized", meaning: "The API key is disabled." },
   "err:keygate:gateway:key_expired": { status: 401, title: "Unauthorized", meaning: "The API key has expired." },
-  "err:keygate:gateway:forbidden": { status: 403, title: "Forbidden", meaning: "The API key may not be used for this request." },
   "err:keygate:gateway:insufficient_permissions": {
     status: 403,
     title: "Forbidden",
@@ -245,7 +232,6 @@ export const ERROR_CATALOGUE = {
     meaning: "Something failed inside keygate; the cause is in the server log under the request id.",
   },
   "err:unkey:application:service_unavailable": { status: 500, title: INTERNAL, meaning: "A backing service did not answer." },
-  "err:unkey:application:assertion_failed": { status: 500, title: INTERNAL, meaning: "An internal invariant did not hold." },
   "err:unkey:data:analytics_connection_failed": {
     status: 503,
     title: "Service Unavailable",

@@ -30,7 +30,6 @@ const DENIALS: Record<Exclude<VerificationCode, "VALID">, { code: ErrorCode; det
   NOT_FOUND: { code: "err:keygate:gateway:invalid_key", detail: "The API key is not valid for this API." },
   DISABLED: { code: "err:keygate:gateway:key_disabled", detail: "The API key is disabled." },
   EXPIRED: { code: "err:keygate:gateway:key_expired", detail: "The API key has expired." },
-  FORBIDDEN: { code: "err:keygate:gateway:forbidden", detail: "The API key may not be used for this request." },
   INSUFFICIENT_PERMISSIONS: {
     code: "err:keygate:gateway:insufficient_permissions",
     detail: "The API key lacks the permissions this route needs.",

@@ -1,6 +1,7 @@
 import type { AddressInfo } from "node:net";
 import t from "tap";
 import type { VerificationOutcome } from "../../src/domain/analytics/events.js";
+import type { VerificationCode } from "../../src/domain/verification/verification-service.js";
 import { analyticsDir } from "../helpers/analytics.js";
 import { ManualClock } from "../helpers/clock.js";
 import { type Harness, harness, STORAGE_KINDS } from "../helpers/harness.js";
@@ -49,12 +50,11 @@ interface Fixture {
 }
 
 /** How the gateway answers each outcome: status and the last segment of error.type. */
-const GATEWAY_ANSWER: Record<VerificationOutcome, [number, string | undefined]> = {
+const GATEWAY_ANSWER: Record<VerificationCode, [number, string | undefined]> = {
   VALID: [200, undefined],
   NOT_FOUND: [401, "invalid_key"],
   DISABLED: [401, "key_disabled"],
   EXPIRED: [401, "key_expired"],
-  FORBIDDEN: [403, "forbidden"],
   INSUFFICIENT_PERMISSIONS: [403, "insufficient_permissions"],
   RATE_LIMITED: [429, "rate_limited"],
   USAGE_EXCEEDED: [429, "usage_exceeded"],
@@ -175,7 +175,7 @@ for (const storage of STORAGE_KINDS) {
       t.equal(result.body?.data?.code, outcome, `verifyKey ${key.label}: ${outcome}`);
       record("verifyKey", result.body.meta.requestId, key, outcome, spentCredits, (body.tags as string[] | undefined) ?? []);
     };
-    const viaGateway = async (path: string, key: Fixture, outcome: VerificationOutcome, spentCredits: number) => {
+    const viaGateway = async (path: string, key: Fixture, outcome: VerificationCode, spentCredits: number) => {
       const response = await fetch(`${base}${path}`, { headers: { authorization: `Bearer ${key.key}` } });
       const body = (await response.json()) as { error?: { type: string } };
       const [status, type] = GATEWAY_ANSWER[outcome];

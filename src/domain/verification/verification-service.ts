@@ -11,8 +11,29 @@ import type { Limiter, LimiterOutcome } from "../ratelimit/limiter.js";
 import { requireApi } from "../root-keys/permissions.js";
 import type { KeyDescription, KeyView, VerificationLimit } from "./key-view.js";
 
-/** Outcome codes of a verification (api-decisions.md); analytics records the same codes. Every one but VALID is a denial. */
-export type VerificationCode = VerificationOutcome;
+/**
+ * What a verification answers (api-decisions.md). Every one but VALID is a denial. Analytics records each as the
+ * outcome of the same name; its outcome list is wider (Unkey's FORBIDDEN, which keygate never answers).
+ */
+export type VerificationCode =
+  | "VALID"
+  | "NOT_FOUND"
+  | "DISABLED"
+  | "EXPIRED"
+  | "INSUFFICIENT_PERMISSIONS"
+  | "RATE_LIMITED"
+  | "USAGE_EXCEEDED";
+
+/** The analytics outcome a verification's code is recorded as. */
+const OUTCOME_OF: Record<VerificationCode, VerificationOutcome> = {
+  VALID: "VALID",
+  NOT_FOUND: "NOT_FOUND",
+  DISABLED: "DISABLED",
+  EXPIRED: "EXPIRED",
+  INSUFFICIENT_PERMISSIONS: "INSUFFICIENT_PERMISSIONS",
+  RATE_LIMITED: "RATE_LIMITED",
+  USAGE_EXCEEDED: "USAGE_EXCEEDED",
+};
 
 export interface RequestedLimit {
   name: string;
@@ -169,7 +190,7 @@ export class VerificationService {
       keyId: verification.key?.keyId ?? "",
       identityId: identity?.id ?? "",
       externalId: identity?.externalId ?? "",
-      outcome: verification.data.code,
+      outcome: OUTCOME_OF[verification.data.code],
       tags: request.tags && request.tags.length > 0 ? [...request.tags] : [],
       spentCredits: verification.spentCredits,
       latencyMs: performance.now() - startedAt,
