@@ -1,5 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { Redis } from "ioredis";
+import { createRedisStores } from "../../src/storage/index.js";
+import { connectRedis } from "../../src/storage/redis/connection.js";
 
 export const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
 
@@ -35,4 +37,12 @@ export async function redisClient(t: Teardown): Promise<Redis> {
   await redis.connect();
   t.teardown(() => redis.disconnect());
   return redis;
+}
+
+/** Stores on the test Redis, on a connection of their own under `prefix`, closed when the test ends. */
+export async function openRedisStores(t: Teardown, prefix: string, options: Parameters<typeof createRedisStores>[3] = {}) {
+  const redis = await connectRedis({ url: REDIS_URL, commandTimeoutMs: 2_000, connectTimeoutMs: 2_000 });
+  const stores = createRedisStores(redis, prefix, true, options);
+  t.teardown(() => stores.close());
+  return stores;
 }

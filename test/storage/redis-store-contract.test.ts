@@ -1,0 +1,62 @@
+import t from "tap";
+import { openRedisStores, redisClient, uniquePrefix } from "../helpers/redis.js";
+import { storeContract } from "./contract.js";
+
+// The record stores on a single Redis: the store contract, the keys they write, and their scripts after SCRIPT FLUSH.
+
+t.test("Redis stores meet the store contract", (t) => storeContract(t, (t) => openRedisStores(t, uniquePrefix(t, "contract"))));
+
+t.test("every key a workspace's records use carries the workspace as its hash tag", async (t) => {
+  const prefix = uniquePrefix(t, "tags");
+  const stores = await openRedisStores(t, prefix);
+  await stores.apis.create({
+    id: "api_tagged",
+    workspaceId: "ws_tagged",
+    name: "tagged",
+    keySpaceId: "ks_1",
+    createdAt: 1,
+    deleteProtection: false,
+  });
+  const inspect = await redisClient(t);
+  const keys = await inspect.keys(`${prefix}:*`);
+  t.ok(keys.length >= 2);
+  for (const key of keys) t.match(key, new RegExp(`^${prefix}:\\{(ws_tagged|apis)\\}:`), `${key} has a hash tag`);
+});
+
+t.test("writes still work after Redis forgets its scripts (SCRIPT FLUSH)", async (t) => {
+  const stores = await openRedisStores(t, uniquePrefix(t, "noscript"));
+  await stores.apis.create({
+    id: "api_before",
+    workspaceId: "ws_a",
+    name: "before",
+    keySpaceId: "ks_1",
+    createdAt: 1,
+    deleteProtection: false,
+  });
+  const inspect = await redisClient(t);
+  await inspect.script("FLUSH");
+  t.equal(
+    await stores.apis.create({
+      id: "api_after",
+      workspaceId: "ws_a",
+      name: "after",
+      keySpaceId: "ks_2",
+      createdAt: 1,
+      deleteProtection: false,
+    }),
+    true,
+  );
+  t.equal((await stores.apis.get("ws_a", "api_after"))?.name, "after");
+});
+
+t.test("an analytics quota window expires in Redis after its window", async (t) => {
+  const prefix = uniquePrefix(t, "quota");
+  const stores = await openRedisStores(t, prefix);
+  const windowStart = Date.now();
+  await stores.analyticsQuota.acquire("ws_q", windowStart, 5_000, { queries: 10, executionMs: 10_000 });
+  const inspect = await redisClient(t);
+  const [key] = await inspect.keys(`${prefix}:*`);
+  t.equal(key, `${prefix}:{ws_q}:analytics-quota:${windowStart}`, "built by keys.ts, with the workspace as hash tag");
+  const ttl = await inspect.pttl(key as string);
+  t.ok(ttl > 0 && ttl <= 5_000 + 60_000, `expires with the window (pttl ${ttl})`);
+});
