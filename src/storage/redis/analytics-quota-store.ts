@@ -1,29 +1,14 @@
 import type { Result } from "ioredis";
 import type { AnalyticsQuotaStore, QuotaUsage } from "../interfaces.js";
 import type { RedisKeys } from "./keys.js";
+import { luaScript } from "./lua-scripts.js";
 import type { RedisClient } from "./topology.js";
 
-/**
- * KEYS[1]: the window's hash. ARGV: query limit, execution-ms limit, time to live (ms).
- * Counts a query unless a limit is reached; returns {allowed 0|1, queries, executionMs}.
- */
-const ACQUIRE_LUA = `
-local queries = tonumber(redis.call("HGET", KEYS[1], "queries") or "0")
-local executionMs = tonumber(redis.call("HGET", KEYS[1], "executionMs") or "0")
-if queries >= tonumber(ARGV[1]) or executionMs >= tonumber(ARGV[2]) then
-  return {0, queries, executionMs}
-end
-queries = redis.call("HINCRBY", KEYS[1], "queries", 1)
-redis.call("PEXPIRE", KEYS[1], ARGV[3])
-return {1, queries, executionMs}
-`;
+/** The script and its contract: lua/analytics-quota-acquire.lua. */
+const ACQUIRE_LUA = luaScript("analytics-quota-acquire");
 
-/** KEYS[1]: the window's hash. ARGV: milliseconds to add, time to live (ms). */
-const ADD_EXECUTION_LUA = `
-redis.call("HINCRBY", KEYS[1], "executionMs", ARGV[1])
-redis.call("PEXPIRE", KEYS[1], ARGV[2])
-return 0
-`;
+/** The script and its contract: lua/analytics-quota-add-execution.lua. */
+const ADD_EXECUTION_LUA = luaScript("analytics-quota-add-execution");
 
 declare module "ioredis" {
   interface RedisCommander<Context> {

@@ -1,40 +1,9 @@
 import type { Result } from "ioredis";
+import { luaScript } from "./lua-scripts.js";
 import type { RedisClient } from "./topology.js";
 
-/**
- * Applies a batch of writes only if every check holds, in one script, so writes that touch several keys are
- * atomic. All keys of a batch must share a hash tag (see keys.ts) for Redis Cluster.
- *
- * KEYS: the keys the batch reads or writes.
- * ARGV[1]: JSON { c: [[keyIndex, "absent"|"present"|"equals", value?]], w: [[op, keyIndex, arg?]] }
- *   ops: "set" (value), "del", "zadd" (member, score 0), "zrem" (member), "sadd" (member), "srem" (member).
- * Returns 0 when applied, else the 1-based index of the first check that failed (nothing is written then).
- */
-const APPLY_BATCH_LUA = `
-local spec = cjson.decode(ARGV[1])
-for i, check in ipairs(spec.c) do
-  local key = KEYS[check[1]]
-  local kind = check[2]
-  if kind == "absent" then
-    if redis.call("EXISTS", key) == 1 then return i end
-  elseif kind == "present" then
-    if redis.call("EXISTS", key) == 0 then return i end
-  elseif kind == "equals" then
-    if redis.call("GET", key) ~= check[3] then return i end
-  end
-end
-for _, write in ipairs(spec.w) do
-  local op, key = write[1], KEYS[write[2]]
-  if op == "set" then redis.call("SET", key, write[3])
-  elseif op == "del" then redis.call("DEL", key)
-  elseif op == "zadd" then redis.call("ZADD", key, 0, write[3])
-  elseif op == "zrem" then redis.call("ZREM", key, write[3])
-  elseif op == "sadd" then redis.call("SADD", key, write[3])
-  elseif op == "srem" then redis.call("SREM", key, write[3])
-  end
-end
-return 0
-`;
+/** The script and its contract: lua/apply-batch.lua. */
+const APPLY_BATCH_LUA = luaScript("apply-batch");
 
 declare module "ioredis" {
   interface RedisCommander<Context> {

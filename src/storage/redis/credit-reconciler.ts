@@ -58,7 +58,7 @@ const SETTLE_AT_ONCE = 100;
 /**
  * Settles rate limit script executions that may have spent credits but whose answers never arrived in time (a
  * frozen or cut-off Redis), so that a credit stays spent only for a request answered as allowed from that very
- * decision: each is reconciled with RECONCILE_CREDITS_LUA once Redis answers again, which gives back what the
+ * decision: each is reconciled with lua/reconcile-credits.lua once Redis answers again, which gives back what the
  * execution took when it ran, and otherwise makes sure it never spends anything, in whichever order Redis runs the
  * two. Attempts repeat every `retryMs`, and at once when the breaker closes, until each is settled; at most
  * `maxPending` wait (the oldest is given up beyond). close() makes a last attempt.
