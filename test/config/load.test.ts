@@ -1,28 +1,8 @@
-import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import t from "tap";
-import { ConfigError, loadConfig, validateConfig } from "../../src/config/load.js";
+import { loadConfig, validateConfig } from "../../src/config/load.js";
 import { hashKey } from "../../src/lib/hash.js";
-
-function directoryWith(files: Record<string, string>): string {
-  const dir = mkdtempSync(join(tmpdir(), "keygate-config-"));
-  for (const [name, content] of Object.entries(files)) {
-    mkdirSync(join(dir, name, ".."), { recursive: true });
-    writeFileSync(join(dir, name), content);
-  }
-  return dir;
-}
-
-function problemsOf(fn: () => unknown): readonly string[] {
-  try {
-    fn();
-  } catch (error) {
-    if (error instanceof ConfigError) return error.problems;
-    throw error;
-  }
-  throw new Error("expected a ConfigError");
-}
+import { directoryWith, problemsOf } from "../helpers/config.js";
 
 t.test("with no file and no environment every default applies", async (t) => {
   const config = loadConfig({ env: {}, cwd: directoryWith({}) });

@@ -1,28 +1,11 @@
-import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import t from "tap";
-import { ConfigError, loadConfig, validateConfig } from "../../src/config/load.js";
+import { loadConfig, validateConfig } from "../../src/config/load.js";
+import { directoryWith, problemsOf } from "../helpers/config.js";
 
 // storage.redis names one of three deployments: a server (url), a Cluster (cluster.nodes) or a Sentinel-watched
 // master (sentinel), from the file or from the environment.
 
-function directoryWithConfig(yaml: string): string {
-  const dir = mkdtempSync(join(tmpdir(), "keygate-redis-forms-"));
-  mkdirSync(join(dir, "config"));
-  writeFileSync(join(dir, "config", "keygate.yaml"), yaml);
-  return dir;
-}
-
-function problemsOf(fn: () => unknown): readonly string[] {
-  try {
-    fn();
-  } catch (error) {
-    if (error instanceof ConfigError) return error.problems;
-    throw error;
-  }
-  throw new Error("expected a ConfigError");
-}
+const directoryWithConfig = (yaml: string) => directoryWith({ "config/keygate.yaml": yaml });
 
 const redisOf = (raw: unknown) => validateConfig({ storage: { redis: raw } }).storage.redis;
 

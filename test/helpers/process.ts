@@ -202,3 +202,37 @@ export async function startGatewayProcess(t: Teardown, options: { upstream: stri
   const key = (await post(server.baseUrl, "keys.createKey", GATEWAY_ROOT_KEY, { apiId: GATEWAY_API })).body.data.key as string;
   return { server, path, key, get: (at) => fetch(`${server.baseUrl}${at}`, { headers: { authorization: `Bearer ${key}` } }), routeTo };
 }
+
+/** Load kept up until stopped: the statuses answered and the longest request, for a test to report. */
+export interface SteadyLoad {
+  statuses: Map<number, number>;
+  /** How many requests have been answered so far. */
+  answered(): number;
+  /** Ends the load once the requests in flight are answered; resolves with the longest request in ms. */
+  stop(): Promise<number>;
+}
+
+/** `ratelimit.limit` with `body` in a loop, two requests at a time on each instance, until stop() (0: no answer). */
+export function steadyRatelimitLoad(instances: readonly RunningServer[], body: Record<string, unknown>): SteadyLoad {
+  const statuses = new Map<number, number>();
+  let longestMs = 0;
+  let running = true;
+  const worker = async (instance: RunningServer) => {
+    while (running) {
+      const started = performance.now();
+      const result = await post(instance.baseUrl, "ratelimit.limit", CLUSTER_ROOT_KEY, body).catch(() => ({ status: 0 }));
+      longestMs = Math.max(longestMs, performance.now() - started);
+      statuses.set(result.status, (statuses.get(result.status) ?? 0) + 1);
+    }
+  };
+  const workers = [...instances, ...instances].map(worker);
+  return {
+    statuses,
+    answered: () => [...statuses.values()].reduce((sum, n) => sum + n, 0),
+    stop: async () => {
+      running = false;
+      await Promise.all(workers);
+      return longestMs;
+    },
+  };
+}

@@ -1,7 +1,7 @@
 import { Cluster } from "ioredis";
 import t, { type Test } from "tap";
 import { LONGEST_WINDOW_MS } from "../helpers/clock.js";
-import { CLUSTER_ROOT_KEY, post, type RunningServer, startPair } from "../helpers/process.js";
+import { CLUSTER_ROOT_KEY, post, type RunningServer, startPair, steadyRatelimitLoad } from "../helpers/process.js";
 import { type RedisCluster, slotOf, startRedisCluster } from "../helpers/redis-cluster.js";
 import { waitFor } from "../helpers/wait.js";
 
@@ -107,19 +107,8 @@ t.test("a master killed under load: keygate keeps answering (fail: local) and co
   const load = { namespace: "failover", identifier: "steady", limit: 1_000_000, duration: LONGEST_WINDOW_MS };
   t.equal((await limit(a, { ...load, cost: 0 })).status, 200);
 
-  const statuses = new Map<number, number>();
-  let longestMs = 0;
-  let running = true;
-  const worker = async (instance: RunningServer) => {
-    while (running) {
-      const started = performance.now();
-      const result = await limit(instance, load).catch(() => ({ status: 0, body: {} }));
-      longestMs = Math.max(longestMs, performance.now() - started);
-      statuses.set(result.status, (statuses.get(result.status) ?? 0) + 1);
-    }
-  };
-  const workers = [a, b, a, b].map(worker);
-  await until("load running", 30_000, () => [...statuses.values()].reduce((sum, n) => sum + n, 0) >= 50);
+  const traffic = steadyRatelimitLoad([a, b], load);
+  await until("load running", 30_000, () => traffic.answered() >= 50);
   const { ms: failoverMs } = await cluster.killMaster(victim);
   // Exact again: once a fresh identifier's limit is decided on Redis by both instances.
   const exact = { namespace: "failover", identifier: "after", limit: 50, duration: LONGEST_WINDOW_MS };
@@ -128,12 +117,15 @@ t.test("a master killed under load: keygate keeps answering (fail: local) and co
     30_000,
     async () => (await limit(a, { ...exact, identifier: `probe-${Date.now()}`, cost: 0 })).status === 200,
   );
-  running = false;
-  await Promise.all(workers);
+  const longestMs = await traffic.stop();
   t.comment(
-    `failover took ${failoverMs} ms; answers during the load: ${JSON.stringify(Object.fromEntries(statuses))}; longest request ${longestMs.toFixed(0)} ms`,
+    `failover took ${failoverMs} ms; answers during the load: ${JSON.stringify(Object.fromEntries(traffic.statuses))}; longest request ${longestMs.toFixed(0)} ms`,
   );
-  t.same([...statuses.keys()], [200], "every request during the failover was answered 200 (decided locally while no master answered)");
+  t.same(
+    [...traffic.statuses.keys()],
+    [200],
+    "every request during the failover was answered 200 (decided locally while no master answered)",
+  );
 
   // The breaker may still be open for a moment after the failover: wait until both decide on Redis again.
   await until("both instances sharing counters on Redis again", 30_000, async () => {

@@ -1,6 +1,6 @@
 import t from "tap";
 import { LONGEST_WINDOW_MS } from "../helpers/clock.js";
-import { CLUSTER_ROOT_KEY, post, type RunningServer, startPair } from "../helpers/process.js";
+import { CLUSTER_ROOT_KEY, post, type RunningServer, startPair, steadyRatelimitLoad } from "../helpers/process.js";
 import { startRedisSentinel } from "../helpers/redis-sentinel.js";
 import { waitFor } from "../helpers/wait.js";
 
@@ -22,30 +22,22 @@ t.test("on Sentinel, a master killed under load: keygate keeps answering, follow
   t.equal(before.filter((result) => result.body.data.success).length, 100, "exactly the limit admitted before the failover");
 
   const load = { namespace: "sentinel", identifier: "steady", limit: 1_000_000, duration: LONGEST_WINDOW_MS };
-  const statuses = new Map<number, number>();
-  let longestMs = 0;
-  let running = true;
-  const worker = async (instance: RunningServer) => {
-    while (running) {
-      const started = performance.now();
-      const result = await limit(instance, load).catch(() => ({ status: 0, body: {} }));
-      longestMs = Math.max(longestMs, performance.now() - started);
-      statuses.set(result.status, (statuses.get(result.status) ?? 0) + 1);
-    }
-  };
-  const workers = [a, b, a, b].map(worker);
-  await until("load running", 30_000, () => [...statuses.values()].reduce((sum, n) => sum + n, 0) >= 50);
+  const traffic = steadyRatelimitLoad([a, b], load);
+  await until("load running", 30_000, () => traffic.answered() >= 50);
   const { ms: failoverMs, promoted } = await sentinel.killMaster();
   await until("both instances sharing counters on the new master", 60_000, async () => {
     const probe = { namespace: "sentinel", identifier: `probe-${Math.random()}`, limit: 1, duration: LONGEST_WINDOW_MS };
     return (await limit(a, probe)).body.data?.success === true && (await limit(b, probe)).body.data?.success === false;
   });
-  running = false;
-  await Promise.all(workers);
+  const longestMs = await traffic.stop();
   t.comment(
-    `failover took ${failoverMs} ms; answers during the load: ${JSON.stringify(Object.fromEntries(statuses))}; longest request ${longestMs.toFixed(0)} ms`,
+    `failover took ${failoverMs} ms; answers during the load: ${JSON.stringify(Object.fromEntries(traffic.statuses))}; longest request ${longestMs.toFixed(0)} ms`,
   );
-  t.same([...statuses.keys()], [200], "every request during the failover was answered 200 (decided locally while no master answered)");
+  t.same(
+    [...traffic.statuses.keys()],
+    [200],
+    "every request during the failover was answered 200 (decided locally while no master answered)",
+  );
   t.equal((await sentinel.master()).port, promoted.port);
 
   const exactAfter = { ...exactBefore, identifier: "after", limit: 50 };
