@@ -25,10 +25,22 @@ t.test("on Sentinel, a master killed under load: keygate keeps answering, follow
   const traffic = steadyRatelimitLoad([a, b], load);
   await until("load running", 30_000, () => traffic.answered() >= 50);
   const { ms: failoverMs, promoted } = await sentinel.killMaster();
-  await until("both instances sharing counters on the new master", 60_000, async () => {
-    const probe = { namespace: "sentinel", identifier: `probe-${Math.random()}`, limit: 1, duration: LONGEST_WINDOW_MS };
-    return (await limit(a, probe)).body.data?.success === true && (await limit(b, probe)).body.data?.success === false;
-  });
+  // Both decide on Redis again once each has reconnected to the promoted replica and its breaker has closed. The
+  // bound only ends a failing test; its message says what each instance answered and logged.
+  await waitFor(
+    "both instances sharing counters on the new master",
+    120_000,
+    async (because) => {
+      const probe = { namespace: "sentinel", identifier: `probe-${Math.random()}`, limit: 1, duration: LONGEST_WINDOW_MS };
+      const [first, second] = [await limit(a, probe), await limit(b, probe)];
+      because(
+        `a answered ${first.status} ${JSON.stringify(first.body.data ?? first.body.error)}, b ${second.status} ${JSON.stringify(second.body.data ?? second.body.error)}`,
+      );
+      return first.body.data?.success === true && second.body.data?.success === false ? true : undefined;
+    },
+    async () =>
+      `master now ${(await sentinel.master()).port}\na logged:\n${a.stdout().slice(-2_000)}\nb logged:\n${b.stdout().slice(-2_000)}`,
+  );
   const longestMs = await traffic.stop();
   t.comment(
     `failover took ${failoverMs} ms; answers during the load: ${JSON.stringify(Object.fromEntries(traffic.statuses))}; longest request ${longestMs.toFixed(0)} ms`,

@@ -83,8 +83,11 @@ export function createRedisClient(target: RedisTarget, settings: ConnectionSetti
       ...(sentinelAccess.tls ? { tls: {}, sentinelTLS: {}, enableTLSForSentinelMode: true } : {}),
       sentinelCommandTimeout: settings.commandTimeoutMs,
       sentinelRetryStrategy: reconnectDelay,
-      // Sentinels announce a failover at once (+switch-master), rather than at the next reconnect.
-      failoverDetector: true,
+      // A master that lost its role (demoted after a failover, still reachable) answers writes with READONLY:
+      // reconnect, which asks the sentinels for the new master, and send the command again there. (ioredis's
+      // failoverDetector is left off: it could leave a client that was reconnecting when the switch came without
+      // a connection.)
+      reconnectOnError: (error: Error) => (error.message.startsWith("READONLY") ? 2 : false),
     });
   }
   if (target.url === undefined) throw new Error("storage.redis names no deployment (url, cluster or sentinel)");
