@@ -10,6 +10,7 @@ import { MemoryRatelimitCounterStore } from "./memory/ratelimit-counter-store.js
 import { MemoryRatelimitNamespaceStore } from "./memory/ratelimit-namespace-store.js";
 import { MemoryRoleStore } from "./memory/role-store.js";
 import { MemoryRootKeyStore } from "./memory/root-key-store.js";
+import { SharedCounters } from "./ratelimit/shared-counters.js";
 import { RedisAnalyticsQuotaStore } from "./redis/analytics-quota-store.js";
 import { RedisApiStore } from "./redis/api-store.js";
 import { connectRedis } from "./redis/connection.js";
@@ -20,7 +21,7 @@ import { RedisIdentityStore } from "./redis/identity-store.js";
 import { RedisKeyStore } from "./redis/key-store.js";
 import { createRedisKeys } from "./redis/keys.js";
 import { RedisPermissionStore } from "./redis/permission-store.js";
-import { RedisRatelimitCounterStore } from "./redis/ratelimit-counter-store.js";
+import { MAX_KEYS_PER_EXECUTION, RedisRatelimitCounterStore } from "./redis/ratelimit-counter-store.js";
 import { RedisRatelimitNamespaceStore } from "./redis/ratelimit-namespace-store.js";
 import { type ReplicaWaitSettings, waitingForReplicas } from "./redis/replica-wait.js";
 import { RedisRoleStore } from "./redis/role-store.js";
@@ -59,7 +60,8 @@ export interface RedisBackedStores extends Stores {
   readonly kind: "redis";
   readonly redis: RedisClient;
   readonly prefix: string;
-  readonly ratelimitCounters: RedisRatelimitCounterStore;
+  /** The counters' store under the policies of `ratelimitCounters`: one script execution per batch. */
+  readonly ratelimitBatches: RedisRatelimitCounterStore;
   readonly breaker: NonNullable<Stores["breaker"]>;
 }
 
@@ -92,11 +94,20 @@ export function createRedisStores(
   const writer = options.replicaWait ? waitingForReplicas(redis, options.replicaWait) : redis;
   const guarded = guardedClient(writer, guard);
   defineCreditCommands(redis);
-  const ratelimitCounters = new RedisRatelimitCounterStore(redis, keys, guard, clock, {
+  const ratelimitBatches = new RedisRatelimitCounterStore(
+    redis,
+    keys,
+    guard,
+    clock,
+    defined({ log: options.log, reconcileRetryMs: options.reconcileRetryMs, maxPendingReconciliations: options.maxPendingReconciliations }),
+  );
+  const ratelimitCounters = new SharedCounters(ratelimitBatches, clock, {
     reservations: options.ratelimitReservations ?? true,
-    ...(options.log ? { log: options.log } : {}),
-    ...(options.reconcileRetryMs !== undefined ? { reconcileRetryMs: options.reconcileRetryMs } : {}),
-    ...(options.maxPendingReconciliations !== undefined ? { maxPendingReconciliations: options.maxPendingReconciliations } : {}),
+    maxKeysPerBatch: MAX_KEYS_PER_EXECUTION,
+  });
+  // Counts seen and units reserved before an outage may be gone if Redis restarted without its data.
+  guard.breaker.onStateChange((state) => {
+    if (state === "closed") ratelimitCounters.forget();
   });
   let closed = false;
   return {
@@ -111,13 +122,14 @@ export function createRedisStores(
     identities: new RedisIdentityStore(guarded, keys),
     ratelimitNamespaces: new RedisRatelimitNamespaceStore(writer, keys, guard),
     ratelimitCounters,
+    ratelimitBatches,
     breaker: guard.breaker,
     analyticsQuota: new RedisAnalyticsQuotaStore(guarded, keys),
     close: async () => {
       if (closed) return;
       closed = true;
       // Calls that may have spent credits and got no answer are settled while the connection is still open.
-      await ratelimitCounters.close();
+      await ratelimitBatches.close();
       guard.breaker.stop();
       if (ownsConnection) await closeClient(redis);
     },

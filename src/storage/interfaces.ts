@@ -1,5 +1,6 @@
 import type { Awaitable } from "../lib/awaitable.js";
 import type { CircuitBreaker } from "../lib/circuit-breaker.js";
+import type { WindowCounts } from "../lib/sliding-window.js";
 import type {
   ApiRecord,
   CreditRecord,
@@ -252,6 +253,44 @@ export interface RatelimitCounterStore {
    * (Redis: the server's TIME). Throws StoreUnavailableError when the store cannot answer in time.
    */
   applyChecks(workspaceId: string, checks: readonly WindowCheck[], now?: number, credit?: CreditCheck): Promise<CounterOutcome>;
+}
+
+/** One call of a batch: its checks, an optional credit check, and units to reserve for the calling instance. */
+export interface CounterCall {
+  checks: readonly WindowCheck[];
+  credit?: CreditCheck | undefined;
+  /**
+   * Units to take besides the cost on the first check's counter, for the caller to admit later without asking
+   * (0 or absent: none). Honoured only for one check without credit that passes, on a counter already in use
+   * (counted above 0 before the call), and only as far as the window stays at most half used.
+   */
+  reserve?: number;
+}
+
+/** What a batch store knows of one check's counter after deciding it. */
+export interface DecidedWindow {
+  /** The fixed window the check was decided in. */
+  sequence: number;
+  /** Units reserved for the caller (not part of the result's `remaining`); 0 unless the call asked. */
+  reserved: number;
+  /** Only when nothing remains: the counts of that window and the one before, after the call. */
+  counts?: WindowCounts;
+}
+
+export interface CallDecision {
+  outcome: CounterOutcome;
+  /** One per check, in order. */
+  windows: DecidedWindow[];
+}
+
+/**
+ * Counters that decide a batch of calls in one atomic step (Redis: one script execution). Calls are decided in
+ * order, each on its own exactly as if it had been sent alone, all at one time: `now`, or the store's own clock.
+ * The policies of storage/ratelimit/ (batching, reservations, local denials) build a RatelimitCounterStore on one.
+ * Throws StoreUnavailableError when the store cannot answer in time: then no call of the batch has an answer.
+ */
+export interface RatelimitBatchStore {
+  applyBatch(workspaceId: string, calls: readonly CounterCall[], now?: number): Promise<CallDecision[]>;
 }
 
 export interface Stores {

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import t from "tap";
-import type { RedisRatelimitCounterStore } from "../../src/storage/redis/ratelimit-counter-store.js";
+import type { RedisBackedStores } from "../../src/storage/index.js";
 import { createApi, createKey, getKey } from "../helpers/fixtures.js";
 import { type Harness, harness } from "../helpers/harness.js";
 import { privateRedis } from "../helpers/redis-server.js";
@@ -76,7 +76,7 @@ for (const fail of ["closed", "open", "local"]) {
       const { key, keyId } = await createKey(h, apiId, { credits: { remaining: BALANCE } });
       t.equal((await h.call("keys.verifyKey", { key })).body.data.credits, BALANCE - 1, "the key is cached, one credit spent");
       const breaker = h.app.stores.breaker;
-      const counters = h.app.stores.ratelimitCounters as RedisRatelimitCounterStore;
+      const counters = (h.app.stores as RedisBackedStores).ratelimitBatches;
 
       const { tally, stop } = load(h, key);
       await until(() => tally.decided >= 200, 30_000, "verifications before the freeze");

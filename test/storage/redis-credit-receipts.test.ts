@@ -130,14 +130,14 @@ t.test("a call whose answer never came is reconciled once Redis answers again, t
     (error: unknown) => error,
   );
   t.ok(isStoreUnavailable(missed), "the call fails as the store being unavailable");
-  t.equal(stores.ratelimitCounters.pendingReconciliations, 1, "and waits to be reconciled");
-  await until(() => stores.ratelimitCounters.reconciliation.attempts >= 3, 10_000, "attempts while Redis is frozen");
-  t.equal(stores.ratelimitCounters.pendingReconciliations, 1, "failed attempts keep it waiting");
+  t.equal(stores.ratelimitBatches.pendingReconciliations, 1, "and waits to be reconciled");
+  await until(() => stores.ratelimitBatches.reconciliation.attempts >= 3, 10_000, "attempts while Redis is frozen");
+  t.equal(stores.ratelimitBatches.pendingReconciliations, 1, "failed attempts keep it waiting");
 
   server.resume();
-  await until(() => stores.ratelimitCounters.pendingReconciliations === 0, 10_000, "the reconciliation");
+  await until(() => stores.ratelimitBatches.pendingReconciliations === 0, 10_000, "the reconciliation");
   t.equal((await stores.keys.getCredits("ws_a", "key_1"))?.remaining, 9, "the 2 credits the late execution took are back");
-  t.same(stores.ratelimitCounters.reconciliation.creditsGivenBack, 2, "counted as given back");
+  t.same(stores.ratelimitBatches.reconciliation.creditsGivenBack, 2, "counted as given back");
   t.match(
     log.lines,
     [
@@ -158,8 +158,8 @@ t.test("close() settles what still waits; what it cannot settle is logged as an 
   server.hang();
   await stores.ratelimitCounters.applyChecks("ws_a", [minute], undefined, { keyId: "key_1", cost: 4 }).catch(() => {});
   server.resume();
-  await stores.ratelimitCounters.close();
-  t.equal(stores.ratelimitCounters.pendingReconciliations, 0, "settled at close");
+  await stores.ratelimitBatches.close();
+  t.equal(stores.ratelimitBatches.pendingReconciliations, 0, "settled at close");
   t.equal((await stores.keys.getCredits("ws_a", "key_1"))?.remaining, 10, "the 4 credits the late execution took are back");
 
   const frozen = capturedLog();
@@ -167,8 +167,8 @@ t.test("close() settles what still waits; what it cannot settle is logged as an 
   server.hang();
   t.teardown(() => server.resume());
   await other.ratelimitCounters.applyChecks("ws_a", [minute], undefined, { keyId: "key_1", cost: 4 }).catch(() => {});
-  await other.ratelimitCounters.close();
-  t.equal(other.ratelimitCounters.reconciliation.givenUp, 1, "with Redis still frozen, close() gives it up");
+  await other.ratelimitBatches.close();
+  t.equal(other.ratelimitBatches.reconciliation.givenUp, 1, "with Redis still frozen, close() gives it up");
   t.match(frozen.lines.at(-1), /^error: 1 missed script executions could not be reconciled before the store closed/, "logged as an error");
 });
 
@@ -181,14 +181,14 @@ t.test("at most maxPendingReconciliations wait; beyond, the oldest is given up a
   t.teardown(() => server.resume());
   for (let i = 0; i < 3; i++)
     await stores.ratelimitCounters.applyChecks("ws_a", [minute], undefined, { keyId: "key_1", cost: 1 }).catch(() => {});
-  t.equal(stores.ratelimitCounters.pendingReconciliations, 2, "two wait");
-  t.equal(stores.ratelimitCounters.reconciliation.givenUp, 1, "the oldest was given up");
+  t.equal(stores.ratelimitBatches.pendingReconciliations, 2, "two wait");
+  t.equal(stores.ratelimitBatches.reconciliation.givenUp, 1, "the oldest was given up");
   t.ok(
     log.lines.some((line) => line.startsWith("error: too many missed script executions")),
     "the one given up is logged",
   );
   server.resume();
-  await stores.ratelimitCounters.close();
+  await stores.ratelimitBatches.close();
   t.equal((await stores.keys.getCredits("ws_a", "key_1"))?.remaining, 9, "the two kept are given back; the one given up stays spent");
 });
 
@@ -201,7 +201,7 @@ t.test(
     const inspect = await redisClient(t);
     await stores.keys.create(key("key_1"), { remaining: 10, lastRefillAt: 0 });
     // A fresh store numbers its executions from 0: the next one's receipt key is known.
-    const instance = (stores.ratelimitCounters as unknown as { instanceId: string }).instanceId;
+    const instance = (stores.ratelimitBatches as unknown as { instanceId: string }).instanceId;
     const receipt = (n: number) => `${prefix}:{ws_a}:credit-receipt:${instance}.${n}`;
 
     // As if Redis had run it before and taken 3: its receipt is there, the balance shows the 3 taken.
@@ -212,7 +212,7 @@ t.test(
       (failure: unknown) => failure,
     );
     t.ok(isStoreUnavailable(error), "its calls fail as the store being unavailable: their answer is gone");
-    await until(() => stores.ratelimitCounters.pendingReconciliations === 0, 10_000, "the reconciliation");
+    await until(() => stores.ratelimitBatches.pendingReconciliations === 0, 10_000, "the reconciliation");
     t.equal((await stores.keys.getCredits("ws_a", "key_1"))?.remaining, 10, "what the first run took is given back");
     t.equal(await inspect.get(receipt(0)), "x3");
   },

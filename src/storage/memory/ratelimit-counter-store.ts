@@ -1,7 +1,19 @@
 import type { Clock } from "../../lib/clock.js";
 import { withRefills } from "../../lib/credit-refill.js";
+import { defined } from "../../lib/defined.js";
 import { alignToStored, countsFor, estimateUsed, type StoredWindow, windowEnd } from "../../lib/sliding-window.js";
-import type { CounterOutcome, CreditCheck, CreditOutcome, RatelimitCounterStore, WindowCheck, WindowResult } from "../interfaces.js";
+import type {
+  CallDecision,
+  CounterCall,
+  CounterOutcome,
+  CreditCheck,
+  CreditOutcome,
+  DecidedWindow,
+  RatelimitBatchStore,
+  RatelimitCounterStore,
+  WindowCheck,
+  WindowResult,
+} from "../interfaces.js";
 import type { CreditRecord } from "../records.js";
 
 /** Credit balances held in the same process (the in-memory key store), read and written without awaiting. */
@@ -29,9 +41,9 @@ interface Entry extends StoredWindow {
 /**
  * Counters in process memory: the store of a keygate without Redis, and the rate limiter's `local` fallback
  * while Redis is unavailable. A call runs without awaiting anything, so it is atomic in Node's single thread.
- * The arithmetic is the Lua script's (storage/redis/ratelimit-script.ts), written with lib/sliding-window.ts.
+ * The arithmetic is the Lua script's (storage/redis/lua/ratelimit.lua), written with lib/sliding-window.ts.
  */
-export class MemoryRatelimitCounterStore implements RatelimitCounterStore {
+export class MemoryRatelimitCounterStore implements RatelimitCounterStore, RatelimitBatchStore {
   private readonly windows = new Map<string, Entry>();
   private readonly clock: Clock;
   /** Where credit checks read and take balances; absent for the rate limiter's local fallback, which has none. */
@@ -49,6 +61,14 @@ export class MemoryRatelimitCounterStore implements RatelimitCounterStore {
     now: number = this.clock.now(),
     credit?: CreditCheck,
   ): Promise<CounterOutcome> {
+    return this.decide(workspaceId, { checks, credit }, now).outcome;
+  }
+
+  async applyBatch(workspaceId: string, calls: readonly CounterCall[], now: number = this.clock.now()): Promise<CallDecision[]> {
+    return calls.map((call) => this.decide(workspaceId, call, now));
+  }
+
+  private decide(workspaceId: string, { checks, credit, reserve = 0 }: CounterCall, now: number): CallDecision {
     this.sweep(now);
     // Per distinct counter: where its window stands and what earlier checks of this call took from it.
     const counters = new Map<string, Counter>();
@@ -87,6 +107,8 @@ export class MemoryRatelimitCounterStore implements RatelimitCounterStore {
       }
     }
 
+    const reserved =
+      passed && !credit && checks.length === 1 ? this.reservable(checks[0] as WindowCheck, evaluated[0]?.before ?? 0, reserve) : 0;
     if (passed) {
       if (credit && balance && (credit.cost > 0 || balance.refilled !== balance.stored)) {
         (this.ledger as CreditLedger).writeBalance(workspaceId, credit.keyId, {
@@ -94,6 +116,7 @@ export class MemoryRatelimitCounterStore implements RatelimitCounterStore {
           remaining: balance.refilled.remaining - credit.cost,
         });
       }
+      if (reserved > 0) (counters.get(evaluated[0]?.key as string) as Counter).taken += reserved;
       for (const [key, counter] of counters) {
         if (counter.taken === 0) continue;
         const { sequence, current, previous } = counter.stored;
@@ -106,25 +129,32 @@ export class MemoryRatelimitCounterStore implements RatelimitCounterStore {
       }
     }
 
+    const windows: DecidedWindow[] = [];
     const results: WindowResult[] = checks.map((check, index) => {
       const { key, before, passed: checkPassed } = evaluated[index] as { key: string; before: number; passed: boolean };
       const counter = counters.get(key) as Counter;
       // A denied call consumed nothing, so every check reports the room its window had before the call.
-      const used = passed ? before + check.cost : counter.base;
-      return {
-        passed: checkPassed,
-        remaining: Math.max(0, check.limit - used),
-        resetAt: windowEnd(counter.stored.sequence, check.durationMs),
-      };
+      const used = passed ? before + check.cost + (index === 0 ? reserved : 0) : counter.base;
+      const remaining = Math.max(0, check.limit - used);
+      const { sequence, current, previous } = counter.stored;
+      const counts = remaining === 0 ? { current: passed ? current + counter.taken : current, previous } : undefined;
+      windows.push({ sequence, reserved: index === 0 ? reserved : 0, ...defined({ counts }) });
+      return { passed: checkPassed, remaining, resetAt: windowEnd(sequence, check.durationMs) };
     });
-    if (!credit) return { passed, results, now };
+    if (!credit) return { outcome: { passed, results, now }, windows };
     const creditOutcome: CreditOutcome = balance
       ? {
           passed: credit.cost === 0 || balance.refilled.remaining >= credit.cost,
           remaining: passed ? balance.refilled.remaining - credit.cost : balance.refilled.remaining,
         }
       : { passed: true, remaining: null };
-    return { passed, results, now, credit: creditOutcome };
+    return { outcome: { passed, results, now, credit: creditOutcome }, windows };
+  }
+
+  /** The units a passing lone check may reserve besides its cost (see CounterCall.reserve). */
+  private reservable(check: WindowCheck, before: number, reserve: number): number {
+    if (reserve <= 0 || before <= 0) return 0;
+    return Math.max(0, Math.min(reserve, Math.floor(check.limit / 2) - (before + check.cost)));
   }
 
   /** Number of counters held (tests). */
