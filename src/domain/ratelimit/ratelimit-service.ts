@@ -1,24 +1,24 @@
 import { KeygateError } from "../../errors/keygate-error.js";
 import type { Clock } from "../../lib/clock.js";
+import { defined } from "../../lib/defined.js";
 import { newId } from "../../lib/ids.js";
-import type { RatelimitNamespaceStore, WindowCheck } from "../../storage/interfaces.js";
+import type { RatelimitNamespaceStore } from "../../storage/interfaces.js";
 import type { RatelimitNamespaceRecord, RatelimitOverrideRecord } from "../../storage/records.js";
 import type { Caller } from "../caller.js";
 import { allOf } from "../permissions/query.js";
 import { type RatelimitAction, requireRatelimit } from "../root-keys/permissions.js";
 import type { Limiter } from "./limiter.js";
 import type { NamespaceDirectory, ResolvedNamespace } from "./namespace-directory.js";
+import {
+  applyOverrides,
+  type LimitRequest,
+  missingNames,
+  NamespaceResolver,
+  namespaceNotFound,
+  type ResolvedLimit,
+} from "./namespace-resolver.js";
 
-/** One check of ratelimit.limit / multiLimit, or of a gateway route's namespace limit. */
-export interface LimitRequest {
-  /** Namespace name, or its `rlns_` id. */
-  namespace: string;
-  identifier: string;
-  limit: number;
-  durationMs: number;
-  /** Units to take; 1 when absent, 0 checks without consuming. */
-  cost?: number;
-}
+export type { LimitRequest, ResolvedLimit } from "./namespace-resolver.js";
 
 export interface LimitResult {
   /** The namespace as the request named it. */
@@ -41,14 +41,6 @@ export interface LimitOutcome {
   results: LimitResult[];
   /** See LimiterOutcome.degraded: the shared counters were unavailable and `ratelimit.fail` answered. */
   degraded?: "open" | "local";
-}
-
-/** A namespace limit resolved to the counter check it becomes (its override applied), not yet decided. */
-export interface ResolvedLimit {
-  request: LimitRequest;
-  namespaceId: string;
-  check: WindowCheck;
-  overrideId?: string;
 }
 
 export interface OverrideView {
@@ -80,12 +72,14 @@ export interface RatelimitServiceOptions {
 export class RatelimitService {
   private readonly namespaces: RatelimitNamespaceStore;
   private readonly directory: NamespaceDirectory;
+  private readonly resolver: NamespaceResolver;
   private readonly limiter: Limiter;
   private readonly clock: Clock;
 
   constructor(options: RatelimitServiceOptions) {
     this.namespaces = options.namespaces;
     this.directory = options.directory;
+    this.resolver = new NamespaceResolver(options.namespaces, options.directory, options.clock);
     this.limiter = options.limiter;
     this.clock = options.clock;
   }
@@ -111,11 +105,11 @@ export class RatelimitService {
     requests: readonly LimitRequest[],
     options: { createMissingNamespaces: boolean },
   ): Promise<ResolvedLimit[]> {
-    const resolved = await this.findAll(workspaceId, requests);
+    const resolved = await this.resolver.findAll(workspaceId, requests);
     const missing = missingNames(resolved);
     if (missing.length > 0) {
       if (!options.createMissingNamespaces) throw namespaceNotFound(missing[0] as string);
-      await this.createAll(workspaceId, missing, resolved);
+      await this.resolver.createAll(workspaceId, missing, resolved);
     }
     return applyOverrides(requests, resolved as Map<string, ResolvedNamespace>);
   }
@@ -166,11 +160,11 @@ export class RatelimitService {
   ): Promise<{ overrides: OverrideView[]; cursor?: string; hasMore: boolean }> {
     const namespace = await this.liveNamespace(caller, input.namespace, "read_override");
     const page = await this.namespaces.listOverrides(caller.workspaceId, namespace.id, {
-      ...(input.cursor !== undefined ? { cursor: input.cursor } : {}),
+      ...defined({ cursor: input.cursor }),
       limit: input.limit + 1,
     });
     const next = page[input.limit];
-    return { overrides: page.slice(0, input.limit).map(overrideView), ...(next ? { cursor: next.id } : {}), hasMore: next !== undefined };
+    return { overrides: page.slice(0, input.limit).map(overrideView), ...defined({ cursor: next?.id }), hasMore: next !== undefined };
   }
 
   /** ratelimit.deleteOverride: removes the override stored under exactly this identifier or pattern. */
@@ -204,7 +198,7 @@ export class RatelimitService {
    */
   private async limitAsCaller(caller: Caller, requests: readonly LimitRequest[]): Promise<LimitOutcome> {
     const workspaceId = caller.workspaceId;
-    const resolved = await this.findAll(workspaceId, requests);
+    const resolved = await this.resolver.findAll(workspaceId, requests);
     const missing = missingNames(resolved);
     if (missing.length > 0) {
       try {
@@ -218,43 +212,12 @@ export class RatelimitService {
           `${error.detail.replace(/\.$/, "")} (to create the ${noun} ${names}, which do${missing.length === 1 ? "es" : ""} not exist yet).`,
         );
       }
-      await this.createAll(workspaceId, missing, resolved);
+      await this.resolver.createAll(workspaceId, missing, resolved);
     }
     const namespaceIds = new Set<string>();
     for (const namespace of resolved.values()) namespaceIds.add((namespace as ResolvedNamespace).namespace.id);
     caller.authorize(allOf(...[...namespaceIds].map((id) => requireRatelimit("limit", id))));
     return this.decide(workspaceId, applyOverrides(requests, resolved as Map<string, ResolvedNamespace>));
-  }
-
-  /** Each distinct namespace the requests name, or null when it does not exist. */
-  private async findAll(workspaceId: string, requests: readonly LimitRequest[]): Promise<Map<string, ResolvedNamespace | null>> {
-    const resolved = new Map<string, ResolvedNamespace | null>();
-    for (const request of requests) resolved.set(request.namespace, null);
-    // ratelimit.limit and most multiLimit calls name one namespace: no need to gather several lookups then.
-    if (resolved.size === 1) {
-      const name = requests[0]?.namespace as string;
-      resolved.set(name, await this.directory.find(workspaceId, name));
-      return resolved;
-    }
-    const names = [...resolved.keys()];
-    const found = await Promise.all(names.map((name) => this.directory.find(workspaceId, name)));
-    for (const [index, name] of names.entries()) resolved.set(name, found[index] ?? null);
-    return resolved;
-  }
-
-  /** Creates the missing namespaces; one created meanwhile by another caller (or instance) is used instead. */
-  private async createAll(workspaceId: string, names: string[], resolved: Map<string, ResolvedNamespace | null>): Promise<void> {
-    await Promise.all(
-      names.map(async (name) => {
-        const now = this.clock.now();
-        const id = newId("rlns", now);
-        await this.namespaces.createNamespace({ id, workspaceId, name, createdAt: now });
-        this.directory.forget(workspaceId, id, name);
-        const namespace = await this.directory.find(workspaceId, name);
-        if (!namespace) throw new Error(`the rate limit namespace '${name}' was created but cannot be read back`);
-        resolved.set(name, namespace);
-      }),
-    );
   }
 
   private async decide(workspaceId: string, applied: readonly ResolvedLimit[]): Promise<LimitOutcome> {
@@ -273,10 +236,10 @@ export class RatelimitService {
         remaining: result.remaining,
         resetAt: result.resetAt,
         passed: result.passed,
-        ...(overrideId !== undefined ? { overrideId } : {}),
+        ...defined({ overrideId }),
       };
     });
-    return { passed: outcome.passed, results, ...(outcome.degraded ? { degraded: outcome.degraded } : {}) };
+    return { passed: outcome.passed, results, ...defined({ degraded: outcome.degraded }) };
   }
 
   /**
@@ -299,43 +262,6 @@ export class RatelimitService {
   }
 }
 
-/**
- * The names of namespaces to create. An `rlns_` id that matches nothing is 404, never a new namespace of that
- * name: ids are made by keygate, and another workspace's id must not quietly become a namespace here.
- */
-function missingNames(resolved: Map<string, ResolvedNamespace | null>): string[] {
-  const missing: string[] = [];
-  for (const [name, namespace] of resolved) if (namespace === null) missing.push(name);
-  const unknownId = missing.find((name) => name.startsWith("rlns_"));
-  if (unknownId !== undefined) throw namespaceNotFound(unknownId);
-  return missing;
-}
-
-/** Each request with its namespace's override applied (the override replaces limit and duration); 410 for deleted namespaces. */
-function applyOverrides(requests: readonly LimitRequest[], resolved: Map<string, ResolvedNamespace>): ResolvedLimit[] {
-  return requests.map((request) => {
-    const { namespace, overrides } = resolved.get(request.namespace) as ResolvedNamespace;
-    if (namespace.deletedAt !== undefined) {
-      throw new KeygateError(
-        "err:unkey:data:ratelimit_namespace_gone",
-        `The rate limit namespace '${request.namespace}' has been deleted.`,
-      );
-    }
-    const override = overrides.match(request.identifier);
-    return {
-      request,
-      namespaceId: namespace.id,
-      check: {
-        bucket: `ns:${namespace.id}:${request.identifier}`,
-        limit: override ? override.limit : request.limit,
-        durationMs: override ? override.durationMs : request.durationMs,
-        cost: request.cost ?? 1,
-      },
-      ...(override ? { overrideId: override.id } : {}),
-    };
-  });
-}
-
 function overrideView(override: RatelimitOverrideRecord): OverrideView {
   return {
     overrideId: override.id,
@@ -345,10 +271,6 @@ function overrideView(override: RatelimitOverrideRecord): OverrideView {
     durationMs: override.durationMs,
     createdAt: override.createdAt,
   };
-}
-
-function namespaceNotFound(nameOrId: string): KeygateError {
-  return new KeygateError("err:unkey:data:ratelimit_namespace_not_found", `The rate limit namespace '${nameOrId}' does not exist.`);
 }
 
 function overrideNotFound(identifier: string, namespace: string): KeygateError {
