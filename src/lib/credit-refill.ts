@@ -1,7 +1,7 @@
 /**
  * Credit refills, computed lazily from the time of the last refill, so no scheduler is needed and an idle key
- * reads right. The domain (domain/credits.ts), the in-memory counter store and the Lua script of
- * storage/redis/ratelimit-script.ts use this arithmetic; keep them in step.
+ * reads right. The domain (domain/credits.ts), the in-memory counter store and the Lua of
+ * storage/redis/lua/credit-balance.lua use this arithmetic; keep them in step.
  */
 
 const MS_PER_DAY = 86_400_000;

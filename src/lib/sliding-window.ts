@@ -1,7 +1,7 @@
 /**
  * The rate limit algorithm: a sliding window estimated from two epoch-aligned fixed windows. The in-memory
  * counter store and the Redis fast path use these functions; the Lua script in
- * `storage/redis/ratelimit-script.ts` does the same arithmetic and must stay in step with them.
+ * `storage/redis/lua/ratelimit.lua` does the same arithmetic and must stay in step with them.
  *
  * Fixed window `sequence` covers the milliseconds [sequence × d, (sequence + 1) × d). The sliding window at
  * `now` is the d milliseconds ending with `now` inclusive: all of the current fixed window so far, plus the last

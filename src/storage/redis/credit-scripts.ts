@@ -4,7 +4,7 @@ import type { RedisClient } from "./topology.js";
 
 /**
  * How what a receipt key holds once its script execution has been settled begins: "x" when the execution had not
- * run (it never will: an execution that finds its receipt key set runs nothing, see ratelimit-script.ts), "x<n>"
+ * run (it never will: an execution that finds its receipt key set runs nothing, see lua/ratelimit.lua), "x<n>"
  * when it had, and n credits were given back. A receipt of credits taken begins with a digit.
  */
 export const SETTLED_MARK = "x";

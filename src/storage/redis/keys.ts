@@ -47,10 +47,10 @@ export function createRedisKeys(prefix: string) {
     ratelimitOverrideIds: (workspaceId: string, namespaceId: string) => `${workspace(workspaceId)}:rlor-ids:${namespaceId}`,
     /** Changes whenever an override of the namespace is set or deleted (see RatelimitNamespaceStore.namespaceState). */
     ratelimitOverridesVersion: (workspaceId: string, namespaceId: string) => `${workspace(workspaceId)}:rlor-version:${namespaceId}`,
-    /** One sliding-window counter (a hash, always with a TTL): see ratelimit-script.ts. */
+    /** One sliding-window counter (a hash, always with a TTL): see lua/ratelimit.lua. */
     ratelimitWindow: (workspaceId: string, limit: number, durationMs: number, bucket: string) =>
       `${workspace(workspaceId)}:rlw:${limit}:${durationMs}:${bucket}`,
-    /** What one rate limit script execution took from credit balances, or that it must not run (ratelimit-script.ts). */
+    /** What one rate limit script execution took from credit balances, or that it must not run (lua/ratelimit.lua). */
     creditReceipt: (workspaceId: string, executionId: string) => `${workspace(workspaceId)}:credit-receipt:${executionId}`,
     /** key space id → API id, written with the API record (same hash tag). */
     apiByKeySpace: (workspaceId: string, keySpaceId: string) => `${workspace(workspaceId)}:keyspace:${keySpaceId}`,

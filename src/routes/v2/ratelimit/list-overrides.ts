@@ -1,5 +1,6 @@
 import { Type } from "typebox";
 import { Strict } from "../../../http/schemas.js";
+import { defined } from "../../../lib/defined.js";
 import { definePaginatedProcedure } from "../procedure.js";
 import { NamespaceField, OverrideData, overrideData, ratelimitProcedure } from "./wire.js";
 
@@ -18,11 +19,11 @@ export default definePaginatedProcedure({
     const page = await services.ratelimit.listOverrides(caller, {
       namespace: body.namespace,
       limit: body.limit ?? 10,
-      ...(body.cursor !== undefined ? { cursor: body.cursor } : {}),
+      ...defined({ cursor: body.cursor }),
     });
     return {
       data: { overrides: page.overrides.map(overrideData) },
-      pagination: { ...(page.cursor !== undefined ? { cursor: page.cursor } : {}), hasMore: page.hasMore },
+      pagination: { ...defined({ cursor: page.cursor }), hasMore: page.hasMore },
     };
   },
 });

@@ -4,9 +4,8 @@
 --
 -- One execution may carry several such calls (a batch of the calls an instance made in the same moment). Each is
 -- decided and applied on its own, in order, exactly as if it had been sent alone: a later call sees what earlier
--- ones consumed. Batching only saves work: each key is read once per execution and its final state written once at
--- the end, so a batch of calls on one hot key (one API key's limit and balance) costs Redis about what one call
--- does. Nothing is written before every call has been decided, so an error leaves the keys as they were.
+-- ones consumed. Each key is read once per execution and its final state written once at the end; nothing is
+-- written before every call has been decided, so an error leaves the keys as they were.
 --
 -- Each call is decided in two phases (decide everything, then consume everything). A call may carry a credit check
 -- (verification's credits): the key's balance, refilled as due (lib/credit-refill.ts's arithmetic, mirrored in
@@ -29,8 +28,7 @@
 --             decides on one clock, so clock skew between instances cannot widen a window. Tests pass an
 --             injected clock's time.
 -- ARGV[2]   the number of calls in this batch.
--- ARGV[3]   every other value, whole numbers joined by commas: one argument, not dozens, because the client pays
---             for each argument (ioredis copies and encodes them one by one) far more than reading them costs here.
+-- ARGV[3]   every other value, whole numbers joined by commas (one argument: the client pays per argument).
 --           First, per key of KEYS, in order: a counter's limit (0 blocks; at most 10^6, as the API allows, so every
 --             count stays exact in Lua's numbers) and duration in ms, as its name holds
 --             them (a balance: 0, 0). Sent once per key, however many calls use it.
@@ -39,18 +37,17 @@
 --             credit check the balance's index in KEYS and the cost. A counter may appear more than once in a
 --             call; later checks see the cost taken by earlier ones.
 --           Reserving: a call of one check and no credit that passes may also take up to that many units more for
---             its instance to admit later without asking (see ratelimit-counter-store.ts), but only on a counter
+--             its instance to admit later without asking (storage/ratelimit/reservations.ts), but only on a counter
 --             already in use (its count before the call is above 0) and as long as the window stays at most half
 --             used; they are consumed here like any cost.
 -- ARGV[4]   only with a receipt key: how long a receipt stays, in ms. The receipt is the positions in KEYS of the
 --             balances this execution took credits from and what it took from each, "position:credits" joined by
 --             commas; it is written only when something was taken.
 --
--- Returns one string, the values joined by commas (parseRatelimitReply reads it): now, then per call: per check:
---   passed, remaining, sequence, [reserved], [current, previous], then with a credit check: passed, remaining (-1
---   when the key has no balance). One string, not an array of integers: ioredis decodes each element of an array
---   on its own, at several times the cost of splitting a string (callgrind). Only what the caller needs is sent,
---   since every value costs both sides (the call passed when every check and the credit did, so that is not sent):
+-- Returns one string, the values joined by commas (parseRatelimitReply reads it; one string is cheaper for the
+--   client to decode than an array): now, then per call: per check: passed, remaining, sequence, [reserved],
+--   [current, previous], then with a credit check: passed, remaining (-1 when the key has no balance). The call
+--   passed when every check and the credit did, so that is not sent:
 --   passed     1 when the check passes on its own, after the cost of earlier checks of the call on the same key
 --              (the credit's: when the balance covers the cost, or the key has none),
 --   remaining  units left after the call (and its reservation); when the call is denied nothing was consumed, so
@@ -58,14 +55,12 @@
 --   sequence   the fixed window decided in (reset = (sequence + 1) × duration),
 --   reserved   only for a check that asked to reserve: the units reserved for the caller's instance (maybe 0),
 --   current, previous  only when remaining is 0: the counts of that window and the one before, after the call
---              (for the local fast path, which remembers exhausted windows only).
+--              (for local denials, storage/ratelimit/exhausted-windows.ts, which remembers exhausted windows only).
 -- A counter expires when the window after the one it was last written in ends (at most 2 × duration after a
 -- write): then neither of its counts can matter. Its expiry is set when a write starts a window.
 -- An execution that found its receipt key set answers CANCELLED_REPLY alone.
 --
 -- Loaded after credit-balance.lua, whose functions it uses.
--- An execution that may spend credits ends KEYS with its receipt key. One that finds it set ran before, or was
--- settled while its answer was awaited in vain: it runs nothing (see reconcile-credits.lua).
 local keyCount = #KEYS
 local receipt = nil
 if ARGV[4] then
@@ -77,7 +72,7 @@ end
 local now = timeFrom(ARGV[1])
 
 -- ARGV[3]'s numbers: each key's limit and duration (numbers[2k - 1] and numbers[2k]; balances 0, 0), then the calls.
--- Read as a JSON array: cjson parses in C, several times faster than splitting the string in Lua.
+-- Read as a JSON array (cjson parses in C; see bench/README.md).
 local numbers = cjson.decode("[" .. ARGV[3] .. "]")
 local function limitOf(index) return numbers[2 * index - 1] end
 local function durationOf(index) return numbers[2 * index] end

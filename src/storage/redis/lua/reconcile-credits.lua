@@ -1,4 +1,4 @@
--- Settles one execution of the rate limit script whose answer never reached keygate (ratelimit-counter-store.ts),
+-- Settles one execution of the rate limit script whose answer never reached keygate (storage/redis/ratelimit-counter-store.ts),
 -- atomically, in whichever order Redis runs it and that execution: when the execution ran, its receipt says what
 -- it took from each balance, and that is given back (refills due first, as in refund-credits.lua; balances that are
 -- gone are left alone); when it has not run, the receipt key is set so that it spends nothing if it ever runs.
