@@ -33,6 +33,13 @@ interface Counter {
   durationMs: number;
 }
 
+/** Phase 1 of a call: per distinct counter where it stands, per check whether it passes on its own. */
+interface Evaluation {
+  counters: Map<string, Counter>;
+  evaluated: { key: string; before: number; passed: boolean }[];
+  passed: boolean;
+}
+
 interface Entry extends StoredWindow {
   /** When this entry stops mattering: the end of the window after the stored one. */
   expiresAt: number;
@@ -70,31 +77,8 @@ export class MemoryRatelimitCounterStore implements RatelimitCounterStore, Ratel
 
   private decide(workspaceId: string, { checks, credit, reserve = 0 }: CounterCall, now: number): CallDecision {
     this.sweep(now);
-    // Per distinct counter: where its window stands and what earlier checks of this call took from it.
-    const counters = new Map<string, Counter>();
-    const evaluated: { key: string; before: number; passed: boolean }[] = [];
-    let passed = true;
-    for (const check of checks) {
-      const key = `${workspaceId}\u0000${check.limit}\u0000${check.durationMs}\u0000${check.bucket}`;
-      let counter = counters.get(key);
-      if (!counter) {
-        const existing = this.windows.get(key);
-        const { sequence, at } = alignToStored(now, check.durationMs, existing);
-        const counts = countsFor(existing, sequence);
-        counter = {
-          stored: { sequence, ...counts },
-          base: estimateUsed(at, sequence, check.durationMs, counts),
-          taken: 0,
-          durationMs: check.durationMs,
-        };
-        counters.set(key, counter);
-      }
-      const before = counter.base + counter.taken;
-      const ok = check.limit > 0 && before + check.cost <= check.limit;
-      if (ok) counter.taken += check.cost;
-      else passed = false;
-      evaluated.push({ key, before, passed: ok });
-    }
+    const { counters, evaluated, passed: limitsPassed } = this.evaluate(workspaceId, checks, now);
+    let passed = limitsPassed;
 
     // The balance, refilled as due, must cover the cost; it is taken only when every limit passes too.
     let balance: { stored: CreditRecord; refilled: CreditRecord } | undefined;
@@ -149,6 +133,37 @@ export class MemoryRatelimitCounterStore implements RatelimitCounterStore, Ratel
         }
       : { passed: true, remaining: null };
     return { outcome: { passed, results, now, credit: creditOutcome }, windows };
+  }
+
+  /** Decides each check on its counter's usage, with what the call's earlier checks took from the same counter. */
+  private evaluate(workspaceId: string, checks: readonly WindowCheck[], now: number): Evaluation {
+    // Per distinct counter: where its window stands and what earlier checks of this call took from it.
+    const counters = new Map<string, Counter>();
+    const evaluated: { key: string; before: number; passed: boolean }[] = [];
+    let passed = true;
+    for (const check of checks) {
+      const key = `${workspaceId}\u0000${check.limit}\u0000${check.durationMs}\u0000${check.bucket}`;
+      let counter = counters.get(key);
+      if (!counter) {
+        const existing = this.windows.get(key);
+        const { sequence, at } = alignToStored(now, check.durationMs, existing);
+        const counts = countsFor(existing, sequence);
+        counter = {
+          stored: { sequence, ...counts },
+          base: estimateUsed(at, sequence, check.durationMs, counts),
+          taken: 0,
+          durationMs: check.durationMs,
+        };
+        counters.set(key, counter);
+      }
+      const before = counter.base + counter.taken;
+      const ok = check.limit > 0 && before + check.cost <= check.limit;
+      if (ok) counter.taken += check.cost;
+      else passed = false;
+      evaluated.push({ key, before, passed: ok });
+    }
+
+    return { counters, evaluated, passed };
   }
 
   /** The units a passing lone check may reserve besides its cost (see CounterCall.reserve). */
