@@ -1,5 +1,13 @@
 import type { Clock } from "../../lib/clock.js";
-import type { CallDecision, CounterOutcome, CreditCheck, RatelimitBatchStore, RatelimitCounterStore, WindowCheck } from "../interfaces.js";
+import type {
+  CallDecision,
+  CounterOutcome,
+  CreditCheck,
+  DecidedWindow,
+  RatelimitBatchStore,
+  RatelimitCounterStore,
+  WindowCheck,
+} from "../interfaces.js";
 import { CallBatcher } from "./call-batcher.js";
 import { ExhaustedWindows } from "./exhausted-windows.js";
 import { Reservations } from "./reservations.js";
@@ -62,14 +70,13 @@ export class SharedCounters implements RatelimitCounterStore {
 
   /** Remembers what the store answered, and answers the call with the units this instance holds counted in. */
   private learn(workspaceId: string, checks: readonly WindowCheck[], { outcome, windows }: CallDecision): CounterOutcome {
-    for (const [index, check] of checks.entries()) {
-      const window = windows[index];
-      const result = outcome.results[index];
-      if (!window || !result) continue;
+    const results = outcome.results.map((result, index) => {
+      const check = checks[index] as WindowCheck;
+      const window = windows[index] as DecidedWindow;
       this.exhausted.observe(workspaceId, check, window);
       const held = this.reservations?.observe(workspaceId, check, window, result.remaining) ?? 0;
-      if (held > 0) result.remaining += held;
-    }
-    return outcome;
+      return held > 0 ? { ...result, remaining: result.remaining + held } : result;
+    });
+    return { ...outcome, results };
   }
 }
