@@ -52,56 +52,53 @@ t.test(
   },
 );
 
-/** util-linux `script`, which gives a command a terminal (a pseudo-TTY); undefined where it is not installed. */
+/** util-linux `script`, which gives a command a terminal (a pseudo-TTY); .ci/run installs it where it is missing. */
 const SCRIPT = ["/usr/bin/script", "/bin/script"].find((path) => existsSync(path));
 
-t.test(
-  "on a terminal, the key is shown on stderr once; stdout stays JSON lines without it, and no file is written",
-  { skip: SCRIPT ? false : "util-linux script is not installed" },
-  async (t) => {
-    const cwd = workingDirectory(t);
-    const stdoutPath = join(cwd, "stdout.log");
-    // stderr is the terminal `script` provides; stdout goes to a file, as a log collector would take it.
-    const child = spawn(SCRIPT as string, ["-qfec", `exec "${process.execPath}" "${SERVER_ENTRY}" > "${stdoutPath}"`, "/dev/null"], {
-      cwd,
-      env: { PATH: process.env.PATH ?? "", PORT: "0", HOST: "127.0.0.1", KEYGATE_ANALYTICS_ENGINE: "off" },
-      stdio: ["pipe", "pipe", "pipe"],
-    });
-    let terminal = "";
-    child.stdout.on("data", (chunk: Buffer) => (terminal += chunk.toString()));
-    const exited = new Promise((resolve) => child.once("exit", resolve));
-    t.teardown(() => {
-      if (child.exitCode === null) child.kill("SIGKILL");
-    });
-    const stdoutLines = () =>
-      existsSync(stdoutPath)
-        ? readFileSync(stdoutPath, "utf8")
-            .split("\n")
-            .filter((line) => line !== "")
-        : [];
-    const started = Date.now();
-    while (!/root_[1-9A-HJ-NP-Za-km-z]{20,}\s/.test(terminal) && Date.now() - started < 15_000) await sleep(50);
+t.test("on a terminal, the key is shown on stderr once; stdout stays JSON lines without it, and no file is written", async (t) => {
+  if (!SCRIPT) throw new Error("this test needs util-linux `script` (Debian package bsdutils) to give keygate a terminal");
+  const cwd = workingDirectory(t);
+  const stdoutPath = join(cwd, "stdout.log");
+  // stderr is the terminal `script` provides; stdout goes to a file, as a log collector would take it.
+  const child = spawn(SCRIPT as string, ["-qfec", `exec "${process.execPath}" "${SERVER_ENTRY}" > "${stdoutPath}"`, "/dev/null"], {
+    cwd,
+    env: { PATH: process.env.PATH ?? "", PORT: "0", HOST: "127.0.0.1", KEYGATE_ANALYTICS_ENGINE: "off" },
+    stdio: ["pipe", "pipe", "pipe"],
+  });
+  let terminal = "";
+  child.stdout.on("data", (chunk: Buffer) => (terminal += chunk.toString()));
+  const exited = new Promise((resolve) => child.once("exit", resolve));
+  t.teardown(() => {
+    if (child.exitCode === null) child.kill("SIGKILL");
+  });
+  const stdoutLines = () =>
+    existsSync(stdoutPath)
+      ? readFileSync(stdoutPath, "utf8")
+          .split("\n")
+          .filter((line) => line !== "")
+      : [];
+  const started = Date.now();
+  while (!/root_[1-9A-HJ-NP-Za-km-z]{20,}\s/.test(terminal) && Date.now() - started < 15_000) await sleep(50);
 
-    const rootKey = /ROOT KEY \(workspace ws_default, every permission\)[^\n]*\n\s*\n\s+(root_[1-9A-HJ-NP-Za-km-z]+)/.exec(terminal)?.[1];
-    t.ok(rootKey, "the terminal shows the key");
-    t.equal(terminal.split(rootKey as string).length - 1, 1, "once");
-    t.match(terminal, /Try it, with ROOT_KEY set to that key:/);
-    const lines = stdoutLines().map((line) => JSON.parse(line) as Record<string, unknown>);
-    const listening = lines.find((line) => typeof line.msg === "string" && line.msg.startsWith("keygate is listening on"));
-    t.ok(listening, "stdout is JSON lines, the start-up summary among them");
-    t.ok(
-      lines.some((line) => line.shownOn === "stderr"),
-      "one of them says where the key was shown",
-    );
-    t.notOk(readFileSync(stdoutPath, "utf8").includes(rootKey as string), "the key is not on stdout");
-    t.notOk(existsSync(join(cwd, "data", "bootstrap-root-key")), "nor in a file");
-    const created = await post(listening?.address as string, "apis.createApi", rootKey as string, { name: "from-the-terminal" });
-    t.equal(created.status, 200, "and it works");
+  const rootKey = /ROOT KEY \(workspace ws_default, every permission\)[^\n]*\n\s*\n\s+(root_[1-9A-HJ-NP-Za-km-z]+)/.exec(terminal)?.[1];
+  t.ok(rootKey, "the terminal shows the key");
+  t.equal(terminal.split(rootKey as string).length - 1, 1, "once");
+  t.match(terminal, /Try it, with ROOT_KEY set to that key:/);
+  const lines = stdoutLines().map((line) => JSON.parse(line) as Record<string, unknown>);
+  const listening = lines.find((line) => typeof line.msg === "string" && line.msg.startsWith("keygate is listening on"));
+  t.ok(listening, "stdout is JSON lines, the start-up summary among them");
+  t.ok(
+    lines.some((line) => line.shownOn === "stderr"),
+    "one of them says where the key was shown",
+  );
+  t.notOk(readFileSync(stdoutPath, "utf8").includes(rootKey as string), "the key is not on stdout");
+  t.notOk(existsSync(join(cwd, "data", "bootstrap-root-key")), "nor in a file");
+  const created = await post(listening?.address as string, "apis.createApi", rootKey as string, { name: "from-the-terminal" });
+  t.equal(created.status, 200, "and it works");
 
-    process.kill(listening?.pid as number, "SIGTERM");
-    await exited;
-  },
-);
+  process.kill(listening?.pid as number, "SIGTERM");
+  await exited;
+});
 
 t.test("with Redis the data and the bootstrap root key survive a restart", async (t) => {
   const prefix = uniquePrefix(t, "server");
