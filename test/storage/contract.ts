@@ -11,6 +11,7 @@ import type {
   RoleRecord,
   RootKeyRecord,
 } from "../../src/storage/records.js";
+import { keyRecord } from "../helpers/records.js";
 
 /**
  * The behaviour every Stores implementation must have. Run by memory.test.ts and redis.test.ts; a store is
@@ -667,22 +668,8 @@ async function creditContract(t: Test, open: (t: Test) => Promise<Stores>): Prom
   const DURATION = 10_000;
   const at = (ms: number) => 1_000 * DURATION + ms;
   const check = (bucket: string, limit: number, cost = 1): WindowCheck => ({ bucket, limit, durationMs: DURATION, cost });
-  const key = (id: string): KeyRecord => ({
-    id,
-    workspaceId: "ws_a",
-    apiId: "api_1",
-    keySpaceId: "ks_1",
-    hash: `hash-${id}`,
-    start: "abcd",
-    byteLength: 16,
-    enabled: true,
-    permissionIds: [],
-    roleIds: [],
-    ratelimits: [],
-    createdAt: 1,
-  });
   const withBalance = async (stores: Stores, id: string, balance: CreditRecord | null) => {
-    await stores.keys.create(key(id), balance);
+    await stores.keys.create(keyRecord(id), balance);
   };
 
   await t.test("credits: taken together with the limits, and reported after the call", async (t) => {

@@ -1,30 +1,16 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import t, { type Test } from "tap";
 import { createRedisStores } from "../../src/storage/index.js";
-import type { KeyRecord } from "../../src/storage/records.js";
 import { connectRedis } from "../../src/storage/redis/connection.js";
 import type { StoreLog } from "../../src/storage/redis/credit-reconciler.js";
 import { defineCreditCommands } from "../../src/storage/redis/credit-scripts.js";
 import { RECEIPT_TTL_MS } from "../../src/storage/redis/ratelimit-counter-store.js";
 import { defineRatelimitCommand } from "../../src/storage/redis/ratelimit-script.js";
 import { isStoreUnavailable } from "../../src/storage/unavailable.js";
+import { keyRecord } from "../helpers/records.js";
 import { REDIS_URL, redisClient, uniquePrefix } from "../helpers/redis.js";
 import { privateRedis } from "../helpers/redis-server.js";
 
-const key = (id: string): KeyRecord => ({
-  id,
-  workspaceId: "ws_a",
-  apiId: "api_1",
-  keySpaceId: "ks_1",
-  hash: `hash-${id}`,
-  start: "abcd",
-  byteLength: 16,
-  enabled: true,
-  permissionIds: [],
-  roleIds: [],
-  ratelimits: [],
-  createdAt: 1,
-});
 const minute = { bucket: "b", limit: 1_000, durationMs: 60_000, cost: 1 };
 
 /** Waits for `condition`, polling, at most `ms`; throws naming `what` when it never held. */
@@ -58,8 +44,8 @@ t.test("an execution that takes credits leaves a receipt of what it took, kept f
   const prefix = uniquePrefix(t, "receipts");
   const stores = await openStores(t, REDIS_URL, prefix);
   const inspect = await redisClient(t);
-  await stores.keys.create(key("key_1"), { remaining: 10, lastRefillAt: 0 });
-  await stores.keys.create(key("key_free"), null);
+  await stores.keys.create(keyRecord("key_1"), { remaining: 10, lastRefillAt: 0 });
+  await stores.keys.create(keyRecord("key_free"), null);
   const receipts = () => inspect.keys(`${prefix}:{ws_a}:credit-receipt:*`);
 
   await stores.ratelimitCounters.applyChecks("ws_a", [minute], undefined, { keyId: "key_1", cost: 0 });
@@ -116,7 +102,7 @@ t.test("a call whose answer never came is reconciled once Redis answers again, t
   const server = await privateRedis(t);
   const log = capturedLog();
   const stores = await openStores(t, server.url, "kg", { log, reconcileRetryMs: 50 });
-  await stores.keys.create(key("key_1"), { remaining: 10, lastRefillAt: 0 });
+  await stores.keys.create(keyRecord("key_1"), { remaining: 10, lastRefillAt: 0 });
   t.equal(
     (await stores.ratelimitCounters.applyChecks("ws_a", [minute], undefined, { keyId: "key_1", cost: 1 })).credit?.remaining,
     9,
@@ -154,7 +140,7 @@ t.test("close() settles what still waits; what it cannot settle is logged as an 
   const log = capturedLog();
   // Attempts wait a minute: only close() tries in time.
   const stores = await openStores(t, server.url, "kg", { log, reconcileRetryMs: 60_000 });
-  await stores.keys.create(key("key_1"), { remaining: 10, lastRefillAt: 0 });
+  await stores.keys.create(keyRecord("key_1"), { remaining: 10, lastRefillAt: 0 });
   server.hang();
   await stores.ratelimitCounters.applyChecks("ws_a", [minute], undefined, { keyId: "key_1", cost: 4 }).catch(() => {});
   server.resume();
@@ -176,7 +162,7 @@ t.test("at most maxPendingReconciliations wait; beyond, the oldest is given up a
   const server = await privateRedis(t);
   const log = capturedLog();
   const stores = await openStores(t, server.url, "kg", { log, reconcileRetryMs: 60_000, maxPendingReconciliations: 2 });
-  await stores.keys.create(key("key_1"), { remaining: 10, lastRefillAt: 0 });
+  await stores.keys.create(keyRecord("key_1"), { remaining: 10, lastRefillAt: 0 });
   server.hang();
   t.teardown(() => server.resume());
   for (let i = 0; i < 3; i++)
@@ -199,7 +185,7 @@ t.test(
     const log = capturedLog();
     const stores = await openStores(t, REDIS_URL, prefix, { log, reconcileRetryMs: 20 });
     const inspect = await redisClient(t);
-    await stores.keys.create(key("key_1"), { remaining: 10, lastRefillAt: 0 });
+    await stores.keys.create(keyRecord("key_1"), { remaining: 10, lastRefillAt: 0 });
     // A fresh store numbers its executions from 0: the next one's receipt key is known.
     const instance = (stores.ratelimitBatches as unknown as { instanceId: string }).instanceId;
     const receipt = (n: number) => `${prefix}:{ws_a}:credit-receipt:${instance}.${n}`;

@@ -1,4 +1,5 @@
 import t from "tap";
+import { keyRecord } from "../helpers/records.js";
 import { openRedisStores, redisClient, uniquePrefix } from "../helpers/redis.js";
 
 // Rate limit counters and credit balances on a single Redis: keys, expiry, Redis time, local denials, batching, refunds.
@@ -133,23 +134,7 @@ t.test("rate limit counters: concurrent calls are decided in order, each on its 
 t.test("credit refunds from two instances, among spends from both on the same key, all count", async (t) => {
   const prefix = uniquePrefix(t, "refunds");
   const [a, b] = [await openRedisStores(t, prefix), await openRedisStores(t, prefix)];
-  await a.keys.create(
-    {
-      id: "key_1",
-      workspaceId: "ws_a",
-      apiId: "api_1",
-      keySpaceId: "ks_1",
-      hash: "h",
-      start: "s",
-      byteLength: 16,
-      enabled: true,
-      permissionIds: [],
-      roleIds: [],
-      ratelimits: [],
-      createdAt: 1,
-    },
-    { remaining: 50, lastRefillAt: 0 },
-  );
+  await a.keys.create(keyRecord("key_1"), { remaining: 50, lastRefillAt: 0 });
   const now = 7_000 * 60_000;
   const work = Array.from({ length: 1_000 }, (_, i) => {
     const stores = i % 2 === 0 ? a : b;

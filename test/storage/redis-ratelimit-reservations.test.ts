@@ -1,4 +1,5 @@
 import t from "tap";
+import { keyRecord } from "../helpers/records.js";
 import { openRedisStores, uniquePrefix } from "../helpers/redis.js";
 
 // Reservations: units of a busy large limit admitted locally after Redis counted them first.
@@ -66,23 +67,7 @@ t.test("rate limit reservations: none past half the limit, for small limits, cre
   for (let i = 0; i < 600; i++) t.equal((await counters.applyChecks("ws_a", [check("half", 1_000)], now)).passed, true);
   t.equal(await inRedis("half", 1_000), 1_000 - 600, "past half the limit no unit is held back: every call was counted in Redis");
 
-  await stores.keys.create(
-    {
-      id: "key_1",
-      workspaceId: "ws_a",
-      apiId: "api_1",
-      keySpaceId: "ks_1",
-      hash: "h",
-      start: "s",
-      byteLength: 16,
-      enabled: true,
-      permissionIds: [],
-      roleIds: [],
-      ratelimits: [],
-      createdAt: 1,
-    },
-    { remaining: 1_000, lastRefillAt: 0 },
-  );
+  await stores.keys.create(keyRecord("key_1"), { remaining: 1_000, lastRefillAt: 0 });
   for (let i = 0; i < 20; i++) {
     await counters.applyChecks("ws_a", [check("small", 999)], now);
     await counters.applyChecks("ws_a", [check("credited", 10_000)], now, { keyId: "key_1", cost: 1 });

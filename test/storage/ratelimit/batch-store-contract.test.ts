@@ -2,6 +2,7 @@ import t, { type Test } from "tap";
 import { createMemoryStores } from "../../../src/storage/index.js";
 import type { KeyStore, RatelimitBatchStore } from "../../../src/storage/interfaces.js";
 import type { MemoryRatelimitCounterStore } from "../../../src/storage/memory/ratelimit-counter-store.js";
+import { keyRecord } from "../../helpers/records.js";
 import { openRedisStores, uniquePrefix } from "../../helpers/redis.js";
 
 // What the policies of storage/ratelimit/ rely on, from the memory store and from Redis (lua/ratelimit.lua) alike.
@@ -56,23 +57,7 @@ async function batchStoreContract(t: Test, open: (t: Test) => Promise<Opened>): 
 
   await t.test("a call with credits or several checks reserves nothing, whatever it asks", async (t) => {
     const { batches, keys } = await open(t);
-    await keys.create(
-      {
-        id: "key_1",
-        workspaceId: "ws_a",
-        apiId: "api_1",
-        keySpaceId: "ks_1",
-        hash: "h",
-        start: "s",
-        byteLength: 16,
-        enabled: true,
-        permissionIds: [],
-        roleIds: [],
-        ratelimits: [],
-        createdAt: 1,
-      },
-      { remaining: 100, lastRefillAt: 0 },
-    );
+    await keys.create(keyRecord("key_1"), { remaining: 100, lastRefillAt: 0 });
     for (let i = 0; i < 2; i++) {
       const decisions = await batches.applyBatch(
         "ws_a",
