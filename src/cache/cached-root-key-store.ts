@@ -1,4 +1,3 @@
-import type { Awaitable } from "../lib/awaitable.js";
 import type { RootKeyStore } from "../storage/interfaces.js";
 import type { RootKeyRecord } from "../storage/records.js";
 import type { SwrCache } from "./swr-cache.js";
@@ -16,8 +15,8 @@ export class CachedRootKeyStore implements RootKeyStore {
     this.cache = cache;
   }
 
-  findByHash(hash: string): Awaitable<RootKeyRecord | null> {
-    return this.cache.get(hash, async () => this.inner.findByHash(hash));
+  async findByHash(hash: string): Promise<RootKeyRecord | null> {
+    return this.cache.get(hash, () => this.inner.findByHash(hash));
   }
 
   create(record: RootKeyRecord): Promise<boolean> {

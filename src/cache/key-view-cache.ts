@@ -1,5 +1,4 @@
 import type { KeyView } from "../domain/verification/key-view.js";
-import type { Awaitable } from "../lib/awaitable.js";
 import type { Clock } from "../lib/clock.js";
 import type { InvalidationMessage } from "./invalidation-bus.js";
 import { SwrCache } from "./swr-cache.js";
@@ -39,7 +38,7 @@ export class KeyViewCache {
     });
   }
 
-  get(workspaceId: string, hash: string, load: () => Promise<KeyView | null>): Awaitable<KeyView | null> {
+  async get(workspaceId: string, hash: string, load: () => Promise<KeyView | null>): Promise<KeyView | null> {
     return this.cache.get(this.cacheKey(workspaceId, hash), load);
   }
 

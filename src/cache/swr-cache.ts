@@ -1,6 +1,11 @@
 import { LRUCache } from "lru-cache";
-import type { Awaitable } from "../lib/awaitable.js";
 import type { Clock } from "../lib/clock.js";
+
+/**
+ * A value now, or a promise of it: get() answers a fresh entry without a promise and may throw at once. The
+ * caches built on SwrCache (KeyViewCache, CachedRootKeyStore) turn this into a plain promise for their callers.
+ */
+type Awaitable<T> = T | Promise<T>;
 
 export interface SwrCacheOptions {
   /** Most entries kept; the least recently used go first. */

@@ -1,4 +1,3 @@
-import type { Awaitable } from "../lib/awaitable.js";
 import type { CircuitBreaker } from "../lib/circuit-breaker.js";
 import type { WindowCounts } from "../lib/sliding-window.js";
 import type {
@@ -19,8 +18,8 @@ import type {
  */
 
 export interface RootKeyStore {
-  /** The root key with this hash, revoked or not; null when there is none. (A cache in front may answer at once.) */
-  findByHash(hash: string): Awaitable<RootKeyRecord | null>;
+  /** The root key with this hash, revoked or not; null when there is none. */
+  findByHash(hash: string): Promise<RootKeyRecord | null>;
   /** Stores a new root key. Returns false (and changes nothing) when one with the same id or hash exists. */
   create(record: RootKeyRecord): Promise<boolean>;
   /** Every stored root key, optionally of one workspace, ordered by id. */

@@ -9,7 +9,7 @@ const body = Type.Object({});
 t.test("plain, paginated and list procedures all keep problemJsonErrors and aliases", async (t) => {
   const common = { name: "things.doIt", aliases: ["thing.doIt"], problemJsonErrors: true, body };
   const kinds = {
-    plain: defineProcedure({ ...common, data: Type.Null(), handler: () => null }),
+    plain: defineProcedure({ ...common, data: Type.Null(), handler: async () => null }),
     paginated: definePaginatedProcedure({
       ...common,
       data: Type.Null(),

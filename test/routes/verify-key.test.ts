@@ -2,7 +2,7 @@ import t from "tap";
 import { assertError, assertInvalidAt, checkUnauthenticated } from "../helpers/assertions.js";
 import { ManualClock } from "../helpers/clock.js";
 import { createApi, createKey } from "../helpers/fixtures.js";
-import { type Harness, harness, OTHER_ROOT_KEY, ROOT_KEY, STORAGE_KINDS, WORKSPACE } from "../helpers/harness.js";
+import { type Harness, harness, OTHER_ROOT_KEY, STORAGE_KINDS } from "../helpers/harness.js";
 
 const verify = async (h: Harness, body: Record<string, unknown>, rootKey?: string) => {
   const result = await h.call("keys.verifyKey", body, rootKey === undefined ? {} : { rootKey });
@@ -344,36 +344,3 @@ for (const storage of STORAGE_KINDS) {
     await checkUnauthenticated(t, h, "keys.verifyKey", { key: "k" });
   });
 }
-
-t.test("a cached key with nothing to count is verified without a promise; counting or loading returns one", async (t) => {
-  const h = await harness(t);
-  const apiId = await createApi(h);
-  const { key } = await createKey(h, apiId);
-  const withCredits = await createKey(h, apiId, { credits: { remaining: 10 } });
-  const service = h.app.services.verification;
-  const request = (plaintext: string) => ({ requestId: "req_test", workspaceId: WORKSPACE, key: plaintext });
-
-  const first = service.verify(request(key));
-  t.ok(first instanceof Promise, "the first verification loads the key");
-  t.equal((await first).data.code, "VALID");
-  const cached = service.verify(request(key));
-  t.notOk(cached instanceof Promise, "the cached key: answered at once");
-  t.equal((cached as Awaited<typeof cached>).data.code, "VALID");
-
-  await service.verify(request(withCredits.key));
-  const counted = service.verify(request(withCredits.key));
-  t.ok(counted instanceof Promise, "credits are counted on the store");
-  t.equal((await counted).data.credits, 8);
-
-  const rootKeys = h.app.services.rootKeys;
-  t.notOk(rootKeys.authenticate(ROOT_KEY) instanceof Promise, "a configured root key: at once");
-  const stored = await h.rootKey(["api.*.verify_key"]);
-  const loaded = rootKeys.authenticate(stored);
-  t.ok(loaded instanceof Promise, "a stored root key is loaded once");
-  await loaded;
-  t.notOk(rootKeys.authenticate(stored) instanceof Promise, "then answered at once");
-  await t.rejects(async () => rootKeys.authenticate(`${ROOT_KEY}_unknown`), /invalid/, "an unknown root key is looked up");
-  t.throws(() => rootKeys.authenticate(`${ROOT_KEY}_unknown`), /invalid/, "then refused at once while its absence is cached");
-  const unauthenticated = await h.call("keys.verifyKey", { key }, { rootKey: `${ROOT_KEY}_unknown` });
-  t.equal(unauthenticated.status, 401, "a refusal thrown at once is still a 401");
-});

@@ -1,6 +1,5 @@
 import { randomBytes } from "node:crypto";
 import { KeygateError } from "../../errors/keygate-error.js";
-import { type Awaitable, andThen } from "../../lib/awaitable.js";
 import { base58Encode } from "../../lib/base58.js";
 import type { Clock } from "../../lib/clock.js";
 import { hashKey } from "../../lib/hash.js";
@@ -67,11 +66,9 @@ export class RootKeyService {
   }
 
   /** The caller behind a presented root key, or a 401 that says why not. */
-  authenticate(plaintext: string): Awaitable<Caller> {
+  async authenticate(plaintext: string): Promise<Caller> {
     const hash = hashKey(plaintext);
-    const configured = this.configured.get(hash);
-    if (configured) return this.accept(configured);
-    return andThen(this.store.findByHash(hash), (record) => this.accept(record));
+    return this.accept(this.configured.get(hash) ?? (await this.store.findByHash(hash)));
   }
 
   private accept(record: RootKeyRecord | null): Caller {

@@ -1,5 +1,4 @@
 import { invalidAt, KeygateError } from "../../errors/keygate-error.js";
-import { type Awaitable, andThen } from "../../lib/awaitable.js";
 import type { Clock } from "../../lib/clock.js";
 import { nextScheduledRefill } from "../../lib/credit-refill.js";
 import { hashKey } from "../../lib/hash.js";
@@ -121,8 +120,8 @@ export interface VerifyKeyInput {
 }
 
 export interface KeyViewLookup {
-  /** The view of the live key with this hash in the workspace, through the cache (at once when cached); null when there is none. */
-  find(workspaceId: string, hash: string): Awaitable<KeyView | null>;
+  /** The view of the live key with this hash in the workspace, through the cache; null when there is none. */
+  find(workspaceId: string, hash: string): Promise<KeyView | null>;
 }
 
 /**
@@ -147,7 +146,7 @@ export class VerificationService {
    * keys.verifyKey for a root key. A root key that may verify no API at all is refused (403, as in Unkey S25);
    * one that may verify other APIs than the key's gets NOT_FOUND, so it cannot learn that the key exists.
    */
-  verifyKey(caller: Caller, input: VerifyKeyInput, requestId: string): Awaitable<Verification> {
+  async verifyKey(caller: Caller, input: VerifyKeyInput, requestId: string): Promise<Verification> {
     if (!caller.holdsAny(grantsSomeVerification)) caller.authorize(requireApi("verify_key"));
     for (const [index, limit] of (input.ratelimits ?? NO_REQUESTED_LIMITS).entries()) {
       if ((limit.limit === undefined) !== (limit.duration === undefined)) {
@@ -171,13 +170,11 @@ export class VerificationService {
     });
   }
 
-  /**
-   * Verifies, and records the verification for analytics (off the response path: the sink only queues it). A
-   * cached key with nothing to count is answered at once, without a promise.
-   */
-  verify(request: VerifyRequest): Awaitable<Verification> {
+  /** Verifies, and records the verification for analytics (off the response path: the sink only queues it). */
+  async verify(request: VerifyRequest): Promise<Verification> {
     const startedAt = performance.now();
-    return andThen(this.decide(request), (verification) => this.recorded(request, verification, startedAt));
+    const view = await this.keys.find(request.workspaceId, hashKey(request.key));
+    return this.recorded(request, await this.decideFor(view, request), startedAt);
   }
 
   private recorded(request: VerifyRequest, verification: Verification, startedAt: number): Verification {
@@ -198,12 +195,8 @@ export class VerificationService {
     return verification;
   }
 
-  private decide(request: VerifyRequest): Awaitable<Verification> {
-    return andThen(this.keys.find(request.workspaceId, hashKey(request.key)), (view) => this.decideFor(view, request));
-  }
-
   /** The checks before the counters, in order; the counters (limits and credits) only when there is something to count. */
-  private decideFor(view: KeyView | null, request: VerifyRequest): Awaitable<Verification> {
+  private async decideFor(view: KeyView | null, request: VerifyRequest): Promise<Verification> {
     const now = this.clock.now();
     if (!view || (request.apiId !== undefined && view.apiId !== request.apiId) || (request.mayVerify && !request.mayVerify(view.apiId))) {
       return { data: { valid: false, code: "NOT_FOUND" }, limits: [], spentCredits: 0, decidedAt: now };
@@ -214,28 +207,25 @@ export class VerificationService {
     if (query && !view.permissionSet.satisfies(query)) return decidedBeforeCounters(view, "INSUFFICIENT_PERMISSIONS", now);
 
     const keyLimits = limitsToApply(view, request.ratelimits ?? NO_REQUESTED_LIMITS);
-    if (typeof request.extraLimits === "function")
-      return request.extraLimits(view).then((extra) => this.count(view, request, keyLimits, extra, now));
-    return this.count(view, request, keyLimits, request.extraLimits ?? NO_EXTRA_LIMITS, now);
+    const extra = typeof request.extraLimits === "function" ? await request.extraLimits(view) : (request.extraLimits ?? NO_EXTRA_LIMITS);
+    return this.count(view, request, keyLimits, extra, now);
   }
 
   /** Decides the limits and credits in one step on the counters, or VALID at once when there is nothing to count. */
-  private count(
+  private async count(
     view: KeyView,
     request: VerifyRequest,
     keyLimits: readonly VerificationLimit[],
     extra: readonly ExtraLimit[],
     now: number,
-  ): Awaitable<Verification> {
+  ): Promise<Verification> {
     const cost = request.credits?.cost ?? (view.hasCredits ? 1 : 0);
     const credit: CreditCheck | undefined = view.hasCredits ? { keyId: view.keyId, cost } : undefined;
     // Nothing to count: the most common verification answers without touching the counters.
     if (keyLimits.length === 0 && extra.length === 0 && !credit) return decidedBeforeCounters(view, "VALID", now);
 
     const checks = [...keyLimits.map((limit) => limit.check), ...extra.map((limit) => limit.check)];
-    return this.limiter
-      .checkAndConsume(view.workspaceId, checks, credit)
-      .then((outcome) => counted(view, keyLimits, extra, credit, outcome));
+    return counted(view, keyLimits, extra, credit, await this.limiter.checkAndConsume(view.workspaceId, checks, credit));
   }
 }
 

@@ -2,7 +2,6 @@ import type { FastifyInstance } from "fastify";
 import type { Caller } from "../../domain/caller.js";
 import { parseBearer } from "../../http/bearer.js";
 import { bodyDeadline } from "../../http/slow-requests.js";
-import type { Awaitable } from "../../lib/awaitable.js";
 import getVerifications from "./analytics/get-verifications.js";
 import createApi from "./apis/create-api.js";
 import deleteApi from "./apis/delete-api.js";
@@ -106,21 +105,8 @@ export async function v2Routes(app: FastifyInstance, options: V2Options): Promis
   await app.register(async (authenticated) => {
     authenticated.decorateRequest("caller", null as unknown as Caller);
     // Authentication runs first, before the body is read or validated: an unauthenticated caller learns nothing.
-    authenticated.addHook("onRequest", (request, _reply, done) => {
-      let caller: Awaitable<Caller>;
-      try {
-        caller = app.services.rootKeys.authenticate(parseBearer(request.headers.authorization));
-      } catch (error) {
-        done(error as Error);
-        return;
-      }
-      // A known root key goes on at once; done() stays outside the try, so nothing it runs is taken for a 401.
-      const proceed = (known: Caller) => {
-        request.caller = known;
-        done();
-      };
-      if (caller instanceof Promise) caller.then(proceed, done);
-      else proceed(caller);
+    authenticated.addHook("onRequest", async (request) => {
+      request.caller = await app.services.rootKeys.authenticate(parseBearer(request.headers.authorization));
     });
     registerProcedures(authenticated, PROCEDURES);
   });

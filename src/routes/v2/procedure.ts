@@ -10,7 +10,6 @@ declare module "fastify" {
 import { type Static, type TSchema, Type } from "typebox";
 import type { Caller } from "../../domain/caller.js";
 import { Envelope, type PaginationData } from "../../http/schemas.js";
-import { type Awaitable, andThen } from "../../lib/awaitable.js";
 import { defined } from "../../lib/defined.js";
 import type { Services } from "../../services.js";
 
@@ -36,7 +35,7 @@ interface BaseDefinition<B extends TSchema> {
 
 export interface ProcedureDefinition<B extends TSchema, D extends TSchema> extends BaseDefinition<B> {
   data: D;
-  handler(context: ProcedureContext<Static<B>>): Awaitable<Static<D>>;
+  handler(context: ProcedureContext<Static<B>>): Promise<Static<D>>;
 }
 
 export interface PaginatedProcedureDefinition<B extends TSchema, D extends TSchema> extends BaseDefinition<B> {
@@ -55,7 +54,7 @@ export type AnyProcedure = {
   problemJsonErrors?: boolean;
   body: TSchema;
   response: TSchema;
-  run(context: ProcedureContext<unknown>): Awaitable<{ data: unknown; pagination?: PaginationData }>;
+  run(context: ProcedureContext<unknown>): Promise<{ data: unknown; pagination?: PaginationData }>;
 };
 
 /** Name, aliases and error media type, as every kind of procedure declares them. */
@@ -72,7 +71,7 @@ export function defineProcedure<B extends TSchema, D extends TSchema>(definition
     ...basics(definition),
     body: definition.body,
     response: Envelope(definition.data),
-    run: (context) => andThen(definition.handler(context as ProcedureContext<Static<B>>), (data) => ({ data })),
+    run: async (context) => ({ data: await definition.handler(context as ProcedureContext<Static<B>>) }),
   };
 }
 
@@ -114,17 +113,11 @@ export function registerProcedures(app: FastifyInstance, procedures: readonly An
           schema: { body: procedure.body, response: { 200: procedure.response } },
           config: { problemJsonErrors: procedure.problemJsonErrors ?? false },
         },
-        // Not async: a procedure that answers at once (keys.verifyKey for a cached key) is sent without a microtask.
-        (request) =>
-          andThen(
-            procedure.run({ body: request.body, caller: request.caller, services: app.services, requestId: request.id }),
-            (result) => ({
-              meta: { requestId: request.id },
-              data: result.data,
-              // Serialised by the response schema, which has pagination only where the procedure gives it.
-              pagination: result.pagination,
-            }),
-          ),
+        async (request) => {
+          const result = await procedure.run({ body: request.body, caller: request.caller, services: app.services, requestId: request.id });
+          // Serialised by the response schema, which has pagination only where the procedure gives it.
+          return { meta: { requestId: request.id }, data: result.data, pagination: result.pagination };
+        },
       );
     }
   }

@@ -1,6 +1,5 @@
 import { Type } from "typebox";
 import { Strict } from "../../../http/schemas.js";
-import { andThen } from "../../../lib/awaitable.js";
 import { defineProcedure } from "../procedure.js";
 import { IdentityResponse, Meta, TAG_PATTERN } from "../schemas.js";
 
@@ -52,6 +51,5 @@ export default defineProcedure({
       ),
     ),
   }),
-  handler: ({ body, caller, services, requestId }) =>
-    andThen(services.verification.verifyKey(caller, body, requestId), (verification) => verification.data),
+  handler: async ({ body, caller, services, requestId }) => (await services.verification.verifyKey(caller, body, requestId)).data,
 });
