@@ -1,7 +1,7 @@
 import type { AddressInfo } from "node:net";
 import t from "tap";
 import type { VerificationOutcome } from "../../src/domain/analytics/events.js";
-import type { VerificationCode } from "../../src/domain/verification/verification-service.js";
+import type { VerificationCode } from "../../src/domain/verification/verification.js";
 import { analyticsDir } from "../helpers/analytics.js";
 import { ManualClock } from "../helpers/clock.js";
 import { type Harness, harness, STORAGE_KINDS } from "../helpers/harness.js";

@@ -1,6 +1,6 @@
 import t from "tap";
 import { parseExplainAst, printAst, UnreadableAstError } from "../../src/domain/analytics/explain-ast.js";
-import { inspectAst } from "../../src/domain/analytics/query-guard.js";
+import { inspectAst } from "../../src/domain/analytics/query-shape.js";
 import { KeygateError } from "../../src/errors/keygate-error.js";
 
 // EXPLAIN AST output of ClickHouse 26.7 (chDB) for the spec's query, as the engine prints it.

@@ -2,26 +2,23 @@ import { invalidAt, KeygateError } from "../../errors/keygate-error.js";
 import type { Clock } from "../../lib/clock.js";
 import { nextScheduledRefill } from "../../lib/credit-refill.js";
 import { hashKey } from "../../lib/hash.js";
-import type { CreditCheck, WindowCheck, WindowResult } from "../../storage/interfaces.js";
+import type { CreditCheck, WindowResult } from "../../storage/interfaces.js";
 import type { VerificationEventSink, VerificationOutcome } from "../analytics/events.js";
 import type { Caller } from "../caller.js";
 import { type PermissionQuery, PermissionQuerySyntaxError, parsePermissionQuery } from "../permissions/query.js";
 import type { Limiter, LimiterOutcome } from "../ratelimit/limiter.js";
 import { requireApi } from "../root-keys/permissions.js";
-import type { KeyDescription, KeyView, VerificationLimit } from "./key-view.js";
-
-/**
- * What a verification answers (api-decisions.md). Every one but VALID is a denial. Analytics records each as the
- * outcome of the same name; its outcome list is wider (Unkey's FORBIDDEN, which keygate never answers).
- */
-export type VerificationCode =
-  | "VALID"
-  | "NOT_FOUND"
-  | "DISABLED"
-  | "EXPIRED"
-  | "INSUFFICIENT_PERMISSIONS"
-  | "RATE_LIMITED"
-  | "USAGE_EXCEEDED";
+import type { KeyView, VerificationLimit } from "./key-view.js";
+import type {
+  ExtraLimit,
+  KeyViewLookup,
+  LimitReport,
+  RequestedLimit,
+  Verification,
+  VerificationCode,
+  VerifyKeyInput,
+  VerifyRequest,
+} from "./verification.js";
 
 /** The analytics outcome a verification's code is recorded as. */
 const OUTCOME_OF: Record<VerificationCode, VerificationOutcome> = {
@@ -33,96 +30,6 @@ const OUTCOME_OF: Record<VerificationCode, VerificationOutcome> = {
   RATE_LIMITED: "RATE_LIMITED",
   USAGE_EXCEEDED: "USAGE_EXCEEDED",
 };
-
-export interface RequestedLimit {
-  name: string;
-  /** Units this request takes (default 1; 0 checks without consuming). */
-  cost?: number;
-  /** With `duration`: a limit of its own for this request, on the key, instead of a configured one. */
-  limit?: number;
-  duration?: number;
-}
-
-/** A limit decided together with the key's, all-or-nothing (the gateway's namespace limits). */
-export interface ExtraLimit {
-  name: string;
-  check: WindowCheck;
-  overrideId?: string;
-}
-
-export interface VerifyRequest {
-  /** The request being served; analytics records the verification under it. */
-  requestId: string;
-  workspaceId: string;
-  /** The key as presented. */
-  key: string;
-  /** Only keys of this API are found (the gateway's route); other keys are NOT_FOUND. */
-  apiId?: string;
-  /** Whether the caller may verify keys of an API (keys.verifyKey's root key); when not, the key is NOT_FOUND. */
-  mayVerify?: (apiId: string) => boolean;
-  /** A permission query: text is parsed only once the key is known to exist (a syntax error is then a 400). */
-  permissions?: string | PermissionQuery;
-  credits?: { cost: number };
-  ratelimits?: readonly RequestedLimit[];
-  /** Limits decided in the same step; a function when they depend on the key (the gateway's per-key identifiers). */
-  extraLimits?: readonly ExtraLimit[] | ((key: KeyView) => Promise<readonly ExtraLimit[]>);
-  /** Recorded with the verification for analytics. */
-  tags?: readonly string[];
-}
-
-export interface LimitReport {
-  /** `rl_…` of the configured limit; "" for a custom limit given in the request. */
-  id: string;
-  name: string;
-  limit: number;
-  duration: number;
-  reset: number;
-  remaining: number;
-  exceeded: boolean;
-  autoApply: boolean;
-}
-
-/** What keys.verifyKey answers (spec §2.5, reference §3): key fields only once the key is known to exist. */
-export interface VerificationData extends Partial<KeyDescription> {
-  valid: boolean;
-  code: VerificationCode;
-  /** The balance after this verification. */
-  credits?: number;
-  ratelimits?: LimitReport[];
-}
-
-/** Everything a verification established, for its callers: the answer, and what the gateway and analytics need. */
-export interface Verification {
-  data: VerificationData;
-  /** The key's view when it was found (NOT_FOUND: absent). */
-  key?: KeyView;
-  /** Each limit checked (key, identity and extra limits), in order, with its result. */
-  limits: { name: string; limit: number; durationMs: number; result: WindowResult; overrideId?: string }[];
-  /** Credits taken by this verification (0 when none). */
-  spentCredits: number;
-  /** Set when the counters could not be reached and ratelimit.fail decided instead. */
-  degraded?: "open" | "local";
-  /** Unix ms of the decision. */
-  decidedAt: number;
-  /** USAGE_EXCEEDED on a key whose balance refills: when it does next (unix ms). */
-  nextRefillAt?: number;
-}
-
-/** keys.verifyKey's body (reference §2.1). */
-export interface VerifyKeyInput {
-  key: string;
-  tags?: string[];
-  permissions?: string;
-  credits?: { cost: number };
-  ratelimits?: RequestedLimit[];
-  /** Accepted for compatibility: keygate holds no migrated keys, so it changes nothing. */
-  migrationId?: string;
-}
-
-export interface KeyViewLookup {
-  /** The view of the live key with this hash in the workspace, through the cache; null when there is none. */
-  find(workspaceId: string, hash: string): Promise<KeyView | null>;
-}
 
 /**
  * The one verification path of keygate: keys.verifyKey and the gateway both call verify(). Checks run in the

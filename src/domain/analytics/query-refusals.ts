@@ -1,0 +1,58 @@
+import type { ErrorCode } from "../../errors/catalogue.js";
+import { KeygateError } from "../../errors/keygate-error.js";
+import { PUBLIC_TABLES } from "./tables.js";
+
+// How a refused analytics query is explained to the customer.
+
+export const PUBLIC_TABLE_NAMES = PUBLIC_TABLES.map((table) => table.name);
+
+export function onlySelect(): KeygateError {
+  return invalid("err:user:bad_request:invalid_analytics_query_type", "Only SELECT queries are allowed.");
+}
+
+export function quotedIdentifier(): KeygateError {
+  return invalid("err:user:bad_request:invalid_analytics_query", "Quoted identifiers may contain only letters, digits and underscores.");
+}
+
+export function unknownTable(name: string): KeygateError {
+  return invalid(
+    "err:user:bad_request:invalid_analytics_table",
+    `'${name}' is not an analytics table. Tables: ${PUBLIC_TABLE_NAMES.join(", ")}.`,
+  );
+}
+
+/** A refused query: the problem is always the body's `query`, so errors[] names it. */
+export function invalid(code: ErrorCode, detail: string, cause?: unknown): KeygateError {
+  return new KeygateError(code, detail, {
+    errors: [{ location: "body.query", message: detail }],
+    ...(cause === undefined ? {} : { cause }),
+  });
+}
+
+/**
+ * The first sentence of ClickHouse's message, without its code, exception prefix, the statement it quotes (which
+ * carries keygate's SETTINGS) or the internal database name.
+ */
+export function engineMessage(message: string, database: string): string {
+  let text = (message.split("\n")[0] as string).replace(/^(Code: \d+\. )?(DB::Exception: )*/g, "");
+  text = text.replace(/Code: \d+\. DB::Exception: /g, "");
+  for (const marker of [
+    " In scope ",
+    ": In scope ",
+    ". In scope ",
+    " in scope ",
+    ": While processing ",
+    ": while executing ",
+    " (version ",
+  ]) {
+    const at = text.indexOf(marker);
+    if (at > 0) text = text.slice(0, at);
+  }
+  text = text
+    .replace(/ \([A-Z_]+\)\.?$/, "")
+    .replaceAll(`${database}.`, "")
+    .replace(/[\s.:;,]+$/, "")
+    .trim();
+  if (text.length > 300) text = `${text.slice(0, 297)}...`;
+  return /[.?!]$/.test(text) ? text : `${text}.`;
+}

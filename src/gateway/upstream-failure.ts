@@ -1,0 +1,30 @@
+import type { FastifyBaseLogger } from "fastify";
+import type { KeyService } from "../domain/keys/key-service.js";
+import { KeygateError } from "../errors/keygate-error.js";
+import type { Allowed } from "./decision.js";
+import type { CompiledRoute } from "./route-table.js";
+
+/** The error a client gets when the route's upstream did not answer (timed out) or could not be reached. */
+export function upstreamFailure(route: CompiledRoute, timedOut: boolean): KeygateError {
+  return timedOut
+    ? new KeygateError("err:keygate:gateway:upstream_timeout", `The upstream of route '${route.name}' did not answer in time.`)
+    : new KeygateError("err:keygate:gateway:upstream_unreachable", `The upstream of route '${route.name}' cannot be reached.`);
+}
+
+/**
+ * Gives back the credits of an allowed request whose upstream then failed, when the settings say so. The failure
+ * is answered once this is done, so a client that sees it finds its credits back. Never rejects.
+ */
+export async function refundAfterUpstreamFailure(
+  keys: Pick<KeyService, "refundCredits">,
+  log: FastifyBaseLogger,
+  decision: Allowed,
+): Promise<void> {
+  const { verification, workspaceId, caller } = decision;
+  if (!decision.state.settings.refundCreditsOnUpstreamFailure || verification.spentCredits === 0) return;
+  try {
+    await keys.refundCredits(workspaceId, caller.keyId, verification.spentCredits);
+  } catch (error) {
+    log.error({ err: error, keyId: caller.keyId }, "could not give back the credits of a failed upstream request");
+  }
+}
