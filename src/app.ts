@@ -7,12 +7,16 @@ import { gateway } from "./gateway/gateway.js";
 import { compileGatewayState, RouteState } from "./gateway/route-state.js";
 import type { RouteTable } from "./gateway/route-table.js";
 import { addRequestIdHeader, answerFrameworkError, answerUnmatched, clientErrorHandler, errorHandling } from "./http/error-handler.js";
+import { Metrics, UNOBSERVED_UPSTREAMS } from "./http/metrics.js";
 import { NODE_CHECKS_LEFT_TO_KEYGATE, refuseUnservableRequests } from "./http/protocol-checks.js";
+import { requestTelemetry } from "./http/request-telemetry.js";
 import { closeWhenAnsweredEarly, connectionsCheckingInterval } from "./http/slow-requests.js";
 import { type Clock, systemClock } from "./lib/clock.js";
+import { defined } from "./lib/defined.js";
 import { newId } from "./lib/ids.js";
 import { LogRedaction } from "./lib/log-redaction.js";
 import { metricsRoute } from "./routes/metrics.js";
+import { healthRoutes } from "./routes/v2/health.js";
 import { v2Routes } from "./routes/v2/index.js";
 import { createServices, type Services } from "./services.js";
 import { isRedisBacked, openStores } from "./storage/index.js";
@@ -62,10 +66,12 @@ export async function buildApp(config: KeygateConfig, options: BuildOptions = {}
             // what goes to stderr (the bootstrap root key's banner comes after them) and none is lost at exit.
             stream: options.logStream ?? process.stdout,
           },
-    logController: new LogController({ disableRequestLogging: !config.logging.requests, requestIdLogLabel: "requestId" }),
+    // The access log (logging.requests) replaces Fastify's own two lines per request: see requestTelemetry.
+    logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: "requestId" }),
     // Requests refused before routing are answered in the envelope too (docs/errors.md).
-    clientErrorHandler: clientErrorHandler({ docsUrl, log: () => app.log, logRequests: config.logging.requests }),
-    frameworkErrors: (error, request, reply) => answerFrameworkError(error, request, reply, docsUrl),
+    clientErrorHandler: clientErrorHandler({ docsUrl, log: () => app.log, logRequests: config.logging.requests !== false }),
+    frameworkErrors: (error, request, reply) =>
+      answerFrameworkError(error, request, reply, { docsUrl, logRequests: config.logging.requests !== false }),
     bodyLimit: config.server.bodyLimit,
     // Node's requestTimeout stays off (Fastify's default): it would cut the gateway's streaming uploads. /v2 has a
     // body deadline of its own (src/http/slow-requests.ts).
@@ -102,8 +108,15 @@ export async function buildApp(config: KeygateConfig, options: BuildOptions = {}
     await invalidations.connect(stores.redis, stores.prefix);
     app.addHook("onClose", async () => invalidations.close());
   }
+  const metrics = config.metrics.enabled ? new Metrics(stores, analytics) : undefined;
+  if (metrics) app.addHook("onClose", async () => metrics.close());
   // An injected clock (tests) also drives rate limit windows; otherwise they follow the store's shared clock.
-  const services = createServices(stores, config, clock, { windowsFollowClock: options.clock !== undefined, invalidations, analytics });
+  const services = createServices(stores, config, clock, {
+    windowsFollowClock: options.clock !== undefined,
+    invalidations,
+    analytics,
+    ...defined({ observer: metrics }),
+  });
   stores.breaker?.onStateChange((state) => {
     if (state === "open")
       app.log.warn({ fail: config.ratelimit.fail }, "Redis does not answer: rate limits follow ratelimit.fail until it does");
@@ -116,14 +129,21 @@ export async function buildApp(config: KeygateConfig, options: BuildOptions = {}
   // /v2 takes JSON only; Fastify's default text/plain parser would turn a text body into a confusing 400.
   app.removeContentTypeParser("text/plain");
   addRequestIdHeader(app);
+  requestTelemetry(app, { metrics, accessLog: config.logging.requests });
   refuseUnservableRequests(app);
   closeWhenAnsweredEarly(app);
   await app.register(errorHandling, { docsUrl, bodyLimit: config.server.bodyLimit });
   await app.register(v2Routes, { requestTimeoutMs: config.server.requestTimeoutMs });
-  await app.register(metricsRoute);
+  await app.register(healthRoutes, { stores, analytics });
+  if (metrics) await serveMetrics(app, metrics, config);
   if (config.gateway.trustProxy === true) app.log.warn(TRUST_EVERY_HOP_WARNING);
   app.decorate("gatewayRoutes", routes);
-  await app.register(gateway, { state: routes, docsUrl, unmatched: (request, reply) => answerUnmatched(app, request, reply, docsUrl) });
+  await app.register(gateway, {
+    state: routes,
+    docsUrl,
+    unmatched: (request, reply) => answerUnmatched(app, request, reply, docsUrl),
+    upstreams: metrics ?? UNOBSERVED_UPSTREAMS,
+  });
 
   try {
     for (const api of config.apis) await services.apis.declare(api);
@@ -132,6 +152,27 @@ export async function buildApp(config: KeygateConfig, options: BuildOptions = {}
     throw error;
   }
   return app;
+}
+
+/**
+ * GET /metrics on the main port, or (metrics.port) on a listener of its own that opens and closes with the app:
+ * Prometheus can then reach it on an internal network while the main port faces clients.
+ */
+async function serveMetrics(app: FastifyInstance, metrics: Metrics, config: KeygateConfig): Promise<void> {
+  const options = { metrics, token: config.metrics.token };
+  const port = config.metrics.port;
+  if (port === undefined) {
+    await app.register(metricsRoute, options);
+    return;
+  }
+  const server = Fastify({ logger: false });
+  await server.register(errorHandling, { docsUrl: config.errors.docsUrl, bodyLimit: config.server.bodyLimit });
+  await server.register(metricsRoute, options);
+  app.addHook("onListen", async () => {
+    const address = await server.listen({ host: config.server.host, port });
+    app.log.info({ address }, `metrics: served at ${address}/metrics`);
+  });
+  app.addHook("onClose", async () => server.close());
 }
 
 /**

@@ -13,6 +13,7 @@ import { generateKey } from "./domain/keys/key-material.js";
 import { KeySecrets } from "./domain/keys/key-secrets.js";
 import { KeyService } from "./domain/keys/key-service.js";
 import { LiveKeys } from "./domain/keys/live-keys.js";
+import { type Observer, UNOBSERVED } from "./domain/observer.js";
 import { Limiter } from "./domain/ratelimit/limiter.js";
 import { RatelimitService } from "./domain/ratelimit/ratelimit-service.js";
 import { RbacService } from "./domain/rbac/rbac-service.js";
@@ -55,6 +56,8 @@ export interface ServiceOptions {
   invalidations?: InvalidationBus;
   /** The opened analytics runtime (engine and event pipeline); without one (the CLI) events are dropped, counted. */
   analytics?: AnalyticsRuntime;
+  /** Told what the services decide, for metrics; nothing by default. */
+  observer?: Observer;
 }
 
 /**
@@ -69,14 +72,25 @@ export const KEY_VIEW_CACHE = { max: 100_000, freshMs: 10_000, staleMs: 60_000, 
 export function createServices(stores: Stores, config: KeygateConfig, clock: Clock, options: ServiceOptions = {}): Services {
   const invalidations = options.invalidations ?? new InvalidationBus();
   const analytics = options.analytics ?? disabledAnalytics();
+  const observer = options.observer ?? UNOBSERVED;
   const { maxConcurrent, ...queryLimits } = config.analytics.query;
   // While the store cannot answer, a cached root key or key view that awaits revalidation is still served (within
   // its stale window); any other failure of the reload reaches the caller.
   const rootKeyStore = new CachedRootKeyStore(
     stores.rootKeys,
-    new SwrCache<RootKeyRecord>({ ...ROOT_KEY_CACHE, clock, keepServingOn: isStoreUnavailable }),
+    new SwrCache<RootKeyRecord>({
+      ...ROOT_KEY_CACHE,
+      clock,
+      keepServingOn: isStoreUnavailable,
+      onLookup: (result) => observer.cacheLookedUp("root_keys", result),
+    }),
   );
-  const keyViews = new KeyViewCache({ ...KEY_VIEW_CACHE, clock, keepServingOn: isStoreUnavailable });
+  const keyViews = new KeyViewCache({
+    ...KEY_VIEW_CACHE,
+    clock,
+    keepServingOn: isStoreUnavailable,
+    onLookup: (result) => observer.cacheLookedUp("keys", result),
+  });
   invalidations.listen((message) => {
     if (message.kind === "rootKey") rootKeyStore.invalidate(message.hash);
     else if (message.kind === "everything") rootKeyStore.revalidateAll();
@@ -88,8 +102,12 @@ export function createServices(stores: Stores, config: KeygateConfig, clock: Clo
     failMode: config.ratelimit.fail,
     clock,
     windowsFollowClock: options.windowsFollowClock ?? false,
+    shared: stores.kind,
+    observer,
   });
-  const directory = new CachedNamespaceDirectory(stores.ratelimitNamespaces, clock);
+  const directory = new CachedNamespaceDirectory(stores.ratelimitNamespaces, clock, (result) =>
+    observer.cacheLookedUp("namespaces", result),
+  );
   // A Redis that answers again after an outage may have restarted without its data: confirm what we know with it.
   stores.breaker?.onStateChange((state) => {
     if (state === "closed") directory.revalidateAll();
@@ -105,6 +123,7 @@ export function createServices(stores: Stores, config: KeygateConfig, clock: Clo
     limiter,
     analytics.sink,
     clock,
+    observer,
   );
   return {
     invalidations,

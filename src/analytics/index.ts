@@ -38,6 +38,8 @@ export interface AnalyticsRuntime {
   stats(): EventPipelineStats;
   /** Writes every event buffered now; resolves when the engine has them (tests and tools; the timer does it anyway). */
   flush(): Promise<void>;
+  /** Resolves when the engine can take writes and queries now (readiness); rejects with why not. */
+  check(): Promise<void>;
   /** One line for the start-up banner. */
   describe(): string;
   /** Writes what is buffered, then releases the engine. Idempotent. */
@@ -110,6 +112,7 @@ export async function openAnalytics(config: AnalyticsSettings, options: OpenAnal
     engine: gatedEngine,
     sink: pipeline,
     stats: () => pipeline.stats(),
+    check: () => ready.ensure(),
     flush: () => pipeline.flush(),
     describe: () =>
       engine.kind === "embedded"
@@ -183,6 +186,7 @@ export function disabledAnalytics(): AnalyticsRuntime {
       failedWrites: 0,
     }),
     flush: async () => {},
+    check: async () => {},
     describe: () => "analytics: off (analytics.getVerifications answers 412)",
     close: async () => {},
   };

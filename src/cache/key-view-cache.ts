@@ -1,5 +1,7 @@
+import type { CacheLookup } from "../domain/observer.js";
 import type { KeyView } from "../domain/verification/key-view.js";
 import type { Clock } from "../lib/clock.js";
+import { defined } from "../lib/defined.js";
 import type { InvalidationMessage } from "./invalidation-bus.js";
 import { SwrCache } from "./swr-cache.js";
 
@@ -13,6 +15,8 @@ export interface KeyViewCacheOptions {
   onRefreshError?: (error: unknown) => void;
   /** Which failed reloads still let the last known view be served (SwrCacheOptions.keepServingOn). */
   keepServingOn?: (error: unknown) => boolean;
+  /** SwrCacheOptions.onLookup. */
+  onLookup?: (result: CacheLookup) => void;
 }
 
 /**
@@ -34,7 +38,7 @@ export class KeyViewCache {
       negativeMs: options.negativeMs,
       clock: options.clock,
       ...(options.onRefreshError ? { onRefreshError: options.onRefreshError } : {}),
-      ...(options.keepServingOn ? { keepServingOn: options.keepServingOn } : {}),
+      ...defined({ keepServingOn: options.keepServingOn, onLookup: options.onLookup }),
     });
   }
 

@@ -1,3 +1,4 @@
+import type { CacheLookup } from "../domain/observer.js";
 import { NAMESPACE_FRESH_MS, type NamespaceDirectory, type ResolvedNamespace } from "../domain/ratelimit/namespace-directory.js";
 import { OverrideMatcher } from "../domain/ratelimit/override-matcher.js";
 import type { Clock } from "../lib/clock.js";
@@ -28,9 +29,12 @@ export class CachedNamespaceDirectory implements NamespaceDirectory {
   private readonly store: RatelimitNamespaceStore;
   private readonly ids: SwrCache<string>;
   private readonly namespaces: SwrCache<ResolvedNamespace>;
+  private readonly onLookup: ((result: CacheLookup) => void) | undefined;
 
-  constructor(store: RatelimitNamespaceStore, clock: Clock) {
+  /** `onLookup` is told whether each find() was answered from memory (hit) or had to ask the store (miss). */
+  constructor(store: RatelimitNamespaceStore, clock: Clock, onLookup?: (result: CacheLookup) => void) {
     this.store = store;
+    this.onLookup = onLookup;
     this.ids = staleIfErrorCache(NAMESPACE_CACHE.nameFreshMs, clock);
     this.namespaces = staleIfErrorCache(NAMESPACE_CACHE.freshMs, clock);
   }
@@ -39,6 +43,7 @@ export class CachedNamespaceDirectory implements NamespaceDirectory {
     // The usual case, the name's id and the namespace both fresh in memory, waits for nothing.
     const id = nameOrId.startsWith("rlns_") ? nameOrId : this.ids.peek(key(workspaceId, nameOrId));
     const known = id ? this.namespaces.peek(key(workspaceId, id)) : undefined;
+    this.onLookup?.(known ? "hit" : "miss");
     return known ? Promise.resolve(known) : this.load(workspaceId, nameOrId);
   }
 

@@ -1,4 +1,5 @@
 import { LRUCache } from "lru-cache";
+import type { CacheLookup } from "../domain/observer.js";
 import type { Clock } from "../lib/clock.js";
 
 /**
@@ -33,6 +34,8 @@ export interface SwrCacheOptions {
    * any other failure (a bug) reach the caller.
    */
   keepServingOn?: (error: unknown) => boolean;
+  /** Told how each get() was answered: from a fresh entry, from a stale one, or by loading (metrics). */
+  onLookup?: (result: CacheLookup) => void;
 }
 
 interface Entry<V> {
@@ -64,20 +67,29 @@ export class SwrCache<V> {
   /** The cached value at once while it may be served; a promise when it has to be loaded (or reloaded first). */
   get(key: string, load: (previous: V | null | undefined) => Promise<V | null>): Awaitable<V | null> {
     const entry = this.entries.get(key);
+    const onLookup = this.options.onLookup;
     if (entry) {
       const now = this.options.clock.now();
       const confirmed = entry.round === this.round;
-      if (confirmed && now < entry.freshUntil) return entry.value;
+      if (confirmed && now < entry.freshUntil) {
+        onLookup?.("hit");
+        return entry.value;
+      }
       if (now < entry.staleUntil && entry.value !== null) {
         // Absent entries are never served stale (their staleUntil is their freshUntil, and unconfirmed ones reload).
         const stale = entry.value;
-        if (!confirmed || this.options.mode === "stale-if-error") return this.reloadOrServe(key, load, stale);
+        if (!confirmed || this.options.mode === "stale-if-error") {
+          onLookup?.("miss");
+          return this.reloadOrServe(key, load, stale);
+        }
         if (!this.loading.has(key)) {
           this.load(key, load, stale).catch((error: unknown) => this.options.onRefreshError?.(error, key));
         }
+        onLookup?.("stale");
         return stale;
       }
     }
+    onLookup?.("miss");
     return this.load(key, load, entry?.value);
   }
 

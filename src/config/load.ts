@@ -116,6 +116,17 @@ function applyEnvironment(raw: RawConfig, env: Record<string, string | undefined
     section("server").port = Number(port);
     fromEnv.set("server.port", "PORT");
   }
+  const metricsPort = nonEmpty(env.METRICS_PORT);
+  if (metricsPort !== undefined) {
+    if (!/^\d+$/.test(metricsPort)) throw new ConfigError("environment", [`METRICS_PORT: must be a whole number, got '${metricsPort}'`]);
+    section("metrics").port = Number(metricsPort);
+    fromEnv.set("metrics.port", "METRICS_PORT");
+  }
+  const metricsToken = nonEmpty(env.METRICS_TOKEN);
+  if (metricsToken !== undefined) {
+    section("metrics").token = metricsToken;
+    fromEnv.set("metrics.token", "METRICS_TOKEN");
+  }
   const host = nonEmpty(env.HOST);
   if (host !== undefined) {
     section("server").host = host;

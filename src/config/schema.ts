@@ -85,8 +85,24 @@ export const ServerConfigSchema = Strict(
 export const LoggingConfigSchema = Strict(
   {
     level: StringEnum(["fatal", "error", "warn", "info", "debug", "trace", "silent"], { default: DEFAULTS.logLevel }),
-    /** One log line per request. Off by default: the gateway's hot path should not pay for access logs unasked. */
-    requests: Type.Boolean({ default: false }),
+    /**
+     * The access log: one structured line per request (request id, face, route or procedure, status, duration, key
+     * id, client address). false (the default: the gateway's hot path does not pay for it unasked), true, or the
+     * fraction of requests to log (0.01: one in a hundred, chosen at random).
+     */
+    requests: Type.Union([Type.Boolean(), Type.Number({ exclusiveMinimum: 0, maximum: 1 })], { default: false }),
+  },
+  EMPTY,
+);
+
+export const MetricsConfigSchema = Strict(
+  {
+    /** Prometheus metrics at GET /metrics; false serves none and counts nothing. */
+    enabled: Type.Boolean({ default: true }),
+    /** When set, GET /metrics needs `Authorization: Bearer <token>`. */
+    token: Type.Optional(Type.String({ minLength: 16 })),
+    /** When set, /metrics is served on this port of server.host only, and not on the main port. */
+    port: Type.Optional(Type.Integer({ minimum: 0, maximum: 65_535 })),
   },
   EMPTY,
 );
@@ -259,6 +275,7 @@ export const AnalyticsConfigSchema = Strict(
 export const ConfigSchema = Strict({
   server: ServerConfigSchema,
   logging: LoggingConfigSchema,
+  metrics: MetricsConfigSchema,
   storage: Strict({ redis: Type.Optional(RedisConfigSchema) }, EMPTY),
   ratelimit: RatelimitConfigSchema,
   errors: Strict({ docsUrl: Type.String({ pattern: HTTP_URL_PATTERN, default: DEFAULTS.docsUrl }) }, EMPTY),

@@ -57,7 +57,14 @@ export interface DecisionServices {
   readonly verification: Pick<VerificationService, "verify">;
 }
 
-export type Decision = { kind: "unmatched" } | { kind: "deny"; error: KeygateError } | Allowed;
+/** A refusal; `route` is the route that refused, when one matched. */
+export interface Denied {
+  kind: "deny";
+  error: KeygateError;
+  route?: CompiledRoute;
+}
+
+export type Decision = { kind: "unmatched"; route?: undefined } | Denied | Allowed;
 
 /**
  * What the gateway does with a request, short of talking to the upstream: match a route, extract the key and
@@ -93,6 +100,7 @@ export class GatewayDecider {
     const ip = () => clientAddress(request.remoteAddress, request.headers["x-forwarded-for"], current.trust);
     const verification = await this.services.verification.verify({
       requestId: request.id,
+      source: "gateway",
       workspaceId,
       key,
       apiId: route.config.apiId,
@@ -163,7 +171,7 @@ function verificationDenial(route: CompiledRoute, verification: Verification): D
 function deny(route: CompiledRoute, code: ErrorCode, detail: string, headers: Record<string, string> = {}): Decision {
   // Every 401 says where the key goes (RFC 9110).
   if (ERROR_CATALOGUE[code].status === 401) headers["www-authenticate"] = wwwAuthenticate(route);
-  return { kind: "deny", error: new KeygateError(code, detail, { headers }) };
+  return { kind: "deny", error: new KeygateError(code, detail, { headers }), route };
 }
 
 /** The limits a verification checked, for the rate limit headers. */

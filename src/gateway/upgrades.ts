@@ -4,6 +4,7 @@ import type { FastifyInstance } from "fastify";
 import { ERROR_CATALOGUE } from "../errors/catalogue.js";
 import { KeygateError } from "../errors/keygate-error.js";
 import { errorBody, logServerError } from "../http/error-handler.js";
+import type { UpstreamObserver } from "../http/metrics.js";
 import { newId } from "../lib/ids.js";
 import type { Allowed, Decision, GatewayRequest } from "./decision.js";
 import { upstreamHeaders, upstreamUrl } from "./forwarding.js";
@@ -14,12 +15,14 @@ import { relayUpgrade, writeRawResponse } from "./websocket.js";
  * WebSocket upgrades bypass Fastify's routing: each is decided with the same checks as a plain request, then
  * relayed to the route's upstream; refusals are written to the socket as the usual error bodies.
  */
-export function relayUpgrades(
-  app: FastifyInstance,
-  decide: (request: GatewayRequest) => Promise<Decision>,
-  refund: (decision: Allowed) => Promise<void>,
-  docsUrl: string,
-): void {
+export interface UpgradeOptions {
+  decide: (request: GatewayRequest) => Promise<Decision>;
+  refund: (decision: Allowed) => Promise<void>;
+  docsUrl: string;
+  upstreams: UpstreamObserver;
+}
+
+export function relayUpgrades(app: FastifyInstance, { decide, refund, docsUrl, upstreams }: UpgradeOptions): void {
   const answerRaw = (socket: Duplex, requestId: string, error: KeygateError) => {
     const status = ERROR_CATALOGUE[error.code].status;
     writeRawResponse(
@@ -60,6 +63,7 @@ export function relayUpgrades(
           requestId: id,
           onUpstreamFailure: (kind, error) => {
             app.log.warn({ err: error, route: route.name }, "upstream failed an upgrade");
+            upstreams.upstreamFailed(route.name, kind);
             void refund(decision).then(() => answerRaw(socket, id, upstreamFailure(route, kind === "timeout")));
           },
         });

@@ -134,8 +134,16 @@ export function answerClientClosed(reply: FastifyReply, request: FastifyRequest,
  * a 400 malformed_url; the others (a parameter too long, an async constraint) cannot happen with keygate's routes
  * and are unexpected. Answered in the envelope with the request id Fastify made.
  */
-export function answerFrameworkError(error: FastifyError, request: FastifyRequest, reply: FastifyReply, docsUrl: string): FastifyReply {
+export function answerFrameworkError(
+  error: FastifyError,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  options: { docsUrl: string; logRequests: boolean },
+): FastifyReply {
+  const { docsUrl } = options;
   if (error.code === "FST_ERR_BAD_URL") {
+    // Refused before routing: no access log line follows, so the refusal is the request's line.
+    if (options.logRequests) request.log.info({ code: "err:user:bad_request:malformed_url" }, "refused a URL that cannot be decoded");
     return sendError(
       reply,
       request,

@@ -124,6 +124,10 @@ export function createRedisStores(
     ratelimitCounters,
     ratelimitBatches,
     breaker: guard.breaker,
+    commandTimings: guard,
+    ping: async () => {
+      await guard.run("ping", () => redis.ping());
+    },
     analyticsQuota: new RedisAnalyticsQuotaStore(guarded, keys),
     close: async () => {
       if (closed) return;

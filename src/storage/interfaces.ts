@@ -239,6 +239,8 @@ export interface CounterOutcome {
   now: number;
   /** The credit check's result, when the call had one (absent when a denial was certain without reading it). */
   credit?: CreditOutcome;
+  /** Set when this instance answered from what it already knew, without asking the shared store. */
+  decidedLocally?: true;
 }
 
 /**
@@ -292,6 +294,14 @@ export interface RatelimitBatchStore {
   applyBatch(workspaceId: string, calls: readonly CounterCall[], now?: number): Promise<CallDecision[]>;
 }
 
+export type CommandListener = (command: string, seconds: number) => void;
+
+/** How long Redis commands take, for metrics. */
+export interface CommandTimings {
+  /** Calls `listener` after every command with its name and duration, until the returned function is called. */
+  observe(listener: CommandListener): () => void;
+}
+
 export interface Stores {
   readonly kind: "memory" | "redis";
   readonly rootKeys: RootKeyStore;
@@ -304,6 +314,10 @@ export interface Stores {
   readonly ratelimitCounters: RatelimitCounterStore;
   /** Redis only: the circuit breaker guarding the rate limit stores' calls (its state says whether Redis answers). */
   readonly breaker?: CircuitBreaker;
+  /** Redis only: asks Redis for an answer (readiness); rejects when it gives none. */
+  ping?(): Promise<void>;
+  /** Redis only: the timings of its commands. */
+  readonly commandTimings?: CommandTimings;
   readonly analyticsQuota: AnalyticsQuotaStore;
   /**
    * Releases connections. Redis first makes a last attempt at settling the calls that may have spent credits and

@@ -3,6 +3,7 @@ import type { Clock } from "../../lib/clock.js";
 import { windowEnd, windowSequence } from "../../lib/sliding-window.js";
 import type { CounterOutcome, CreditCheck, RatelimitCounterStore, WindowCheck } from "../../storage/interfaces.js";
 import { isStoreUnavailable, type StoreUnavailableError } from "../../storage/unavailable.js";
+import { type Observer, type RatelimitDecider, type RatelimitSource, UNOBSERVED } from "../observer.js";
 
 /** What rate limit checks answer while the counter store cannot: refuse (closed), allow (open), or count locally. */
 export const RATELIMIT_FAIL_MODES = ["closed", "open", "local"] as const;
@@ -28,6 +29,17 @@ export interface LimiterOptions {
    * TIME), so instances whose clocks disagree still agree on every window.
    */
   windowsFollowClock: boolean;
+  /** Which kind of store `counters` is, as decisions are reported to `observer`. */
+  shared?: "redis" | "memory";
+  observer?: Observer;
+}
+
+/** What a limiter call is about besides its checks. */
+export interface LimiterCall {
+  /** Who asks, as decisions are reported. */
+  source: RatelimitSource;
+  /** Joins the same all-or-nothing step (verification's credits). */
+  credit?: CreditCheck | undefined;
 }
 
 /**
@@ -44,18 +56,31 @@ export class Limiter {
   }
 
   /**
-   * `credit`, when given, joins the same all-or-nothing step (verification's credits). Balances are shared by
-   * every instance, so no instance can decide them alone: while the counters are unavailable, a credit check is
-   * let through without taking anything in mode `open`, and refused (503) in `closed` and `local`.
+   * A credit check joins the same step. Balances are shared by every instance, so no instance can decide them
+   * alone: while the counters are unavailable, a credit check is let through without taking anything in mode
+   * `open`, and refused (503) in `closed` and `local`.
    */
-  async checkAndConsume(workspaceId: string, checks: readonly WindowCheck[], credit?: CreditCheck): Promise<LimiterOutcome> {
+  async checkAndConsume(workspaceId: string, checks: readonly WindowCheck[], call: LimiterCall): Promise<LimiterOutcome> {
     const now = this.options.windowsFollowClock ? this.options.clock.now() : undefined;
+    let outcome: LimiterOutcome;
     try {
-      return await this.options.counters.applyChecks(workspaceId, checks, now, credit);
+      outcome = await this.options.counters.applyChecks(workspaceId, checks, now, call.credit);
     } catch (error) {
       if (!isStoreUnavailable(error)) throw error;
-      return this.fallBack(workspaceId, checks, credit, error);
+      const failMode = this.options.failMode;
+      try {
+        outcome = await this.fallBack(workspaceId, checks, call.credit, error);
+      } catch (refusal) {
+        this.report(call.source, false, failMode === "local" ? "fail_local" : "fail_closed");
+        throw refusal;
+      }
     }
+    this.report(call.source, outcome.passed, deciderOf(outcome, this.options.shared ?? "memory"));
+    return outcome;
+  }
+
+  private report(source: RatelimitSource, allowed: boolean, decider: RatelimitDecider): void {
+    (this.options.observer ?? UNOBSERVED).ratelimitDecided(source, allowed, decider);
   }
 
   private async fallBack(
@@ -95,4 +120,10 @@ export class Limiter {
         return { ...(await this.options.localCounters.applyChecks(workspaceId, checks, now)), ...unlimited, degraded: "local" };
     }
   }
+}
+
+function deciderOf(outcome: LimiterOutcome, shared: "redis" | "memory"): RatelimitDecider {
+  if (outcome.degraded === "open") return "fail_open";
+  if (outcome.degraded === "local") return "fail_local";
+  return outcome.decidedLocally ? "local" : shared;
 }

@@ -5,6 +5,7 @@ import { newId } from "../../lib/ids.js";
 import type { RatelimitNamespaceStore } from "../../storage/interfaces.js";
 import type { RatelimitNamespaceRecord, RatelimitOverrideRecord } from "../../storage/records.js";
 import type { Caller } from "../caller.js";
+import type { RatelimitSource } from "../observer.js";
 import { allOf } from "../permissions/query.js";
 import { type RatelimitAction, requireRatelimit } from "../root-keys/permissions.js";
 import type { Limiter } from "./limiter.js";
@@ -93,7 +94,8 @@ export class RatelimitService {
     requests: readonly LimitRequest[],
     options: { createMissingNamespaces: boolean },
   ): Promise<LimitOutcome> {
-    return this.decide(workspaceId, await this.resolve(workspaceId, requests, options));
+    const source = requests.length === 1 ? "ratelimit.limit" : "multiLimit";
+    return this.decide(workspaceId, await this.resolve(workspaceId, requests, options), source);
   }
 
   /**
@@ -116,13 +118,13 @@ export class RatelimitService {
 
   /** ratelimit.limit: needs `ratelimit.*.limit` or `ratelimit.<namespaceId>.limit`. */
   async limit(caller: Caller, request: LimitRequest): Promise<LimitResult> {
-    const outcome = await this.limitAsCaller(caller, [request]);
+    const outcome = await this.limitAsCaller(caller, [request], "ratelimit.limit");
     return outcome.results[0] as LimitResult;
   }
 
   /** ratelimit.multiLimit: all-or-nothing; needs the limit permission for every namespace of the batch. */
   multiLimit(caller: Caller, requests: readonly LimitRequest[]): Promise<LimitOutcome> {
-    return this.limitAsCaller(caller, requests);
+    return this.limitAsCaller(caller, requests, "multiLimit");
   }
 
   /** ratelimit.setOverride: an upsert on (namespace, identifier) that keeps the override's id. */
@@ -196,7 +198,7 @@ export class RatelimitService {
    * Unknown namespaces are created only when the root key may create them and then limit in them (so a 403 leaves
    * nothing behind); then the limit permission is needed for every namespace, and a deleted one is 410.
    */
-  private async limitAsCaller(caller: Caller, requests: readonly LimitRequest[]): Promise<LimitOutcome> {
+  private async limitAsCaller(caller: Caller, requests: readonly LimitRequest[], source: RatelimitSource): Promise<LimitOutcome> {
     const workspaceId = caller.workspaceId;
     const resolved = await this.resolver.findAll(workspaceId, requests);
     const missing = missingNames(resolved);
@@ -217,13 +219,14 @@ export class RatelimitService {
     const namespaceIds = new Set<string>();
     for (const namespace of resolved.values()) namespaceIds.add((namespace as ResolvedNamespace).namespace.id);
     caller.authorize(allOf(...[...namespaceIds].map((id) => requireRatelimit("limit", id))));
-    return this.decide(workspaceId, applyOverrides(requests, resolved as Map<string, ResolvedNamespace>));
+    return this.decide(workspaceId, applyOverrides(requests, resolved as Map<string, ResolvedNamespace>), source);
   }
 
-  private async decide(workspaceId: string, applied: readonly ResolvedLimit[]): Promise<LimitOutcome> {
+  private async decide(workspaceId: string, applied: readonly ResolvedLimit[], source: RatelimitSource): Promise<LimitOutcome> {
     const outcome = await this.limiter.checkAndConsume(
       workspaceId,
       applied.map(({ check }) => check),
+      { source },
     );
     const results = applied.map(({ request, namespaceId, overrideId, check }, index): LimitResult => {
       const result = outcome.results[index] as { passed: boolean; remaining: number; resetAt: number };

@@ -5,6 +5,7 @@ import { hashKey } from "../../lib/hash.js";
 import type { CreditCheck, WindowResult } from "../../storage/interfaces.js";
 import type { VerificationEventSink, VerificationOutcome } from "../analytics/events.js";
 import type { Caller } from "../caller.js";
+import { type Observer, UNOBSERVED } from "../observer.js";
 import { type PermissionQuery, PermissionQuerySyntaxError, parsePermissionQuery } from "../permissions/query.js";
 import type { Limiter, LimiterOutcome } from "../ratelimit/limiter.js";
 import { requireApi } from "../root-keys/permissions.js";
@@ -42,11 +43,14 @@ export class VerificationService {
   private readonly events: VerificationEventSink;
   private readonly clock: Clock;
 
-  constructor(keys: KeyViewLookup, limiter: Limiter, events: VerificationEventSink, clock: Clock) {
+  private readonly observer: Observer;
+
+  constructor(keys: KeyViewLookup, limiter: Limiter, events: VerificationEventSink, clock: Clock, observer: Observer = UNOBSERVED) {
     this.keys = keys;
     this.limiter = limiter;
     this.events = events;
     this.clock = clock;
+    this.observer = observer;
   }
 
   /**
@@ -67,6 +71,7 @@ export class VerificationService {
     }
     return this.verify({
       requestId,
+      source: "api",
       workspaceId: caller.workspaceId,
       key: input.key,
       ...(input.tags !== undefined ? { tags: input.tags } : {}),
@@ -86,6 +91,8 @@ export class VerificationService {
 
   private recorded(request: VerifyRequest, verification: Verification, startedAt: number): Verification {
     const identity = verification.key?.identity;
+    const outcome = OUTCOME_OF[verification.data.code];
+    this.observer.verified(request.source, outcome);
     this.events.record({
       requestId: request.requestId,
       time: verification.decidedAt,
@@ -94,7 +101,7 @@ export class VerificationService {
       keyId: verification.key?.keyId ?? "",
       identityId: identity?.id ?? "",
       externalId: identity?.externalId ?? "",
-      outcome: OUTCOME_OF[verification.data.code],
+      outcome,
       tags: request.tags && request.tags.length > 0 ? [...request.tags] : [],
       spentCredits: verification.spentCredits,
       latencyMs: performance.now() - startedAt,
@@ -132,7 +139,13 @@ export class VerificationService {
     if (keyLimits.length === 0 && extra.length === 0 && !credit) return decidedBeforeCounters(view, "VALID", now);
 
     const checks = [...keyLimits.map((limit) => limit.check), ...extra.map((limit) => limit.check)];
-    return counted(view, keyLimits, extra, credit, await this.limiter.checkAndConsume(view.workspaceId, checks, credit));
+    return counted(
+      view,
+      keyLimits,
+      extra,
+      credit,
+      await this.limiter.checkAndConsume(view.workspaceId, checks, { source: request.source === "gateway" ? "gateway" : "key", credit }),
+    );
   }
 }
 

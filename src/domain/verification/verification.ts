@@ -1,4 +1,5 @@
 import type { WindowCheck, WindowResult } from "../../storage/interfaces.js";
+import type { VerificationSource } from "../observer.js";
 import type { PermissionQuery } from "../permissions/query.js";
 import type { KeyDescription, KeyView } from "./key-view.js";
 
@@ -36,6 +37,8 @@ export interface ExtraLimit {
 export interface VerifyRequest {
   /** The request being served; analytics records the verification under it. */
   requestId: string;
+  /** keys.verifyKey or the gateway, as the verification and its rate limit decisions are reported. */
+  source: VerificationSource;
   workspaceId: string;
   /** The key as presented. */
   key: string;

@@ -97,16 +97,16 @@ export interface V2Options {
   requestTimeoutMs: number;
 }
 
-/** The /v2 RPC API: liveness without auth, every procedure behind root-key authentication. */
+/** The /v2 RPC API: every procedure behind root-key authentication (liveness and readiness: health.ts). */
 export async function v2Routes(app: FastifyInstance, options: V2Options): Promise<void> {
   bodyDeadline(app, options.requestTimeoutMs);
-  app.get("/v2/liveness", async (request) => ({ meta: { requestId: request.id }, data: { message: "we're cooking" } }));
 
   await app.register(async (authenticated) => {
     authenticated.decorateRequest("caller", null as unknown as Caller);
     // Authentication runs first, before the body is read or validated: an unauthenticated caller learns nothing.
     authenticated.addHook("onRequest", async (request) => {
       request.caller = await app.services.rootKeys.authenticate(parseBearer(request.headers.authorization));
+      request.keyId = request.caller.rootKeyId;
     });
     registerProcedures(authenticated, PROCEDURES);
   });

@@ -42,10 +42,10 @@ export class SharedCounters implements RatelimitCounterStore {
   applyChecks(workspaceId: string, checks: readonly WindowCheck[], now?: number, credit?: CreditCheck): Promise<CounterOutcome> {
     const at = this.storeClock.at(now);
     const admitted = this.reservations?.admit(workspaceId, checks, credit, at);
-    if (admitted) return Promise.resolve(admitted);
+    if (admitted) return Promise.resolve({ ...admitted, decidedLocally: true });
     // A limit known to be exhausted denies the call whatever the balance says, so this holds with credits too.
     const denied = this.exhausted.denial(workspaceId, checks, at);
-    if (denied) return Promise.resolve(denied);
+    if (denied) return Promise.resolve({ ...denied, decidedLocally: true });
     const reserve = this.reservations?.ask(workspaceId, checks, credit) ?? 0;
     const decision = this.batcher.decide(workspaceId, { checks, credit, reserve }, now);
     if (reserve === 0) return decision.then((answer) => this.learn(workspaceId, checks, answer));

@@ -170,7 +170,7 @@ export class CreditReconciler {
     let outcome: string;
     this.totals.attempts++;
     try {
-      outcome = guarded ? await guard.run(send) : await send();
+      outcome = guarded ? await guard.run("credit_reconcile", send) : await send();
     } catch (error) {
       if (!this.failedOddly.has(missed.receiptKey) && !isStoreUnavailable(error) && !isRedisUnavailable(error)) {
         this.failedOddly.add(missed.receiptKey);

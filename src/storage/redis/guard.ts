@@ -1,5 +1,6 @@
 import { CircuitBreaker, CircuitOpenError } from "../../lib/circuit-breaker.js";
 import type { Clock } from "../../lib/clock.js";
+import type { CommandListener, CommandTimings } from "../interfaces.js";
 import { StoreUnavailableError } from "../unavailable.js";
 import { WriteNotReplicatedError } from "./replica-wait.js";
 
@@ -23,21 +24,35 @@ export function isRedisUnavailable(error: unknown): boolean {
  * Runs Redis calls behind a circuit breaker and turns unavailability into StoreUnavailableError, so a slow or
  * absent Redis costs each caller at most one command deadline until the breaker opens, and nothing after.
  */
-export class RedisGuard {
+export class RedisGuard implements CommandTimings {
   readonly breaker: CircuitBreaker;
+  private readonly listeners = new Set<CommandListener>();
 
   constructor(breaker: CircuitBreaker) {
     this.breaker = breaker;
   }
 
-  async run<T>(operation: () => Promise<T>): Promise<T> {
+  /** Runs `operation`, named `command` for the timings (a Redis command, or the store operation it serves). */
+  async run<T>(command: string, operation: () => Promise<T>): Promise<T> {
+    const timed = this.listeners.size > 0;
+    const startedAt = timed ? performance.now() : 0;
     try {
       return await this.breaker.run(operation);
     } catch (error) {
       if (error instanceof CircuitOpenError) throw new StoreUnavailableError(error, error.retryAfterMs);
       if (isRedisUnavailable(error)) throw new StoreUnavailableError(error);
       throw error;
+    } finally {
+      if (timed) {
+        const seconds = (performance.now() - startedAt) / 1000;
+        for (const listener of this.listeners) listener(command, seconds);
+      }
     }
+  }
+
+  observe(listener: CommandListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
   }
 }
 
@@ -86,7 +101,7 @@ export function guardedClient<C extends object>(client: C, guard: RedisGuard): C
     get(target, property, receiver) {
       const value = Reflect.get(target, property, receiver) as unknown;
       if (typeof value !== "function" || typeof property !== "string" || LIFECYCLE.has(property)) return value;
-      return (...args: unknown[]) => guard.run(() => (value as (...a: unknown[]) => Promise<unknown>).apply(target, args));
+      return (...args: unknown[]) => guard.run(property, () => (value as (...a: unknown[]) => Promise<unknown>).apply(target, args));
     },
   });
 }

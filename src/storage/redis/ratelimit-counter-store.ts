@@ -83,7 +83,7 @@ export class RedisRatelimitCounterStore implements RatelimitBatchStore {
     const keys = receiptKey ? [...batch.keys, receiptKey] : batch.keys;
     let answer: string;
     try {
-      answer = await this.guard.run(() => this.redis.keygateRatelimit(keys.length, ...keys, ...args));
+      answer = await this.guard.run("ratelimit", () => this.redis.keygateRatelimit(keys.length, ...keys, ...args));
       // Redis ran this execution before (ioredis sent it again after a reconnect), and that answer was lost.
       if (answer === CANCELLED_REPLY) throw new StoreUnavailableError(new Error("the answer of this rate limit call was lost"));
     } catch (error) {

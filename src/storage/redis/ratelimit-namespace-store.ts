@@ -31,7 +31,7 @@ export class RedisRatelimitNamespaceStore implements RatelimitNamespaceStore {
 
   createNamespace(namespace: RatelimitNamespaceRecord): Promise<boolean> {
     const { workspaceId, id, name } = namespace;
-    return this.guard.run(() =>
+    return this.guard.run("namespaces", () =>
       new Batch()
         .absent(this.keys.ratelimitNamespace(workspaceId, id))
         .absent(this.keys.ratelimitNamespaceByName(workspaceId, name))
@@ -44,13 +44,14 @@ export class RedisRatelimitNamespaceStore implements RatelimitNamespaceStore {
 
   getNamespace(workspaceId: string, namespaceId: string): Promise<RatelimitNamespaceRecord | null> {
     return this.guard.run(
+      "namespaces",
       async () =>
         (await readJson<RatelimitNamespaceRecord>(this.redis, this.keys.ratelimitNamespace(workspaceId, namespaceId)))?.record ?? null,
     );
   }
 
   findNamespaceByName(workspaceId: string, name: string): Promise<RatelimitNamespaceRecord | null> {
-    return this.guard.run(async () => {
+    return this.guard.run("namespaces", async () => {
       const id = await this.redis.get(this.keys.ratelimitNamespaceByName(workspaceId, name));
       if (id === null) return null;
       return (await readJson<RatelimitNamespaceRecord>(this.redis, this.keys.ratelimitNamespace(workspaceId, id)))?.record ?? null;
@@ -58,7 +59,7 @@ export class RedisRatelimitNamespaceStore implements RatelimitNamespaceStore {
   }
 
   listNamespaces(workspaceId: string): Promise<RatelimitNamespaceRecord[]> {
-    return this.guard.run(async () => {
+    return this.guard.run("namespaces", async () => {
       const ids = await this.redis.zrange(this.keys.ratelimitNamespaceIds(workspaceId), "0", "-1");
       return this.readRecords<RatelimitNamespaceRecord>(ids.map((id) => this.keys.ratelimitNamespace(workspaceId, id)));
     });
@@ -66,7 +67,7 @@ export class RedisRatelimitNamespaceStore implements RatelimitNamespaceStore {
 
   markNamespaceDeleted(workspaceId: string, namespaceId: string, at: number): Promise<RatelimitNamespaceRecord | null> {
     const key = this.keys.ratelimitNamespace(workspaceId, namespaceId);
-    return this.guard.run(() =>
+    return this.guard.run("namespaces", () =>
       updateJson<RatelimitNamespaceRecord, RatelimitNamespaceRecord | null>(this.redis, key, (current, batch) => {
         if (!current || current.deletedAt !== undefined) return null;
         const deleted = { ...current, deletedAt: at };
@@ -80,7 +81,7 @@ export class RedisRatelimitNamespaceStore implements RatelimitNamespaceStore {
     workspaceId: string,
     namespaceId: string,
   ): Promise<{ namespace: RatelimitNamespaceRecord; overridesVersion: string } | null> {
-    return this.guard.run(async () => {
+    return this.guard.run("namespaces", async () => {
       const [raw, version] = await this.redis.mget(
         this.keys.ratelimitNamespace(workspaceId, namespaceId),
         this.keys.ratelimitOverridesVersion(workspaceId, namespaceId),
@@ -93,7 +94,7 @@ export class RedisRatelimitNamespaceStore implements RatelimitNamespaceStore {
   setOverride(override: RatelimitOverrideRecord): Promise<RatelimitOverrideRecord> {
     const { workspaceId, namespaceId, identifier } = override;
     const identKey = this.keys.ratelimitOverrideByIdentifier(workspaceId, namespaceId, identifier);
-    return this.guard.run(async () => {
+    return this.guard.run("namespaces", async () => {
       for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
         const batch = new Batch().set(this.keys.ratelimitOverridesVersion(workspaceId, namespaceId), randomUUID());
         const existingId = await this.redis.get(identKey);
@@ -119,7 +120,7 @@ export class RedisRatelimitNamespaceStore implements RatelimitNamespaceStore {
   }
 
   getOverride(workspaceId: string, namespaceId: string, identifier: string): Promise<RatelimitOverrideRecord | null> {
-    return this.guard.run(async () => {
+    return this.guard.run("namespaces", async () => {
       const id = await this.redis.get(this.keys.ratelimitOverrideByIdentifier(workspaceId, namespaceId, identifier));
       if (id === null) return null;
       return (
@@ -130,7 +131,7 @@ export class RedisRatelimitNamespaceStore implements RatelimitNamespaceStore {
 
   deleteOverride(workspaceId: string, namespaceId: string, identifier: string): Promise<RatelimitOverrideRecord | null> {
     const identKey = this.keys.ratelimitOverrideByIdentifier(workspaceId, namespaceId, identifier);
-    return this.guard.run(async () => {
+    return this.guard.run("namespaces", async () => {
       for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
         const id = await this.redis.get(identKey);
         if (id === null) return null;
@@ -152,7 +153,7 @@ export class RedisRatelimitNamespaceStore implements RatelimitNamespaceStore {
   }
 
   listOverrides(workspaceId: string, namespaceId: string, page: { cursor?: string; limit: number }): Promise<RatelimitOverrideRecord[]> {
-    return this.guard.run(async () => {
+    return this.guard.run("namespaces", async () => {
       // Members all have score 0, so the set is ordered by id bytewise and ZRANGEBYLEX gives a keyset page.
       const ids = await this.redis.zrangebylex(
         this.keys.ratelimitOverrideIds(workspaceId, namespaceId),
@@ -167,7 +168,7 @@ export class RedisRatelimitNamespaceStore implements RatelimitNamespaceStore {
   }
 
   allOverrides(workspaceId: string, namespaceId: string): Promise<RatelimitOverrideRecord[]> {
-    return this.guard.run(async () => {
+    return this.guard.run("namespaces", async () => {
       const ids = await this.redis.zrange(this.keys.ratelimitOverrideIds(workspaceId, namespaceId), "0", "-1");
       return this.readRecords<RatelimitOverrideRecord>(ids.map((id) => this.keys.ratelimitOverride(workspaceId, namespaceId, id)));
     });

@@ -1,0 +1,198 @@
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import type { AnalyticsRuntime } from "../analytics/index.js";
+import type { VerificationOutcome } from "../domain/analytics/events.js";
+import type { CacheLookup, CacheName, Observer, RatelimitDecider, RatelimitSource, VerificationSource } from "../domain/observer.js";
+import type { Stores } from "../storage/interfaces.js";
+
+/** Which face of keygate served a request. */
+export type Face = "v2" | "gateway" | "other";
+
+/** Why an upstream gave no answer. */
+export type UpstreamErrorKind = "unreachable" | "timeout" | "reset";
+
+/** What the gateway reports of its upstreams. */
+export interface UpstreamObserver {
+  upstreamAnswered(route: string, seconds: number): void;
+  upstreamFailed(route: string, kind: UpstreamErrorKind): void;
+}
+
+export const UNOBSERVED_UPSTREAMS: UpstreamObserver = { upstreamAnswered: () => {}, upstreamFailed: () => {} };
+
+// Latency buckets from 0.5 ms (a cached verification) to 10 s (a slow upstream).
+const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+const REDIS_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1];
+
+let processRegistry: Registry | undefined;
+
+/**
+ * The process's own series (CPU, memory, event loop, GC), collected once per process whatever the number of
+ * apps in it (tests build many), and served with each app's series.
+ */
+function processMetrics(): Registry {
+  if (!processRegistry) {
+    processRegistry = new Registry();
+    collectDefaultMetrics({ register: processRegistry });
+  }
+  return processRegistry;
+}
+
+/**
+ * The Prometheus series of one keygate app, in a registry of its own. Labels are bounded: procedure and route
+ * names, outcome codes and status codes, never key ids, identifiers or addresses.
+ */
+export class Metrics implements Observer, UpstreamObserver {
+  private readonly registry = new Registry();
+  private readonly httpRequests = new Counter({
+    name: "keygate_http_requests_total",
+    help: "HTTP requests answered, by face (v2, gateway, other), procedure or route, and status code.",
+    labelNames: ["face", "route", "status"] as const,
+    registers: [this.registry],
+  });
+  private readonly httpDuration = new Histogram({
+    name: "keygate_http_request_duration_seconds",
+    help: "Time from a request's arrival to its answer, by face, procedure or route, and status code.",
+    labelNames: ["face", "route", "status"] as const,
+    buckets: LATENCY_BUCKETS,
+    registers: [this.registry],
+  });
+  private readonly verifications = new Counter({
+    name: "keygate_verifications_total",
+    help: "Key verifications, by source (api: keys.verifyKey, gateway) and outcome.",
+    labelNames: ["source", "outcome"] as const,
+    registers: [this.registry],
+  });
+  private readonly ratelimitDecisions = new Counter({
+    name: "keygate_ratelimit_decisions_total",
+    help: "Rate limit calls, by source, result (allowed, denied) and who decided (redis, memory, local, fail_open, fail_closed, fail_local).",
+    labelNames: ["source", "result", "decided"] as const,
+    registers: [this.registry],
+  });
+  private readonly upstreamDuration = new Histogram({
+    name: "keygate_upstream_duration_seconds",
+    help: "Time until a route's upstream answered with its status and headers, by gateway route.",
+    labelNames: ["route"] as const,
+    buckets: LATENCY_BUCKETS,
+    registers: [this.registry],
+  });
+  private readonly upstreamErrors = new Counter({
+    name: "keygate_upstream_errors_total",
+    help: "Forwarded requests that got no answer from the upstream, by gateway route and kind (unreachable, timeout, reset).",
+    labelNames: ["route", "kind"] as const,
+    registers: [this.registry],
+  });
+  private readonly cacheLookups = new Counter({
+    name: "keygate_cache_lookups_total",
+    help: "In-process cache lookups, by cache and result (hit, miss, stale).",
+    labelNames: ["cache", "result"] as const,
+    registers: [this.registry],
+  });
+  private readonly redisDuration = new Histogram({
+    name: "keygate_redis_command_duration_seconds",
+    help: "Time Redis took to answer, by command (or the store operation it served), failures included.",
+    labelNames: ["command"] as const,
+    buckets: REDIS_BUCKETS,
+    registers: [this.registry],
+  });
+  private readonly stopTimingCommands: () => void;
+
+  constructor(stores: Stores, analytics: AnalyticsRuntime) {
+    this.stopTimingCommands =
+      stores.commandTimings?.observe((command, seconds) => this.redisDuration.observe({ command }, seconds)) ?? (() => {});
+    new Gauge({
+      name: "keygate_redis_breaker_open",
+      help: "1 while the Redis circuit breaker is open (Redis does not answer and calls fail fast), else 0.",
+      registers: [this.registry],
+      collect() {
+        this.set(stores.breaker?.state === "open" ? 1 : 0);
+      },
+    });
+    analyticsSeries(this.registry, analytics);
+  }
+
+  request(face: Face, route: string, status: number, seconds: number): void {
+    const labels = { face, route, status: String(status) };
+    this.httpRequests.inc(labels);
+    this.httpDuration.observe(labels, seconds);
+  }
+
+  verified(source: VerificationSource, outcome: VerificationOutcome): void {
+    this.verifications.inc({ source, outcome });
+  }
+
+  ratelimitDecided(source: RatelimitSource, allowed: boolean, decider: RatelimitDecider): void {
+    this.ratelimitDecisions.inc({ source, result: allowed ? "allowed" : "denied", decided: decider });
+  }
+
+  cacheLookedUp(cache: CacheName, result: CacheLookup): void {
+    this.cacheLookups.inc({ cache, result });
+  }
+
+  upstreamAnswered(route: string, seconds: number): void {
+    this.upstreamDuration.observe({ route }, seconds);
+  }
+
+  upstreamFailed(route: string, kind: UpstreamErrorKind): void {
+    this.upstreamErrors.inc({ route, kind });
+  }
+
+  /** Every series in the Prometheus text format: the process's, then this app's. */
+  async text(): Promise<string> {
+    return `${await processMetrics().metrics()}\n${await this.registry.metrics()}`;
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+
+  close(): void {
+    this.stopTimingCommands();
+  }
+}
+
+/** The analytics event pipeline's counters, read when scraped. */
+function analyticsSeries(registry: Registry, analytics: AnalyticsRuntime): void {
+  const counter = (name: string, help: string, read: () => number) =>
+    new Counter({
+      name,
+      help,
+      registers: [registry],
+      collect() {
+        this.reset();
+        this.inc(read());
+      },
+    });
+  counter(
+    "keygate_analytics_events_recorded_total",
+    "Verification events handed to the analytics pipeline.",
+    () => analytics.stats().recorded,
+  );
+  counter(
+    "keygate_analytics_events_written_total",
+    "Verification events written to the analytics engine.",
+    () => analytics.stats().written,
+  );
+  counter("keygate_analytics_batches_written_total", "Batches of events written.", () => analytics.stats().batchesWritten);
+  counter("keygate_analytics_write_failures_total", "Failed attempts to write a batch.", () => analytics.stats().failedWrites);
+  new Counter({
+    name: "keygate_analytics_events_dropped_total",
+    help: "Verification events not written, by reason.",
+    labelNames: ["reason"] as const,
+    registers: [registry],
+    collect() {
+      const dropped = analytics.stats().dropped;
+      this.reset();
+      this.inc({ reason: "buffer_full" }, dropped.bufferFull);
+      this.inc({ reason: "write_failed" }, dropped.writeFailed);
+      this.inc({ reason: "after_close" }, dropped.afterClose);
+      this.inc({ reason: "analytics_off" }, dropped.disabled);
+    },
+  });
+  new Gauge({
+    name: "keygate_analytics_events_buffered",
+    help: "Verification events waiting in memory to be written.",
+    registers: [registry],
+    collect() {
+      this.set(analytics.stats().buffered);
+    },
+  });
+}
