@@ -3,7 +3,7 @@
  * the upstream directly, through the bare proxy, and through keygate with a cached key, a permission query and
  * one Redis-backed named limit.
  *
- *   npm run bench:gateway -- [--duration 30] [--slice 2] [--connections 50] [--generator autocannon|wrk] [--analytics embedded|off] [--reservations on|off]
+ *   npm run bench:gateway -- [--duration 30] [--slice 2] [--connections 50] [--generator autocannon|wrk] [--analytics embedded|off] [--reservations on|off] [--metrics-cost off|on]
  *
  * Four processes: the upstream, the bare proxy, keygate, and the load generator (this one). See bench/README.md.
  */
@@ -13,7 +13,7 @@ import httpProxy from "@fastify/http-proxy";
 import Fastify from "fastify";
 import { callKeygate, startKeygate } from "./side-by-side/keygate.js";
 import { interleave, type Target } from "./side-by-side/load.js";
-import { describeRun, reservationsOption, runOptions } from "./side-by-side/options.js";
+import { describeRun, metricsCostOption, reservationsOption, runOptions } from "./side-by-side/options.js";
 import { benchmark, forkServing, stopAll } from "./side-by-side/processes.js";
 import { deleteByPrefix, REDIS_URL } from "./side-by-side/redis.js";
 import { printRatio, printTargets } from "./side-by-side/report.js";
@@ -43,7 +43,7 @@ async function startBareProxy() {
 }
 
 /** keygate with one route, in a process of its own; the driver creates its key over HTTP (the warm-up caches it). */
-async function startKeygateWithRoute() {
+async function startKeygateWithRoute(settings: Record<string, unknown> = {}) {
   const upstream = upstreamUrl();
   const keygate = await startKeygate({
     apiId: API_ID,
@@ -58,6 +58,7 @@ async function startKeygateWithRoute() {
       },
     ],
     gateway: { watchConfig: false },
+    ...settings,
   });
   return { served: { url: keygate.url, prefix: keygate.prefix, engine: keygate.analytics }, close: () => keygate.close() };
 }
@@ -77,12 +78,7 @@ async function drive(): Promise<void> {
   const bareChild = await forkServing(import.meta.url, "bare-proxy");
   const keygateChild = await forkServing(import.meta.url, "keygate");
   const { url: keygate, prefix, engine } = keygateChild.served as { url: string; prefix: string; engine: string };
-  const created = await callKeygate(keygate, "keys.createKey", {
-    apiId: API_ID,
-    permissions: ["orders.read"],
-    ratelimits: [{ name: "requests", limit: 1_000_000, duration: 60_000 }],
-  });
-  const key = String(created.key);
+  const key = await createBenchKey(keygate);
 
   const direct: Target = { label: "upstream directly", url: `${upstream}/orders/7`, servedBy: upstreamChild };
   const bareProxy: Target = { label: "bare @fastify/http-proxy", url: `${bareChild.served.url as string}/orders/7`, servedBy: bareChild };
@@ -100,14 +96,39 @@ async function drive(): Promise<void> {
       `reservations ${reservationsOption() ? "on" : "off"}`,
     ]),
   );
-  const runs = await interleave([direct, bareProxy, gateway], options);
+  // --metrics-cost: the same keygate with metrics off, to see what counting costs.
+  const unmeteredChild = metricsCostOption() ? await forkServing(import.meta.url, "keygate-without-metrics") : undefined;
+  const unmetered: Target | undefined = unmeteredChild && {
+    label: "keygate, metrics off",
+    url: `${unmeteredChild.served.url as string}/orders/7`,
+    servedBy: unmeteredChild,
+    headers: { authorization: `Bearer ${await createBenchKey(unmeteredChild.served.url as string)}` },
+  };
+  const runs = await interleave([direct, bareProxy, gateway, ...(unmetered ? [unmetered] : [])], options);
   printTargets(runs);
   console.log();
   printRatio(runs, gateway, bareProxy, 0.85);
   printRatio(runs, bareProxy, direct);
+  if (unmetered) printRatio(runs, gateway, unmetered, 0.95);
 
-  await stopAll(bareChild, keygateChild, upstreamChild);
+  await stopAll(bareChild, keygateChild, upstreamChild, ...(unmeteredChild ? [unmeteredChild] : []));
   await deleteByPrefix(prefix);
+  if (unmeteredChild) await deleteByPrefix(unmeteredChild.served.prefix as string);
 }
 
-await benchmark(drive, { upstream: startUpstream, "bare-proxy": startBareProxy, keygate: startKeygateWithRoute });
+/** The key the load uses, made through keygate's API as a client would. */
+async function createBenchKey(keygate: string): Promise<string> {
+  const created = await callKeygate(keygate, "keys.createKey", {
+    apiId: API_ID,
+    permissions: ["orders.read"],
+    ratelimits: [{ name: "requests", limit: 1_000_000, duration: 60_000 }],
+  });
+  return String(created.key);
+}
+
+await benchmark(drive, {
+  upstream: startUpstream,
+  "bare-proxy": startBareProxy,
+  keygate: () => startKeygateWithRoute(),
+  "keygate-without-metrics": () => startKeygateWithRoute({ metrics: { enabled: false } }),
+});

@@ -61,6 +61,11 @@ export function reservationsOption(): boolean {
   return choiceOption("reservations", ["on", "off"]) === "on";
 }
 
+/** --metrics-cost on|off: gateway: also measure a keygate without metrics (metrics.enabled: false) beside it. */
+export function metricsCostOption(): boolean {
+  return choiceOption("metrics-cost", ["off", "on"]) === "on";
+}
+
 /** The line a benchmark prints before it starts: what it compares and how it is run. */
 export function describeRun(what: string, options: RunOptions, settings: string[]): string {
   const how = `${options.generator}, ${options.connections} connections, ${options.duration} s per target in ${options.slice} s slices, interleaved`;

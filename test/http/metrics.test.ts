@@ -147,7 +147,9 @@ t.test("on Redis: decisions by Redis, then by this instance once a window is kno
   const before = await scrape(h);
   const answers = [];
   for (let i = 0; i < 4; i++) {
-    answers.push((await h.call("ratelimit.limit", { namespace: "redis-metered", identifier: "u", limit: 1, duration: 60_000 })).body.data.success);
+    answers.push(
+      (await h.call("ratelimit.limit", { namespace: "redis-metered", identifier: "u", limit: 1, duration: 60_000 })).body.data.success,
+    );
   }
   t.same(answers, [true, false, false, false]);
   const after = await scrape(h);
@@ -158,7 +160,10 @@ t.test("on Redis: decisions by Redis, then by this instance once a window is kno
       delta("keygate_ratelimit_decisions_total", { source: "ratelimit.limit", result: "denied", decided: "local" }),
     3,
   );
-  t.ok(delta("keygate_ratelimit_decisions_total", { source: "ratelimit.limit", result: "denied", decided: "local" }) >= 1, "denied locally");
+  t.ok(
+    delta("keygate_ratelimit_decisions_total", { source: "ratelimit.limit", result: "denied", decided: "local" }) >= 1,
+    "denied locally",
+  );
   t.ok(delta("keygate_redis_command_duration_seconds_count", { command: "ratelimit" }) >= 1, "the rate limit script is timed");
   t.equal(after.value("keygate_redis_breaker_open"), 0);
 });
