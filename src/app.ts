@@ -15,7 +15,9 @@ import { type Clock, systemClock } from "./lib/clock.js";
 import { defined } from "./lib/defined.js";
 import { newId } from "./lib/ids.js";
 import { LogRedaction } from "./lib/log-redaction.js";
+import { packageVersion } from "./lib/package-version.js";
 import { metricsRoute } from "./routes/metrics.js";
+import { openApi } from "./routes/openapi.js";
 import { healthRoutes } from "./routes/v2/health.js";
 import { v2Routes } from "./routes/v2/index.js";
 import { createServices, type Services } from "./services.js";
@@ -133,6 +135,7 @@ export async function buildApp(config: KeygateConfig, options: BuildOptions = {}
   refuseUnservableRequests(app);
   closeWhenAnsweredEarly(app);
   await app.register(errorHandling, { docsUrl, bodyLimit: config.server.bodyLimit });
+  await openApi(app, { version: packageVersion() });
   await app.register(v2Routes, { requestTimeoutMs: config.server.requestTimeoutMs });
   await app.register(healthRoutes, { stores, analytics });
   if (metrics) await serveMetrics(app, metrics, config);
