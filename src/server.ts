@@ -73,7 +73,10 @@ async function main(): Promise<void> {
     app.log.info({ signal }, "closing: finishing in-flight requests");
     stopWatching();
     app.close().then(
-      () => process.exit(0),
+      () => {
+        app.log.info({ signal }, "closed: every request answered, buffered analytics events written, connections released");
+        process.exit(0);
+      },
       (error: unknown) => {
         app.log.error({ err: error }, "error while closing");
         process.exit(1);

@@ -96,10 +96,21 @@ function readYaml(path: string): RawConfig {
   return Object.fromEntries(Object.entries(value).filter(([, section]) => section !== null));
 }
 
+/** Variables that set one field each: [variable, section.field, kind]. */
+const SIMPLE_VARIABLES: readonly [string, string, "text" | "whole number"][] = [
+  ["PORT", "server.port", "whole number"],
+  ["HOST", "server.host", "text"],
+  ["METRICS_PORT", "metrics.port", "whole number"],
+  ["METRICS_TOKEN", "metrics.token", "text"],
+  ["KEYGATE_ANALYTICS_ENGINE", "analytics.engine", "text"],
+  ["KEYGATE_ANALYTICS_PATH", "analytics.path", "text"],
+  ["KEYGATE_VAULT_KEY", "vault.key", "text"],
+];
+
 /**
- * PORT, HOST, REDIS_URL (or REDIS_CLUSTER_NODES, or REDIS_SENTINELS with REDIS_SENTINEL_NAME), KEYGATE_REDIS_PREFIX, KEYGATE_ROOT_KEY, KEYGATE_VAULT_KEY, KEYGATE_ANALYTICS_ENGINE and
- * KEYGATE_ANALYTICS_PATH override the file. Returns which config paths
- * came from which variable, so a validation message can name the variable the user actually set.
+ * The variables above, REDIS_URL (or REDIS_CLUSTER_NODES, or REDIS_SENTINELS with REDIS_SENTINEL_NAME),
+ * KEYGATE_REDIS_PREFIX and KEYGATE_ROOT_KEY override the file. Returns which config paths came from which
+ * variable, so a validation message can name the variable the user actually set.
  */
 function applyEnvironment(raw: RawConfig, env: Record<string, string | undefined>, source: string): Map<string, string> {
   const fromEnv = new Map<string, string>();
@@ -110,27 +121,14 @@ function applyEnvironment(raw: RawConfig, env: Record<string, string | undefined
     return raw[name] as RawConfig;
   };
 
-  const port = nonEmpty(env.PORT);
-  if (port !== undefined) {
-    if (!/^\d+$/.test(port)) throw new ConfigError("environment", [`PORT: must be a whole number, got '${port}'`]);
-    section("server").port = Number(port);
-    fromEnv.set("server.port", "PORT");
-  }
-  const metricsPort = nonEmpty(env.METRICS_PORT);
-  if (metricsPort !== undefined) {
-    if (!/^\d+$/.test(metricsPort)) throw new ConfigError("environment", [`METRICS_PORT: must be a whole number, got '${metricsPort}'`]);
-    section("metrics").port = Number(metricsPort);
-    fromEnv.set("metrics.port", "METRICS_PORT");
-  }
-  const metricsToken = nonEmpty(env.METRICS_TOKEN);
-  if (metricsToken !== undefined) {
-    section("metrics").token = metricsToken;
-    fromEnv.set("metrics.token", "METRICS_TOKEN");
-  }
-  const host = nonEmpty(env.HOST);
-  if (host !== undefined) {
-    section("server").host = host;
-    fromEnv.set("server.host", "HOST");
+  for (const [variable, path, kind] of SIMPLE_VARIABLES) {
+    const value = nonEmpty(env[variable]);
+    if (value === undefined) continue;
+    if (kind === "whole number" && !/^\d+$/.test(value))
+      throw new ConfigError("environment", [`${variable}: must be a whole number, got '${value}'`]);
+    const [name, field] = path.split(".") as [string, string];
+    section(name)[field] = kind === "whole number" ? Number(value) : value;
+    fromEnv.set(path, variable);
   }
   const redisForm = redisFromEnvironment(env);
   if (redisForm !== undefined) {
@@ -174,21 +172,6 @@ function applyEnvironment(raw: RawConfig, env: Record<string, string | undefined
       { key: rootKey, name: "KEYGATE_ROOT_KEY", workspaceId: DEFAULTS.bootstrapWorkspaceId, permissions: ["*"] },
     ];
     fromEnv.set(`rootKeys[${rootKeys.length}]`, "KEYGATE_ROOT_KEY");
-  }
-  const analyticsEngine = nonEmpty(env.KEYGATE_ANALYTICS_ENGINE);
-  if (analyticsEngine !== undefined) {
-    section("analytics").engine = analyticsEngine;
-    fromEnv.set("analytics.engine", "KEYGATE_ANALYTICS_ENGINE");
-  }
-  const analyticsPath = nonEmpty(env.KEYGATE_ANALYTICS_PATH);
-  if (analyticsPath !== undefined) {
-    section("analytics").path = analyticsPath;
-    fromEnv.set("analytics.path", "KEYGATE_ANALYTICS_PATH");
-  }
-  const vaultKey = nonEmpty(env.KEYGATE_VAULT_KEY);
-  if (vaultKey !== undefined) {
-    section("vault").key = vaultKey;
-    fromEnv.set("vault.key", "KEYGATE_VAULT_KEY");
   }
   return fromEnv;
 }

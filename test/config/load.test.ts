@@ -96,6 +96,18 @@ t.test("a bad value names its path, and the variable when it came from the envir
   );
 });
 
+t.test("METRICS_PORT and METRICS_TOKEN set metrics.port and metrics.token, checked like the file's", async (t) => {
+  const config = loadConfig({ env: { METRICS_PORT: "9464", METRICS_TOKEN: "a-scrape-token-of-20" }, cwd: directoryWith({}) });
+  t.equal(config.metrics.port, 9464);
+  t.equal(config.metrics.token, "a-scrape-token-of-20");
+  t.equal(config.metrics.enabled, true, "metrics are on by default");
+  t.same(problemsOf(() => loadConfig({ env: { METRICS_PORT: "x" }, cwd: directoryWith({}) })), ["METRICS_PORT: must be a whole number, got 'x'"]);
+  t.same(
+    problemsOf(() => loadConfig({ env: { METRICS_TOKEN: "short" }, cwd: directoryWith({}) })),
+    ["metrics.token (from METRICS_TOKEN): must be at least 16 characters long"],
+  );
+});
+
 t.test("every problem of a file is reported at once, each with its path", async (t) => {
   const problems = problemsOf(() =>
     validateConfig({
