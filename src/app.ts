@@ -1,4 +1,5 @@
-import Fastify, { type FastifyInstance, LogController } from "fastify";
+import type { Server } from "node:http";
+import Fastify, { type FastifyBaseLogger, type FastifyHttpOptions, type FastifyInstance, LogController } from "fastify";
 import { type AnalyticsRuntime, openAnalytics } from "./analytics/index.js";
 import { InvalidationBus } from "./cache/invalidation-bus.js";
 import type { KeygateConfig } from "./config/schema.js";
@@ -56,42 +57,7 @@ export async function buildApp(config: KeygateConfig, options: BuildOptions = {}
   const clock = options.clock ?? systemClock;
   const routes = new RouteState(compileGatewayState(config));
   const docsUrl = config.errors.docsUrl;
-  const app: FastifyInstance = Fastify({
-    logger:
-      options.logger === false
-        ? false
-        : {
-            level: config.logging.level,
-            // Every line, whoever writes it, passes here last: no key or root key reaches the log.
-            hooks: { streamWrite: redactionFollowing(routes) },
-            // process.stdout writes synchronously to files, pipes and terminals (Linux): lines keep their order with
-            // what goes to stderr (the bootstrap root key's banner comes after them) and none is lost at exit.
-            stream: options.logStream ?? process.stdout,
-          },
-    // The access log (logging.requests) replaces Fastify's own two lines per request: see requestTelemetry.
-    logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: "requestId" }),
-    // Requests refused before routing are answered in the envelope too (docs/errors.md).
-    clientErrorHandler: clientErrorHandler({ docsUrl, log: () => app.log, logRequests: config.logging.requests !== false }),
-    frameworkErrors: (error, request, reply) =>
-      answerFrameworkError(error, request, reply, { docsUrl, logRequests: config.logging.requests !== false }),
-    bodyLimit: config.server.bodyLimit,
-    // Node's requestTimeout stays off (Fastify's default): it would cut the gateway's streaming uploads. /v2 has a
-    // body deadline of its own (src/http/slow-requests.ts).
-    http: {
-      headersTimeout: config.server.headersTimeoutMs,
-      requestTimeout: 0,
-      connectionsCheckingInterval: connectionsCheckingInterval(config.server.headersTimeoutMs),
-      ...NODE_CHECKS_LEFT_TO_KEYGATE,
-    },
-    genReqId: () => newId("req"),
-    requestIdHeader: false,
-    // Requests arriving while keygate closes get a 503 in the envelope from errorHandling instead.
-    return503OnClosing: false,
-    ajv: {
-      // api-decisions.md: validate strictly, never coerce or drop. Defaults of optional fields are filled in.
-      customOptions: { coerceTypes: false, removeAdditional: false, useDefaults: true, allErrors: true, allowUnionTypes: true },
-    },
-  });
+  const app: FastifyInstance = Fastify(serverOptions(config, routes, options, () => app.log));
 
   const stores =
     options.stores ??
@@ -155,6 +121,52 @@ export async function buildApp(config: KeygateConfig, options: BuildOptions = {}
     throw error;
   }
   return app;
+}
+
+/** Fastify's options: the redacted JSON log, request ids, timeouts, strict validation, errors in the envelope. */
+function serverOptions(
+  config: KeygateConfig,
+  routes: RouteState,
+  options: BuildOptions,
+  log: () => FastifyBaseLogger,
+): FastifyHttpOptions<Server> {
+  const docsUrl = config.errors.docsUrl;
+  return {
+    logger:
+      options.logger === false
+        ? false
+        : {
+            level: config.logging.level,
+            // Every line, whoever writes it, passes here last: no key or root key reaches the log.
+            hooks: { streamWrite: redactionFollowing(routes) },
+            // process.stdout writes synchronously to files, pipes and terminals (Linux): lines keep their order with
+            // what goes to stderr (the bootstrap root key's banner comes after them) and none is lost at exit.
+            stream: options.logStream ?? process.stdout,
+          },
+    // The access log (logging.requests) replaces Fastify's own two lines per request: see requestTelemetry.
+    logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: "requestId" }),
+    // Requests refused before routing are answered in the envelope too (docs/errors.md).
+    clientErrorHandler: clientErrorHandler({ docsUrl, log, logRequests: config.logging.requests !== false }),
+    frameworkErrors: (error, request, reply) =>
+      answerFrameworkError(error, request, reply, { docsUrl, logRequests: config.logging.requests !== false }),
+    bodyLimit: config.server.bodyLimit,
+    // Node's requestTimeout stays off (Fastify's default): it would cut the gateway's streaming uploads. /v2 has a
+    // body deadline of its own (src/http/slow-requests.ts).
+    http: {
+      headersTimeout: config.server.headersTimeoutMs,
+      requestTimeout: 0,
+      connectionsCheckingInterval: connectionsCheckingInterval(config.server.headersTimeoutMs),
+      ...NODE_CHECKS_LEFT_TO_KEYGATE,
+    },
+    genReqId: () => newId("req"),
+    requestIdHeader: false,
+    // Requests arriving while keygate closes get a 503 in the envelope from errorHandling instead.
+    return503OnClosing: false,
+    ajv: {
+      // api-decisions.md: validate strictly, never coerce or drop. Defaults of optional fields are filled in.
+      customOptions: { coerceTypes: false, removeAdditional: false, useDefaults: true, allErrors: true, allowUnionTypes: true },
+    },
+  };
 }
 
 /**

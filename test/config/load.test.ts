@@ -101,7 +101,10 @@ t.test("METRICS_PORT and METRICS_TOKEN set metrics.port and metrics.token, check
   t.equal(config.metrics.port, 9464);
   t.equal(config.metrics.token, "a-scrape-token-of-20");
   t.equal(config.metrics.enabled, true, "metrics are on by default");
-  t.same(problemsOf(() => loadConfig({ env: { METRICS_PORT: "x" }, cwd: directoryWith({}) })), ["METRICS_PORT: must be a whole number, got 'x'"]);
+  t.same(
+    problemsOf(() => loadConfig({ env: { METRICS_PORT: "x" }, cwd: directoryWith({}) })),
+    ["METRICS_PORT: must be a whole number, got 'x'"],
+  );
   t.same(
     problemsOf(() => loadConfig({ env: { METRICS_TOKEN: "short" }, cwd: directoryWith({}) })),
     ["metrics.token (from METRICS_TOKEN): must be at least 16 characters long"],
