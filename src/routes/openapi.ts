@@ -1,7 +1,7 @@
 import swagger from "@fastify/swagger";
 import swaggerUi from "@fastify/swagger-ui";
 import type { FastifyInstance } from "fastify";
-import { type TSchema, Type } from "typebox";
+import { Type } from "typebox";
 import { ERROR_CATALOGUE } from "../errors/catalogue.js";
 
 export interface OpenApiOptions {
@@ -25,16 +25,31 @@ const ErrorEnvelope = Type.Object({
   }),
 });
 
+/** Where the document keeps the envelope: written once and referenced, not repeated in every error response. */
+const ERROR_ENVELOPE_REF = "#/components/schemas/ErrorEnvelope";
+
 /** Every status a /v2 call can answer with an error, and the catalogue codes behind it (gateway-only codes aside). */
-function errorResponses(): Record<string, TSchema> {
-  const codesByStatus = new Map<number, string[]>();
+function codesByStatus(): [number, string[]][] {
+  const codes = new Map<number, string[]>();
   for (const [code, entry] of Object.entries(ERROR_CATALOGUE)) {
     if (code.startsWith("err:keygate:gateway:")) continue;
-    codesByStatus.set(entry.status, [...(codesByStatus.get(entry.status) ?? []), code]);
+    codes.set(entry.status, [...(codes.get(entry.status) ?? []), code]);
   }
-  const responses: Record<string, TSchema> = {};
-  for (const [status, codes] of [...codesByStatus].sort(([a], [b]) => a - b)) {
-    responses[String(status)] = { ...ErrorEnvelope, description: `One of: ${codes.map((code) => `\`${code}\``).join(", ")}.` };
+  return [...codes].sort(([a], [b]) => a - b);
+}
+
+/**
+ * The error responses of one procedure, in the media type sendError (http/error-handler.ts) answers with:
+ * problem+json for 429s, and for every error of a procedure with `problemJsonErrors`.
+ */
+function errorResponses(problemJsonErrors: boolean): Record<string, unknown> {
+  const responses: Record<string, unknown> = {};
+  for (const [status, codes] of codesByStatus()) {
+    const mediaType = problemJsonErrors || status === 429 ? "application/problem+json" : "application/json";
+    responses[String(status)] = {
+      description: `One of: ${codes.map((code) => `\`${code}\``).join(", ")}.`,
+      content: { [mediaType]: { schema: { $ref: ERROR_ENVELOPE_REF } } },
+    };
   }
   return responses;
 }
@@ -65,16 +80,18 @@ const PUBLIC_V2_PATHS = new Set(["/v2/liveness", "/v2/readiness"]);
  * operator's own APIs.
  */
 export async function openApi(app: FastifyInstance, options: OpenApiOptions): Promise<void> {
-  const errors = errorResponses();
+  const errors = errorResponses(false);
+  const problemJsonErrors = errorResponses(true);
   await app.register(swagger, {
     openapi: {
       openapi: "3.1.0",
       info: {
-        title: "keygate /v2 API",
+        title: "keygate",
         version: options.version,
         description: "API keys, rate limits and analytics; wire-compatible with the Unkey v2 API. Errors: docs/errors.md.",
       },
       components: {
+        schemas: { ErrorEnvelope },
         securitySchemes: { rootKey: { type: "http", scheme: "bearer", description: "A root key of the workspace." } },
       },
     },
@@ -90,7 +107,8 @@ export async function openApi(app: FastifyInstance, options: OpenApiOptions): Pr
           tags: [name.split(".", 1)[0] as string],
           security: [{ rootKey: [] }],
           body: optionalWhereDefaulted(schema.body),
-          response: { ...(schema.response as object), ...errors },
+          // Added to the document only: a response schema on the route would change how errors are serialised.
+          response: { ...(schema.response as object), ...(route.config?.problemJsonErrors ? problemJsonErrors : errors) },
         },
       };
     },
