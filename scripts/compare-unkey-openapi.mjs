@@ -10,7 +10,7 @@ if (!unkeyPath) throw new Error("usage: compare-unkey-openapi.mjs <unkey openapi
 const unkey = parse(readFileSync(unkeyPath, "utf8"));
 const keygate = await (await fetch(`${keygateUrl}/v2/openapi.json`)).json();
 
-const CONSTRAINTS = ["type", "minLength", "maxLength", "pattern", "minimum", "maximum", "minItems", "maxItems", "enum"];
+const CONSTRAINTS = ["type", "minLength", "maxLength", "pattern", "minimum", "maximum", "minItems", "maxItems", "enum", "additionalProperties"];
 
 function resolve(document, schema) {
   let current = schema;
