@@ -12,9 +12,14 @@ export function parseBearer(header: string | undefined): string {
       "The request has no Authorization header. Send 'Authorization: Bearer <root key>'.",
     );
   }
-  const match = /^Bearer\s+(\S+)$/i.exec(value);
-  if (!match) {
+  const token = bearerToken(value);
+  if (token === undefined) {
     throw new KeygateError("err:unkey:authentication:malformed", "The Authorization header must have the form 'Bearer <root key>'.");
   }
-  return match[1] as string;
+  return token;
+}
+
+/** The token of `Authorization: Bearer <token>`, or undefined when the header is absent or of another form. */
+export function bearerToken(header: string | undefined): string | undefined {
+  return /^Bearer\s+(\S+)$/i.exec(header?.trim() ?? "")?.[1];
 }

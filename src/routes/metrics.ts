@@ -1,6 +1,7 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { FastifyInstance } from "fastify";
 import { KeygateError } from "../errors/keygate-error.js";
+import { bearerToken } from "../http/bearer.js";
 import type { Metrics } from "../http/metrics.js";
 
 export interface MetricsRouteOptions {
@@ -14,7 +15,7 @@ export async function metricsRoute(app: FastifyInstance, options: MetricsRouteOp
   const expected = options.token === undefined ? undefined : digest(options.token);
   app.get("/metrics", async (request, reply) => {
     if (expected) {
-      const presented = /^Bearer\s+(\S+)$/i.exec(request.headers.authorization?.trim() ?? "")?.[1];
+      const presented = bearerToken(request.headers.authorization);
       const challenge = { headers: { "www-authenticate": 'Bearer realm="metrics"' } };
       if (presented === undefined)
         throw new KeygateError(
