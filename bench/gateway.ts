@@ -7,10 +7,11 @@
  *
  * Four processes: the upstream, the bare proxy, keygate, and the load generator (this one). See bench/README.md.
  */
-import { createServer } from "node:http";
+import { createServer, type OutgoingHttpHeaders } from "node:http";
 import type { AddressInfo } from "node:net";
 import httpProxy from "@fastify/http-proxy";
 import Fastify from "fastify";
+import { type Dispatcher, Pool } from "undici";
 import { callKeygate, startKeygate } from "./side-by-side/keygate.js";
 import { interleave, type Target } from "./side-by-side/load.js";
 import { describeRun, metricsCostOption, reservationsOption, runOptions } from "./side-by-side/options.js";
@@ -40,6 +41,37 @@ async function startBareProxy() {
   await bare.register(httpProxy, { upstream: upstreamUrl(), prefix: "/orders", rewritePrefix: "/orders" });
   const url = await bare.listen({ host: "127.0.0.1", port: 0 });
   return { served: { url }, close: () => bare.close() };
+}
+
+/**
+ * The Node floor: a node:http server that streams every request to the upstream through an undici Pool and the
+ * answer back, with no checks at all. What any Node proxy costs at least; keygate's goal is measured against it.
+ */
+async function startNodeFloor() {
+  const upstream = new URL(upstreamUrl());
+  const pool = new Pool(upstream.origin, { connections: 128, pipelining: 1, keepAliveTimeout: 60_000 });
+  const server = createServer((request, response) => {
+    pool
+      .stream(
+        { path: request.url ?? "/", method: request.method as Dispatcher.HttpMethod, headers: request.headers, body: request },
+        ({ statusCode, headers }) => {
+          response.writeHead(statusCode, headers as OutgoingHttpHeaders);
+          return response;
+        },
+      )
+      .catch(() => {
+        if (!response.headersSent) response.writeHead(502);
+        response.end();
+      });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    served: { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` },
+    close: async () => {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await pool.close();
+    },
+  };
 }
 
 /** keygate with one route, in a process of its own; the driver creates its key over HTTP (the warm-up caches it). */
@@ -76,12 +108,18 @@ async function drive(): Promise<void> {
   const { upstream } = upstreamChild.served as { upstream: string };
   process.env.BENCH_UPSTREAM = upstream;
   const bareChild = await forkServing(import.meta.url, "bare-proxy");
+  const floorChild = await forkServing(import.meta.url, "node-floor");
   const keygateChild = await forkServing(import.meta.url, "keygate");
   const { url: keygate, prefix, engine } = keygateChild.served as { url: string; prefix: string; engine: string };
   const key = await createBenchKey(keygate);
 
   const direct: Target = { label: "upstream directly", url: `${upstream}/orders/7`, servedBy: upstreamChild };
   const bareProxy: Target = { label: "bare @fastify/http-proxy", url: `${bareChild.served.url as string}/orders/7`, servedBy: bareChild };
+  const floor: Target = {
+    label: "Node floor (node:http + undici)",
+    url: `${floorChild.served.url as string}/orders/7`,
+    servedBy: floorChild,
+  };
   const gateway: Target = {
     label: "keygate (key, permission query, named limit)",
     url: `${keygate}/orders/7`,
@@ -104,14 +142,15 @@ async function drive(): Promise<void> {
     servedBy: unmeteredChild,
     headers: { authorization: `Bearer ${await createBenchKey(unmeteredChild.served.url as string)}` },
   };
-  const runs = await interleave([direct, bareProxy, gateway, ...(unmetered ? [unmetered] : [])], options);
+  const runs = await interleave([direct, floor, bareProxy, gateway, ...(unmetered ? [unmetered] : [])], options);
   printTargets(runs);
   console.log();
-  printRatio(runs, gateway, bareProxy, 0.85);
+  printRatio(runs, gateway, bareProxy, 1.2);
+  printRatio(runs, gateway, floor, 0.8);
   printRatio(runs, bareProxy, direct);
   if (unmetered) printRatio(runs, gateway, unmetered, 0.95);
 
-  await stopAll(bareChild, keygateChild, upstreamChild, ...(unmeteredChild ? [unmeteredChild] : []));
+  await stopAll(bareChild, floorChild, keygateChild, upstreamChild, ...(unmeteredChild ? [unmeteredChild] : []));
   await deleteByPrefix(prefix);
   if (unmeteredChild) await deleteByPrefix(unmeteredChild.served.prefix as string);
 }
@@ -129,6 +168,7 @@ async function createBenchKey(keygate: string): Promise<string> {
 await benchmark(drive, {
   upstream: startUpstream,
   "bare-proxy": startBareProxy,
+  "node-floor": startNodeFloor,
   keygate: () => startKeygateWithRoute(),
   "keygate-without-metrics": () => startKeygateWithRoute({ metrics: { enabled: false } }),
 });

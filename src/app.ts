@@ -1,16 +1,23 @@
-import type { Server } from "node:http";
-import Fastify, { type FastifyBaseLogger, type FastifyHttpOptions, type FastifyInstance, LogController } from "fastify";
+import { createServer, type IncomingMessage, type Server, type ServerOptions, type ServerResponse } from "node:http";
+import Fastify, {
+  type FastifyBaseLogger,
+  type FastifyHttpOptions,
+  type FastifyInstance,
+  type FastifyServerFactory,
+  LogController,
+} from "fastify";
 import { type AnalyticsRuntime, openAnalytics } from "./analytics/index.js";
 import { InvalidationBus } from "./cache/invalidation-bus.js";
 import type { KeygateConfig } from "./config/schema.js";
 import { TRUST_EVERY_HOP_WARNING } from "./gateway/client-address.js";
-import { gateway } from "./gateway/gateway.js";
+import { Gateway } from "./gateway/gateway.js";
 import { compileGatewayState, RouteState } from "./gateway/route-state.js";
 import type { RouteTable } from "./gateway/route-table.js";
-import { addRequestIdHeader, answerFrameworkError, answerUnmatched, clientErrorHandler, errorHandling } from "./http/error-handler.js";
+import { relayUpgrades } from "./gateway/upgrades.js";
+import { addRequestIdHeader, answerFrameworkError, clientErrorHandler, errorHandling } from "./http/error-handler.js";
 import { Metrics, UNOBSERVED_UPSTREAMS } from "./http/metrics.js";
 import { NODE_CHECKS_LEFT_TO_KEYGATE, refuseUnservableRequests } from "./http/protocol-checks.js";
-import { requestTelemetry } from "./http/request-telemetry.js";
+import { fastifyRequestTelemetry, RequestTelemetry } from "./http/request-telemetry.js";
 import { closeWhenAnsweredEarly, connectionsCheckingInterval } from "./http/slow-requests.js";
 import { type Clock, systemClock } from "./lib/clock.js";
 import { defined } from "./lib/defined.js";
@@ -57,7 +64,12 @@ export async function buildApp(config: KeygateConfig, options: BuildOptions = {}
   const clock = options.clock ?? systemClock;
   const routes = new RouteState(compileGatewayState(config));
   const docsUrl = config.errors.docsUrl;
-  const app: FastifyInstance = Fastify(serverOptions(config, routes, options, () => app.log));
+  let gateway: Gateway | undefined;
+  const app: FastifyInstance = Fastify({
+    ...serverOptions(config, routes, options, () => app.log),
+    serverFactory: gatewayFirst((request, response) => gateway?.handle(request, response) === true),
+  });
+  const servedByApplication = applicationPaths(app);
 
   const stores =
     options.stores ??
@@ -97,7 +109,8 @@ export async function buildApp(config: KeygateConfig, options: BuildOptions = {}
   // /v2 takes JSON only; Fastify's default text/plain parser would turn a text body into a confusing 400.
   app.removeContentTypeParser("text/plain");
   addRequestIdHeader(app);
-  requestTelemetry(app, { metrics, accessLog: config.logging.requests });
+  const telemetry = new RequestTelemetry({ metrics, accessLog: config.logging.requests });
+  fastifyRequestTelemetry(app, telemetry);
   refuseUnservableRequests(app);
   closeWhenAnsweredEarly(app);
   await app.register(errorHandling, { docsUrl, bodyLimit: config.server.bodyLimit });
@@ -107,12 +120,20 @@ export async function buildApp(config: KeygateConfig, options: BuildOptions = {}
   if (metrics) await serveMetrics(app, metrics, config);
   if (config.gateway.trustProxy === true) app.log.warn(TRUST_EVERY_HOP_WARNING);
   app.decorate("gatewayRoutes", routes);
-  await app.register(gateway, {
-    state: routes,
+  const upstreams = metrics ?? UNOBSERVED_UPSTREAMS;
+  gateway = new Gateway({ services, state: routes, docsUrl, log: app.log, telemetry, upstreams, servedByApplication });
+  const { decider } = gateway;
+  relayUpgrades(app, {
+    decide: (request) => decider.decide(request),
+    refund: (decision) => (gateway as Gateway).refund(decision),
     docsUrl,
-    unmatched: (request, reply) => answerUnmatched(app, request, reply, docsUrl),
-    upstreams: metrics ?? UNOBSERVED_UPSTREAMS,
+    upstreams,
   });
+  app.addHook("preClose", (done) => {
+    gateway?.startClosing();
+    done();
+  });
+  app.addHook("onClose", async () => gateway?.close());
 
   try {
     for (const api of config.apis) await services.apis.declare(api);
@@ -167,6 +188,39 @@ function serverOptions(
       customOptions: { coerceTypes: false, removeAdditional: false, useDefaults: true, allErrors: true, allowUnionTypes: true },
     },
   };
+}
+
+/**
+ * Fastify's server with the gateway's request listener ahead of Fastify's own: a request the gateway takes never
+ * reaches Fastify's routing. The server is made as Fastify would make it (its options, timeouts).
+ */
+function gatewayFirst(gatewayTook: (request: IncomingMessage, response: ServerResponse) => boolean): FastifyServerFactory {
+  return (handler, fastifyOptions) => {
+    // Fastify has filled in its defaults by now.
+    const options = fastifyOptions as { http?: ServerOptions; keepAliveTimeout: number; requestTimeout: number; connectionTimeout: number };
+    const server = createServer(options.http ?? {}, (request, response) => {
+      if (!gatewayTook(request, response)) handler(request, response);
+    });
+    server.keepAliveTimeout = options.keepAliveTimeout;
+    server.requestTimeout = options.requestTimeout;
+    server.setTimeout(options.connectionTimeout);
+    return server;
+  };
+}
+
+/**
+ * The paths the application's own routes serve outside /v2 (/metrics, say), learnt as routes are registered:
+ * the gateway leaves them to the application even under a route whose prefix covers them.
+ */
+function applicationPaths(app: FastifyInstance): (path: string) => boolean {
+  const exact = new Set<string>();
+  const prefixes: string[] = [];
+  app.addHook("onRoute", ({ url }) => {
+    if (url.startsWith("/v2/") || url === "/v2") return;
+    if (url.endsWith("*")) prefixes.push(url.slice(0, -1));
+    else exact.add(url);
+  });
+  return (path) => exact.has(path) || prefixes.some((prefix) => path.startsWith(prefix));
 }
 
 /**

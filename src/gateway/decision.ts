@@ -66,6 +66,12 @@ export interface Denied {
 
 export type Decision = { kind: "unmatched"; route?: undefined } | Denied | Allowed;
 
+/** A request a route takes, with the routes and settings it is served by. */
+export interface Matched {
+  route: CompiledRoute;
+  state: GatewayState;
+}
+
 /**
  * What the gateway does with a request, short of talking to the upstream: match a route, extract the key and
  * verify it on the one verification path. Routes are read once per request, so a reload never changes a request
@@ -85,9 +91,24 @@ export class GatewayDecider {
   }
 
   async decide(request: GatewayRequest): Promise<Decision> {
+    const matched = this.match(request);
+    return "kind" in matched ? matched : this.verify(matched, request);
+  }
+
+  /**
+   * The route that takes the request with the current routes, or why none does: /v2 and unknown paths are
+   * unmatched (the application answers them), bad paths and wrong methods refused. Synchronous: cheap enough to
+   * ask of every request before anything else is done for it.
+   */
+  match(request: Pick<GatewayRequest, "method" | "url">): Matched | Exclude<Decision, Allowed> {
     const current = this.state.current;
     const route = matchRoute(current, request);
-    if ("kind" in route) return route;
+    return "kind" in route ? route : { route, state: current };
+  }
+
+  /** Verifies a matched request's key on the one verification path: allowed, or denied with the reason. */
+  async verify(matched: Matched, request: GatewayRequest): Promise<Decision> {
+    const { route, state: current } = matched;
     const key = extractKey(route.keySource, request.headers, request.url);
     if (key === undefined) return deny(route, "err:keygate:gateway:missing_key", missingKeyDetail(route));
     const workspaceId = await this.workspaceOf(route.config.apiId);
@@ -132,7 +153,7 @@ export class GatewayDecider {
 }
 
 /** The route that takes the request, or why none does: /v2 and unknown paths are unmatched, bad paths refused. */
-function matchRoute(current: GatewayState, request: GatewayRequest): CompiledRoute | Decision {
+function matchRoute(current: GatewayState, request: Pick<GatewayRequest, "method" | "url">): CompiledRoute | Exclude<Decision, Allowed> {
   const path = request.url.split("?", 1)[0] as string;
   const same = samePath(path);
   if (same === "/v2" || same.startsWith("/v2/")) return { kind: "unmatched" };
@@ -154,7 +175,7 @@ function matchRoute(current: GatewayState, request: GatewayRequest): CompiledRou
 }
 
 /** A verification that was not VALID, as the gateway answers it. */
-function verificationDenial(route: CompiledRoute, verification: Verification): Decision {
+function verificationDenial(route: CompiledRoute, verification: Verification): Denied {
   const code = verification.data.code as Exclude<VerificationCode, "VALID">;
   const denial = DENIALS[code];
   const detail =
@@ -168,7 +189,7 @@ function verificationDenial(route: CompiledRoute, verification: Verification): D
   return deny(route, denial.code, detail, headers);
 }
 
-function deny(route: CompiledRoute, code: ErrorCode, detail: string, headers: Record<string, string> = {}): Decision {
+function deny(route: CompiledRoute, code: ErrorCode, detail: string, headers: Record<string, string> = {}): Denied {
   // Every 401 says where the key goes (RFC 9110).
   if (ERROR_CATALOGUE[code].status === 401) headers["www-authenticate"] = wwwAuthenticate(route);
   return { kind: "deny", error: new KeygateError(code, detail, { headers }), route };

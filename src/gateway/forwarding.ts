@@ -9,16 +9,11 @@ export interface ForwardedIdentity {
   externalId?: string;
 }
 
-/** Where a request goes upstream: the URL without its query string, and the query string ("" for none). */
-export interface UpstreamTarget {
-  /** The route's upstream with the request path appended. */
-  url: string;
-  /** The request's query string without its '?', and without the key when the key came in a query parameter. */
-  query: string;
-}
-
-/** The upstream target of a request (see UpstreamTarget). The path must have passed pathRefusal. */
-export function upstreamTarget(route: CompiledRoute, requestUrl: string): UpstreamTarget {
+/**
+ * The path and query a request is sent upstream with: the route's upstream path, then the request path, then the
+ * query string minus the key when the key came in a query parameter. The path must have passed pathRefusal.
+ */
+export function upstreamPath(route: CompiledRoute, requestUrl: string): string {
   const queryAt = requestUrl.indexOf("?");
   const path = queryAt === -1 ? requestUrl : requestUrl.slice(0, queryAt);
   let query = queryAt === -1 ? "" : requestUrl.slice(queryAt + 1);
@@ -27,14 +22,12 @@ export function upstreamTarget(route: CompiledRoute, requestUrl: string): Upstre
     params.delete(route.keySource.parameter);
     query = params.toString();
   }
-  const base = route.upstream.pathname.replace(/\/+$/, "");
-  return { url: `${route.upstream.origin}${base}${path}`, query };
+  return `${route.upstreamBase}${path}${query === "" ? "" : `?${query}`}`;
 }
 
 /** The upstream URL of a request, query string included. */
 export function upstreamUrl(route: CompiledRoute, requestUrl: string): string {
-  const { url, query } = upstreamTarget(route, requestUrl);
-  return query ? `${url}?${query}` : url;
+  return route.upstream.origin + upstreamPath(route, requestUrl);
 }
 
 /**
@@ -87,5 +80,7 @@ export function upstreamHeaders(
   if (entries.length > 0) headers["x-forwarded-for"] = entries.join(", ");
   headers["x-forwarded-proto"] = client.protocol;
   if (client.host) headers["x-forwarded-host"] = client.host;
+  // The upstream is addressed by its own name (virtual hosts, TLS names); the client's Host goes as X-Forwarded-Host.
+  headers.host = route.upstream.host;
   return headers;
 }

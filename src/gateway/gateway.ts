@@ -1,104 +1,241 @@
-import replyFrom from "@fastify/reply-from";
-import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import { answerClientClosed, sendError } from "../http/error-handler.js";
-import type { UpstreamErrorKind, UpstreamObserver } from "../http/metrics.js";
-import { type Allowed, GatewayDecider, type GatewayRequest } from "./decision.js";
-import { upstreamHeaders, upstreamTarget } from "./forwarding.js";
+import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from "node:http";
+import { PassThrough, pipeline, type Writable } from "node:stream";
+import type { FastifyBaseLogger } from "fastify";
+import type { KeyService } from "../domain/keys/key-service.js";
+import { ERROR_CATALOGUE } from "../errors/catalogue.js";
+import { isKeygateError, type KeygateError } from "../errors/keygate-error.js";
+import { errorBody, logServerError, shuttingDownError, unexpectedError } from "../http/error-handler.js";
+import type { UpstreamObserver } from "../http/metrics.js";
+import { unservableRequest } from "../http/protocol-checks.js";
+import type { RequestTelemetry } from "../http/request-telemetry.js";
+import { newId } from "../lib/ids.js";
+import { type Allowed, type DecisionServices, GatewayDecider, type GatewayRequest, type Matched } from "./decision.js";
+import { upstreamHeaders, upstreamPath } from "./forwarding.js";
 import { endToEndHeaders } from "./hop-by-hop.js";
 import type { RouteState } from "./route-state.js";
-import { relayUpgrades } from "./upgrades.js";
-import { refundAfterUpstreamFailure, upstreamFailure } from "./upstream-failure.js";
+import { UpstreamClient, upstreamErrorKind } from "./upstream-client.js";
+import { refundAfterUpstreamFailure, refundDue, upstreamFailure } from "./upstream-failure.js";
 
 export interface GatewayOptions {
+  services: DecisionServices & { readonly keys: Pick<KeyService, "refundCredits"> };
   state: RouteState;
   docsUrl: string;
-  /** Answers a request no route takes (404, or 405 for a known path), as the rest of keygate does. */
-  unmatched: (request: FastifyRequest, reply: FastifyReply) => FastifyReply;
+  log: FastifyBaseLogger;
+  telemetry: RequestTelemetry;
   /** Told how each route's upstream answered (metrics). */
   upstreams: UpstreamObserver;
+  /** Paths the application serves itself (e.g. /metrics) even where a route's prefix covers them. */
+  servedByApplication: (path: string) => boolean;
 }
 
 /**
- * The gateway face of keygate: every request that is not for /v2 is matched against the routes, verified with
- * the one verification path (key, permission query, named limits, namespace limits and credits, all or nothing)
- * and, when allowed, streamed to the route's upstream; WebSocket upgrades pass the same checks. Routes are read
- * once per request from `state`, so a reload never changes a request in flight.
+ * The gateway face of keygate, ahead of Fastify in the server's request listener: a request a route takes is
+ * verified on the one verification path (key, permission query, named limits, namespace limits and credits, all
+ * or nothing) and, when allowed, streamed to the route's upstream and back; every other request (/v2, unknown
+ * paths) is left to the application. Routes are read once per request from `state`, so a reload never changes a
+ * request in flight.
  */
-export async function gateway(app: FastifyInstance, options: GatewayOptions): Promise<void> {
-  const { state, docsUrl, upstreams } = options;
-  await app.register(replyFrom, {
-    undici: { connections: 128, pipelining: 1, keepAliveTimeout: 60_000 },
-    disableRequestLogging: true,
-    // A failing upstream is answered, never retried: retries would multiply the load on it.
-    maxRetriesOn503: 0,
-  });
-  // Bodies stream through to the upstream unparsed and unbuffered, whatever their type and size.
-  app.removeAllContentTypeParsers();
-  app.addContentTypeParser("*", (_request, payload, done) => done(null, payload));
+export class Gateway {
+  readonly decider: GatewayDecider;
+  private readonly options: GatewayOptions;
+  private readonly upstream = new UpstreamClient();
+  private closing = false;
 
-  const decider = new GatewayDecider(app.services, state, app.log);
-  const decide = (request: GatewayRequest) => decider.decide(request);
+  constructor(options: GatewayOptions) {
+    this.options = options;
+    this.decider = new GatewayDecider(options.services, options.state, options.log);
+  }
 
-  const refund = (decision: Allowed) => refundAfterUpstreamFailure(app.services.keys, app.log, decision);
+  /** Takes the request when a route does (answering it in full) and says so; false leaves it to the application. */
+  handle(request: IncomingMessage, response: ServerResponse): boolean {
+    const url = request.url ?? "/";
+    const queryAt = url.indexOf("?");
+    const path = queryAt === -1 ? url : url.slice(0, queryAt);
+    if (this.options.servedByApplication(path)) return false;
+    const method = request.method ?? "GET";
+    const matched = this.decider.match({ method, url });
+    // A URL that does not decode is the application's to refuse (malformed_url), as for every path.
+    if ("kind" in matched && (matched.kind === "unmatched" || !decodes(path))) return false;
 
-  const handler = async (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> => {
-    const decision = await decide({
-      id: request.id,
-      method: request.method,
-      url: request.url,
-      headers: request.headers,
-      remoteAddress: request.socket.remoteAddress,
-    });
-    if (decision.kind === "unmatched") return options.unmatched(request, reply);
-    request.gatewayRoute = decision.route?.name;
-    if (decision.kind === "deny") return sendError(reply, request, docsUrl, decision.error);
-    const { route, state: current, caller } = decision;
-    request.keyId = caller.keyId;
-    reply.headers(decision.headers);
+    const remoteAddress = request.socket.remoteAddress;
+    const exchange: Exchange = {
+      id: newId("req"),
+      request,
+      response,
+      startedAt: performance.now(),
+      route: matched.route?.name,
+      remoteAddress,
+    };
+    if (this.options.telemetry.enabled) response.once("close", () => this.answered(exchange));
+    const refusal = this.closing ? shuttingDownError() : unservableRequest(request);
+    if (refusal) {
+      logServerError(this.options.log, refusal, exchange.id);
+      this.answerError(exchange, refusal);
+    } else if ("kind" in matched) this.answerError(exchange, matched.error);
+    else
+      this.verifyAndForward(exchange, matched, {
+        id: exchange.id,
+        method,
+        url,
+        headers: request.headers,
+        remoteAddress,
+      });
+    return true;
+  }
+
+  /** From now on every request a route takes is refused (503) with `Connection: close`: keygate is closing. */
+  startClosing(): void {
+    this.closing = true;
+  }
+
+  /** Closes the pooled upstream connections; call once no request is in flight. */
+  async close(): Promise<void> {
+    await this.upstream.close();
+  }
+
+  /** Gives back the credits of an allowed request whose upstream failed (WebSocket upgrades use it too). */
+  refund(decision: Allowed): Promise<void> {
+    return refundAfterUpstreamFailure(this.options.services.keys, this.options.log, decision);
+  }
+
+  private verifyAndForward(exchange: Exchange, matched: Matched, request: GatewayRequest): void {
+    this.decider
+      .verify(matched, request)
+      .then((decision) => {
+        if (decision.kind === "allow") return this.forward(exchange, decision);
+        if (decision.kind === "deny") return this.answerError(exchange, decision.error);
+      })
+      .catch((error: unknown) => this.answerUnexpected(exchange, error));
+  }
+
+  private forward(exchange: Exchange, decision: Allowed): void {
+    const { request, response, id } = exchange;
+    const { route, caller } = decision;
+    exchange.keyId = caller.keyId;
     const startedAt = performance.now();
-    const target = upstreamTarget(route, request.url);
-    // The query goes apart from the URL: reply-from percent-decodes the URL it is given (to look for ".."), which
-    // throws on a stray "%"; and a query is the upstream's to read, whatever it holds.
-    return reply.from(target.url, {
-      queryString: () => target.query,
-      timeout: route.config.timeoutMs ?? current.settings.upstreamTimeoutMs,
-      rewriteRequestHeaders: (_request, headers) =>
-        upstreamHeaders(route, headers, caller, {
-          peer: request.socket.remoteAddress,
-          protocol: request.protocol,
-          host: request.headers.host,
-        }),
-      // The upstream's hop-by-hop headers describe its connection to keygate: Node sets the client's own.
-      rewriteHeaders: (headers) => endToEndHeaders(headers, "response"),
-      onResponse: (_request, upstreamReply, response) => {
-        upstreams.upstreamAnswered(route.name, (performance.now() - startedAt) / 1000);
-        if (response.statusCode < 500) return void upstreamReply.send(response.stream);
-        void refund(decision).then(() => upstreamReply.send(response.stream));
-      },
-      onError: (upstreamReply, { error }) => {
-        // A client that goes away mid-upload breaks the upstream request too: not the upstream's failure.
-        if (request.socket.destroyed)
-          return void refund(decision).then(() => answerClientClosed(upstreamReply as FastifyReply, request, docsUrl));
-        request.log.warn({ err: error, route: route.name, upstream: route.upstream.origin }, "upstream failed");
-        const kind = upstreamErrorKind(error);
-        upstreams.upstreamFailed(route.name, kind);
-        void refund(decision).then(() =>
-          sendError(upstreamReply as FastifyReply, request, docsUrl, upstreamFailure(route, kind === "timeout")),
-        );
-      },
+    const headers = upstreamHeaders(route, request.headers, caller, {
+      peer: exchange.remoteAddress,
+      protocol: "encrypted" in request.socket ? "https" : "http",
+      host: request.headers.host,
     });
-  };
+    const call = {
+      origin: route.upstream.origin,
+      path: upstreamPath(route, request.url ?? "/"),
+      method: request.method ?? "GET",
+      headers,
+      body: hasBody(request) ? request : null,
+      timeoutMs: route.config.timeoutMs ?? decision.state.settings.upstreamTimeoutMs,
+    };
+    this.upstream
+      .call(call, (statusCode, upstreamHeaders) => {
+        this.options.upstreams.upstreamAnswered(route.name, (performance.now() - startedAt) / 1000);
+        const head: OutgoingHttpHeaders = { "x-request-id": id, ...decision.headers, ...endToEndHeaders(upstreamHeaders, "response") };
+        // The rest of a request body the upstream did not wait for is not read: the connection cannot be reused.
+        if (!request.complete) head.connection = "close";
+        if (statusCode >= 500 && refundDue(decision)) return this.answerAfterRefund(exchange, decision, statusCode, head);
+        response.writeHead(statusCode, head);
+        return response;
+      })
+      .catch((error: unknown) => this.upstreamFailed(exchange, decision, error));
+  }
 
-  const methods = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
-  app.route({ method: methods, url: "/*", exposeHeadRoute: false, handler });
-  app.route({ method: methods, url: "/", exposeHeadRoute: false, handler });
+  /** A 5xx of the upstream reaches the client once its credits are back; its body waits in a buffer meanwhile. */
+  private answerAfterRefund(exchange: Exchange, decision: Allowed, statusCode: number, head: OutgoingHttpHeaders): Writable {
+    const body = new PassThrough();
+    void this.refund(decision).then(() => {
+      if (exchange.response.destroyed) return void body.destroy();
+      exchange.response.writeHead(statusCode, head);
+      pipeline(body, exchange.response, () => {});
+    });
+    return body;
+  }
 
-  relayUpgrades(app, { decide, refund, docsUrl, upstreams });
+  private upstreamFailed(exchange: Exchange, decision: Allowed, error: unknown): void {
+    const { request, response } = exchange;
+    const { route } = decision;
+    // The answer was under way: all the client can be told is that the connection ends.
+    if (response.headersSent) return void response.destroy();
+    // A client that went away mid-upload breaks the upstream request too: not the upstream's failure.
+    if (request.socket.destroyed) {
+      this.options.log.info(
+        { requestId: exchange.id, code: "err:user:bad_request:client_closed_request" },
+        "the client closed the connection before its request was read or answered",
+      );
+      response.statusCode = 499;
+      void this.refund(decision).then(() => response.destroy());
+      return;
+    }
+    this.options.log.warn({ err: error, requestId: exchange.id, route: route.name, upstream: route.upstream.origin }, "upstream failed");
+    const kind = upstreamErrorKind(error);
+    this.options.upstreams.upstreamFailed(route.name, kind);
+    void this.refund(decision).then(() => this.answerError(exchange, upstreamFailure(route, kind === "timeout")));
+  }
+
+  private answerUnexpected(exchange: Exchange, error: unknown): void {
+    if (isKeygateError(error)) logServerError(this.options.log, error, exchange.id);
+    else this.options.log.error({ err: error, requestId: exchange.id }, "unexpected error");
+    this.answerError(exchange, isKeygateError(error) ? error : unexpectedError());
+  }
+
+  /** `error` in the envelope; 429s as problem+json (as the SDK expects of every 429). */
+  private answerError({ id, request, response }: Exchange, error: KeygateError): void {
+    if (response.headersSent || response.destroyed) return;
+    const status = ERROR_CATALOGUE[error.code].status;
+    const body = JSON.stringify(errorBody(id, error, this.options.docsUrl));
+    const head: OutgoingHttpHeaders = {
+      ...error.headers,
+      "x-request-id": id,
+      "content-type": status === 429 ? "application/problem+json; charset=utf-8" : "application/json; charset=utf-8",
+      "content-length": Buffer.byteLength(body),
+    };
+    // Answered before the request body arrived: the rest of it is not read (see closeWhenAnsweredEarly).
+    if (!request.complete || this.closing) head.connection = "close";
+    response.writeHead(status, head).end(body);
+  }
+
+  private answered(exchange: Exchange): void {
+    const { request, response } = exchange;
+    this.options.telemetry.answered(
+      {
+        face: "gateway",
+        route: exchange.route ?? "unmatched",
+        method: request.method ?? "GET",
+        url: request.url ?? "/",
+        status: response.statusCode,
+        durationMs: performance.now() - exchange.startedAt,
+        keyId: exchange.keyId,
+        client: exchange.remoteAddress,
+      },
+      this.options.log,
+      exchange.id,
+    );
+  }
 }
 
-/** How a forwarded request failed to get an answer: reply-from answers a timeout as a 504 error. */
-function upstreamErrorKind(error: unknown): UpstreamErrorKind {
-  if ((error as { statusCode?: number }).statusCode === 504) return "timeout";
-  const code = (error as { code?: string }).code ?? (error as { cause?: { code?: string } }).cause?.code;
-  return code === "ECONNRESET" || code === "UND_ERR_SOCKET" || code === "EPIPE" ? "reset" : "unreachable";
+/** One request the gateway took, and what the access log and metrics say of it. */
+interface Exchange {
+  id: string;
+  request: IncomingMessage;
+  response: ServerResponse;
+  startedAt: number;
+  /** The route that took it; undefined for a path no route may take (a dot segment). */
+  route: string | undefined;
+  /** The socket's peer, read while the socket is there. */
+  remoteAddress: string | undefined;
+  keyId?: string;
+}
+
+/** Whether a request has a body to stream (RFC 9112 §6.3: a length, or a transfer coding). */
+function hasBody(request: IncomingMessage): boolean {
+  const length = request.headers["content-length"];
+  return request.headers["transfer-encoding"] !== undefined || (length !== undefined && length !== "0");
+}
+
+function decodes(path: string): boolean {
+  try {
+    decodeURIComponent(path);
+    return true;
+  } catch {
+    return false;
+  }
 }

@@ -13,6 +13,8 @@ export interface CompiledRoute {
   readonly prefix: string;
   readonly methods: ReadonlySet<string> | undefined;
   readonly upstream: URL;
+  /** The upstream's path without trailing slashes ("" for none): request paths are appended to it. */
+  readonly upstreamBase: string;
   readonly keySource: KeySource;
   readonly permissionQuery: PermissionQuery | undefined;
   readonly namespaceLimits: readonly { namespace: string; identifier: IdentifierSource; limit: number; durationMs: number; cost: number }[];
@@ -165,6 +167,7 @@ function compileRoute(config: RouteConfig, at: string, problems: string[]): Comp
     prefix,
     methods: config.match.methods ? new Set(config.match.methods) : undefined,
     upstream,
+    upstreamBase: upstream.pathname.replace(/\/+$/, ""),
     keySource,
     permissionQuery,
     namespaceLimits: (config.namespaceLimits ?? []).map((limit) => ({

@@ -3,7 +3,7 @@ import type { Duplex } from "node:stream";
 import type { FastifyInstance } from "fastify";
 import { ERROR_CATALOGUE } from "../errors/catalogue.js";
 import { KeygateError } from "../errors/keygate-error.js";
-import { errorBody, logServerError } from "../http/error-handler.js";
+import { errorBody, logServerError, unexpectedError } from "../http/error-handler.js";
 import type { UpstreamObserver } from "../http/metrics.js";
 import { newId } from "../lib/ids.js";
 import type { Allowed, Decision, GatewayRequest } from "./decision.js";
@@ -74,14 +74,7 @@ export function relayUpgrades(app: FastifyInstance, { decide, refund, docsUrl, u
           return answerRaw(socket, id, error);
         }
         app.log.error({ err: error, requestId: id }, "unexpected error on an upgrade");
-        answerRaw(
-          socket,
-          id,
-          new KeygateError(
-            "err:unkey:application:unexpected_error",
-            "Something went wrong inside keygate. Quote the request id when you report it.",
-          ),
-        );
+        answerRaw(socket, id, unexpectedError());
       });
   };
   app.server.on("upgrade", onUpgrade);

@@ -21,10 +21,15 @@ export async function refundAfterUpstreamFailure(
   decision: Allowed,
 ): Promise<void> {
   const { verification, workspaceId, caller } = decision;
-  if (!decision.state.settings.refundCreditsOnUpstreamFailure || verification.spentCredits === 0) return;
+  if (!refundDue(decision)) return;
   try {
     await keys.refundCredits(workspaceId, caller.keyId, verification.spentCredits);
   } catch (error) {
     log.error({ err: error, keyId: caller.keyId }, "could not give back the credits of a failed upstream request");
   }
+}
+
+/** Whether an allowed request spent credits that its upstream's failure gives back (`refundCreditsOnUpstreamFailure`). */
+export function refundDue(decision: Allowed): boolean {
+  return decision.state.settings.refundCreditsOnUpstreamFailure && decision.verification.spentCredits > 0;
 }

@@ -30,7 +30,7 @@ export const errorHandling = fp<ErrorHandlingOptions>(
       const known = toKeygateError(error, options.bodyLimit);
       if (!known) {
         request.log.error({ err: error }, "unexpected error");
-        return sendError(reply, request, options.docsUrl, new KeygateError("err:unkey:application:unexpected_error", UNEXPECTED_DETAIL));
+        return sendError(reply, request, options.docsUrl, unexpectedError());
       }
       logServerError(request.log, known);
       return sendError(reply, request, options.docsUrl, known);
@@ -47,10 +47,7 @@ export const errorHandling = fp<ErrorHandlingOptions>(
     });
     app.addHook("onRequest", (request, reply, done) => {
       if (!closing) return done();
-      const error = new KeygateError(
-        "err:keygate:server:shutting_down",
-        "keygate is shutting down. Send the request again, to another instance if there is one.",
-      );
+      const error = shuttingDownError();
       logServerError(request.log, error);
       reply.header("connection", "close");
       sendError(reply, request, options.docsUrl, error);
@@ -59,8 +56,18 @@ export const errorHandling = fp<ErrorHandlingOptions>(
   { name: "keygate-error-handling" },
 );
 
-/** URLs of the gateway's catch-all routes: they take every path, so they never make a path "served". */
-const CATCH_ALL_URLS = new Set(["/", "/*"]);
+/** The 500 of anything unexpected: its detail says nothing of the cause, which is logged with the request id. */
+export function unexpectedError(): KeygateError {
+  return new KeygateError("err:unkey:application:unexpected_error", UNEXPECTED_DETAIL);
+}
+
+/** The 503 of a request that arrives while keygate closes. */
+export function shuttingDownError(): KeygateError {
+  return new KeygateError(
+    "err:keygate:server:shutting_down",
+    "keygate is shutting down. Send the request again, to another instance if there is one.",
+  );
+}
 
 /**
  * Characters of route patterns: hasRoute reads its argument as a pattern (and throws on a "*" that is not last),
@@ -71,7 +78,7 @@ const PATTERN_CHARACTERS = /[*:]/;
 /** A request no route takes: 405 with Allow when the path is served for other methods, 404 otherwise. */
 export function answerUnmatched(app: FastifyInstance, request: FastifyRequest, reply: FastifyReply, docsUrl: string): FastifyReply {
   const path = request.url.split("?")[0] as string;
-  const routable = !CATCH_ALL_URLS.has(path) && !PATTERN_CHARACTERS.test(path);
+  const routable = !PATTERN_CHARACTERS.test(path);
   const allowed = routable ? HTTP_METHODS.filter((method) => app.hasRoute({ method, url: path })) : [];
   if (allowed.length > 0) {
     return sendError(
@@ -155,7 +162,7 @@ export function answerFrameworkError(
     );
   }
   request.log.error({ err: error }, "unexpected error");
-  return sendError(reply, request, docsUrl, new KeygateError("err:unkey:application:unexpected_error", UNEXPECTED_DETAIL));
+  return sendError(reply, request, docsUrl, unexpectedError());
 }
 
 /** How Node's HTTP parser errors are answered (by the `code` of the 'clientError' event's error). */

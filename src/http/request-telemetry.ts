@@ -1,11 +1,9 @@
-import type { FastifyInstance, FastifyRequest } from "fastify";
+import type { FastifyBaseLogger, FastifyInstance, FastifyRequest } from "fastify";
 import type { Face, Metrics } from "./metrics.js";
 
 declare module "fastify" {
   interface FastifyRequest {
-    /** The gateway route that took the request, once matched (metrics and the access log name it). */
-    gatewayRoute: string | undefined;
-    /** The id of the key (gateway) or root key (/v2) the request was made with, once known; never the key. */
+    /** The id of the root key the request was made with, once known; never the key. */
     keyId: string | undefined;
   }
 }
@@ -19,49 +17,91 @@ export interface TelemetryOptions {
   random?: () => number;
 }
 
-/** The face and the bounded name a request is counted under: a procedure, a gateway route, or "unmatched". */
-export function faceAndRoute(request: FastifyRequest): { face: Face; route: string } {
-  if (request.gatewayRoute !== undefined) return { face: "gateway", route: request.gatewayRoute };
-  const pattern = request.routeOptions.url;
-  if (pattern?.startsWith("/v2/")) return { face: "v2", route: pattern.slice("/v2/".length) };
-  if (pattern === "/*" || pattern === "/") return { face: "gateway", route: "unmatched" };
-  const path = request.url.split("?", 1)[0] as string;
-  if (pattern === undefined) return { face: path === "/v2" || path.startsWith("/v2/") ? "v2" : "other", route: "unmatched" };
-  return { face: "other", route: pattern };
+/** An answered request, as the metrics count it and the access log writes it. */
+export interface AnsweredRequest {
+  face: Face;
+  /** A procedure, a gateway route, or "unmatched": a bounded set of names. */
+  route: string;
+  method: string;
+  /** As received: keys in the query are masked in the log like everywhere else (LogRedaction). */
+  url: string;
+  status: number;
+  durationMs: number;
+  /** The key (gateway) or root key (/v2) the request was made with, once known. */
+  keyId: string | undefined;
+  client: string | undefined;
 }
 
 /**
- * Counts every answered request in the metrics and writes the access log line, both once the response is sent.
- * Nothing is registered when both are off.
+ * Counts every answered request in the metrics and writes its access log line (`logging.requests`). Both faces
+ * report here: /v2 through a Fastify hook (fastifyRequestTelemetry), the gateway from its own request listener.
  */
-export function requestTelemetry(app: FastifyInstance, options: TelemetryOptions): void {
-  app.decorateRequest("gatewayRoute", undefined);
-  app.decorateRequest("keyId", undefined);
-  const { metrics, accessLog } = options;
-  if (!metrics && accessLog === false) return;
-  const random = options.random ?? Math.random;
-  const sampled = accessLog === true ? () => true : accessLog === false ? () => false : () => random() < accessLog;
-  // Callback style: an async hook costs a promise per request on the gateway's hot path.
-  app.addHook("onResponse", (request, reply, done) => {
-    const { face, route } = faceAndRoute(request);
-    const seconds = reply.elapsedTime / 1000;
-    metrics?.request(face, route, reply.statusCode, seconds);
-    if (sampled()) {
-      request.log.info(
+export class RequestTelemetry {
+  private readonly metrics: Metrics | undefined;
+  private readonly sampled: () => boolean;
+  /** false when metrics and the access log are both off: nothing needs to be told. */
+  readonly enabled: boolean;
+
+  constructor(options: TelemetryOptions) {
+    const { metrics, accessLog } = options;
+    const random = options.random ?? Math.random;
+    this.metrics = metrics;
+    this.sampled = accessLog === true ? () => true : accessLog === false ? () => false : () => random() < accessLog;
+    this.enabled = metrics !== undefined || accessLog !== false;
+  }
+
+  /** `log` carries the request id (a request's child logger, or a line field). */
+  answered(request: AnsweredRequest, log: FastifyBaseLogger, requestId?: string): void {
+    this.metrics?.request(request.face, request.route, request.status, request.durationMs / 1000);
+    if (this.sampled()) {
+      log.info(
         {
-          face,
-          route,
+          ...(requestId !== undefined ? { requestId } : {}),
+          face: request.face,
+          route: request.route,
           method: request.method,
-          // Keys in the query are masked like everywhere else in the log (LogRedaction).
           url: request.url,
-          status: reply.statusCode,
-          durationMs: Math.round(reply.elapsedTime * 1000) / 1000,
+          status: request.status,
+          durationMs: Math.round(request.durationMs * 1000) / 1000,
           keyId: request.keyId,
-          client: request.socket.remoteAddress,
+          client: request.client,
         },
         "request",
       );
     }
+  }
+}
+
+/** The face and the bounded name a request Fastify answered is counted under: a procedure, or "unmatched". */
+export function faceAndRoute(request: FastifyRequest): { face: Face; route: string } {
+  const pattern = request.routeOptions.url;
+  if (pattern?.startsWith("/v2/")) return { face: "v2", route: pattern.slice("/v2/".length) };
+  if (pattern !== undefined) return { face: "other", route: pattern };
+  // No route took it: a /v2 path no procedure has, or a path no gateway route takes.
+  const path = request.url.split("?", 1)[0] as string;
+  return { face: path === "/v2" || path.startsWith("/v2/") ? "v2" : "gateway", route: "unmatched" };
+}
+
+/** Tells `telemetry` of every request Fastify answers, once the response is sent. Nothing when it is off. */
+export function fastifyRequestTelemetry(app: FastifyInstance, telemetry: RequestTelemetry): void {
+  app.decorateRequest("keyId", undefined);
+  if (!telemetry.enabled) return;
+  // Callback style: an async hook costs a promise per request.
+  app.addHook("onResponse", (request, reply, done) => {
+    const { face, route } = faceAndRoute(request);
+    telemetry.answered(
+      {
+        face,
+        route,
+        method: request.method,
+        url: request.url,
+        status: reply.statusCode,
+        durationMs: reply.elapsedTime,
+        keyId: request.keyId,
+        client: request.socket.remoteAddress,
+      },
+      request.log,
+    );
     done();
   });
 }

@@ -1,0 +1,57 @@
+import type { IncomingHttpHeaders } from "node:http";
+import type { Readable, Writable } from "node:stream";
+import { Agent, type Dispatcher } from "undici";
+import type { UpstreamErrorKind } from "../http/metrics.js";
+
+/** What the upstream answered, before its body: the writable its body streams into is returned for it. */
+export type UpstreamHead = (statusCode: number, headers: IncomingHttpHeaders) => Writable;
+
+export interface UpstreamCall {
+  /** The upstream's origin, e.g. "http://orders:8080". */
+  origin: string;
+  /** Path and query string. */
+  path: string;
+  method: string;
+  headers: IncomingHttpHeaders;
+  /** The request body, streamed; null when the request has none. */
+  body: Readable | null;
+  /** For the answer's headers, and then between two chunks of its body. */
+  timeoutMs: number;
+}
+
+/**
+ * The HTTP client to every upstream: one undici Agent, a pool of keep-alive connections per origin. A call
+ * streams the request body up and the answer's body into the writable its head asks for, with backpressure both
+ * ways; a writable closed early (the client went away) aborts the upstream request and frees its connection.
+ */
+export class UpstreamClient {
+  private readonly agent = new Agent({ connections: 128, pipelining: 1, keepAliveTimeout: 60_000 });
+
+  /** Resolves once the answer is whole; rejects when the upstream fails before or while answering. */
+  async call(call: UpstreamCall, head: UpstreamHead): Promise<void> {
+    await this.agent.stream(
+      {
+        origin: call.origin,
+        path: call.path,
+        method: call.method as Dispatcher.HttpMethod,
+        headers: call.headers as Record<string, string | string[]>,
+        body: call.body,
+        headersTimeout: call.timeoutMs,
+        bodyTimeout: call.timeoutMs,
+      },
+      ({ statusCode, headers }) => head(statusCode, headers as IncomingHttpHeaders),
+    );
+  }
+
+  /** Closes every pooled connection once the calls in flight are done. */
+  async close(): Promise<void> {
+    await this.agent.close();
+  }
+}
+
+/** How a call failed, from undici's and the socket's error codes. */
+export function upstreamErrorKind(error: unknown): UpstreamErrorKind {
+  const code = (error as { code?: string }).code ?? (error as { cause?: { code?: string } }).cause?.code;
+  if (code === "UND_ERR_HEADERS_TIMEOUT" || code === "UND_ERR_BODY_TIMEOUT") return "timeout";
+  return code === "ECONNRESET" || code === "UND_ERR_SOCKET" || code === "EPIPE" ? "reset" : "unreachable";
+}

@@ -1,0 +1,54 @@
+import { type AddressInfo, connect } from "node:net";
+import t from "tap";
+import { createKey } from "../helpers/fixtures.js";
+import { harness } from "../helpers/harness.js";
+import { startUpstream } from "../helpers/upstream.js";
+import { waitFor } from "../helpers/wait.js";
+
+const API = "api_disconnects";
+
+t.test("a client that goes away mid-stream frees the upstream connection it was using", async (t) => {
+  const upstream = await startUpstream(t);
+  const h = await harness(t, {
+    config: {
+      apis: [{ id: API, name: "disconnects", workspaceId: "ws_test" }],
+      routes: [{ name: "svc", match: { prefix: "/svc" }, upstream: upstream.url, apiId: API }],
+    },
+  });
+  await h.app.listen({ port: 0, host: "127.0.0.1" });
+  const port = (h.app.server.address() as AddressInfo).port;
+  const { key } = await createKey(h, API);
+  const upstreamConnections = () =>
+    new Promise<number>((resolve, reject) => upstream.server.getConnections((error, count) => (error ? reject(error) : resolve(count))));
+
+  await t.test("while the answer streams down", async (t) => {
+    const size = 512 * 1024 * 1024;
+    const socket = connect(port, "127.0.0.1");
+    let received = 0;
+    socket.on("data", (chunk: Buffer) => {
+      received += chunk.length;
+    });
+    socket.write(`GET /svc/bytes/${size} HTTP/1.1\r\nHost: gateway.test\r\nAuthorization: Bearer ${key}\r\n\r\n`);
+    await waitFor("the answer streaming", 10_000, () => (received > 1024 * 1024 ? true : undefined));
+    t.equal(await upstreamConnections(), 1, "one upstream connection carries the stream");
+    socket.destroy();
+    await waitFor("the upstream connection closed", 10_000, async () => ((await upstreamConnections()) === 0 ? true : undefined));
+    t.ok(upstream.progress.sent < size, "the upstream stopped sending before the end");
+  });
+
+  await t.test("while the request body streams up", async (t) => {
+    const socket = connect(port, "127.0.0.1");
+    socket.on("error", () => {});
+    const before = upstream.progress.received;
+    socket.write(
+      `POST /svc/echo HTTP/1.1\r\nHost: gateway.test\r\nAuthorization: Bearer ${key}\r\nContent-Length: ${64 * 1024 * 1024}\r\n\r\n`,
+    );
+    const chunk = Buffer.alloc(256 * 1024, 1);
+    for (let i = 0; i < 8; i++) socket.write(chunk);
+    await waitFor("the upload reaching the upstream", 10_000, () => (upstream.progress.received - before > 512 * 1024 ? true : undefined));
+    socket.destroy();
+    await waitFor("the upstream connection closed", 10_000, async () => ((await upstreamConnections()) === 0 ? true : undefined));
+    const response = await fetch(`http://127.0.0.1:${port}/svc/after`, { headers: { authorization: `Bearer ${key}` } });
+    t.equal(response.status, 200, "the next request is forwarded as usual");
+  });
+});
