@@ -37,6 +37,8 @@ const OUTCOME_OF: Record<VerificationCode, VerificationOutcome> = {
  * order of api-decisions.md and the first failing one decides; the rate limits and the credits are one atomic
  * step, so a request that is denied consumes nothing anywhere.
  */
+const PARSED_QUERIES_KEPT = 1_000;
+
 export class VerificationService {
   private readonly keys: KeyViewLookup;
   private readonly limiter: Limiter;
@@ -44,6 +46,8 @@ export class VerificationService {
   private readonly clock: Clock;
 
   private readonly observer: Observer;
+  /** Permission query texts of keys.verifyKey, parsed: clients send the same few over and over. */
+  private readonly parsedQueries = new Map<string, PermissionQuery>();
 
   constructor(keys: KeyViewLookup, limiter: Limiter, events: VerificationEventSink, clock: Clock, observer: Observer = UNOBSERVED) {
     this.keys = keys;
@@ -115,7 +119,7 @@ export class VerificationService {
     if (!view || (request.apiId !== undefined && view.apiId !== request.apiId) || (request.mayVerify && !request.mayVerify(view.apiId))) {
       return { data: { valid: false, code: "NOT_FOUND" }, limits: [], spentCredits: 0, decidedAt: now };
     }
-    const query = typeof request.permissions === "string" ? parseQuery(request.permissions) : request.permissions;
+    const query = typeof request.permissions === "string" ? this.parsedQuery(request.permissions) : request.permissions;
     if (!view.enabled) return decidedBeforeCounters(view, "DISABLED", now);
     if (view.expires !== undefined && view.expires <= now) return decidedBeforeCounters(view, "EXPIRED", now);
     if (query && !view.permissionSet.satisfies(query)) return decidedBeforeCounters(view, "INSUFFICIENT_PERMISSIONS", now);
@@ -146,6 +150,17 @@ export class VerificationService {
       credit,
       await this.limiter.checkAndConsume(view.workspaceId, checks, { source: request.source === "gateway" ? "gateway" : "key", credit }),
     );
+  }
+
+  /** A query text parsed once; at most PARSED_QUERIES_KEPT are kept (all dropped when full: a flood of distinct texts). */
+  private parsedQuery(text: string): PermissionQuery {
+    let query = this.parsedQueries.get(text);
+    if (query === undefined) {
+      query = parseQuery(text);
+      if (this.parsedQueries.size >= PARSED_QUERIES_KEPT) this.parsedQueries.clear();
+      this.parsedQueries.set(text, query);
+    }
+    return query;
   }
 }
 
