@@ -24,7 +24,7 @@ import { defined } from "./lib/defined.js";
 import { newId } from "./lib/ids.js";
 import { LogRedaction } from "./lib/log-redaction.js";
 import { packageVersion } from "./lib/package-version.js";
-import { metricsRoute } from "./routes/metrics.js";
+import { type MetricsRouteOptions, metricsRoute } from "./routes/metrics.js";
 import { openApi } from "./routes/openapi.js";
 import { healthRoutes } from "./routes/v2/health.js";
 import { v2Routes } from "./routes/v2/index.js";
@@ -40,6 +40,8 @@ declare module "fastify" {
     analytics: AnalyticsRuntime;
     /** The gateway's routes; replace the snapshot to reload them. */
     gatewayRoutes: RouteState;
+    /** The Prometheus series of this app; undefined when metrics are off. */
+    metrics: Metrics | undefined;
   }
 }
 
@@ -53,6 +55,8 @@ export interface BuildOptions {
   logger?: boolean;
   /** Where log lines go instead of stdout (tests read them); each line is redacted as on stdout. */
   logStream?: { write(line: string): void };
+  /** What GET /metrics answers instead of this app's own series (a worker: every worker's, added up). */
+  scrapeMetrics?: () => Promise<string>;
 }
 
 /**
@@ -105,6 +109,7 @@ export async function buildApp(config: KeygateConfig, options: BuildOptions = {}
   app.decorate("stores", stores);
   app.decorate("services", services);
   app.decorate("analytics", analytics);
+  app.decorate("metrics", metrics);
 
   // /v2 takes JSON only; Fastify's default text/plain parser would turn a text body into a confusing 400.
   app.removeContentTypeParser("text/plain");
@@ -117,7 +122,8 @@ export async function buildApp(config: KeygateConfig, options: BuildOptions = {}
   await openApi(app, { version: packageVersion() });
   await app.register(v2Routes, { requestTimeoutMs: config.server.requestTimeoutMs });
   await app.register(healthRoutes, { stores, analytics });
-  if (metrics) await serveMetrics(app, metrics, config);
+  if (metrics)
+    await serveMetrics(app, { metrics, token: config.metrics.token, scrape: options.scrapeMetrics ?? (() => metrics.text()) }, config);
   if (config.gateway.trustProxy === true) app.log.warn(TRUST_EVERY_HOP_WARNING);
   app.decorate("gatewayRoutes", routes);
   const upstreams = metrics ?? UNOBSERVED_UPSTREAMS;
@@ -227,8 +233,7 @@ function applicationPaths(app: FastifyInstance): (path: string) => boolean {
  * GET /metrics on the main port, or (metrics.port) on a listener of its own that opens and closes with the app:
  * Prometheus can then reach it on an internal network while the main port faces clients.
  */
-async function serveMetrics(app: FastifyInstance, metrics: Metrics, config: KeygateConfig): Promise<void> {
-  const options = { metrics, token: config.metrics.token };
+async function serveMetrics(app: FastifyInstance, options: MetricsRouteOptions, config: KeygateConfig): Promise<void> {
   const port = config.metrics.port;
   if (port === undefined) {
     await app.register(metricsRoute, options);

@@ -1,12 +1,21 @@
+import cluster from "node:cluster";
 import type { AddressInfo } from "node:net";
-import { buildApp } from "./app.js";
+import type { FastifyBaseLogger, FastifyInstance } from "fastify";
+import { type BuildOptions, buildApp } from "./app.js";
 import { deliverBootstrapRootKey, ensureBootstrapRootKey } from "./bootstrap.js";
+import { Channel, isKeygateMessage, type Message } from "./cluster/channel.js";
+import { FIRST_WORKER_VARIABLE, runPrimary, workerCount } from "./cluster/primary.js";
+import { remoteAnalytics } from "./cluster/remote-analytics.js";
 import { ConfigError, configPath, loadConfig } from "./config/load.js";
 import { reloadRoutes, watchRoutes } from "./config/reload.js";
 import type { KeygateConfig } from "./config/schema.js";
 import { describeTarget } from "./storage/redis/topology.js";
 
-/** Process entry: load the configuration, build the app, listen, and close gracefully on SIGINT/SIGTERM. */
+/**
+ * Process entry: load the configuration; with one worker, build the app, listen, and close gracefully on
+ * SIGINT/SIGTERM; with several, the primary forks them (cluster/primary.ts) and each worker does the same as one
+ * process would, its embedded analytics in the primary.
+ */
 async function main(): Promise<void> {
   let config: KeygateConfig;
   try {
@@ -19,30 +28,26 @@ async function main(): Promise<void> {
     throw error;
   }
 
-  const app = await buildApp(config);
-  const bootstrap = await ensureBootstrapRootKey(app.services);
+  if (cluster.isPrimary) {
+    const count = workerCount(config);
+    if (count > 1) return runPrimary(config, count);
+  }
+  const worker = cluster.isWorker ? workerLink(config) : undefined;
+  // The first worker (or the only process) speaks for keygate at start-up; the others only say they listen.
+  const speaks = worker === undefined || process.env[FIRST_WORKER_VARIABLE] === "1";
+
+  const app = await buildApp(config, worker?.options ?? {});
+  worker?.serve(app);
+  const bootstrap = speaks ? await ensureBootstrapRootKey(app.services) : undefined;
   const address = await app.listen({ host: config.server.host, port: config.server.port });
   // The bound port, not the configured one: port 0 means one the OS picked.
   const port = (app.server.address() as AddressInfo).port;
 
   // The start-up summary is written whatever logging.level says (unless silent), as JSON lines like the rest;
-  // "keygate is listening" comes last. The bootstrap root key never goes there (see deliverBootstrapRootKey).
+  // "keygate is listening" comes last (from the primary, when there are several workers). The bootstrap root key
+  // never goes there (see deliverBootstrapRootKey).
   const startup = app.log.child({}, { level: config.logging.level === "silent" ? "silent" : "info" });
-  startup.info(
-    config.storage.redis
-      ? { storage: "redis", redis: describeTarget(config.storage.redis), prefix: config.storage.redis.prefix }
-      : { storage: "memory" },
-    config.storage.redis
-      ? `storage: ${describeTarget(config.storage.redis)}, key prefix '${config.storage.redis.prefix}'`
-      : "storage: in-memory (everything is lost when keygate stops; set REDIS_URL to keep data in Redis)",
-  );
-  startup.info({ analytics: config.analytics.engine }, app.analytics.describe());
-  startup.info(
-    { routes: config.routes.map((route) => route.name) },
-    config.routes.length > 0
-      ? `gateway: ${config.routes.map((route) => `${route.name} (${route.match.prefix} -> ${route.upstream})`).join(", ")}`
-      : "gateway: no routes (add `routes` to the configuration to put keygate in front of an API)",
-  );
+  if (speaks) summarise(startup, config, app.analytics.describe());
   const delivery = bootstrap
     ? await deliverBootstrapRootKey(app.services, bootstrap, {
         terminal: process.stderr.isTTY === true,
@@ -51,10 +56,12 @@ async function main(): Promise<void> {
         log: startup,
       })
     : undefined;
-  startup.info(
-    { address, host: config.server.host, port },
-    `keygate is listening on ${address} (configured host ${config.server.host}, port ${config.server.port})`,
-  );
+  if (worker) startup.info({ address, port }, "worker listening");
+  else
+    startup.info(
+      { address, host: config.server.host, port },
+      `keygate is listening on ${address} (configured host ${config.server.host}, port ${config.server.port})`,
+    );
   if (delivery?.to === "terminal") process.stderr.write(delivery.banner);
 
   const path = configPath();
@@ -72,19 +79,73 @@ async function main(): Promise<void> {
     closing = true;
     app.log.info({ signal }, "closing: finishing in-flight requests");
     stopWatching();
-    app.close().then(
-      () => {
-        app.log.info({ signal }, "closed: every request answered, buffered analytics events written, connections released");
-        process.exit(0);
-      },
-      (error: unknown) => {
-        app.log.error({ err: error }, "error while closing");
-        process.exit(1);
-      },
-    );
+    app
+      .close()
+      .then(() => worker?.close())
+      .then(
+        () => {
+          app.log.info({ signal }, "closed: every request answered, buffered analytics events written, connections released");
+          process.exit(0);
+        },
+        (error: unknown) => {
+          app.log.error({ err: error }, "error while closing");
+          process.exit(1);
+        },
+      );
   };
   process.on("SIGINT", () => shutdown("SIGINT"));
   process.on("SIGTERM", () => shutdown("SIGTERM"));
+  // A worker whose primary is gone closes too, rather than serve on unsupervised.
+  if (worker) process.on("disconnect", () => shutdown("disconnect"));
+}
+
+/** The start-up summary: storage, analytics, routes. */
+function summarise(log: FastifyBaseLogger, config: KeygateConfig, analytics: string): void {
+  log.info(
+    config.storage.redis
+      ? { storage: "redis", redis: describeTarget(config.storage.redis), prefix: config.storage.redis.prefix }
+      : { storage: "memory" },
+    config.storage.redis
+      ? `storage: ${describeTarget(config.storage.redis)}, key prefix '${config.storage.redis.prefix}'`
+      : "storage: in-memory (everything is lost when keygate stops; set REDIS_URL to keep data in Redis)",
+  );
+  log.info({ analytics: config.analytics.engine }, analytics);
+  log.info(
+    { routes: config.routes.map((route) => route.name) },
+    config.routes.length > 0
+      ? `gateway: ${config.routes.map((route) => `${route.name} (${route.match.prefix} -> ${route.upstream})`).join(", ")}`
+      : "gateway: no routes (add `routes` to the configuration to put keygate in front of an API)",
+  );
+}
+
+/**
+ * A worker's link to its primary: the primary keeps the embedded analytics engine (a worker gets a runtime that
+ * hands events and statements to it) and adds up every worker's metrics for GET /metrics; the worker answers the
+ * primary's requests for its own series once its app is built (`serve`).
+ */
+function workerLink(config: KeygateConfig): { options: BuildOptions; serve(app: FastifyInstance): void; close(): Promise<void> } {
+  let app: FastifyInstance | undefined;
+  const send = (message: Message, done?: () => void) => process.send?.(message, undefined, undefined, () => done?.());
+  const channel = new Channel(send, async (question) => {
+    if (question.kind !== "metrics-json") throw new Error(`a worker does not answer '${question.kind}'`);
+    return (await app?.metrics?.json()) ?? [];
+  });
+  process.on("message", (message: unknown) => {
+    if (isKeygateMessage(message)) channel.receive(message);
+  });
+  process.on("disconnect", () => channel.failAll(new Error("the primary process is gone")));
+  const analytics = config.analytics.engine === "embedded" ? remoteAnalytics(channel, send) : undefined;
+  return {
+    options: {
+      ...(analytics ? { analytics } : {}),
+      scrapeMetrics: () => channel.ask<string>({ kind: "metrics" }),
+    },
+    serve: (built) => {
+      app = built;
+    },
+    // The app leaves an analytics runtime it was given open: the events not handed over yet go now.
+    close: async () => analytics?.close(),
+  };
 }
 
 main().catch((error: unknown) => {

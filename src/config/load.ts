@@ -97,8 +97,9 @@ function readYaml(path: string): RawConfig {
 }
 
 /** Variables that set one field each: [variable, section.field, kind]. */
-const SIMPLE_VARIABLES: readonly [string, string, "text" | "whole number"][] = [
+const SIMPLE_VARIABLES: readonly [string, string, "text" | "whole number" | "whole number or text"][] = [
   ["PORT", "server.port", "whole number"],
+  ["KEYGATE_WORKERS", "server.workers", "whole number or text"],
   ["HOST", "server.host", "text"],
   ["METRICS_PORT", "metrics.port", "whole number"],
   ["METRICS_TOKEN", "metrics.token", "text"],
@@ -127,7 +128,7 @@ function applyEnvironment(raw: RawConfig, env: Record<string, string | undefined
     if (kind === "whole number" && !/^\d+$/.test(value))
       throw new ConfigError("environment", [`${variable}: must be a whole number, got '${value}'`]);
     const [name, field] = path.split(".") as [string, string];
-    section(name)[field] = kind === "whole number" ? Number(value) : value;
+    section(name)[field] = kind === "whole number" || (kind === "whole number or text" && /^\d+$/.test(value)) ? Number(value) : value;
     fromEnv.set(path, variable);
   }
   const redisForm = redisFromEnvironment(env);
@@ -207,6 +208,11 @@ function checkConsistency(config: KeygateConfig): string[] {
   }
   if (config.analytics.buffer.batchSize > config.analytics.buffer.maxEvents) {
     problems.push("analytics.buffer.batchSize: must not be larger than analytics.buffer.maxEvents");
+  }
+  if (typeof config.server.workers === "number" && config.server.workers > 1 && config.storage.redis === undefined) {
+    problems.push(
+      "server.workers: more than one worker needs Redis stores (storage.redis or REDIS_URL): in-memory stores would be one per process, with limits, keys and credits apart",
+    );
   }
   problems.push(...redisProblems(config.storage.redis));
   problems.push(...trustProxyProblems(config.gateway.trustProxy));

@@ -78,6 +78,11 @@ export const ServerConfigSchema = Strict(
     requestTimeoutMs: Type.Integer({ minimum: 100, maximum: 3_600_000, default: DEFAULTS.requestTimeoutMs }),
     /** How long any request's headers may take to arrive (408 and closed after that), on /v2 and the gateway alike. */
     headersTimeoutMs: Type.Integer({ minimum: 100, maximum: 3_600_000, default: DEFAULTS.headersTimeoutMs }),
+    /**
+     * Processes serving requests (node:cluster): a number, or "auto" for one per available core (one with in-memory
+     * stores). More than one needs Redis stores: in-memory stores would be per process.
+     */
+    workers: Type.Union([Type.Integer({ minimum: 1, maximum: 256 }), Type.Literal("auto")], { default: 1 }),
   },
   EMPTY,
 );

@@ -1,5 +1,6 @@
-import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import { Counter, collectDefaultMetrics, Gauge, Histogram, type MetricObjectWithValues, type MetricValue, Registry } from "prom-client";
 import type { AnalyticsRuntime } from "../analytics/index.js";
+import type { EventPipelineStats } from "../analytics/pipeline.js";
 import type { VerificationOutcome } from "../domain/analytics/events.js";
 import type { CacheLookup, CacheName, Observer, RatelimitDecider, RatelimitSource, VerificationSource } from "../domain/observer.js";
 import type { Stores } from "../storage/interfaces.js";
@@ -106,7 +107,7 @@ export class Metrics implements Observer, UpstreamObserver {
         this.set(stores.breaker?.state === "open" ? 1 : 0);
       },
     });
-    analyticsSeries(this.registry, analytics);
+    analyticsSeries(this.registry, () => analytics.stats());
   }
 
   request(face: Face, route: string, status: number, seconds: number): void {
@@ -140,6 +141,12 @@ export class Metrics implements Observer, UpstreamObserver {
     return `${await processMetrics().metrics()}\n${await this.registry.metrics()}`;
   }
 
+  /** The same series as JSON, for the primary of several workers to add up (prom-client's AggregatorRegistry). */
+  async json(): Promise<MetricObjectWithValues<MetricValue<string>>[]> {
+    const series = [...(await processMetrics().getMetricsAsJSON()), ...(await this.registry.getMetricsAsJSON())];
+    return series as MetricObjectWithValues<MetricValue<string>>[];
+  }
+
   get contentType(): string {
     return this.registry.contentType;
   }
@@ -149,8 +156,15 @@ export class Metrics implements Observer, UpstreamObserver {
   }
 }
 
+/** The analytics event pipeline's series alone, in a registry of their own (the primary of several workers). */
+export function analyticsRegistry(stats: () => EventPipelineStats): Registry {
+  const registry = new Registry();
+  analyticsSeries(registry, stats);
+  return registry;
+}
+
 /** The analytics event pipeline's counters, read when scraped. */
-function analyticsSeries(registry: Registry, analytics: AnalyticsRuntime): void {
+function analyticsSeries(registry: Registry, stats: () => EventPipelineStats): void {
   const counter = (name: string, help: string, read: () => number) =>
     new Counter({
       name,
@@ -161,25 +175,17 @@ function analyticsSeries(registry: Registry, analytics: AnalyticsRuntime): void 
         this.inc(read());
       },
     });
-  counter(
-    "keygate_analytics_events_recorded_total",
-    "Verification events handed to the analytics pipeline.",
-    () => analytics.stats().recorded,
-  );
-  counter(
-    "keygate_analytics_events_written_total",
-    "Verification events written to the analytics engine.",
-    () => analytics.stats().written,
-  );
-  counter("keygate_analytics_batches_written_total", "Batches of events written.", () => analytics.stats().batchesWritten);
-  counter("keygate_analytics_write_failures_total", "Failed attempts to write a batch.", () => analytics.stats().failedWrites);
+  counter("keygate_analytics_events_recorded_total", "Verification events handed to the analytics pipeline.", () => stats().recorded);
+  counter("keygate_analytics_events_written_total", "Verification events written to the analytics engine.", () => stats().written);
+  counter("keygate_analytics_batches_written_total", "Batches of events written.", () => stats().batchesWritten);
+  counter("keygate_analytics_write_failures_total", "Failed attempts to write a batch.", () => stats().failedWrites);
   new Counter({
     name: "keygate_analytics_events_dropped_total",
     help: "Verification events not written, by reason.",
     labelNames: ["reason"] as const,
     registers: [registry],
     collect() {
-      const dropped = analytics.stats().dropped;
+      const dropped = stats().dropped;
       this.reset();
       this.inc({ reason: "buffer_full" }, dropped.bufferFull);
       this.inc({ reason: "write_failed" }, dropped.writeFailed);
@@ -192,7 +198,7 @@ function analyticsSeries(registry: Registry, analytics: AnalyticsRuntime): void 
     help: "Verification events waiting in memory to be written.",
     registers: [registry],
     collect() {
-      this.set(analytics.stats().buffered);
+      this.set(stats().buffered);
     },
   });
 }

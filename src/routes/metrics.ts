@@ -8,6 +8,8 @@ export interface MetricsRouteOptions {
   metrics: Metrics;
   /** metrics.token: when set, a scrape must send `Authorization: Bearer <token>`. */
   token: string | undefined;
+  /** The exposition text: this app's series, or every worker's added up. */
+  scrape: () => Promise<string>;
 }
 
 /** `GET /metrics`: every series in the Prometheus text format (docs/operations.md#metrics). */
@@ -26,7 +28,7 @@ export async function metricsRoute(app: FastifyInstance, options: MetricsRouteOp
       if (!timingSafeEqual(digest(presented), expected))
         throw new KeygateError("err:unkey:authentication:key_not_found", "The metrics token is not valid.", challenge);
     }
-    return reply.type(options.metrics.contentType).send(await options.metrics.text());
+    return reply.type(options.metrics.contentType).send(await options.scrape());
   });
 }
 
