@@ -209,7 +209,10 @@ function checkConsistency(config: KeygateConfig): string[] {
   if (config.analytics.buffer.batchSize > config.analytics.buffer.maxEvents) {
     problems.push("analytics.buffer.batchSize: must not be larger than analytics.buffer.maxEvents");
   }
-  if (typeof config.server.workers === "number" && config.server.workers > 1 && config.storage.redis === undefined) {
+  const { workers } = config.server;
+  if (workers !== "auto" && !(Number.isInteger(workers) && workers >= 1 && workers <= 256)) {
+    problems.push(`server.workers: must be a whole number from 1 to 256, or auto (one per core); got '${workers}'`);
+  } else if (typeof workers === "number" && workers > 1 && config.storage.redis === undefined) {
     problems.push(
       "server.workers: more than one worker needs Redis stores (storage.redis or REDIS_URL): in-memory stores would be one per process, with limits, keys and credits apart",
     );

@@ -82,7 +82,8 @@ export const ServerConfigSchema = Strict(
      * Processes serving requests (node:cluster): a number, or "auto" for one per available core (one with in-memory
      * stores). More than one needs Redis stores: in-memory stores would be per process.
      */
-    workers: Type.Union([Type.Integer({ minimum: 1, maximum: 256 }), Type.Literal("auto")], { default: 1 }),
+    // Checked after the schema (checkConsistency), for one clear message rather than one per branch of a union.
+    workers: Type.Unsafe<number | "auto">(Type.Union([Type.Integer(), Type.String()], { default: 1 })),
   },
   EMPTY,
 );

@@ -1,12 +1,21 @@
+import { availableParallelism } from "node:os";
 import { join } from "node:path";
 import t from "tap";
+import { workerCount } from "../../src/cluster/primary.js";
 import { loadConfig, validateConfig } from "../../src/config/load.js";
 import { hashKey } from "../../src/lib/hash.js";
 import { directoryWith, problemsOf } from "../helpers/config.js";
 
 t.test("with no file and no environment every default applies", async (t) => {
   const config = loadConfig({ env: {}, cwd: directoryWith({}) });
-  t.same(config.server, { host: "0.0.0.0", port: 8080, bodyLimit: 10485760, requestTimeoutMs: 30000, headersTimeoutMs: 60000 });
+  t.same(config.server, {
+    host: "0.0.0.0",
+    port: 8080,
+    bodyLimit: 10485760,
+    requestTimeoutMs: 30000,
+    headersTimeoutMs: 60000,
+    workers: 1,
+  });
   t.equal(config.storage.redis, undefined, "in-memory by default");
   t.equal(config.errors.docsUrl, "https://unkey.com/docs/errors");
   t.same(config.rootKeys, []);
@@ -94,6 +103,29 @@ t.test("a bad value names its path, and the variable when it came from the envir
     problemsOf(() => loadConfig({ env: { REDIS_URL: "http://x" }, cwd: directoryWith({}) })),
     ["storage.redis.url (from REDIS_URL): must be a redis:// or rediss:// URL"],
   );
+});
+
+t.test("server.workers: a number or auto (KEYGATE_WORKERS); more than one needs Redis stores", async (t) => {
+  const redis = { REDIS_URL: "redis://127.0.0.1:6379" };
+  const cwd = directoryWith({});
+  t.equal(loadConfig({ env: { ...redis, KEYGATE_WORKERS: "4" }, cwd }).server.workers, 4);
+  const auto = loadConfig({ env: { ...redis, KEYGATE_WORKERS: "auto" }, cwd });
+  t.equal(auto.server.workers, "auto");
+  t.equal(workerCount(auto), availableParallelism(), "auto: one per available core");
+  const autoInMemory = loadConfig({ env: { KEYGATE_WORKERS: "auto" }, cwd });
+  t.equal(workerCount(autoInMemory), 1, "auto on in-memory stores: one process");
+  t.same(
+    problemsOf(() => loadConfig({ env: { KEYGATE_WORKERS: "2" }, cwd })),
+    [
+      "server.workers: more than one worker needs Redis stores (storage.redis or REDIS_URL): in-memory stores would be one per process, with limits, keys and credits apart",
+    ],
+  );
+  for (const wrong of ["many", "0", "257"]) {
+    t.same(
+      problemsOf(() => loadConfig({ env: { ...redis, KEYGATE_WORKERS: wrong }, cwd })),
+      [`server.workers: must be a whole number from 1 to 256, or auto (one per core); got '${wrong}'`],
+    );
+  }
 });
 
 t.test("METRICS_PORT and METRICS_TOKEN set metrics.port and metrics.token, checked like the file's", async (t) => {
