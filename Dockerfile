@@ -12,7 +12,8 @@ RUN npm run build && npm prune --omit=dev --ignore-scripts
 
 # Runtime stage: only the compiled code and production dependencies, run as the unprivileged `node` user.
 FROM node:20-bookworm-slim
-ENV NODE_ENV=production PORT=8080 HOST=0.0.0.0
+# KEYGATE_WORKERS=auto: one worker per core the container may use when the stores are in Redis; one in memory.
+ENV NODE_ENV=production PORT=8080 HOST=0.0.0.0 KEYGATE_WORKERS=auto
 WORKDIR /app
 COPY --from=build --chown=node:node /app/node_modules ./node_modules
 COPY --from=build --chown=node:node /app/dist ./dist

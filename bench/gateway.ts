@@ -1,9 +1,10 @@
 /**
- * The gateway against a bare @fastify/http-proxy, side by side in one run, both in front of the same upstream:
- * the upstream directly, through the bare proxy, and through keygate with a cached key, a permission query and
- * one Redis-backed named limit.
+ * The gateway against a bare @fastify/http-proxy and the Node floor (node:http + undici, no checks), side by side in
+ * one run, all in front of the same upstream: the upstream directly, through each, and through keygate with a
+ * cached key, a permission query and one Redis-backed named limit. --workers n adds keygate as a server process
+ * with one worker and with n.
  *
- *   npm run bench:gateway -- [--duration 30] [--slice 2] [--connections 50] [--generator autocannon|wrk] [--analytics embedded|off] [--reservations on|off] [--metrics-cost off|on]
+ *   npm run bench:gateway -- [--duration 30] [--slice 2] [--connections 50] [--generator autocannon|wrk] [--analytics embedded|off] [--reservations on|off] [--metrics-cost off|on] [--workers 0|n]
  *
  * Four processes: the upstream, the bare proxy, keygate, and the load generator (this one). See bench/README.md.
  */
@@ -12,9 +13,9 @@ import type { AddressInfo } from "node:net";
 import httpProxy from "@fastify/http-proxy";
 import Fastify from "fastify";
 import { type Dispatcher, Pool } from "undici";
-import { callKeygate, startKeygate } from "./side-by-side/keygate.js";
+import { callKeygate, startKeygate, startKeygateWorkers } from "./side-by-side/keygate.js";
 import { interleave, type Target } from "./side-by-side/load.js";
-import { describeRun, metricsCostOption, reservationsOption, runOptions } from "./side-by-side/options.js";
+import { describeRun, metricsCostOption, reservationsOption, runOptions, workersOption } from "./side-by-side/options.js";
 import { benchmark, forkServing, stopAll } from "./side-by-side/processes.js";
 import { deleteByPrefix, REDIS_URL } from "./side-by-side/redis.js";
 import { printRatio, printTargets } from "./side-by-side/report.js";
@@ -74,10 +75,10 @@ async function startNodeFloor() {
   };
 }
 
-/** keygate with one route, in a process of its own; the driver creates its key over HTTP (the warm-up caches it). */
-async function startKeygateWithRoute(settings: Record<string, unknown> = {}) {
+/** The keygate settings of every keygate target: one route with a key, a permission query and a named limit. */
+function keygateSettings(settings: Record<string, unknown> = {}) {
   const upstream = upstreamUrl();
-  const keygate = await startKeygate({
+  return {
     apiId: API_ID,
     routes: [
       {
@@ -91,8 +92,23 @@ async function startKeygateWithRoute(settings: Record<string, unknown> = {}) {
     ],
     gateway: { watchConfig: false },
     ...settings,
-  });
+  };
+}
+
+/** keygate with one route, in a process of its own; the driver creates its key over HTTP (the warm-up caches it). */
+async function startKeygateWithRoute(settings: Record<string, unknown> = {}) {
+  const keygate = await startKeygate(keygateSettings(settings));
   return { served: { url: keygate.url, prefix: keygate.prefix, engine: keygate.analytics }, close: () => keygate.close() };
+}
+
+/** keygate as `npm start` runs it, with `workers` workers (server.workers); its CPU is its whole process tree's. */
+async function startKeygateServer(workers: number) {
+  const keygate = await startKeygateWorkers(workers, keygateSettings());
+  return {
+    served: { url: keygate.url, prefix: keygate.prefix },
+    close: () => keygate.close(),
+    cpuMicros: () => keygate.cpuMicros(),
+  };
 }
 
 /** The upstream's URL, handed to the proxies' processes by the driver. */
@@ -142,17 +158,33 @@ async function drive(): Promise<void> {
     servedBy: unmeteredChild,
     headers: { authorization: `Bearer ${await createBenchKey(unmeteredChild.served.url as string)}` },
   };
-  const runs = await interleave([direct, floor, bareProxy, gateway, ...(unmetered ? [unmetered] : [])], options);
+  // --workers: the same keygate as a server process with one worker and with several, for what workers bring.
+  const workers = workersOption();
+  const serverChildren =
+    workers > 0 ? [await forkServing(import.meta.url, "keygate-1-worker"), await forkServing(import.meta.url, "keygate-n-workers")] : [];
+  const servers: Target[] = [];
+  for (const [index, child] of serverChildren.entries()) {
+    const url = child.served.url as string;
+    servers.push({
+      label: index === 0 ? "keygate server, 1 worker" : `keygate server, ${workers} workers`,
+      url: `${url}/orders/7`,
+      servedBy: child,
+      headers: { authorization: `Bearer ${await createBenchKey(url)}` },
+    });
+  }
+  const runs = await interleave([direct, floor, bareProxy, gateway, ...(unmetered ? [unmetered] : []), ...servers], options);
   printTargets(runs);
   console.log();
   printRatio(runs, gateway, bareProxy, 1.2);
   printRatio(runs, gateway, floor, 0.8);
   printRatio(runs, bareProxy, direct);
   if (unmetered) printRatio(runs, gateway, unmetered, 0.95);
+  if (servers.length === 2) printRatio(runs, servers[1] as Target, servers[0] as Target);
 
-  await stopAll(bareChild, floorChild, keygateChild, upstreamChild, ...(unmeteredChild ? [unmeteredChild] : []));
+  await stopAll(bareChild, floorChild, keygateChild, ...serverChildren, ...(unmeteredChild ? [unmeteredChild] : []), upstreamChild);
   await deleteByPrefix(prefix);
   if (unmeteredChild) await deleteByPrefix(unmeteredChild.served.prefix as string);
+  for (const child of serverChildren) await deleteByPrefix(child.served.prefix as string);
 }
 
 /** The key the load uses, made through keygate's API as a client would. */
@@ -171,4 +203,6 @@ await benchmark(drive, {
   "node-floor": startNodeFloor,
   keygate: () => startKeygateWithRoute(),
   "keygate-without-metrics": () => startKeygateWithRoute({ metrics: { enabled: false } }),
+  "keygate-1-worker": () => startKeygateServer(1),
+  "keygate-n-workers": () => startKeygateServer(workersOption()),
 });

@@ -1,7 +1,10 @@
+import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdtemp, rm } from "node:fs/promises";
+import { readdirSync, readFileSync } from "node:fs";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { buildApp } from "../../src/app.js";
 import { validateConfig } from "../../src/config/load.js";
 import { analyticsEngineOption, reservationsOption } from "./options.js";
@@ -63,4 +66,77 @@ export async function callKeygate(url: string, procedure: string, body: object):
   const text = await response.text();
   if (response.status !== 200) throw new Error(`${procedure}: ${response.status} ${text}`);
   return (JSON.parse(text) as { data: Record<string, unknown> }).data;
+}
+
+/**
+ * keygate as `npm start` runs it (build/src/server.js) with `workers` worker processes, configured as startKeygate
+ * does, in a process tree of its own. Its CPU time is that of the primary and every worker, read from /proc.
+ */
+export async function startKeygateWorkers(
+  workers: number,
+  settings: { apiId?: string } & Record<string, unknown>,
+): Promise<BenchKeygate & { cpuMicros(): number }> {
+  const { apiId, ...rest } = settings;
+  const prefix = `kgbench:${randomBytes(4).toString("hex")}`;
+  const dataDir = await mkdtemp(join(tmpdir(), "keygate-bench-"));
+  const config = {
+    server: { host: "127.0.0.1", port: 0, workers },
+    storage: { redis: { url: REDIS_URL, prefix } },
+    rootKeys: [{ key: ROOT_KEY, workspaceId: BENCH_WORKSPACE, permissions: ["*"] }],
+    apis: apiId === undefined ? [] : [{ id: apiId, name: "bench", workspaceId: BENCH_WORKSPACE }],
+    analytics: { engine: analyticsEngineOption(), path: join(dataDir, "analytics") },
+    ratelimit: { reservations: reservationsOption() },
+    logging: { level: "info" },
+    ...rest,
+  };
+  const configPath = join(dataDir, "keygate.yaml");
+  // JSON is YAML.
+  await writeFile(configPath, JSON.stringify(config));
+  const entry = fileURLToPath(new URL("../../src/server.js", import.meta.url));
+  const child = spawn(process.execPath, [entry], {
+    env: { PATH: process.env.PATH ?? "", KEYGATE_CONFIG: configPath },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  const url = await new Promise<string>((resolve, reject) => {
+    let out = "";
+    child.stdout.on("data", (chunk: Buffer) => {
+      out += chunk.toString();
+      const match = /keygate is listening on (http:\/\/[^\s"]+)/.exec(out);
+      if (match) resolve(match[1] as string);
+    });
+    child.once("exit", (code) => reject(new Error(`keygate exited (${code}) before listening:\n${out}`)));
+  });
+  child.stdout.resume();
+  return {
+    url,
+    prefix,
+    analytics: config.analytics.engine,
+    cpuMicros: () => treeCpuMicros(child.pid as number),
+    close: async () => {
+      const exited = new Promise((resolve) => child.once("exit", resolve));
+      child.kill("SIGTERM");
+      await exited;
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** User + system CPU time of a process and its children (Linux /proc), in microseconds. */
+function treeCpuMicros(root: number): number {
+  const ticksPerSecond = 100;
+  let ticks = 0;
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+    } catch {
+      continue;
+    }
+    // Fields after the command name (which may hold spaces) in parentheses: state is field 3, ppid 4, utime 14, stime 15.
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    const pid = Number(entry);
+    if (pid === root || Number(fields[1]) === root) ticks += Number(fields[11]) + Number(fields[12]);
+  }
+  return (ticks / ticksPerSecond) * 1_000_000;
 }

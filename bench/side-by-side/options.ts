@@ -30,6 +30,7 @@ export async function runOptions(): Promise<RunOptions> {
   // The serving children read these themselves; checked here too, so a bad value stops the run before any starts.
   analyticsEngineOption();
   reservationsOption();
+  workersOption();
   return { ...numbers, generator };
 }
 
@@ -70,4 +71,12 @@ export function metricsCostOption(): boolean {
 export function describeRun(what: string, options: RunOptions, settings: string[]): string {
   const how = `${options.generator}, ${options.connections} connections, ${options.duration} s per target in ${options.slice} s slices, interleaved`;
   return [`${what}: ${how}`, ...settings].join("; ");
+}
+
+/** --workers <n>: gateway: also run keygate as a process with n workers beside one with a single worker (0: not). */
+export function workersOption(): number {
+  const { values } = parseArgs({ options: { workers: { type: "string", default: "0" } }, strict: false });
+  const workers = Number(values.workers);
+  if (!Number.isInteger(workers) || workers < 0) throw new Error(`--workers must be a whole number, not '${String(values.workers)}'`);
+  return workers;
 }

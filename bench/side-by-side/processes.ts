@@ -15,8 +15,11 @@ function servingRole(): string | undefined {
   return at === -1 ? undefined : process.argv[at + 1];
 }
 
-/** Starts a role's servers; `served` is what the driver learns of them, `close` stops them. */
-type Start = () => Promise<{ served: Served; close(): Promise<void> }>;
+/**
+ * Starts a role's servers; `served` is what the driver learns of them, `close` stops them. `cpuMicros`, when the
+ * servers run in processes of their own, counts their CPU time instead of this process's.
+ */
+type Start = () => Promise<{ served: Served; close(): Promise<void>; cpuMicros?: () => number }>;
 
 /**
  * The entry point of a benchmark script: in a child forked with `--serve <role>`, serves that role; in the
@@ -40,7 +43,7 @@ type FromChild = { type: "served"; served: Served } | { type: "cpu"; micros: num
  * failed leaves no server behind).
  */
 async function serve(start: Start): Promise<void> {
-  const { served, close } = await start();
+  const { served, close, cpuMicros } = await start();
   let stopping: Promise<void> | undefined;
   const stop = () =>
     (stopping ??= (async () => {
@@ -53,7 +56,7 @@ async function serve(start: Start): Promise<void> {
   process.on("message", async (message: ToChild) => {
     if (message.type === "stop") return stop();
     const usage = process.cpuUsage();
-    send({ type: "cpu", micros: usage.user + usage.system });
+    send({ type: "cpu", micros: cpuMicros ? cpuMicros() : usage.user + usage.system });
   });
 }
 
