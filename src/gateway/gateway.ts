@@ -49,6 +49,8 @@ export class Gateway {
   /** Takes the request when a route does (answering it in full) and says so; false leaves it to the application. */
   handle(request: IncomingMessage, response: ServerResponse): boolean {
     const url = request.url ?? "/";
+    // The /v2 API, spelt plainly (the route table also refuses its escaped spellings).
+    if (url.startsWith("/v2/")) return false;
     const queryAt = url.indexOf("?");
     const path = queryAt === -1 ? url : url.slice(0, queryAt);
     if (this.options.servedByApplication(path)) return false;
