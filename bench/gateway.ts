@@ -15,6 +15,7 @@ import Fastify from "fastify";
 import { type Dispatcher, Pool } from "undici";
 import { callKeygate, startKeygate, startKeygateWorkers } from "./side-by-side/keygate.js";
 import { interleave, type Target } from "./side-by-side/load.js";
+import { nginxInstalled, startNginx } from "./side-by-side/nginx.js";
 import { describeRun, metricsCostOption, reservationsOption, runOptions, workersOption } from "./side-by-side/options.js";
 import { benchmark, forkServing, stopAll } from "./side-by-side/processes.js";
 import { deleteByPrefix, REDIS_URL } from "./side-by-side/redis.js";
@@ -125,6 +126,8 @@ async function drive(): Promise<void> {
   process.env.BENCH_UPSTREAM = upstream;
   const bareChild = await forkServing(import.meta.url, "bare-proxy");
   const floorChild = await forkServing(import.meta.url, "node-floor");
+  // nginx (one worker) when it is installed: the figure people compare a gateway with.
+  const nginxChild = nginxInstalled() ? await forkServing(import.meta.url, "nginx") : undefined;
   const keygateChild = await forkServing(import.meta.url, "keygate");
   const { url: keygate, prefix, engine } = keygateChild.served as { url: string; prefix: string; engine: string };
   const key = await createBenchKey(keygate);
@@ -135,6 +138,11 @@ async function drive(): Promise<void> {
     label: "Node floor (node:http + undici)",
     url: `${floorChild.served.url as string}/orders/7`,
     servedBy: floorChild,
+  };
+  const nginx: Target | undefined = nginxChild && {
+    label: "nginx (1 worker)",
+    url: `${nginxChild.served.url as string}/orders/7`,
+    servedBy: nginxChild,
   };
   const gateway: Target = {
     label: "keygate (key, permission query, named limit)",
@@ -172,16 +180,28 @@ async function drive(): Promise<void> {
       headers: { authorization: `Bearer ${await createBenchKey(url)}` },
     });
   }
-  const runs = await interleave([direct, floor, bareProxy, gateway, ...(unmetered ? [unmetered] : []), ...servers], options);
+  const runs = await interleave(
+    [direct, floor, ...(nginx ? [nginx] : []), bareProxy, gateway, ...(unmetered ? [unmetered] : []), ...servers],
+    options,
+  );
   printTargets(runs);
   console.log();
   printRatio(runs, gateway, bareProxy, 1.2);
   printRatio(runs, gateway, floor, 0.8);
   printRatio(runs, bareProxy, direct);
+  if (nginx) printRatio(runs, gateway, nginx);
   if (unmetered) printRatio(runs, gateway, unmetered, 0.95);
   if (servers.length === 2) printRatio(runs, servers[1] as Target, servers[0] as Target);
 
-  await stopAll(bareChild, floorChild, keygateChild, ...serverChildren, ...(unmeteredChild ? [unmeteredChild] : []), upstreamChild);
+  await stopAll(
+    bareChild,
+    floorChild,
+    ...(nginxChild ? [nginxChild] : []),
+    keygateChild,
+    ...serverChildren,
+    ...(unmeteredChild ? [unmeteredChild] : []),
+    upstreamChild,
+  );
   await deleteByPrefix(prefix);
   if (unmeteredChild) await deleteByPrefix(unmeteredChild.served.prefix as string);
   for (const child of serverChildren) await deleteByPrefix(child.served.prefix as string);
@@ -201,6 +221,7 @@ await benchmark(drive, {
   upstream: startUpstream,
   "bare-proxy": startBareProxy,
   "node-floor": startNodeFloor,
+  nginx: () => startNginx(upstreamUrl()),
   keygate: () => startKeygateWithRoute(),
   "keygate-without-metrics": () => startKeygateWithRoute({ metrics: { enabled: false } }),
   "keygate-1-worker": () => startKeygateServer(1),

@@ -122,8 +122,8 @@ export async function startKeygateWorkers(
 }
 
 /** User + system CPU time of a process and its children (Linux /proc), in microseconds. */
-function treeCpuMicros(root: number): number {
-  const ticksPerSecond = 100;
+export function treeCpuMicros(root: number): number {
+  const ticksPerSecond = 100; // USER_HZ, 100 on Linux everywhere it runs here
   let ticks = 0;
   for (const entry of readdirSync("/proc")) {
     if (!/^\d+$/.test(entry)) continue;
