@@ -108,7 +108,8 @@ t.test("the document is valid OpenAPI 3.1 and describes every procedure, its err
 
 t.test("neither the gateway's routes nor /metrics nor the document's own routes are in it", async (t) => {
   const h = await harness(t, { config: GATEWAY_ROUTES });
-  for (const url of ["/", "/*", "/metrics"]) t.ok(h.app.hasRoute({ method: "GET", url }), `the app serves ${url}`);
+  // The gateway answers ahead of Fastify (it has no Fastify routes); /metrics is a route the document leaves out.
+  t.ok(h.app.hasRoute({ method: "GET", url: "/metrics" }), "the app serves /metrics");
   const document = (await h.app.inject({ method: "GET", url: "/v2/openapi.json" })).json();
   const paths = Object.keys(document.paths);
   t.same(
