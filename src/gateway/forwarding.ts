@@ -33,8 +33,7 @@ export function upstreamUrl(route: CompiledRoute, requestUrl: string): string {
 /**
  * Why a request path is not forwarded, or undefined when it may be. Refused: a path that does not decode (percent
  * escapes of valid UTF-8), and one with a dot segment once decoded, '/' and '\' both taken as separators: a
- * segment that is '.', or begins or ends with '..' ('..', '...', '..;' and the like; the proxy library refuses any
- * '..' next to a '/' too). URL parsers resolve such segments, and servers upstream may, against the path as
+ * segment that is '.', or begins or ends with '..' ('..', '...', '..;' and the like). URL parsers resolve such segments, and servers upstream may, against the path as
  * given: they could take the request out of the route's upstream path, so that it reaches what another route
  * guards, after this route's checks. Decoded once, as a strict proxy does. Encoded slashes and backslashes on
  * their own, and dots inside a segment, are forwarded as they are.
