@@ -12,7 +12,7 @@ import { Channel, isKeygateMessage, type Question } from "./channel.js";
 /** Environment of a worker: "1" for the one worker that may create the bootstrap root key and prints the summary. */
 export const FIRST_WORKER_VARIABLE = "KEYGATE_FIRST_WORKER";
 
-/** A worker that dies sooner than this after it started is replaced after REPLACE_DELAY_MS, not at once. */
+/** A worker that dies sooner than this after it started, or closes gracefully, is replaced after REPLACE_DELAY_MS. */
 const QUICK_DEATH_MS = 5_000;
 const REPLACE_DELAY_MS = 1_000;
 
@@ -75,13 +75,18 @@ export async function runPrimary(config: KeygateConfig, count: number): Promise<
       if (stopping) return;
       const lived = Date.now() - (startedAt.get(worker) ?? 0);
       startedAt.delete(worker);
-      log.error({ worker: worker.id, workerPid: worker.process.pid, code, signal }, "a worker died; starting a replacement");
-      setTimeout(
-        () => {
-          if (!stopping) fork(false);
-        },
-        lived < QUICK_DEATH_MS ? REPLACE_DELAY_MS : 0,
-      );
+      const details = { worker: worker.id, workerPid: worker.process.pid, code, signal };
+      // A worker that closed gracefully was sent a signal: when the whole process group was (Ctrl-C, systemd), the
+      // primary's own comes in a moment and stops the replacement.
+      const graceful = code === 0;
+      if (graceful) log.warn(details, "a worker stopped");
+      else log.error(details, "a worker died");
+      const delay = graceful || lived < QUICK_DEATH_MS ? REPLACE_DELAY_MS : 0;
+      setTimeout(() => {
+        if (stopping) return;
+        const replacement = fork(false);
+        log.info({ worker: replacement.id, replaces: worker.id }, "started a replacement worker");
+      }, delay);
     });
     return worker;
   };

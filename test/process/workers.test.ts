@@ -54,6 +54,7 @@ t.test("keygate with two workers on Redis", async (t) => {
   configWith("/svc");
   const server = await startServer(t, { KEYGATE_CONFIG: path }, 30_000);
   const workerPids = () => pidsLogging(server, "worker listening");
+  let victimPid = 0;
   t.equal(workerPids().size, 2, "two workers listen");
 
   await t.test("the workers share a rate limit exactly, and analytics counts every verification of both", async (t) => {
@@ -104,18 +105,28 @@ t.test("keygate with two workers on Redis", async (t) => {
 
   await t.test("a worker that dies is replaced and logged", async (t) => {
     const [victim] = [...workerPids()];
-    process.kill(victim as number, "SIGKILL");
-    const died = await waitFor("the death logged", 10_000, () =>
-      server.logLines().find((line) => line.msg === "a worker died; starting a replacement"),
-    );
+    victimPid = victim as number;
+    process.kill(victimPid, "SIGKILL");
+    const died = await waitFor("the death logged", 10_000, () => server.logLines().find((line) => line.msg === "a worker died"));
     t.equal(died.workerPid, victim);
     t.equal(died.signal, "SIGKILL");
+    t.equal(died.level, 50, "at error");
+    await waitFor("the replacement logged", 10_000, () =>
+      server.logLines().some((line) => line.msg === "started a replacement worker") ? true : undefined,
+    );
     await waitFor("a replacement listening", 15_000, () => (workerPids().size === 3 ? true : undefined));
     for (let i = 0; i < 4; i++) t.equal((await call(server, "apis.getApi", { apiId: API })).status, 200, `request ${i + 1} answered`);
   });
 
-  await t.test("SIGTERM stops every worker and then the primary, with exit code 0", async (t) => {
+  await t.test("SIGTERM stops every worker and then the primary, with exit code 0, also when all get it at once", async (t) => {
+    const live = [...workerPids()].filter((pid) => pid !== victimPid);
+    // As systemd (KillMode=control-group) or Ctrl-C on a terminal do: the signal reaches every process at once.
+    for (const pid of live) process.kill(pid, "SIGTERM");
     t.equal(await server.stop(), 0);
+    t.notOk(
+      server.logLines().filter((line) => line.msg === "started a replacement worker").length > 1,
+      "no worker replaced while keygate stops",
+    );
     t.ok(server.logLines().some((line) => line.msg === "closed: every worker stopped, buffered analytics events written"));
     const closedWorkers = pidsLogging(server, "closed: every request answered, buffered analytics events written, connections released");
     t.equal(closedWorkers.size, 2, "both live workers closed gracefully");
