@@ -133,7 +133,7 @@ export class Gateway {
         this.options.upstreams.upstreamAnswered(route.name, (performance.now() - startedAt) / 1000);
         const head: OutgoingHttpHeaders = { "x-request-id": id, ...decision.headers, ...endToEndHeaders(upstreamHeaders, "response") };
         // The rest of a request body the upstream did not wait for is not read: the connection cannot be reused.
-        if (!request.complete) head.connection = "close";
+        if (bodyStillArriving(request)) head.connection = "close";
         if (statusCode >= 500 && refundDue(decision)) return this.answerAfterRefund(exchange, decision, statusCode, head);
         response.writeHead(statusCode, head);
         return response;
@@ -191,7 +191,7 @@ export class Gateway {
       "content-length": Buffer.byteLength(body),
     };
     // Answered before the request body arrived: the rest of it is not read (see closeWhenAnsweredEarly).
-    if (!request.complete || this.closing) head.connection = "close";
+    if (bodyStillArriving(request) || this.closing) head.connection = "close";
     response.writeHead(status, head).end(body);
   }
 
@@ -225,6 +225,11 @@ interface Exchange {
   /** The socket's peer, read while the socket is there. */
   remoteAddress: string | undefined;
   keyId?: string;
+}
+
+/** Whether part of a request's body has yet to arrive (`complete` alone is false for a bodyless request at first). */
+function bodyStillArriving(request: IncomingMessage): boolean {
+  return !request.complete && hasBody(request);
 }
 
 /** Whether a request has a body to stream (RFC 9112 §6.3: a length, or a transfer coding). */

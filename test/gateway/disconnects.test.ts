@@ -2,6 +2,7 @@ import { type AddressInfo, connect } from "node:net";
 import t from "tap";
 import { createKey } from "../helpers/fixtures.js";
 import { harness } from "../helpers/harness.js";
+import { openConnection, parseResponses, rawRequest } from "../helpers/raw-http.js";
 import { startUpstream } from "../helpers/upstream.js";
 import { waitFor } from "../helpers/wait.js";
 
@@ -12,7 +13,10 @@ t.test("a client that goes away mid-stream frees the upstream connection it was 
   const h = await harness(t, {
     config: {
       apis: [{ id: API, name: "disconnects", workspaceId: "ws_test" }],
-      routes: [{ name: "svc", match: { prefix: "/svc" }, upstream: upstream.url, apiId: API }],
+      routes: [
+        { name: "svc", match: { prefix: "/svc" }, upstream: upstream.url, apiId: API },
+        { name: "read-only", match: { prefix: "/read", methods: ["GET"] }, upstream: upstream.url, apiId: API },
+      ],
     },
   });
   await h.app.listen({ port: 0, host: "127.0.0.1" });
@@ -50,5 +54,26 @@ t.test("a client that goes away mid-stream frees the upstream connection it was 
     await waitFor("the upstream connection closed", 10_000, async () => ((await upstreamConnections()) === 0 ? true : undefined));
     const response = await fetch(`http://127.0.0.1:${port}/svc/after`, { headers: { authorization: `Bearer ${key}` } });
     t.equal(response.status, 200, "the next request is forwarded as usual");
+  });
+
+  await t.test("a refusal answered at once to a request without a body keeps the connection for the next", async (t) => {
+    const connection = await openConnection(port);
+    const headers: [string, string][] = [
+      ["Host", "gateway.test"],
+      ["Authorization", `Bearer ${key}`],
+    ];
+    connection.socket.write(
+      rawRequest("DELETE", "/read/x", headers) + rawRequest("GET", "/svc/a/../b", headers) + rawRequest("GET", "/svc/ok", headers),
+    );
+    const responses = await waitFor("three answers on one connection", 10_000, () => {
+      const answers = parseResponses(connection.received());
+      return answers.length === 3 ? answers : undefined;
+    });
+    t.same(
+      responses.map((response) => response.status),
+      [405, 400, 200],
+    );
+    t.notOk(connection.socket.destroyed, "still open");
+    connection.socket.destroy();
   });
 });
