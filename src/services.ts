@@ -10,6 +10,7 @@ import { ApiService } from "./domain/apis/api-service.js";
 import { IdentityService } from "./domain/identities/identity-service.js";
 import { KeyAccessService } from "./domain/keys/key-access-service.js";
 import { generateKey } from "./domain/keys/key-material.js";
+import { KeyMigrationService } from "./domain/keys/key-migrations.js";
 import { KeySecrets } from "./domain/keys/key-secrets.js";
 import { KeyService } from "./domain/keys/key-service.js";
 import { LiveKeys } from "./domain/keys/live-keys.js";
@@ -34,6 +35,8 @@ export interface Services {
   readonly rootKeys: RootKeyService;
   readonly apis: ApiService;
   readonly keys: KeyService;
+  /** keys.migrateKeys and the CLI's import: keys brought from another system, under the migrations configured. */
+  readonly keyMigrations: KeyMigrationService;
   /** What each key may do: its direct permissions and its roles. */
   readonly keyAccess: KeyAccessService;
   readonly rbac: RbacService;
@@ -118,12 +121,22 @@ export function createServices(stores: Stores, config: KeygateConfig, clock: Clo
   const vault = config.vault.key === undefined ? undefined : new Vault(config.vault.key);
   const liveKeys = new LiveKeys(stores.keys, apis);
   const keyViewSources = { keys: stores.keys, apis, rbac, identities };
+  const keyMigrations = new KeyMigrationService({
+    keys: stores.keys,
+    apis,
+    rbac,
+    identities,
+    invalidator: invalidations,
+    clock,
+    migrations: config.migrations,
+  });
   const verification = new VerificationService(
     { find: (workspaceId, hash) => keyViews.get(workspaceId, hash, () => loadKeyView(keyViewSources, workspaceId, hash)) },
     limiter,
     analytics.sink,
     clock,
     observer,
+    keyMigrations,
   );
   return {
     invalidations,
@@ -140,6 +153,7 @@ export function createServices(stores: Stores, config: KeygateConfig, clock: Clo
       clock,
       generateKey,
     }),
+    keyMigrations,
     keyAccess: new KeyAccessService({ keys: stores.keys, live: liveKeys, rbac, invalidator: invalidations, clock }),
     rbac,
     identities,

@@ -26,6 +26,16 @@ const COMMANDS: Readonly<Record<string, Readonly<Record<string, CommandHelp>>>> 
       description: "Revokes a stored root key. Running keygate instances refuse it at once.",
     },
   },
+  keys: {
+    migrate: {
+      synopsis: "keys migrate --workspace <ws> --api <apiId> --migration <id> --file <keys.jsonl> [--batch <n>]",
+      description:
+        'Imports keys from another system, as keys.migrateKeys does: one key a line, as JSON ({"hash": ...} and\n' +
+        "createKey's fields), under a migration of the configuration. Every line is checked before anything is stored;\n" +
+        "then batches of --batch keys (default 1000) are stored, with progress on stderr. stdout gets one JSON line a\n" +
+        'key: {"line", "hash", "keyId"}, or {"line", "hash", "failed": "exists"} when a key already holds the hash.',
+    },
+  },
   "ratelimit-namespace": {
     list: {
       synopsis: "ratelimit-namespace list --workspace <ws> [--json]",
@@ -41,8 +51,8 @@ const COMMANDS: Readonly<Record<string, Readonly<Record<string, CommandHelp>>>> 
 };
 
 const FOOTER = `The configuration is read as keygate reads it (KEYGATE_CONFIG or config/keygate.yaml, then REDIS_URL and
-KEYGATE_REDIS_PREFIX). Root keys and namespaces live in Redis: without storage.redis there is no store outside a
-running keygate. Add --help to any command for its own usage.`;
+KEYGATE_REDIS_PREFIX). Root keys, keys and namespaces live in Redis: without storage.redis there is no store outside
+a running keygate. Add --help to any command for its own usage.`;
 
 function describe(help: CommandHelp): string {
   return `  ${help.synopsis}\n${help.description
@@ -64,6 +74,9 @@ function usage(group?: string, command?: string): string {
 }
 
 const WORKSPACE_PATTERN = /^[a-zA-Z0-9_]{1,255}$/;
+/** Keys per keys.migrateKeys call of `keys migrate`: big enough to be quick, small enough to report progress often. */
+const DEFAULT_IMPORT_BATCH = 1_000;
+
 const PERMISSION_PATTERN = /^[^\s]{1,512}$/;
 
 /** Wrong arguments: the message and the usage of the command concerned go to stderr, and the exit code is 2. */
@@ -107,7 +120,8 @@ async function main(argv: string[]): Promise<void> {
   }
   const { group, command, rest } = asked;
   // The arguments are checked before anything connects, so a mistyped option is a usage error even without Redis.
-  const run = group === "root-key" ? rootKeyCommand(command, rest) : namespaceCommand(command, rest);
+  const run =
+    group === "root-key" ? rootKeyCommand(command, rest) : group === "keys" ? keysCommand(command, rest) : namespaceCommand(command, rest);
   // Loaded only now: help and usage errors answer at once, without the configuration schema and the stores.
   const [{ loadConfig }, { InvalidationBus }, { createServices }, { isRedisBacked, openStores }] = await Promise.all([
     import("../config/load.js"),
@@ -233,6 +247,38 @@ async function listRootKeys(services: Services, workspaceId: string | undefined,
     row.name ?? "-",
     row.permissions.join(","),
   ]);
+}
+
+/** Checks the arguments of a keys command (a UsageError when they are wrong) and returns what it does. */
+function keysCommand(command: string, rest: string[]): Run {
+  const fail = (message: string) => new UsageError(message, usage("keys", command));
+  const { values } = parseCommandArgs("keys", command, {
+    args: rest,
+    options: {
+      workspace: { type: "string" },
+      api: { type: "string" },
+      migration: { type: "string" },
+      file: { type: "string" },
+      batch: { type: "string" },
+    },
+    strict: true,
+  });
+  const { workspace: workspaceId, api: apiId, migration: migrationId, file: path } = values;
+  if (!workspaceId || !WORKSPACE_PATTERN.test(workspaceId)) throw fail("--workspace is required and may hold letters, digits and _ only");
+  if (!apiId || !WORKSPACE_PATTERN.test(apiId)) throw fail("--api is required: the id of the API the keys join (api_...)");
+  if (!migrationId) throw fail("--migration is required: the id of a migration declared in the configuration");
+  if (!path) throw fail("--file is required: a file of one JSON key a line");
+  const batchSize = values.batch === undefined ? DEFAULT_IMPORT_BATCH : Number(values.batch);
+  if (!Number.isInteger(batchSize) || batchSize < 1) throw fail("--batch must be a whole number of keys, at least 1");
+  return async (services) => {
+    const [{ importKeys }, { MAX_MIGRATED_KEYS_PER_REQUEST }] = await Promise.all([
+      import("./key-import.js"),
+      import("../routes/v2/keys/migrate-keys.js"),
+    ]);
+    if (batchSize > MAX_MIGRATED_KEYS_PER_REQUEST)
+      throw fail(`--batch may be at most ${MAX_MIGRATED_KEYS_PER_REQUEST}, as keys.migrateKeys takes`);
+    await importKeys(services, { workspaceId, apiId, migrationId, path, batchSize });
+  };
 }
 
 /** Checks the arguments of a ratelimit-namespace command (a UsageError when they are wrong) and returns what it does. */

@@ -200,6 +200,16 @@ function checkConsistency(config: KeygateConfig): string[] {
     if (earlier !== undefined) problems.push(`apis[${index}].id: '${api.id}' is declared twice (also apis[${earlier}])`);
     apiIds.set(api.id, index);
   });
+  const migrationIds = new Map<string, number>();
+  config.migrations.forEach((migration, index) => {
+    const id = `${migration.workspaceId}\u0000${migration.id}`;
+    const earlier = migrationIds.get(id);
+    if (earlier !== undefined)
+      problems.push(
+        `migrations[${index}].id: '${migration.id}' is declared twice for workspace ${migration.workspaceId} (also migrations[${earlier}])`,
+      );
+    migrationIds.set(id, index);
+  });
   if (config.vault.key !== undefined && Buffer.from(config.vault.key, "base64").length !== 32) {
     problems.push("vault.key: must be 32 bytes encoded as base64 (e.g. `openssl rand -base64 32`)");
   }

@@ -1,4 +1,5 @@
 import { type Static, Type } from "typebox";
+import { MIGRATION_SCHEMES } from "../domain/keys/key-migrations.js";
 import { RATELIMIT_FAIL_MODES } from "../domain/ratelimit/limiter.js";
 import { DEFAULT_DOCS_URL } from "../errors/catalogue.js";
 import { GatewaySettingsSchema, RouteSchema } from "../gateway/route-config.js";
@@ -204,6 +205,14 @@ export const DeclaredApiSchema = Strict({
   deleteProtection: Type.Boolean({ default: false }),
 });
 
+/** A key migration keys.migrateKeys may name (docs/migration.md): where the keys go and how the old system hashed them. */
+export const MigrationSchema = Strict({
+  /** What keys.migrateKeys and keys.verifyKey call it (`migrationId`); unique within the workspace. */
+  id: Type.String({ minLength: 3, maxLength: 255, pattern: EXTERNAL_ID_PATTERN }),
+  workspaceId: WorkspaceId,
+  scheme: Type.Unsafe<(typeof MIGRATION_SCHEMES)[number]>({ type: "string", enum: [...MIGRATION_SCHEMES] }),
+});
+
 const Days = (fallback: number) => Type.Integer({ minimum: 1, maximum: 3_650, default: fallback });
 const AD = ANALYTICS_DEFAULTS;
 
@@ -289,6 +298,8 @@ export const ConfigSchema = Strict({
   vault: Strict({ key: Type.Optional(Type.String({ minLength: 1 })) }, EMPTY),
   rootKeys: Type.Array(RootKeyConfigSchema, { default: [] }),
   apis: Type.Array(DeclaredApiSchema, { default: [] }),
+  /** Imports from other systems that keys.migrateKeys may name. */
+  migrations: Type.Array(MigrationSchema, { default: [] }),
   analytics: AnalyticsConfigSchema,
   /** The gateway: requests matching a route are verified and, when allowed, proxied to its upstream. */
   routes: Type.Array(RouteSchema, { default: [] }),

@@ -102,6 +102,11 @@ export const ERROR_CATALOGUE = {
   "err:unkey:data:identity_not_found": { status: 404, title: NOT_FOUND, meaning: "The identity does not exist." },
   "err:unkey:data:ratelimit_namespace_not_found": { status: 404, title: NOT_FOUND, meaning: "The rate limit namespace does not exist." },
   "err:unkey:data:ratelimit_override_not_found": { status: 404, title: NOT_FOUND, meaning: "The rate limit override does not exist." },
+  "err:unkey:data:migration_not_found": {
+    status: 404,
+    title: NOT_FOUND,
+    meaning: "No migration with this id is configured for the workspace.",
+  },
 
   // 405, 408, 409, 410
   "err:user:bad_request:method_not_allowed": {

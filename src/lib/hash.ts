@@ -9,3 +9,8 @@ export function hashKey(plaintext: string): string {
 
 /** A base64 SHA-256 digest: 32 bytes, 44 characters with padding. */
 export const KEY_HASH_PATTERN = /^[A-Za-z0-9+/]{43}=$/;
+
+/** Lower-case hex SHA-256, as other systems commonly store their keys (imports: domain/keys/key-migrations.ts). */
+export function sha256Hex(text: string): string {
+  return hash("sha256", text, "hex");
+}

@@ -105,6 +105,20 @@ export interface KeyStore {
    * key without a balance (unlimited, or removed) is left alone and null is returned; else the balance afterwards.
    */
   refundCredits(workspaceId: string, keyId: string, amount: number, now: number): Promise<number | null>;
+  /**
+   * Moves a key imported under an old system's hash to keygate's own, atomically: when the key is pending on
+   * `migrationId`, its `hash` and `start` become the ones given, `pendingMigrationId` goes, `updatedAt` is `at`, and
+   * the hash index follows (the old hash no longer finds it). Returns the rewritten key; null, with nothing
+   * written, when the key is absent, not pending on that migration, or another key holds `hash`.
+   */
+  completeMigration(
+    workspaceId: string,
+    keyId: string,
+    migrationId: string,
+    hash: string,
+    start: string,
+    at: number,
+  ): Promise<KeyRecord | null>;
   /** Live keys of an API (optionally of one identity), by id. */
   list(workspaceId: string, apiId: string, page: PageRequest & { identityId?: string }): Promise<Page<KeyRecord>>;
   /** Removes a key, its credits and its indexes for good. False when absent. */

@@ -44,9 +44,12 @@ export interface KeyRecord {
   workspaceId: string;
   apiId: string;
   keySpaceId: string;
-  /** base64 SHA-256 of the full key; the key itself is never stored in plaintext. */
+  /**
+   * base64 SHA-256 of the full key; the key itself is never stored in plaintext. While `pendingMigrationId` is set,
+   * the hash of the system the key was imported from instead (domain/keys/key-migrations.ts).
+   */
   hash: string;
-  /** Shown in listings so people can recognise a key: the prefix and the first characters. */
+  /** Shown in listings so people can recognise a key: the prefix and the first characters ("" for an imported key until it is first verified). */
   start: string;
   /** Kept so that rerollKey makes a key of the same shape and strength. */
   prefix?: string;
@@ -61,6 +64,11 @@ export interface KeyRecord {
   roleIds: string[];
   ratelimits: RatelimitConfig[];
   encrypted?: EncryptedSecret;
+  /**
+   * Set on a key imported by keys.migrateKeys under an old system's hash that keygate cannot verify directly: only
+   * keys.verifyKey with this migration id finds it, and its first verification there rewrites it to keygate's hash.
+   */
+  pendingMigrationId?: string;
   createdAt: number;
   updatedAt?: number;
   deletedAt?: number;

@@ -206,6 +206,22 @@ t.test("declared API ids are unique and the vault key is 32 bytes", async (t) =>
   );
 });
 
+t.test("migrations: an id once per workspace, a known scheme", async (t) => {
+  const legacy = { id: "legacy", workspaceId: "ws_a", scheme: "sha256-hex" };
+  t.same(
+    validateConfig({ migrations: [legacy, { ...legacy, workspaceId: "ws_b" }] }).migrations.length,
+    2,
+    "the same id in two workspaces",
+  );
+  t.same(
+    problemsOf(() => validateConfig({ migrations: [legacy, { ...legacy, scheme: "prefixed-api-key" }] })),
+    ["migrations[1].id: 'legacy' is declared twice for workspace ws_a (also migrations[0])"],
+  );
+  const [unknownScheme] = problemsOf(() => validateConfig({ migrations: [{ ...legacy, scheme: "md5" }] }));
+  t.match(unknownScheme, /^migrations\[0\]\.scheme: must be one of: "sha256-hex", "sha256-base64", "prefixed-api-key"$/);
+  t.match(problemsOf(() => validateConfig({ migrations: [{ id: "legacy", scheme: "sha256-hex" }] }))[0], /workspaceId/);
+});
+
 t.test("YAML syntax errors give the line", async (t) => {
   const cwd = directoryWith({ "config/keygate.yaml": "server:\n  port: [8080\n" });
   const problems = problemsOf(() => loadConfig({ env: {}, cwd }));

@@ -6,7 +6,7 @@ import type { Test } from "tap";
 import { type Harness, type HarnessOptions, harness, ROOT_KEY } from "../helpers/harness.js";
 
 /**
- * The management methods of `@unkey/api` that keygate serves (every keys.* but verifyKey and migrateKeys), named
+ * The management methods of `@unkey/api` that keygate serves (every keys.* but verifyKey), named
  * as `<sdk namespace>.<method>`, which is also the procedure's path under /v2.
  */
 export const SDK_METHODS = [
@@ -21,6 +21,7 @@ export const SDK_METHODS = [
   "keys.updateCredits",
   "keys.deleteKey",
   "keys.rerollKey",
+  "keys.migrateKeys",
   "keys.addPermissions",
   "keys.removePermissions",
   "keys.setPermissions",

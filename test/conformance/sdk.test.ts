@@ -1,3 +1,4 @@
+import { createHash, randomBytes } from "node:crypto";
 import type { V2KeysCreateKeyRequestBody } from "@unkey/api/models/components";
 import {
   APIError,
@@ -27,6 +28,9 @@ const MINUTE = 60_000;
 
 const coverage = new Map<StorageKind, Coverage>();
 
+/** A random part of a token, without underscores (prefixed tokens split on them). */
+const randomTokenPart = () => randomBytes(12).toString("hex");
+
 const sorted = (values: readonly string[] | undefined): string[] => [...(values ?? [])].sort();
 
 /** Keys of a raw JSON object that the SDK's KeyResponseData does not know (it would silently drop them). */
@@ -43,6 +47,10 @@ for (const storage of STORAGE_KINDS) {
       config: {
         vault: { key: vaultKey() },
         apis: [{ id: "api_protected", name: "protected", workspaceId: WORKSPACE, deleteProtection: true }],
+        migrations: [
+          { id: "sdk_hex", workspaceId: WORKSPACE, scheme: "sha256-hex" },
+          { id: "sdk_prefixed", workspaceId: WORKSPACE, scheme: "prefixed-api-key" },
+        ],
       },
     });
     const { unkey } = app;
@@ -324,6 +332,51 @@ for (const storage of STORAGE_KINDS) {
         remaining.flatMap((page) => page.result.data),
         [],
         "listKeys shows neither",
+      );
+    });
+
+    await t.test("migrateKeys: migrated and failed parse; imported keys verify, a pending one once with its migrationId", async (t) => {
+      const apiId = await newApi("migrated");
+      const plain = `legacy_${randomTokenPart()}`;
+      const longToken = randomTokenPart();
+      const token = `sdk_short1_${longToken}`;
+      const hexOf = (text: string) => createHash("sha256").update(text).digest("hex");
+      const migrated = await sdk.call("keys.migrateKeys", () =>
+        unkey.keys.migrateKeys({
+          migrationId: "sdk_hex",
+          apiId,
+          keys: [{ hash: hexOf(plain), name: "imported", credits: { remaining: 5 }, enabled: true }],
+        }),
+      );
+      t.same(migrated.data.failed, []);
+      t.equal(migrated.data.migrated[0]?.hash, hexOf(plain));
+      t.match(migrated.data.migrated[0]?.keyId, /^key_/);
+      t.equal((await unkey.keys.verifyKey({ key: plain })).data.credits, 4, "verifies at once");
+
+      const pending = await sdk.call("keys.migrateKeys", () =>
+        unkey.keys.migrateKeys({ migrationId: "sdk_prefixed", apiId, keys: [{ hash: hexOf(longToken) }, { hash: hexOf(plain) }] }),
+      );
+      t.equal(pending.data.migrated.length, 2, "a hex hash of the prefixed scheme is another hash than the stored base64 one");
+      const again = await sdk.call("keys.migrateKeys", () =>
+        unkey.keys.migrateKeys({ migrationId: "sdk_prefixed", apiId, keys: [{ hash: hexOf(longToken) }] }),
+      );
+      t.same(again.data, { migrated: [], failed: [hexOf(longToken)] }, "an existing hash fails");
+      t.equal((await unkey.keys.verifyKey({ key: token })).data.code, "NOT_FOUND");
+      t.equal((await unkey.keys.verifyKey({ key: token, migrationId: "sdk_prefixed" })).data.code, "VALID");
+      t.equal((await unkey.keys.verifyKey({ key: token })).data.code, "VALID", "then without the migration id");
+      await rejectsWith(
+        t,
+        unkey.keys.migrateKeys({ migrationId: "not_configured", apiId, keys: [{ hash: hexOf(plain) }] }),
+        NotFoundErrorResponse,
+        404,
+        "an unknown migration",
+      );
+      await rejectsWith(
+        t,
+        unkey.keys.migrateKeys({ migrationId: "sdk_hex", apiId, keys: [{ hash: "not-hex" }] }),
+        BadRequestErrorResponse,
+        400,
+        "a hash of another scheme",
       );
     });
 
@@ -810,7 +863,7 @@ for (const storage of STORAGE_KINDS) {
 }
 
 await t.test("every SDK management method parsed a success on every store", async (t) => {
-  t.equal(SDK_METHODS.length, 31, "4 apis + 13 keys + 9 permissions + 5 identities methods");
+  t.equal(SDK_METHODS.length, 32, "4 apis + 14 keys + 9 permissions + 5 identities methods");
   t.equal(new Set(SDK_METHODS).size, SDK_METHODS.length, "no method listed twice");
   const passingEverywhere = SDK_METHODS.filter((method) => STORAGE_KINDS.every((storage) => coverage.get(storage)?.passed.has(method)));
   for (const storage of STORAGE_KINDS) {

@@ -125,6 +125,30 @@ export async function storeContract(t: Test, open: (t: Test) => Promise<Stores>)
   const credits: CreditRecord = { remaining: 10, refill: { interval: "monthly", amount: 10, refillDay: 31 }, lastRefillAt: 1_000 };
   const ids = (page: { items: { id: string }[] }) => page.items.map((item) => item.id);
 
+  await t.test("keys: a pending imported key moves to its new hash once, atomically", async (t) => {
+    const stores = await open(t);
+    const pending = key("key_1", { hash: "old-hash", start: "", pendingMigrationId: "legacy" });
+    t.equal(await stores.keys.create(pending, null), true);
+    t.equal(await stores.keys.create(key("key_dup", { hash: "old-hash" }), null), false, "an imported hash is taken like any other");
+    await stores.keys.create(key("key_2"), null);
+    t.equal(await stores.keys.completeMigration("ws_a", "key_1", "other", "new-hash", "re_ab", 5), null, "another migration");
+    t.equal(await stores.keys.completeMigration("ws_b", "key_1", "legacy", "new-hash", "re_ab", 5), null, "another workspace");
+    t.equal(await stores.keys.completeMigration("ws_a", "key_1", "legacy", "hash-key_2", "re_ab", 5), null, "a hash held by another key");
+    t.same(await stores.keys.findByHash("ws_a", "old-hash"), pending, "a refused move writes nothing");
+    t.equal((await stores.keys.findByHash("ws_a", "hash-key_2"))?.id, "key_2", "the other key keeps its hash");
+
+    const results = await Promise.all(
+      Array.from({ length: 10 }, () => stores.keys.completeMigration("ws_a", "key_1", "legacy", "new-hash", "re_ab", 5)),
+    );
+    t.equal(results.filter((result) => result !== null).length, 1, "concurrent first verifications move it once");
+    const { pendingMigrationId: _pending, ...settled } = pending;
+    t.same(await stores.keys.get("ws_a", "key_1"), { ...settled, hash: "new-hash", start: "re_ab", updatedAt: 5 });
+    t.equal((await stores.keys.findByHash("ws_a", "new-hash"))?.id, "key_1");
+    t.equal(await stores.keys.findByHash("ws_a", "old-hash"), null, "the old hash finds nothing any more");
+    t.equal(await stores.keys.completeMigration("ws_a", "key_1", "legacy", "newer", "x", 6), null, "no longer pending");
+    t.equal(await stores.keys.create(key("key_3", { hash: "old-hash" }), null), true, "the old hash is free again");
+  });
+
   await t.test("keys: create with credits, read by id and by hash within the workspace", async (t) => {
     const stores = await open(t);
     const record = key("key_1", { name: "n", meta: { plan: "pro", nested: { a: [1, 2] } }, identityId: "id_1", expires: 5_000 });

@@ -263,7 +263,7 @@ export class KeyService {
     const now = this.deps.clock.now();
     const id = newId("key", now);
     const { key, start } = this.deps.generateKey(old.prefix, old.byteLength);
-    const { deletedAt: _deleted, updatedAt: _updated, encrypted, ...kept } = old;
+    const { deletedAt: _deleted, updatedAt: _updated, pendingMigrationId: _pending, encrypted, ...kept } = old;
     const record: KeyRecord = {
       ...kept,
       id,

@@ -59,12 +59,13 @@ export interface KeyViewSources {
 }
 
 /**
- * The view of the live key with this hash in the workspace; null when there is none, when it was deleted, or when
- * its API was deleted (all of which verify as NOT_FOUND).
+ * The view of the live key with this hash in the workspace; null when there is none, when it was deleted, when it
+ * awaits its migration, or when its API was deleted (all of which verify as NOT_FOUND).
  */
 export async function loadKeyView(sources: KeyViewSources, workspaceId: string, hash: string): Promise<KeyView | null> {
   const key = await sources.keys.findByHash(workspaceId, hash);
-  if (!key || key.deletedAt !== undefined) return null;
+  // A key pending migration is found only through its migration (keys.verifyKey with migrationId), never by hash.
+  if (!key || key.deletedAt !== undefined || key.pendingMigrationId !== undefined) return null;
   const [apiLive, roles, identities, credits] = await Promise.all([
     sources.apis.isLive(workspaceId, key.apiId),
     sources.rbac.rolesById(workspaceId, key.roleIds),

@@ -14,6 +14,7 @@ import type {
   ExtraLimit,
   KeyViewLookup,
   LimitReport,
+  PendingKeySettler,
   RequestedLimit,
   Verification,
   VerificationCode,
@@ -46,10 +47,19 @@ export class VerificationService {
   private readonly clock: Clock;
 
   private readonly observer: Observer;
+  private readonly pendingKeys: PendingKeySettler | undefined;
   /** Permission query texts of keys.verifyKey, parsed: clients send the same few over and over. */
   private readonly parsedQueries = new Map<string, PermissionQuery>();
 
-  constructor(keys: KeyViewLookup, limiter: Limiter, events: VerificationEventSink, clock: Clock, observer: Observer = UNOBSERVED) {
+  constructor(
+    keys: KeyViewLookup,
+    limiter: Limiter,
+    events: VerificationEventSink,
+    clock: Clock,
+    observer: Observer = UNOBSERVED,
+    pendingKeys?: PendingKeySettler,
+  ) {
+    this.pendingKeys = pendingKeys;
     this.keys = keys;
     this.limiter = limiter;
     this.events = events;
@@ -83,13 +93,21 @@ export class VerificationService {
       ...(input.permissions !== undefined ? { permissions: input.permissions } : {}),
       ...(input.credits !== undefined ? { credits: input.credits } : {}),
       ...(input.ratelimits !== undefined ? { ratelimits: input.ratelimits } : {}),
+      ...(input.migrationId !== undefined ? { migrationId: input.migrationId } : {}),
     });
   }
 
   /** Verifies, and records the verification for analytics (off the response path: the sink only queues it). */
   async verify(request: VerifyRequest): Promise<Verification> {
     const startedAt = performance.now();
-    const view = await this.keys.find(request.workspaceId, hashKey(request.key));
+    const hash = hashKey(request.key);
+    let view = await this.keys.find(request.workspaceId, hash);
+    // A key imported under another system's hash: found by that system's scheme once, keygate's hash ever after.
+    if (!view && request.migrationId !== undefined && this.pendingKeys) {
+      if (await this.pendingKeys.settle(request.workspaceId, request.migrationId, request.key, request.mayVerify)) {
+        view = await this.keys.find(request.workspaceId, hash);
+      }
+    }
     return this.recorded(request, await this.decideFor(view, request), startedAt);
   }
 

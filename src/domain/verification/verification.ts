@@ -54,6 +54,8 @@ export interface VerifyRequest {
   extraLimits?: readonly ExtraLimit[] | ((key: KeyView) => Promise<readonly ExtraLimit[]>);
   /** Recorded with the verification for analytics. */
   tags?: readonly string[];
+  /** keys.verifyKey's migrationId: where to look when the key's hash finds nothing. */
+  migrationId?: string;
 }
 
 export interface LimitReport {
@@ -101,8 +103,14 @@ export interface VerifyKeyInput {
   permissions?: string;
   credits?: { cost: number };
   ratelimits?: RequestedLimit[];
-  /** Accepted for compatibility: keygate holds no migrated keys, so it changes nothing. */
+  /** A key its own hash does not find is looked up by this migration's scheme (and rewritten to keygate's hash). */
   migrationId?: string;
+}
+
+/** Finds keys imported under another system's hash (domain/keys/key-migrations.ts). */
+export interface PendingKeySettler {
+  /** True when `plaintext` was a key pending on the migration and now verifies under keygate's own hash. */
+  settle(workspaceId: string, migrationId: string, plaintext: string, mayVerify?: (apiId: string) => boolean): Promise<boolean>;
 }
 
 export interface KeyViewLookup {

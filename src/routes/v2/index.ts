@@ -17,6 +17,7 @@ import addRoles from "./keys/add-roles.js";
 import createKey from "./keys/create-key.js";
 import deleteKey from "./keys/delete-key.js";
 import getKey from "./keys/get-key.js";
+import migrateKeys from "./keys/migrate-keys.js";
 import removePermissions from "./keys/remove-permissions.js";
 import removeRoles from "./keys/remove-roles.js";
 import rerollKey from "./keys/reroll-key.js";
@@ -63,6 +64,7 @@ export const PROCEDURES: readonly AnyProcedure[] = [
   updateCredits,
   deleteKey,
   rerollKey,
+  migrateKeys,
   addPermissions,
   removePermissions,
   setPermissions,

@@ -85,6 +85,26 @@ export class MemoryKeyStore implements KeyStore, CreditLedger {
     this.credits.set(scoped(workspaceId, keyId), balance);
   }
 
+  async completeMigration(
+    workspaceId: string,
+    keyId: string,
+    migrationId: string,
+    hash: string,
+    start: string,
+    at: number,
+  ): Promise<KeyRecord | null> {
+    const id = scoped(workspaceId, keyId);
+    const current = this.keys.get(id);
+    const newHash = scoped(workspaceId, hash);
+    if (!current || current.pendingMigrationId !== migrationId || this.idByHash.has(newHash)) return null;
+    const { pendingMigrationId: _settled, ...rest } = current;
+    const next: KeyRecord = { ...rest, hash, start, updatedAt: at };
+    this.keys.set(id, next);
+    this.idByHash.delete(scoped(workspaceId, current.hash));
+    this.idByHash.set(newHash, keyId);
+    return structuredClone(next);
+  }
+
   async list(workspaceId: string, apiId: string, page: PageRequest & { identityId?: string }): Promise<Page<KeyRecord>> {
     const index =
       page.identityId === undefined

@@ -91,6 +91,35 @@ export class RedisKeyStore implements KeyStore {
     return balance === "" ? null : Number(balance);
   }
 
+  async completeMigration(
+    workspaceId: string,
+    keyId: string,
+    migrationId: string,
+    hash: string,
+    start: string,
+    at: number,
+  ): Promise<KeyRecord | null> {
+    const keyKey = this.keys.key(workspaceId, keyId);
+    const newHashKey = this.keys.keyIdByHash(workspaceId, hash);
+    for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+      const current = await readJson<KeyRecord>(this.redis, keyKey);
+      if (!current || current.record.pendingMigrationId !== migrationId) return null;
+      const { pendingMigrationId: _settled, ...rest } = current.record;
+      const next: KeyRecord = { ...rest, hash, start, updatedAt: at };
+      const applied = await new Batch()
+        .equals(keyKey, current.raw)
+        .absent(newHashKey)
+        .set(keyKey, JSON.stringify(next))
+        .del(this.keys.keyIdByHash(workspaceId, current.record.hash))
+        .set(newHashKey, keyId)
+        .apply(this.redis);
+      if (applied) return next;
+      // Either the record changed under us (read it again) or another key holds the new hash (give up).
+      if ((await this.redis.exists(newHashKey)) === 1) return null;
+    }
+    throw new Error(`gave up migrating key ${keyId}: other writers kept changing it`);
+  }
+
   async list(workspaceId: string, apiId: string, page: PageRequest & { identityId?: string }): Promise<Page<KeyRecord>> {
     const index =
       page.identityId === undefined
