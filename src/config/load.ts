@@ -7,6 +7,7 @@ import { RouteTable, RouteTableError } from "../gateway/route-table.js";
 import { toValidationIssues } from "../http/validation-issues.js";
 import { deepFreeze } from "../lib/freeze.js";
 import { hashKey } from "../lib/hash.js";
+import { ipEntryProblem } from "../lib/ip-allowlist.js";
 import { ConfigSchema, DEFAULTS, type KeygateConfig } from "./schema.js";
 
 /** The file read when KEYGATE_CONFIG is not set, if it exists. */
@@ -199,6 +200,10 @@ function checkConsistency(config: KeygateConfig): string[] {
     const earlier = apiIds.get(api.id);
     if (earlier !== undefined) problems.push(`apis[${index}].id: '${api.id}' is declared twice (also apis[${earlier}])`);
     apiIds.set(api.id, index);
+    (api.ipAllowlist ?? []).forEach((entry, position) => {
+      const problem = ipEntryProblem(entry);
+      if (problem !== undefined) problems.push(`apis[${index}].ipAllowlist[${position}]: '${entry}' ${problem}`);
+    });
   });
   const migrationIds = new Map<string, number>();
   config.migrations.forEach((migration, index) => {

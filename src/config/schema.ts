@@ -5,6 +5,7 @@ import { DEFAULT_DOCS_URL } from "../errors/catalogue.js";
 import { GatewaySettingsSchema, RouteSchema } from "../gateway/route-config.js";
 import { describedPattern } from "../http/patterns.js";
 import { EXTERNAL_ID_PATTERN, ID_PATTERN, NAME_PATTERN, Strict, StringEnum } from "../http/schemas.js";
+import { MAX_IP_ALLOWLIST_ENTRIES } from "../lib/ip-allowlist.js";
 import { DEFAULT_BREAKER } from "../storage/redis/guard.js";
 
 /**
@@ -203,6 +204,11 @@ export const DeclaredApiSchema = Strict({
   workspaceId: WorkspaceId,
   /** When true, apis.deleteApi answers 412 protected_resource. */
   deleteProtection: Type.Boolean({ default: false }),
+  /**
+   * Addresses and CIDR ranges keys of the API may be verified from (checked after the schema). When given it
+   * replaces the API's allowlist at every start-up, [] removing it; when absent, keygate.setApiIpAllowlist decides.
+   */
+  ipAllowlist: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { maxItems: MAX_IP_ALLOWLIST_ENTRIES })),
 });
 
 /** A key migration keys.migrateKeys may name (docs/migration.md): where the keys go and how the old system hashed them. */

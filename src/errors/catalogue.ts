@@ -202,6 +202,11 @@ export const ERROR_CATALOGUE = {
     title: "Unauthorized",
     meaning: "The API key is unknown, deleted, or belongs to another API.",
   },
+  "err:keygate:gateway:ip_not_allowed": {
+    status: 403,
+    title: "Forbidden",
+    meaning: "The client's address is outside the IP allowlist of the route's API.",
+  },
   "err:keygate:gateway:key_disabled": { status: 401, title: "Unauthorized", meaning: "The API key is disabled." },
   "err:keygate:gateway:key_expired": { status: 401, title: "Unauthorized", meaning: "The API key has expired." },
   "err:keygate:gateway:insufficient_permissions": {

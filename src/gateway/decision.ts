@@ -19,6 +19,7 @@ import { type CompiledRoute, type IdentifierSource, samePath } from "./route-tab
 /** Denials of verification as the gateway answers them: status through the catalogue code, and why. */
 const DENIALS: Record<Exclude<VerificationCode, "VALID">, { code: ErrorCode; detail: string }> = {
   NOT_FOUND: { code: "err:keygate:gateway:invalid_key", detail: "The API key is not valid for this API." },
+  FORBIDDEN: { code: "err:keygate:gateway:ip_not_allowed", detail: "Requests with this API key are not allowed from this address." },
   DISABLED: { code: "err:keygate:gateway:key_disabled", detail: "The API key is disabled." },
   EXPIRED: { code: "err:keygate:gateway:key_expired", detail: "The API key has expired." },
   INSUFFICIENT_PERMISSIONS: {
@@ -125,6 +126,7 @@ export class GatewayDecider {
       workspaceId,
       key,
       apiId: route.config.apiId,
+      clientAddress: ip,
       ...defined({ permissions: route.permissionQuery, credits: route.config.credits, ratelimits: route.config.ratelimits }),
       ...(route.namespaceLimits.length > 0
         ? { extraLimits: (view: KeyView) => namespaceChecks(this.services, workspaceId, route, view, request, ip) }

@@ -37,6 +37,8 @@ export interface ApiStore {
   workspaceOf(apiId: string): Promise<string | null>;
   /** Soft-deletes a live API. Returns the deleted record, or null when it was absent or already deleted. */
   markDeleted(workspaceId: string, apiId: string, at: number): Promise<ApiRecord | null>;
+  /** Replaces a live API's IP allowlist (null removes it). Returns the updated record; null when absent or deleted. */
+  setIpAllowlist(workspaceId: string, apiId: string, ipAllowlist: readonly string[] | null): Promise<ApiRecord | null>;
   /**
    * The API whose key space is `keySpaceId` in this workspace, deleted or not; null when no API of this workspace
    * has it. Analytics rows name key spaces, and permissions name APIs.

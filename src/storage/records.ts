@@ -25,6 +25,11 @@ export interface ApiRecord {
   keySpaceId: string;
   createdAt: number;
   deleteProtection: boolean;
+  /**
+   * Addresses and CIDR ranges (IPv4, IPv6) keys of this API may be verified from; absent: from anywhere. A
+   * verification from elsewhere is FORBIDDEN.
+   */
+  ipAllowlist?: string[];
   deletedAt?: number;
 }
 

@@ -53,6 +53,7 @@ interface Fixture {
 const GATEWAY_ANSWER: Record<VerificationCode, [number, string | undefined]> = {
   VALID: [200, undefined],
   NOT_FOUND: [401, "invalid_key"],
+  FORBIDDEN: [403, "ip_not_allowed"],
   DISABLED: [401, "key_disabled"],
   EXPIRED: [401, "key_expired"],
   INSUFFICIENT_PERMISSIONS: [403, "insufficient_permissions"],
@@ -76,6 +77,9 @@ for (const storage of STORAGE_KINDS) {
     const workspace = `ws_e2e_${storage}`;
     const API = `api_e2e_${storage}_main`;
     const OTHER_API = `api_e2e_${storage}_other`;
+    // Both allowlists are set in the configuration: one keeps the test's loopback client out, one lets it in.
+    const FENCED_API = `api_e2e_${storage}_fenced`;
+    const LOOPBACK_API = `api_e2e_${storage}_loopback`;
     // Frozen at the real time: rate limit windows cannot roll over mid-test, and every row carries this instant,
     // which is inside the tables' retention (the engine counts it from its own now()).
     const clock = new ManualClock(Date.now());
@@ -87,6 +91,8 @@ for (const storage of STORAGE_KINDS) {
         apis: [
           { id: API, name: "e2e-main", workspaceId: workspace },
           { id: OTHER_API, name: "e2e-other", workspaceId: workspace },
+          { id: FENCED_API, name: "e2e-fenced", workspaceId: workspace, ipAllowlist: ["203.0.113.0/24", "2001:db8::/32"] },
+          { id: LOOPBACK_API, name: "e2e-loopback", workspaceId: workspace, ipAllowlist: ["127.0.0.0/8", "::1"] },
         ],
         routes: [
           {
@@ -99,6 +105,8 @@ for (const storage of STORAGE_KINDS) {
           },
           { name: "open", match: { prefix: "/open" }, upstream: upstream.url, apiId: API },
           { name: "other", match: { prefix: "/other" }, upstream: upstream.url, apiId: OTHER_API },
+          { name: "fenced", match: { prefix: "/fenced" }, upstream: upstream.url, apiId: FENCED_API },
+          { name: "loopback", match: { prefix: "/loopback" }, upstream: upstream.url, apiId: LOOPBACK_API },
           { name: "readonly", match: { prefix: "/readonly", methods: ["GET"] }, upstream: upstream.url, apiId: API },
         ],
         analytics: { engine: "embedded", path: dir, query: { maxExecutionMs: 10_000 } },
@@ -139,10 +147,13 @@ for (const storage of STORAGE_KINDS) {
     const limited = await createKey("limited", API, { ratelimits: [{ name: "requests", limit: 2, duration: MINUTE, autoApply: true }] });
     const poor = await createKey("poor", API, { credits: { remaining: 1 } });
     const bob = await createKey("bob", OTHER_API, { externalId: "e2e_bob", credits: { remaining: 10 } });
+    const fenced = await createKey("fenced", FENCED_API, { credits: { remaining: 5 } });
+    const loopback = await createKey("loopback", LOOPBACK_API);
     const initialCredits = new Map([
       [alice.keyId, 50],
       [poor.keyId, 1],
       [bob.keyId, 10],
+      [fenced.keyId, 5],
     ]);
 
     const made: Made[] = [];
@@ -192,6 +203,8 @@ for (const storage of STORAGE_KINDS) {
     await viaVerifyKey(poor, "VALID", 1);
     await viaVerifyKey(poor, "USAGE_EXCEEDED", 0);
     for (let n = 0; n < 2; n++) await viaVerifyKey(bob, "VALID", 1, { tags: ["tenant=bob"] });
+    for (let n = 0; n < 2; n++) await viaVerifyKey(fenced, "FORBIDDEN", 0, { tags: ["fence=out"] });
+    await viaVerifyKey(loopback, "VALID", 0);
 
     for (let n = 0; n < 2; n++) await viaGateway("/orders/1", alice, "VALID", 2);
     await viaGateway("/orders/2", unprivileged, "INSUFFICIENT_PERMISSIONS", 0);
@@ -202,6 +215,8 @@ for (const storage of STORAGE_KINDS) {
     await viaGateway("/open", limited, "RATE_LIMITED", 0);
     await viaGateway("/open", poor, "USAGE_EXCEEDED", 0);
     await viaGateway("/other", bob, "VALID", 1);
+    for (let n = 0; n < 3; n++) await viaGateway("/fenced/1", fenced, "FORBIDDEN", 0);
+    await viaGateway("/loopback/1", loopback, "VALID", 0);
 
     // Requests that verify nothing: no key, no route, a method the route does not take.
     t.equal((await fetch(`${base}/orders/7`)).status, 401);
@@ -333,7 +348,7 @@ for (const storage of STORAGE_KINDS) {
         perTag,
         "per single tag",
       );
-      t.same(perTag, { "path=/v1/orders": 3, "env=e2e": 4, "path=/v1/orders/42": 1, "probe=unknown": 2, "tenant=bob": 2 });
+      t.same(perTag, { "path=/v1/orders": 3, "env=e2e": 4, "path=/v1/orders/42": 1, "probe=unknown": 2, "tenant=bob": 2, "fence=out": 2 });
     });
 
     await t.test("a per-API root key sees only the rows of its API", async (t) => {

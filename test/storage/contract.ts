@@ -98,6 +98,21 @@ export async function storeContract(t: Test, open: (t: Test) => Promise<Stores>)
     t.equal(results.filter((result) => result !== null).length, 1);
   });
 
+  await t.test("apis: the IP allowlist of a live API is replaced or removed", async (t) => {
+    const stores = await open(t);
+    await stores.apis.create(api("api_1"));
+    const set = await stores.apis.setIpAllowlist("ws_a", "api_1", ["10.0.0.0/8", "2001:db8::/32"]);
+    t.same(set?.ipAllowlist, ["10.0.0.0/8", "2001:db8::/32"]);
+    t.same((await stores.apis.get("ws_a", "api_1"))?.ipAllowlist, ["10.0.0.0/8", "2001:db8::/32"]);
+    t.equal(await stores.apis.setIpAllowlist("ws_b", "api_1", ["10.0.0.1"]), null, "another workspace");
+    t.equal(await stores.apis.setIpAllowlist("ws_a", "api_missing", ["10.0.0.1"]), null, "absent");
+    const removed = await stores.apis.setIpAllowlist("ws_a", "api_1", null);
+    t.same(removed, api("api_1"), "null removes the field");
+    t.same(await stores.apis.get("ws_a", "api_1"), api("api_1"));
+    await stores.apis.markDeleted("ws_a", "api_1", 5);
+    t.equal(await stores.apis.setIpAllowlist("ws_a", "api_1", ["10.0.0.1"]), null, "deleted");
+  });
+
   await t.test("apis: concurrent creates of one id succeed exactly once", async (t) => {
     const stores = await open(t);
     const results = await Promise.all(

@@ -1,6 +1,7 @@
-import { KeygateError } from "../../errors/keygate-error.js";
+import { invalidInput, KeygateError } from "../../errors/keygate-error.js";
 import type { Clock } from "../../lib/clock.js";
 import { newId } from "../../lib/ids.js";
+import { ipEntryProblem } from "../../lib/ip-allowlist.js";
 import type { ApiStore } from "../../storage/interfaces.js";
 import type { ApiRecord } from "../../storage/records.js";
 import type { Caller } from "../caller.js";
@@ -12,6 +13,8 @@ export interface DeclaredApi {
   name: string;
   workspaceId: string;
   deleteProtection: boolean;
+  /** When given, replaces the API's allowlist at every start-up ([] removes it); when absent, the API's stays. */
+  ipAllowlist?: readonly string[];
 }
 
 /** APIs group keys: each has one key space (`ks_…`); keys of one API cannot be used for another. */
@@ -63,6 +66,37 @@ export class ApiService {
   }
 
   /**
+   * keygate.setApiIpAllowlist: the addresses and CIDR ranges keys of the API may be verified from; an empty list
+   * lifts the restriction. Cached key views of the workspace are dropped, on every instance, so it applies at once.
+   */
+  async setIpAllowlist(caller: Caller, input: { apiId: string; ipAllowlist: string[] }): Promise<{ apiId: string; ipAllowlist: string[] }> {
+    caller.authorize(requireApi("update_api", input.apiId));
+    const problems = input.ipAllowlist.flatMap((entry, index) => {
+      const problem = ipEntryProblem(entry);
+      return problem === undefined ? [] : [{ location: `body.ipAllowlist[${index}]`, message: problem }];
+    });
+    if (problems.length > 0) throw invalidInput(problems);
+    await this.findLive(caller.workspaceId, input.apiId);
+    const stored = await this.apis.setIpAllowlist(caller.workspaceId, input.apiId, normalisedAllowlist(input.ipAllowlist));
+    if (!stored) throw apiNotFound(input.apiId);
+    await this.invalidator.workspaceChanged(caller.workspaceId);
+    return { apiId: stored.id, ipAllowlist: stored.ipAllowlist ?? [] };
+  }
+
+  /** keygate.getApiIpAllowlist: empty when keys of the API may be verified from anywhere. */
+  async getIpAllowlist(caller: Caller, input: { apiId: string }): Promise<{ apiId: string; ipAllowlist: string[] }> {
+    caller.authorize(requireApi("read_api", input.apiId));
+    const api = await this.findLive(caller.workspaceId, input.apiId);
+    return { apiId: api.id, ipAllowlist: api.ipAllowlist ?? [] };
+  }
+
+  /** The live API with this id in the workspace; null when absent, deleted or another workspace's. */
+  async liveRecord(workspaceId: string, apiId: string): Promise<ApiRecord | null> {
+    const api = await this.apis.get(workspaceId, apiId);
+    return api && api.deletedAt === undefined ? api : null;
+  }
+
+  /**
    * The live API with this id in the workspace. Absent, deleted and other-workspace APIs are all 404, so a
    * caller cannot learn what exists elsewhere.
    */
@@ -92,7 +126,14 @@ export class ApiService {
     if (owner !== null && owner !== declared.workspaceId) {
       throw new Error(`apis: '${declared.id}' already belongs to workspace '${owner}', not '${declared.workspaceId}'`);
     }
-    if (owner !== null && (await this.apis.get(declared.workspaceId, declared.id))) return "exists";
+    const allowlist = declared.ipAllowlist === undefined ? undefined : normalisedAllowlist(declared.ipAllowlist);
+    if (owner !== null && (await this.apis.get(declared.workspaceId, declared.id))) {
+      // The configuration is the operator's word: its allowlist replaces one set through the API meanwhile.
+      if (allowlist !== undefined && (await this.apis.setIpAllowlist(declared.workspaceId, declared.id, allowlist))) {
+        await this.invalidator.workspaceChanged(declared.workspaceId);
+      }
+      return "exists";
+    }
     const now = this.clock.now();
     const created = await this.apis.create({
       id: declared.id,
@@ -101,9 +142,15 @@ export class ApiService {
       keySpaceId: newId("ks", now),
       createdAt: now,
       deleteProtection: declared.deleteProtection,
+      ...(allowlist ? { ipAllowlist: allowlist } : {}),
     });
     return created ? "created" : "exists";
   }
+}
+
+/** Entries without repeats, in the order given; null for an empty list (no restriction). */
+function normalisedAllowlist(entries: readonly string[]): string[] | null {
+  return entries.length === 0 ? null : [...new Set(entries)];
 }
 
 function apiNotFound(apiId: string): KeygateError {

@@ -1,3 +1,4 @@
+import { IpAllowlist } from "../../lib/ip-allowlist.js";
 import type { KeyStore, WindowCheck } from "../../storage/interfaces.js";
 import type { CreditRefill, RatelimitConfig } from "../../storage/records.js";
 import type { ApiService } from "../apis/api-service.js";
@@ -16,6 +17,8 @@ export interface KeyView {
   /** The key's direct permissions and its roles' permissions. */
   permissionSet: PermissionSet;
   identity?: { id: string; externalId: string };
+  /** The API's allowlist of client addresses, when it has one: verifications from elsewhere are FORBIDDEN. */
+  ipAllowlist?: IpAllowlist;
   /** Whether the key has a credit balance (unlimited keys never touch credits). */
   hasCredits: boolean;
   /** When the balance refills (for a Retry-After once credits are exhausted). */
@@ -66,13 +69,13 @@ export async function loadKeyView(sources: KeyViewSources, workspaceId: string, 
   const key = await sources.keys.findByHash(workspaceId, hash);
   // A key pending migration is found only through its migration (keys.verifyKey with migrationId), never by hash.
   if (!key || key.deletedAt !== undefined || key.pendingMigrationId !== undefined) return null;
-  const [apiLive, roles, identities, credits] = await Promise.all([
-    sources.apis.isLive(workspaceId, key.apiId),
+  const [api, roles, identities, credits] = await Promise.all([
+    sources.apis.liveRecord(workspaceId, key.apiId),
     sources.rbac.rolesById(workspaceId, key.roleIds),
     key.identityId ? sources.identities.liveById(workspaceId, [key.identityId]) : Promise.resolve(new Map()),
     sources.keys.getCredits(workspaceId, key.id),
   ]);
-  if (!apiLive) return null;
+  if (!api) return null;
   const permissionIds = [...new Set([...key.permissionIds, ...roles.flatMap((role) => role.permissionIds)])];
   const permissions = (await sources.rbac.permissionsById(workspaceId, permissionIds)).map((permission) => permission.slug);
   const identity = key.identityId ? identities.get(key.identityId) : undefined;
@@ -92,6 +95,7 @@ export async function loadKeyView(sources: KeyViewSources, workspaceId: string, 
     enabled: key.enabled,
     permissionSet: new PermissionSet(permissions),
     ...(identity ? { identity: { id: identity.id, externalId: identity.externalId } } : {}),
+    ...(api.ipAllowlist && api.ipAllowlist.length > 0 ? { ipAllowlist: new IpAllowlist(api.ipAllowlist) } : {}),
     hasCredits: credits !== null,
     ...(credits?.refill ? { creditRefill: credits.refill } : {}),
     shown: {

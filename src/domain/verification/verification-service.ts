@@ -26,6 +26,7 @@ import type {
 const OUTCOME_OF: Record<VerificationCode, VerificationOutcome> = {
   VALID: "VALID",
   NOT_FOUND: "NOT_FOUND",
+  FORBIDDEN: "FORBIDDEN",
   DISABLED: "DISABLED",
   EXPIRED: "EXPIRED",
   INSUFFICIENT_PERMISSIONS: "INSUFFICIENT_PERMISSIONS",
@@ -71,7 +72,7 @@ export class VerificationService {
    * keys.verifyKey for a root key. A root key that may verify no API at all is refused (403, as in Unkey S25);
    * one that may verify other APIs than the key's gets NOT_FOUND, so it cannot learn that the key exists.
    */
-  async verifyKey(caller: Caller, input: VerifyKeyInput, requestId: string): Promise<Verification> {
+  async verifyKey(caller: Caller, input: VerifyKeyInput, requestId: string, clientAddress?: string): Promise<Verification> {
     if (!caller.holdsAny(grantsSomeVerification)) caller.authorize(requireApi("verify_key"));
     for (const [index, limit] of (input.ratelimits ?? NO_REQUESTED_LIMITS).entries()) {
       if ((limit.limit === undefined) !== (limit.duration === undefined)) {
@@ -94,6 +95,7 @@ export class VerificationService {
       ...(input.credits !== undefined ? { credits: input.credits } : {}),
       ...(input.ratelimits !== undefined ? { ratelimits: input.ratelimits } : {}),
       ...(input.migrationId !== undefined ? { migrationId: input.migrationId } : {}),
+      ...(clientAddress !== undefined ? { clientAddress } : {}),
     });
   }
 
@@ -137,6 +139,7 @@ export class VerificationService {
     if (!view || (request.apiId !== undefined && view.apiId !== request.apiId) || (request.mayVerify && !request.mayVerify(view.apiId))) {
       return { data: { valid: false, code: "NOT_FOUND" }, limits: [], spentCredits: 0, decidedAt: now };
     }
+    if (view.ipAllowlist && !view.ipAllowlist.allows(addressOf(request))) return decidedBeforeCounters(view, "FORBIDDEN", now);
     const query = typeof request.permissions === "string" ? this.parsedQuery(request.permissions) : request.permissions;
     if (!view.enabled) return decidedBeforeCounters(view, "DISABLED", now);
     if (view.expires !== undefined && view.expires <= now) return decidedBeforeCounters(view, "EXPIRED", now);
@@ -251,6 +254,10 @@ const NO_EXTRA_LIMITS: readonly ExtraLimit[] = [];
  */
 function decidedBeforeCounters(view: KeyView, code: VerificationCode, now: number): Verification {
   return { data: { valid: code === "VALID", code, ...view.shown }, key: view, limits: [], spentCredits: 0, decidedAt: now };
+}
+
+function addressOf(request: VerifyRequest): string | undefined {
+  return typeof request.clientAddress === "function" ? request.clientAddress() : request.clientAddress;
 }
 
 /** Whether a held root permission can grant `api.<some api>.verify_key`. */

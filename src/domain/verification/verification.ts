@@ -7,11 +7,12 @@ import type { KeyDescription, KeyView } from "./key-view.js";
 
 /**
  * What a verification answers (api-decisions.md). Every one but VALID is a denial. Analytics records each as the
- * outcome of the same name; its outcome list is wider (Unkey's FORBIDDEN, which keygate never answers).
+ * outcome of the same name. FORBIDDEN: the client's address is outside the API's IP allowlist.
  */
 export type VerificationCode =
   | "VALID"
   | "NOT_FOUND"
+  | "FORBIDDEN"
   | "DISABLED"
   | "EXPIRED"
   | "INSUFFICIENT_PERMISSIONS"
@@ -56,6 +57,11 @@ export interface VerifyRequest {
   tags?: readonly string[];
   /** keys.verifyKey's migrationId: where to look when the key's hash finds nothing. */
   migrationId?: string;
+  /**
+   * The client's address, for the API's IP allowlist: keys.verifyKey's caller, or the gateway's client as the trusted
+   * proxies report it (a function: worked out only for an API that has an allowlist). Unknown fails the allowlist.
+   */
+  clientAddress?: string | (() => string);
 }
 
 export interface LimitReport {

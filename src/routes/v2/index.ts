@@ -12,6 +12,8 @@ import deleteIdentity from "./identities/delete-identity.js";
 import getIdentity from "./identities/get-identity.js";
 import listIdentities from "./identities/list-identities.js";
 import updateIdentity from "./identities/update-identity.js";
+import getApiIpAllowlist from "./keygate/get-api-ip-allowlist.js";
+import setApiIpAllowlist from "./keygate/set-api-ip-allowlist.js";
 import addPermissions from "./keys/add-permissions.js";
 import addRoles from "./keys/add-roles.js";
 import createKey from "./keys/create-key.js";
@@ -55,6 +57,8 @@ export const PROCEDURES: readonly AnyProcedure[] = [
   createApi,
   getApi,
   deleteApi,
+  setApiIpAllowlist,
+  getApiIpAllowlist,
   listKeys,
   createKey,
   verifyKey,

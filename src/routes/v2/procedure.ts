@@ -18,6 +18,8 @@ export interface ProcedureContext<Body> {
   caller: Caller;
   services: Services;
   requestId: string;
+  /** The address of the connection's peer (no proxy is trusted on /v2): keys.verifyKey's caller, for IP allowlists. */
+  clientAddress: string;
 }
 
 interface BaseDefinition<B extends TSchema> {
@@ -114,7 +116,13 @@ export function registerProcedures(app: FastifyInstance, procedures: readonly An
           config: { problemJsonErrors: procedure.problemJsonErrors ?? false },
         },
         async (request) => {
-          const result = await procedure.run({ body: request.body, caller: request.caller, services: app.services, requestId: request.id });
+          const result = await procedure.run({
+            body: request.body,
+            caller: request.caller,
+            services: app.services,
+            requestId: request.id,
+            clientAddress: request.ip,
+          });
           // Serialised by the response schema, which has pagination only where the procedure gives it.
           return { meta: { requestId: request.id }, data: result.data, pagination: result.pagination };
         },

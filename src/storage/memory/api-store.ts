@@ -27,6 +27,14 @@ export class MemoryApiStore implements ApiStore {
     return api && api.workspaceId === workspaceId ? structuredClone(api) : null;
   }
 
+  async setIpAllowlist(workspaceId: string, apiId: string, ipAllowlist: readonly string[] | null): Promise<ApiRecord | null> {
+    const api = this.apis.get(apiId);
+    if (!api || api.workspaceId !== workspaceId || api.deletedAt !== undefined) return null;
+    if (ipAllowlist === null) delete api.ipAllowlist;
+    else api.ipAllowlist = [...ipAllowlist];
+    return structuredClone(api);
+  }
+
   async markDeleted(workspaceId: string, apiId: string, at: number): Promise<ApiRecord | null> {
     const api = this.apis.get(apiId);
     if (!api || api.workspaceId !== workspaceId || api.deletedAt !== undefined) return null;

@@ -43,6 +43,17 @@ export class RedisApiStore implements ApiStore {
     return api && api.keySpaceId === keySpaceId ? api : null;
   }
 
+  async setIpAllowlist(workspaceId: string, apiId: string, ipAllowlist: readonly string[] | null): Promise<ApiRecord | null> {
+    const key = this.keys.api(workspaceId, apiId);
+    return updateJson<ApiRecord, ApiRecord | null>(this.redis, key, (current, batch) => {
+      if (!current || current.deletedAt !== undefined) return null;
+      const { ipAllowlist: _previous, ...rest } = current;
+      const updated: ApiRecord = ipAllowlist === null ? rest : { ...rest, ipAllowlist: [...ipAllowlist] };
+      batch.set(key, JSON.stringify(updated));
+      return updated;
+    });
+  }
+
   async markDeleted(workspaceId: string, apiId: string, at: number): Promise<ApiRecord | null> {
     const key = this.keys.api(workspaceId, apiId);
     return updateJson<ApiRecord, ApiRecord | null>(this.redis, key, (current, batch) => {

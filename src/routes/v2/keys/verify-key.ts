@@ -51,5 +51,6 @@ export default defineProcedure({
       ),
     ),
   }),
-  handler: async ({ body, caller, services, requestId }) => (await services.verification.verifyKey(caller, body, requestId)).data,
+  handler: async ({ body, caller, services, requestId, clientAddress }) =>
+    (await services.verification.verifyKey(caller, body, requestId, clientAddress)).data,
 });
