@@ -95,7 +95,7 @@ export async function loadKeyView(sources: KeyViewSources, workspaceId: string, 
     enabled: key.enabled,
     permissionSet: new PermissionSet(permissions),
     ...(identity ? { identity: { id: identity.id, externalId: identity.externalId } } : {}),
-    ...(api.ipAllowlist && api.ipAllowlist.length > 0 ? { ipAllowlist: new IpAllowlist(api.ipAllowlist) } : {}),
+    ...(api.ipAllowlist && api.ipAllowlist.length > 0 ? { ipAllowlist: compiledAllowlist(api.ipAllowlist) } : {}),
     hasCredits: credits !== null,
     ...(credits?.refill ? { creditRefill: credits.refill } : {}),
     shown: {
@@ -111,6 +111,22 @@ export async function loadKeyView(sources: KeyViewSources, workspaceId: string, 
     namedLimits,
     autoApplied: [...namedLimits.values()].filter((limit) => limit.autoApply),
   };
+}
+
+/** Allowlists compiled, by their entries: every cached key view of an API shares its API's one. */
+const compiledAllowlists = new Map<string, IpAllowlist>();
+const COMPILED_ALLOWLISTS_KEPT = 1_000;
+
+function compiledAllowlist(entries: readonly string[]): IpAllowlist {
+  const id = entries.join(" ");
+  let compiled = compiledAllowlists.get(id);
+  if (!compiled) {
+    compiled = new IpAllowlist(entries);
+    // A flood of distinct lists (many APIs, many changes) empties the map rather than growing it.
+    if (compiledAllowlists.size >= COMPILED_ALLOWLISTS_KEPT) compiledAllowlists.clear();
+    compiledAllowlists.set(id, compiled);
+  }
+  return compiled;
 }
 
 function appliedLimit(limit: RatelimitConfig, bucket: string): VerificationLimit {
