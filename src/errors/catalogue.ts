@@ -107,6 +107,7 @@ export const ERROR_CATALOGUE = {
     title: NOT_FOUND,
     meaning: "No migration with this id is configured for the workspace.",
   },
+  "err:keygate:data:root_key_not_found": { status: 404, title: NOT_FOUND, meaning: "The root key does not exist or was revoked." },
 
   // 405, 408, 409, 410
   "err:user:bad_request:method_not_allowed": {

@@ -88,6 +88,9 @@ t.test("the document is valid OpenAPI 3.1 and describes every procedure, its err
   t.ok(operations >= 45, `${operations} operations, aliases included`);
   t.same(document.paths["/v2/keys.verifyKey"].post.requestBody.content["application/json"].schema.required, ["key"]);
   t.equal(document.paths["/v2/apis.createApi"].post.requestBody.content["application/json"].schema.properties.name.maxLength, 255);
+  // keygate's own root-key procedures are described like Unkey's, under their own tag.
+  for (const name of ["keygate.createRootKey", "keygate.listRootKeys", "keygate.deleteRootKey"]) t.ok(document.paths[`/v2/${name}`], name);
+  t.same(document.paths["/v2/keygate.createRootKey"].post.requestBody.content["application/json"].schema.required, ["permissions"]);
 
   // The envelope the document states is the one errors are answered in, in the media type it states.
   const envelope = new Ajv({ strict: false }).compile(document.components.schemas.ErrorEnvelope);

@@ -46,6 +46,9 @@ export type RbacAction =
 
 export type IdentityAction = "create_identity" | "read_identity" | "update_identity" | "delete_identity";
 
+/** keygate's own root-key management (keygate.*RootKey procedures); always workspace-wide (`root_key.*`). */
+export type RootKeyAction = "create_root_key" | "read_root_key" | "delete_root_key";
+
 function scoped(resource: string, action: string, id?: string): PermissionQuery {
   return id === undefined ? anyOf(`${resource}.*.${action}`) : anyOf(`${resource}.*.${action}`, `${resource}.${id}.${action}`);
 }
@@ -55,6 +58,21 @@ export const requireRatelimit = (action: RatelimitAction, namespaceId?: string):
   scoped("ratelimit", action, namespaceId);
 export const requireRbac = (action: RbacAction): PermissionQuery => scoped("rbac", action);
 export const requireIdentity = (action: IdentityAction, identityId?: string): PermissionQuery => scoped("identity", action, identityId);
+export const requireRootKey = (action: RootKeyAction): PermissionQuery => scoped("root_key", action);
+
+/**
+ * The query a root key must satisfy to hand `permission` on to a new root key: the permission itself (held
+ * exactly, through `*`, or under a held `x.*`), or for `resource.<id>.action` also the wider `resource.*.action`
+ * that covers it. So a root key never grants what it could not do itself.
+ */
+export function grantRequirement(permission: string): PermissionQuery {
+  const normalised = normaliseRootPermission(permission);
+  const [resource, id, action, ...rest] = normalised.split(".");
+  if (rest.length === 0 && action !== undefined && action !== "*" && id !== "*" && id !== "" && resource !== "") {
+    return anyOf(normalised, `${resource}.*.${action}`);
+  }
+  return anyOf(normalised);
+}
 
 /** Spec §4.1 also writes the resource type as `apis.`; a held `apis.…` counts the same as `api.…`. */
 export function normaliseRootPermission(held: string): string {

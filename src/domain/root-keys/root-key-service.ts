@@ -10,7 +10,7 @@ import type { Caller } from "../caller.js";
 import type { CacheInvalidator } from "../invalidation.js";
 import { PermissionSet } from "../permissions/permission-set.js";
 import type { PermissionQuery } from "../permissions/query.js";
-import { normaliseRootPermission } from "./permissions.js";
+import { grantRequirement, normaliseRootPermission, requireRootKey } from "./permissions.js";
 
 /** A root key given in the configuration or the environment: never stored, matched by hash. */
 export interface ConfiguredRootKey {
@@ -20,6 +20,13 @@ export interface ConfiguredRootKey {
   name?: string;
   workspaceId: string;
   permissions: readonly string[];
+  expires?: number;
+}
+
+/** What a root key asks for when it creates another (keygate.createRootKey); the workspace is the caller's. */
+export interface RootKeyRequest {
+  permissions: string[];
+  name?: string;
   expires?: number;
 }
 
@@ -33,7 +40,10 @@ export interface NewRootKey {
 const ROOT_KEY_PREFIX = "root";
 const ROOT_KEY_BYTES = 32;
 
-/** Authenticates root keys (from configuration first, then the store) and creates new ones for the CLI. */
+/**
+ * Authenticates root keys (from configuration first, then the store), creates and revokes them for the CLI, and
+ * for callers of the keygate.*RootKey procedures within their own workspace and permissions.
+ */
 export class RootKeyService {
   private readonly configured = new Map<string, RootKeyRecord>();
   /** One caller per record, reused while the record is (a caller holds nothing of a single request). */
@@ -113,6 +123,38 @@ export class RootKeyService {
    */
   operator(workspaceId: string): Caller {
     return new RootKeyCaller({ id: "operator", hash: "", workspaceId, permissions: ["*"], createdAt: 0 });
+  }
+
+  /**
+   * A root key created by another (keygate.createRootKey): in the caller's workspace, holding nothing the caller
+   * does not hold itself. The first permission it may not grant is named in the 403.
+   */
+  async createFor(caller: Caller, request: RootKeyRequest): Promise<{ id: string; key: string; record: RootKeyRecord }> {
+    caller.authorize(requireRootKey("create_root_key"));
+    for (const permission of request.permissions) {
+      if (!caller.can(grantRequirement(permission))) {
+        throw new KeygateError(
+          "err:unkey:authorization:insufficient_permissions",
+          `A root key cannot grant a permission it does not hold: '${permission}'.`,
+        );
+      }
+    }
+    return this.create({ ...request, workspaceId: caller.workspaceId });
+  }
+
+  /** The stored root keys of the caller's workspace, revoked ones included (configured keys are not stored). */
+  listFor(caller: Caller): Promise<RootKeyRecord[]> {
+    caller.authorize(requireRootKey("read_root_key"));
+    return this.store.list(caller.workspaceId);
+  }
+
+  /** Revokes a stored root key of the caller's workspace; 404 for an unknown, revoked or other workspace's key. */
+  async revokeFor(caller: Caller, id: string): Promise<void> {
+    caller.authorize(requireRootKey("delete_root_key"));
+    const owned = (await this.store.list(caller.workspaceId)).find((record) => record.id === id && record.revokedAt === undefined);
+    if (!owned || !(await this.revoke(id))) {
+      throw new KeygateError("err:keygate:data:root_key_not_found", `The root key '${id}' does not exist or was revoked.`);
+    }
   }
 
   private callerOf(record: RootKeyRecord): RootKeyCaller {

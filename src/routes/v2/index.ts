@@ -12,7 +12,10 @@ import deleteIdentity from "./identities/delete-identity.js";
 import getIdentity from "./identities/get-identity.js";
 import listIdentities from "./identities/list-identities.js";
 import updateIdentity from "./identities/update-identity.js";
+import createRootKey from "./keygate/create-root-key.js";
+import deleteRootKey from "./keygate/delete-root-key.js";
 import getApiIpAllowlist from "./keygate/get-api-ip-allowlist.js";
+import listRootKeys from "./keygate/list-root-keys.js";
 import setApiIpAllowlist from "./keygate/set-api-ip-allowlist.js";
 import addPermissions from "./keys/add-permissions.js";
 import addRoles from "./keys/add-roles.js";
@@ -96,6 +99,9 @@ export const PROCEDURES: readonly AnyProcedure[] = [
   listOverrides,
   deleteOverride,
   getVerifications,
+  createRootKey,
+  listRootKeys,
+  deleteRootKey,
 ];
 
 export interface V2Options {

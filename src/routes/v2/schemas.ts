@@ -127,3 +127,19 @@ export const KeyResponse = Type.Object({
 });
 
 export const Empty = Type.Object({});
+
+/**
+ * A permission a root key holds (keygate.createRootKey): `resource.<id|*>.action`, a `prefix.*` wildcard or `*`,
+ * in the characters of a permission slug, up to 512 as in the configuration's root keys.
+ */
+export const RootKeyPermission = Type.String({ minLength: 1, maxLength: 512, pattern: PERMISSION_SLUG_PATTERN });
+
+/** A stored root key as keygate.listRootKeys shows it: never the key or its hash. */
+export const RootKeyResponse = Type.Object({
+  rootKeyId: Type.String(),
+  name: Type.Optional(Type.String()),
+  permissions: Type.Array(Type.String()),
+  createdAt: Type.Integer(),
+  expires: Type.Optional(Type.Integer()),
+  revokedAt: Type.Optional(Type.Integer()),
+});
