@@ -24,6 +24,7 @@ import { defined } from "./lib/defined.js";
 import { newId } from "./lib/ids.js";
 import { LogRedaction } from "./lib/log-redaction.js";
 import { packageVersion } from "./lib/package-version.js";
+import { dashboardRoutes } from "./routes/dashboard.js";
 import { type MetricsRouteOptions, metricsRoute } from "./routes/metrics.js";
 import { openApi } from "./routes/openapi.js";
 import { healthRoutes } from "./routes/v2/health.js";
@@ -122,6 +123,13 @@ export async function buildApp(config: KeygateConfig, options: BuildOptions = {}
   await openApi(app, { version: packageVersion() });
   await app.register(v2Routes, { requestTimeoutMs: config.server.requestTimeoutMs });
   await app.register(healthRoutes, { stores, analytics });
+  if (config.dashboard.enabled) {
+    await app.register(dashboardRoutes, {
+      path: config.dashboard.path,
+      requestTimeoutMs: config.server.requestTimeoutMs,
+      sessionAbsoluteTimeoutMs: config.dashboard.sessionAbsoluteTimeoutMs,
+    });
+  }
   if (metrics)
     await serveMetrics(app, { metrics, token: config.metrics.token, scrape: options.scrapeMetrics ?? (() => metrics.text()) }, config);
   if (config.gateway.trustProxy === true) app.log.warn(TRUST_EVERY_HOP_WARNING);

@@ -7,6 +7,7 @@ import { SwrCache } from "./cache/swr-cache.js";
 import type { KeygateConfig } from "./config/schema.js";
 import { AnalyticsService } from "./domain/analytics/analytics-service.js";
 import { ApiService } from "./domain/apis/api-service.js";
+import { DashboardSessionService } from "./domain/dashboard/session-service.js";
 import { IdentityService } from "./domain/identities/identity-service.js";
 import { KeyAccessService } from "./domain/keys/key-access-service.js";
 import { generateKey } from "./domain/keys/key-material.js";
@@ -33,6 +34,7 @@ export interface Services {
   /** Carries cache invalidations to this instance's caches and, with Redis, to every other instance. */
   readonly invalidations: InvalidationBus;
   readonly rootKeys: RootKeyService;
+  readonly dashboardSessions: DashboardSessionService;
   readonly apis: ApiService;
   readonly keys: KeyService;
   /** keys.migrateKeys and the CLI's import: keys brought from another system, under the migrations configured. */
@@ -138,9 +140,14 @@ export function createServices(stores: Stores, config: KeygateConfig, clock: Clo
     observer,
     keyMigrations,
   );
+  const rootKeys = new RootKeyService(rootKeyStore, invalidations, clock, config.rootKeys);
   return {
     invalidations,
-    rootKeys: new RootKeyService(rootKeyStore, invalidations, clock, config.rootKeys),
+    rootKeys,
+    dashboardSessions: new DashboardSessionService(stores.dashboardSessions, rootKeys, clock, {
+      idleMs: config.dashboard.sessionIdleTimeoutMs,
+      absoluteMs: config.dashboard.sessionAbsoluteTimeoutMs,
+    }),
     apis,
     keys: new KeyService({
       keys: stores.keys,

@@ -221,6 +221,13 @@ function checkConsistency(config: KeygateConfig): string[] {
   if (config.analytics.engine === "clickhouse" && config.analytics.clickhouse.url === undefined) {
     problems.push("analytics.clickhouse.url: is required when analytics.engine is 'clickhouse'");
   }
+  const dashboardPath = config.dashboard.path;
+  if (dashboardPath === "/v2" || dashboardPath.startsWith("/v2/") || dashboardPath === "/metrics") {
+    problems.push(`dashboard.path: '${dashboardPath}' is taken by keygate's own routes; choose another (e.g. /dashboard)`);
+  }
+  if (config.dashboard.sessionIdleTimeoutMs > config.dashboard.sessionAbsoluteTimeoutMs) {
+    problems.push("dashboard.sessionIdleTimeoutMs: must not be longer than dashboard.sessionAbsoluteTimeoutMs");
+  }
   if (config.analytics.buffer.batchSize > config.analytics.buffer.maxEvents) {
     problems.push("analytics.buffer.batchSize: must not be larger than analytics.buffer.maxEvents");
   }

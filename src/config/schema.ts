@@ -293,6 +293,29 @@ export const AnalyticsConfigSchema = Strict(
   EMPTY,
 );
 
+/** The dashboard (docs/operations.md#dashboard): where it is served and how long its sessions last. */
+export const DashboardConfigSchema = Strict(
+  {
+    /** Serve the dashboard and its session endpoints; false serves neither. */
+    enabled: Type.Boolean({ default: true }),
+    /** Where: one or more path segments, no trailing slash (checked after the schema: not under /v2, not /metrics). */
+    path: Type.String({
+      minLength: 2,
+      maxLength: 100,
+      pattern: describedPattern(
+        "^(/[a-z0-9_-]+)+$",
+        "be an absolute path of lower-case letters, digits, _ and - segments, without a trailing /",
+      ),
+      default: "/dashboard",
+    }),
+    /** A session not used for this long ends. */
+    sessionIdleTimeoutMs: Type.Integer({ minimum: 60_000, maximum: 86_400_000, default: 1_800_000 }),
+    /** A session ends this long after sign-in, however it is used. */
+    sessionAbsoluteTimeoutMs: Type.Integer({ minimum: 60_000, maximum: 2_592_000_000, default: 43_200_000 }),
+  },
+  EMPTY,
+);
+
 export const ConfigSchema = Strict({
   server: ServerConfigSchema,
   logging: LoggingConfigSchema,
@@ -310,6 +333,7 @@ export const ConfigSchema = Strict({
   /** The gateway: requests matching a route are verified and, when allowed, proxied to its upstream. */
   routes: Type.Array(RouteSchema, { default: [] }),
   gateway: GatewaySettingsSchema,
+  dashboard: DashboardConfigSchema,
 });
 
 export type KeygateConfig = Static<typeof ConfigSchema>;
@@ -317,6 +341,7 @@ export type RedisConfig = Static<typeof RedisConfigSchema>;
 export type RootKeyConfig = Static<typeof RootKeyConfigSchema>;
 export type DeclaredApi = Static<typeof DeclaredApiSchema>;
 export type AnalyticsConfig = Static<typeof AnalyticsConfigSchema>;
+export type DashboardConfig = Static<typeof DashboardConfigSchema>;
 
 /** Exported for tests and tools that check identifier shapes the same way the config does. */
 export const PATTERNS = { id: ID_PATTERN, externalId: EXTERNAL_ID_PATTERN, name: NAME_PATTERN } as const;

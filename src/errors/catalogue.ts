@@ -84,12 +84,22 @@ export const ERROR_CATALOGUE = {
     title: "Unauthorized",
     meaning: "The root key is unknown, revoked, disabled or expired.",
   },
+  "err:keygate:authentication:session_invalid": {
+    status: 401,
+    title: "Unauthorized",
+    meaning: "The dashboard session is unknown, timed out or signed out, or its root key is no longer valid.",
+  },
 
   // 403: the caller is known but may not do this
   "err:unkey:authorization:insufficient_permissions": {
     status: 403,
     title: "Insufficient Permissions",
     meaning: "The root key lacks a permission the operation needs; the detail names it.",
+  },
+  "err:keygate:authorization:csrf_token_invalid": {
+    status: 403,
+    title: "Forbidden",
+    meaning: "A request made with a dashboard session lacks the session's CSRF token in `x-keygate-csrf-token`.",
   },
 
   // 404: the resource does not exist in the caller's workspace (another workspace's resources are 404 too)

@@ -3,6 +3,7 @@ import { defined } from "../lib/defined.js";
 import type { Stores } from "./interfaces.js";
 import { MemoryAnalyticsQuotaStore } from "./memory/analytics-quota-store.js";
 import { MemoryApiStore } from "./memory/api-store.js";
+import { MemoryDashboardSessionStore } from "./memory/dashboard-session-store.js";
 import { MemoryIdentityStore } from "./memory/identity-store.js";
 import { MemoryKeyStore } from "./memory/key-store.js";
 import { MemoryPermissionStore } from "./memory/permission-store.js";
@@ -16,6 +17,7 @@ import { RedisApiStore } from "./redis/api-store.js";
 import { connectRedis } from "./redis/connection.js";
 import type { StoreLog } from "./redis/credit-reconciler.js";
 import { defineCreditCommands } from "./redis/credit-scripts.js";
+import { RedisDashboardSessionStore } from "./redis/dashboard-session-store.js";
 import { type BreakerSettings, DEFAULT_BREAKER, guardedClient, RedisGuard, redisBreaker } from "./redis/guard.js";
 import { RedisIdentityStore } from "./redis/identity-store.js";
 import { RedisKeyStore } from "./redis/key-store.js";
@@ -51,6 +53,7 @@ export function createMemoryStores(options: StoreOptions = {}): Stores {
     // Counters and balances live side by side so that limits and credits are decided in one step.
     ratelimitCounters: new MemoryRatelimitCounterStore(options.clock ?? systemClock, keys),
     analyticsQuota: new MemoryAnalyticsQuotaStore(),
+    dashboardSessions: new MemoryDashboardSessionStore(options.clock ?? systemClock),
     close: async () => {},
   };
 }
@@ -129,6 +132,7 @@ export function createRedisStores(
       await guard.run("ping", () => redis.ping());
     },
     analyticsQuota: new RedisAnalyticsQuotaStore(guarded, keys),
+    dashboardSessions: new RedisDashboardSessionStore(guarded, keys),
     close: async () => {
       if (closed) return;
       closed = true;

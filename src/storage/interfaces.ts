@@ -3,6 +3,7 @@ import type { WindowCounts } from "../lib/sliding-window.js";
 import type {
   ApiRecord,
   CreditRecord,
+  DashboardSessionRecord,
   IdentityRecord,
   KeyRecord,
   PermissionRecord,
@@ -26,6 +27,17 @@ export interface RootKeyStore {
   list(workspaceId?: string): Promise<RootKeyRecord[]>;
   /** Marks the key revoked at `at`. Returns the updated record, or null when there is no live key with this id. */
   revoke(id: string, at: number): Promise<RootKeyRecord | null>;
+}
+
+/** Dashboard sessions; each one disappears by itself `ttlMs` after it was last written. */
+export interface DashboardSessionStore {
+  /** Stores a new session. Returns false (and changes nothing) when one with this id exists. */
+  create(session: DashboardSessionRecord, ttlMs: number): Promise<boolean>;
+  /** The live session with this id, or null. */
+  get(id: string): Promise<DashboardSessionRecord | null>;
+  /** Records a use and sets a new time to live; does nothing when the session is gone (never brings one back). */
+  touch(id: string, lastSeenAt: number, ttlMs: number): Promise<void>;
+  delete(id: string): Promise<void>;
 }
 
 export interface ApiStore {
@@ -335,6 +347,7 @@ export interface Stores {
   /** Redis only: the timings of its commands. */
   readonly commandTimings?: CommandTimings;
   readonly analyticsQuota: AnalyticsQuotaStore;
+  readonly dashboardSessions: DashboardSessionStore;
   /**
    * Releases connections. Redis first makes a last attempt at settling the calls that may have spent credits and
    * got no answer in time (see storage/redis/credit-reconciler.ts). Idempotent.

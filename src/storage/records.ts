@@ -17,6 +17,20 @@ export interface RootKeyRecord {
   revokedAt?: number;
 }
 
+/**
+ * A dashboard session (domain/dashboard/session-service.ts). `id` is the SHA-256 of the cookie's value, so the
+ * store never holds a usable session id; the root key is held by hash and authenticated again on every use.
+ */
+export interface DashboardSessionRecord {
+  id: string;
+  rootKeyHash: string;
+  workspaceId: string;
+  /** Sent back in a header with every state-changing request (CSRF). */
+  csrfToken: string;
+  createdAt: number;
+  lastSeenAt: number;
+}
+
 export interface ApiRecord {
   id: string;
   workspaceId: string;

@@ -388,6 +388,31 @@ export async function storeContract(t: Test, open: (t: Test) => Promise<Stores>)
     t.equal(await stores.apis.findByKeySpace("ws_a", "ks_other"), null);
   });
 
+  await t.test("dashboard sessions: create once, read copies, touch, delete for good", async (t) => {
+    const stores = await open(t);
+    const session = {
+      id: "hash_of_session_1",
+      rootKeyHash: "rk_hash",
+      workspaceId: "ws_a",
+      csrfToken: "csrf_1",
+      createdAt: 1_000,
+      lastSeenAt: 1_000,
+    };
+    t.equal(await stores.dashboardSessions.get(session.id), null);
+    t.equal(await stores.dashboardSessions.create(session, 60_000), true);
+    t.equal(await stores.dashboardSessions.create({ ...session, csrfToken: "csrf_other" }, 60_000), false, "an id is taken once");
+    const read = await stores.dashboardSessions.get(session.id);
+    t.same(read, session);
+    if (read) read.workspaceId = "ws_changed";
+    t.equal((await stores.dashboardSessions.get(session.id))?.workspaceId, "ws_a", "a returned record is a copy");
+    await stores.dashboardSessions.touch(session.id, 5_000, 60_000);
+    t.same(await stores.dashboardSessions.get(session.id), { ...session, lastSeenAt: 5_000 });
+    await stores.dashboardSessions.delete(session.id);
+    t.equal(await stores.dashboardSessions.get(session.id), null);
+    await stores.dashboardSessions.touch(session.id, 6_000, 60_000);
+    t.equal(await stores.dashboardSessions.get(session.id), null, "a touch does not bring a deleted session back");
+  });
+
   await t.test("analytics quota: counts queries per workspace and window up to the limit", async (t) => {
     const stores = await open(t);
     const limits = { queries: 3, executionMs: 10_000 };

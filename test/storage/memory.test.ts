@@ -19,3 +19,19 @@ t.test("in-memory counters forget windows that have ended, at most once a minute
   await counters.applyChecks("ws_a", [{ ...check, limit: 0 }]);
   t.equal(counters.size, 1, "then every counter whose windows have ended is dropped; the recent one stays");
 });
+
+t.test("in-memory dashboard sessions end when their time to live has passed, and a touch extends it", async (t) => {
+  const clock = new ManualClock(0);
+  const stores = createMemoryStores({ clock });
+  const session = { id: "hash_1", rootKeyHash: "rk", workspaceId: "ws_a", csrfToken: "c", createdAt: 0, lastSeenAt: 0 };
+  await stores.dashboardSessions.create(session, 1_000);
+  clock.advance(999);
+  t.ok(await stores.dashboardSessions.get(session.id), "alive just before");
+  await stores.dashboardSessions.touch(session.id, 999, 1_000);
+  clock.advance(999);
+  t.ok(await stores.dashboardSessions.get(session.id), "the touch gave it another second");
+  clock.advance(1);
+  t.equal(await stores.dashboardSessions.get(session.id), null, "gone once its time to live has passed");
+  await stores.dashboardSessions.touch(session.id, clock.now(), 1_000);
+  t.equal(await stores.dashboardSessions.get(session.id), null, "and a touch does not bring it back");
+});

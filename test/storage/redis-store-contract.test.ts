@@ -60,3 +60,18 @@ t.test("an analytics quota window expires in Redis after its window", async (t) 
   const ttl = await inspect.pttl(key as string);
   t.ok(ttl > 0 && ttl <= 5_000 + 60_000, `expires with the window (pttl ${ttl})`);
 });
+
+t.test("a dashboard session is one key that Redis expires by itself, and a touch sets its time to live again", async (t) => {
+  const prefix = uniquePrefix(t, "sessions");
+  const stores = await openRedisStores(t, prefix);
+  const session = { id: "hash_1", rootKeyHash: "rk", workspaceId: "ws_a", csrfToken: "c", createdAt: 1, lastSeenAt: 1 };
+  await stores.dashboardSessions.create(session, 60_000);
+  const inspect = await redisClient(t);
+  const keys = await inspect.keys(`${prefix}:*`);
+  t.same(keys, [`${prefix}:{dashboard-session:hash_1}`]);
+  const first = await inspect.pttl(keys[0] as string);
+  t.ok(first > 0 && first <= 60_000, `time to live ${first} ms`);
+  await stores.dashboardSessions.touch(session.id, 2, 3_600_000);
+  const touched = await inspect.pttl(keys[0] as string);
+  t.ok(touched > 60_000 && touched <= 3_600_000, `time to live ${touched} ms after the touch`);
+});

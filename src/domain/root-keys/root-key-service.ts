@@ -81,6 +81,11 @@ export class RootKeyService {
     return this.accept(this.configured.get(hash) ?? (await this.store.findByHash(hash)));
   }
 
+  /** The same for a root key known by its hash (a dashboard session keeps the hash, never the key). */
+  async authenticateHash(hash: string): Promise<Caller> {
+    return this.accept(this.configured.get(hash) ?? (await this.store.findByHash(hash)));
+  }
+
   private accept(record: RootKeyRecord | null): Caller {
     if (!record) throw unauthorized("The provided root key is invalid.");
     if (record.revokedAt !== undefined) throw unauthorized("The provided root key has been revoked.");

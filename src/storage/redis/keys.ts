@@ -13,6 +13,9 @@ export function createRedisKeys(prefix: string) {
     rootKeyHashById: (id: string) => `${prefix}:{rootkeys}:id:${id}`,
     rootKeyIds: () => `${prefix}:{rootkeys}:ids`,
 
+    /** A dashboard session is looked up by its id alone, one key per operation: its own tag per session. */
+    dashboardSession: (id: string) => `${prefix}:{dashboard-session:${id}}`,
+
     apiWorkspace: (apiId: string) => `${prefix}:{apis}:ws:${apiId}`,
     api: (workspaceId: string, apiId: string) => `${workspace(workspaceId)}:api:${apiId}`,
 
