@@ -45,6 +45,11 @@ export interface ApiStore {
   create(api: ApiRecord): Promise<boolean>;
   /** The API with this id in this workspace, deleted or not; null when absent or in another workspace. */
   get(workspaceId: string, apiId: string): Promise<ApiRecord | null>;
+  /**
+   * The workspace's APIs, deleted ones included, ordered by id (keygate.listApis). Redis lists the APIs created
+   * since keygate kept this index (the dashboard's release); older ones stay reachable by id.
+   */
+  list(workspaceId: string): Promise<ApiRecord[]>;
   /** Which workspace owns an API id (the gateway knows an API id before it knows a workspace). */
   workspaceOf(apiId: string): Promise<string | null>;
   /** Soft-deletes a live API. Returns the deleted record, or null when it was absent or already deleted. */

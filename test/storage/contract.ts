@@ -81,6 +81,23 @@ export async function storeContract(t: Test, open: (t: Test) => Promise<Stores>)
     t.equal(await stores.apis.get("ws_b", "api_1"), null);
   });
 
+  await t.test("apis: list gives the workspace's APIs by id, deleted ones included", async (t) => {
+    const stores = await open(t);
+    await stores.apis.create(api("api_2"));
+    await stores.apis.create(api("api_1"));
+    await stores.apis.create(api("api_3", "ws_b"));
+    await stores.apis.markDeleted("ws_a", "api_2", 5_000);
+    const listed = await stores.apis.list("ws_a");
+    t.same(
+      listed.map((record) => [record.id, record.deletedAt]),
+      [
+        ["api_1", undefined],
+        ["api_2", 5_000],
+      ],
+    );
+    t.same(await stores.apis.list("ws_none"), []);
+  });
+
   await t.test("apis: markDeleted soft-deletes once", async (t) => {
     const stores = await open(t);
     await stores.apis.create(api("api_1"));

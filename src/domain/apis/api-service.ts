@@ -50,6 +50,14 @@ export class ApiService {
     return { id: api.id, name: api.name };
   }
 
+  /** The live APIs of the workspace the caller may read (`api.*.read_api`, or `api.<id>.read_api` for each). */
+  async listApis(caller: Caller): Promise<{ id: string; name: string }[]> {
+    if (!caller.can(requireApi("read_api")) && caller.namedResourceIds("api").length === 0) caller.authorize(requireApi("read_api"));
+    return (await this.apis.list(caller.workspaceId))
+      .filter((api) => api.deletedAt === undefined && caller.can(requireApi("read_api", api.id)))
+      .map((api) => ({ id: api.id, name: api.name }));
+  }
+
   async deleteApi(caller: Caller, input: { apiId: string }): Promise<void> {
     caller.authorize(requireApi("delete_api", input.apiId));
     const api = await this.findLive(caller.workspaceId, input.apiId);

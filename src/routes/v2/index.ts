@@ -15,6 +15,7 @@ import updateIdentity from "./identities/update-identity.js";
 import createRootKey from "./keygate/create-root-key.js";
 import deleteRootKey from "./keygate/delete-root-key.js";
 import getApiIpAllowlist from "./keygate/get-api-ip-allowlist.js";
+import listApis from "./keygate/list-apis.js";
 import listRootKeys from "./keygate/list-root-keys.js";
 import setApiIpAllowlist from "./keygate/set-api-ip-allowlist.js";
 import addPermissions from "./keys/add-permissions.js";
@@ -102,6 +103,7 @@ export const PROCEDURES: readonly AnyProcedure[] = [
   createRootKey,
   listRootKeys,
   deleteRootKey,
+  listApis,
 ];
 
 export interface V2Options {

@@ -17,6 +17,13 @@ export class MemoryApiStore implements ApiStore {
     return api && api.workspaceId === workspaceId ? structuredClone(api) : null;
   }
 
+  async list(workspaceId: string): Promise<ApiRecord[]> {
+    return [...this.apis.values()]
+      .filter((api) => api.workspaceId === workspaceId)
+      .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+      .map((api) => structuredClone(api));
+  }
+
   async workspaceOf(apiId: string): Promise<string | null> {
     return this.apis.get(apiId)?.workspaceId ?? null;
   }

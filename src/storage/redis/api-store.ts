@@ -24,11 +24,23 @@ export class RedisApiStore implements ApiStore {
     if (!claimed) return false;
     const recordKey = this.keys.api(api.workspaceId, api.id);
     const keySpaceKey = this.keys.apiByKeySpace(api.workspaceId, api.keySpaceId);
-    return new Batch().absent(recordKey).set(recordKey, JSON.stringify(api)).set(keySpaceKey, api.id).apply(this.redis);
+    return new Batch()
+      .absent(recordKey)
+      .set(recordKey, JSON.stringify(api))
+      .set(keySpaceKey, api.id)
+      .zadd(this.keys.apiIds(api.workspaceId), api.id)
+      .apply(this.redis);
   }
 
   async get(workspaceId: string, apiId: string): Promise<ApiRecord | null> {
     return (await readJson<ApiRecord>(this.redis, this.keys.api(workspaceId, apiId)))?.record ?? null;
+  }
+
+  async list(workspaceId: string): Promise<ApiRecord[]> {
+    const ids = await this.redis.zrange(this.keys.apiIds(workspaceId), "0", "-1");
+    if (ids.length === 0) return [];
+    const raws = await this.redis.mget(ids.map((id) => this.keys.api(workspaceId, id)));
+    return raws.filter((raw): raw is string => raw !== null).map((raw) => JSON.parse(raw) as ApiRecord);
   }
 
   async workspaceOf(apiId: string): Promise<string | null> {

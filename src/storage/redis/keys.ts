@@ -18,6 +18,8 @@ export function createRedisKeys(prefix: string) {
 
     apiWorkspace: (apiId: string) => `${prefix}:{apis}:ws:${apiId}`,
     api: (workspaceId: string, apiId: string) => `${workspace(workspaceId)}:api:${apiId}`,
+    /** Sorted set of the workspace's API ids (every API created since the index exists), written with the record. */
+    apiIds: (workspaceId: string) => `${workspace(workspaceId)}:api-ids`,
 
     key: (workspaceId: string, keyId: string) => `${workspace(workspaceId)}:key:${keyId}`,
     keyCredits: (workspaceId: string, keyId: string) => `${workspace(workspaceId)}:key-credits:${keyId}`,
