@@ -8,6 +8,7 @@ RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY scripts ./scripts
 COPY src ./src
+COPY dashboard ./dashboard
 RUN npm run build && npm prune --omit=dev --ignore-scripts
 
 # Runtime stage: only the compiled code and production dependencies, run as the unprivileged `node` user.

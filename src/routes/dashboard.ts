@@ -1,3 +1,6 @@
+import { existsSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import fastifyStatic from "@fastify/static";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { Type } from "typebox";
 import { DashboardSessionService, type SessionView } from "../domain/dashboard/session-service.js";
@@ -17,6 +20,9 @@ export interface DashboardRouteOptions {
   sessionAbsoluteTimeoutMs: number;
 }
 
+/** Where the build puts the dashboard's pages (vite, `npm run build`): next to the compiled routes. */
+export const DASHBOARD_FILES = fileURLToPath(new URL("../dashboard-ui/", import.meta.url));
+
 const SessionData = Type.Object({
   workspaceId: Type.String(),
   rootKeyId: Type.String(),
@@ -25,7 +31,7 @@ const SessionData = Type.Object({
 });
 
 /**
- * The dashboard's session endpoints (`<path>/api/session`: sign in, read, sign out) and every /v2 procedure again
+ * The dashboard's pages (static files built from `dashboard/`) at `<path>/`, its session endpoints (`<path>/api/session`: sign in, read, sign out) and every /v2 procedure again
  * under `<path>/api/v2/`, authenticated by the session cookie and the session's CSRF token instead of a bearer
  * root key: the same handlers and permission checks, for the root key the session was opened with. The cookie is
  * scoped to the dashboard's path, so it never travels with /v2 calls or to a gateway upstream.
@@ -74,6 +80,21 @@ export async function dashboardRoutes(app: FastifyInstance, options: DashboardRo
     reply.header("cache-control", "no-store");
     return { meta: { requestId: request.id }, data: {} };
   });
+
+  if (existsSync(DASHBOARD_FILES)) {
+    app.get(options.path, (_request, reply) => reply.redirect(`${options.path}/`));
+    await app.register(fastifyStatic, {
+      root: DASHBOARD_FILES,
+      prefix: `${options.path}/`,
+      decorateReply: false,
+      cacheControl: false,
+      // Built assets carry a content hash in their names; the page itself is checked again every time.
+      setHeaders: (response, path) =>
+        response.setHeader("cache-control", path.includes("/assets/") ? "public, max-age=31536000, immutable" : "no-cache"),
+    });
+  } else {
+    app.log.warn({ path: DASHBOARD_FILES }, "the dashboard's pages are not built (npm run build): only its endpoints are served");
+  }
 
   await app.register(
     async (withSession) => {

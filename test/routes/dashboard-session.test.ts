@@ -1,3 +1,4 @@
+import type { AddressInfo } from "node:net";
 import t from "tap";
 import { validateConfig } from "../../src/config/load.js";
 import { assertError } from "../helpers/assertions.js";
@@ -243,4 +244,37 @@ t.test("the dashboard's configuration is validated with clear messages", async (
   );
   t.match(invalid({ enabled: "yes" }), /dashboard\.enabled/);
   t.equal(invalid({}), "");
+});
+
+t.test("the built pages are served under the path with the security headers, ahead of any gateway route", async (t) => {
+  const h = await harness(t, {
+    config: {
+      routes: [{ name: "everything", match: { prefix: "/" }, upstream: "http://127.0.0.1:9", apiId: "api_dashboard" }],
+      apis: [{ id: "api_dashboard", name: "dashboard", workspaceId: "ws_test" }],
+    },
+  });
+  await h.app.listen({ host: "127.0.0.1", port: 0 });
+  const origin = `http://127.0.0.1:${(h.app.server.address() as AddressInfo).port}`;
+  const redirect = await fetch(`${origin}/dashboard`, { redirect: "manual" });
+  t.equal(redirect.status, 302);
+  t.equal(redirect.headers.get("location"), "/dashboard/");
+  await redirect.arrayBuffer();
+  const page = await fetch(`${origin}/dashboard/`);
+  t.equal(page.status, 200);
+  t.match(page.headers.get("content-type"), /^text\/html/);
+  t.equal(page.headers.get("cache-control"), "no-cache");
+  t.match(page.headers.get("content-security-policy"), /script-src 'self';/);
+  t.equal(page.headers.get("x-frame-options"), "DENY");
+  const html = await page.text();
+  t.notMatch(html, /<script>|<script(?![^>]*\bsrc=)[^>]*>/, "no inline script");
+  const script = /src="\.\/(assets\/[^"]+\.js)"/.exec(html)?.[1];
+  t.ok(script, "the page loads its script from keygate");
+  const asset = await fetch(`${origin}/dashboard/${script}`);
+  t.equal(asset.status, 200);
+  t.match(asset.headers.get("cache-control"), /immutable/);
+  await asset.arrayBuffer();
+  t.equal(asset.headers.get("referrer-policy"), "no-referrer");
+  const elsewhere = await fetch(`${origin}/orders`);
+  t.equal(elsewhere.status, 401, "paths outside the dashboard still go to the gateway route");
+  await elsewhere.arrayBuffer();
 });

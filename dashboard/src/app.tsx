@@ -1,0 +1,84 @@
+import { useEffect, useState } from "preact/hooks";
+import { currentSession, type Session, signOut, whenSessionLost } from "./api.js";
+import { AnalyticsPage } from "./pages/analytics.js";
+import { ApisPage } from "./pages/apis.js";
+import { KeysPage } from "./pages/keys.js";
+import { RootKeysPage } from "./pages/root-keys.js";
+import { SignInPage } from "./pages/sign-in.js";
+import { ErrorNote } from "./ui.js";
+
+/** The page the location's hash names: `#/apis/<id>`, `#/root-keys`, `#/analytics`, else the APIs. */
+function useHashRoute(): string[] {
+  const parse = () => location.hash.replace(/^#\/?/, "").split("/").filter(Boolean).map(decodeURIComponent);
+  const [route, setRoute] = useState(parse);
+  useEffect(() => {
+    const update = () => setRoute(parse());
+    addEventListener("hashchange", update);
+    return () => removeEventListener("hashchange", update);
+  }, []);
+  return route;
+}
+
+export function App() {
+  const [session, setSession] = useState<Session | null | undefined>(undefined);
+  const [error, setError] = useState<unknown>(null);
+  const route = useHashRoute();
+
+  useEffect(() => {
+    whenSessionLost(() => setSession(null));
+    currentSession().then(setSession, (failure) => {
+      setError(failure);
+      setSession(null);
+    });
+  }, []);
+
+  if (session === undefined) return <p aria-busy="true">Loading…</p>;
+  if (session === null) return <SignInPage onSignedIn={setSession} />;
+
+  const [section, id] = route;
+  const nav = [
+    ["#/apis", "APIs", section === undefined || section === "apis"],
+    ["#/root-keys", "Root keys", section === "root-keys"],
+    ["#/analytics", "Analytics", section === "analytics"],
+  ] as const;
+  return (
+    <>
+      <header>
+        <strong>keygate</strong>
+        <nav aria-label="Main">
+          {nav.map(([href, label, current]) => (
+            <a key={href} href={href} aria-current={current ? "page" : undefined}>
+              {label}
+            </a>
+          ))}
+        </nav>
+        <span class="who">
+          {session.workspaceId} · {session.rootKeyId}
+        </span>
+        <button
+          type="button"
+          onClick={() =>
+            signOut().then(
+              () => setSession(null),
+              (failure) => setError(failure),
+            )
+          }
+        >
+          Sign out
+        </button>
+      </header>
+      <main>
+        <ErrorNote error={error} />
+        {section === "root-keys" ? (
+          <RootKeysPage />
+        ) : section === "analytics" ? (
+          <AnalyticsPage />
+        ) : section === "apis" && id !== undefined ? (
+          <KeysPage apiId={id} />
+        ) : (
+          <ApisPage />
+        )}
+      </main>
+    </>
+  );
+}

@@ -1,0 +1,300 @@
+import type { ComponentChildren } from "preact";
+import { ApiError } from "../api.js";
+import { Field, fieldError, fromDateTimeInput, splitList, toDateTimeInput } from "../ui.js";
+
+/** What the create and edit forms share: the fields of spec table 2.2 a key keeps after it is made. */
+export interface KeyFields {
+  name: string;
+  externalId: string;
+  meta: string;
+  expires: string;
+  enabled: boolean;
+  creditsRemaining: string;
+  refillInterval: "" | "daily" | "monthly";
+  refillAmount: string;
+  refillDay: string;
+  ratelimits: { name: string; limit: string; duration: string; autoApply: boolean }[];
+  permissions: string;
+  roles: string;
+}
+
+export const EMPTY_KEY_FIELDS: KeyFields = {
+  name: "",
+  externalId: "",
+  meta: "",
+  expires: "",
+  enabled: true,
+  creditsRemaining: "",
+  refillInterval: "",
+  refillAmount: "",
+  refillDay: "",
+  ratelimits: [],
+  permissions: "",
+  roles: "",
+};
+
+export interface KeyAsShown {
+  keyId: string;
+  start: string;
+  enabled: boolean;
+  name?: string;
+  meta?: Record<string, unknown>;
+  createdAt: number;
+  expires?: number;
+  permissions?: string[];
+  roles?: string[];
+  credits?: { remaining: number | null; refill?: { interval: string; amount: number; refillDay?: number } };
+  identity?: { externalId: string };
+  ratelimits?: { name: string; limit: number; duration: number; autoApply: boolean }[];
+  plaintext?: string;
+}
+
+export function fieldsOf(key: KeyAsShown): KeyFields {
+  return {
+    name: key.name ?? "",
+    externalId: key.identity?.externalId ?? "",
+    meta: key.meta ? JSON.stringify(key.meta, null, 2) : "",
+    expires: toDateTimeInput(key.expires),
+    enabled: key.enabled,
+    creditsRemaining: key.credits?.remaining === null || key.credits === undefined ? "" : String(key.credits.remaining),
+    refillInterval: (key.credits?.refill?.interval as KeyFields["refillInterval"]) ?? "",
+    refillAmount: key.credits?.refill ? String(key.credits.refill.amount) : "",
+    refillDay: key.credits?.refill?.refillDay !== undefined ? String(key.credits.refill.refillDay) : "",
+    ratelimits: (key.ratelimits ?? []).map((limit) => ({
+      name: limit.name,
+      limit: String(limit.limit),
+      duration: String(limit.duration),
+      autoApply: limit.autoApply,
+    })),
+    permissions: (key.permissions ?? []).join("\n"),
+    roles: (key.roles ?? []).join("\n"),
+  };
+}
+
+/** A number typed in a field: sent as typed when it is one, else as the text, for the API to name the field. */
+function numberOr(text: string): number | string {
+  const value = Number(text);
+  return text.trim() !== "" && Number.isFinite(value) ? value : text;
+}
+
+/** The request fields for these form values; `clearing` sends null for emptied fields (updateKey), else leaves them out. */
+export function requestFields(fields: KeyFields, clearing: boolean): Record<string, unknown> {
+  const body: Record<string, unknown> = {};
+  const optional = (name: string, value: unknown) => {
+    if (value !== undefined && value !== "") body[name] = value;
+    else if (clearing) body[name] = null;
+  };
+  optional("name", fields.name);
+  optional("externalId", fields.externalId);
+  if (fields.meta.trim() !== "") {
+    try {
+      body.meta = JSON.parse(fields.meta);
+    } catch {
+      throw new ApiError(400, "invalid_input", "Meta is not valid JSON.", [{ location: "body.meta", message: "must be a JSON object" }]);
+    }
+  } else if (clearing) body.meta = null;
+  optional("expires", fromDateTimeInput(fields.expires));
+  body.enabled = fields.enabled;
+  if (fields.creditsRemaining !== "" || fields.refillInterval !== "") {
+    body.credits = {
+      remaining: fields.creditsRemaining === "" ? null : numberOr(fields.creditsRemaining),
+      ...(fields.refillInterval !== ""
+        ? {
+            refill: {
+              interval: fields.refillInterval,
+              amount: numberOr(fields.refillAmount),
+              ...(fields.refillDay !== "" ? { refillDay: numberOr(fields.refillDay) } : {}),
+            },
+          }
+        : clearing
+          ? { refill: null }
+          : {}),
+    };
+  } else if (clearing) body.credits = null;
+  body.ratelimits = fields.ratelimits.map((limit) => ({
+    name: limit.name,
+    limit: numberOr(limit.limit),
+    duration: numberOr(limit.duration),
+    autoApply: limit.autoApply,
+  }));
+  body.permissions = splitList(fields.permissions);
+  body.roles = splitList(fields.roles);
+  return body;
+}
+
+/** The controls for KeyFields, each labelled, each showing the API's message for its field. */
+export function KeyFieldControls(props: {
+  fields: KeyFields;
+  onChange: (fields: KeyFields) => void;
+  error: unknown;
+  extra?: ComponentChildren;
+}) {
+  const { fields, error } = props;
+  const set = <K extends keyof KeyFields>(name: K, value: KeyFields[K]) => props.onChange({ ...fields, [name]: value });
+  const text = (
+    label: string,
+    name: "name" | "externalId" | "creditsRemaining" | "refillAmount" | "refillDay",
+    location: string,
+    type = "text",
+  ) => (
+    <Field label={label} error={fieldError(error, location)}>
+      {(id, describedBy) => (
+        <input
+          id={id}
+          type={type}
+          value={fields[name]}
+          aria-describedby={describedBy}
+          onInput={(event) => set(name, event.currentTarget.value)}
+        />
+      )}
+    </Field>
+  );
+  const setLimit = (index: number, change: Partial<KeyFields["ratelimits"][number]>) =>
+    set(
+      "ratelimits",
+      fields.ratelimits.map((limit, at) => (at === index ? { ...limit, ...change } : limit)),
+    );
+  return (
+    <>
+      {text("Name", "name", "body.name")}
+      {text("External id", "externalId", "body.externalId")}
+      {props.extra}
+      <Field label="Expires (UTC)" error={fieldError(error, "body.expires")}>
+        {(id, describedBy) => (
+          <input
+            id={id}
+            type="datetime-local"
+            value={fields.expires}
+            aria-describedby={describedBy}
+            onInput={(event) => set("expires", event.currentTarget.value)}
+          />
+        )}
+      </Field>
+      <div class="field checkbox">
+        <label>
+          <input type="checkbox" checked={fields.enabled} onChange={(event) => set("enabled", event.currentTarget.checked)} /> Enabled
+        </label>
+      </div>
+      <fieldset>
+        <legend>Credits</legend>
+        {text("Remaining credits", "creditsRemaining", "body.credits.remaining", "number")}
+        <Field label="Refill" error={fieldError(error, "body.credits.refill.interval")}>
+          {(id, describedBy) => (
+            <select
+              id={id}
+              value={fields.refillInterval}
+              aria-describedby={describedBy}
+              onChange={(event) => set("refillInterval", event.currentTarget.value as KeyFields["refillInterval"])}
+            >
+              <option value="">never</option>
+              <option value="daily">daily</option>
+              <option value="monthly">monthly</option>
+            </select>
+          )}
+        </Field>
+        {fields.refillInterval !== "" && text("Refill amount", "refillAmount", "body.credits.refill.amount", "number")}
+        {fields.refillInterval === "monthly" && text("Refill day", "refillDay", "body.credits.refill.refillDay", "number")}
+      </fieldset>
+      <fieldset>
+        <legend>Rate limits</legend>
+        {fields.ratelimits.map((limit, index) => (
+          <fieldset class="row" key={index}>
+            <legend>Rate limit {index + 1}</legend>
+            <Field label="Limit name" error={fieldError(error, `body.ratelimits[${index}].name`)}>
+              {(id, describedBy) => (
+                <input
+                  id={id}
+                  value={limit.name}
+                  aria-describedby={describedBy}
+                  onInput={(event) => setLimit(index, { name: event.currentTarget.value })}
+                />
+              )}
+            </Field>
+            <Field label="Requests" error={fieldError(error, `body.ratelimits[${index}].limit`)}>
+              {(id, describedBy) => (
+                <input
+                  id={id}
+                  type="number"
+                  value={limit.limit}
+                  aria-describedby={describedBy}
+                  onInput={(event) => setLimit(index, { limit: event.currentTarget.value })}
+                />
+              )}
+            </Field>
+            <Field label="Per milliseconds" error={fieldError(error, `body.ratelimits[${index}].duration`)}>
+              {(id, describedBy) => (
+                <input
+                  id={id}
+                  type="number"
+                  value={limit.duration}
+                  aria-describedby={describedBy}
+                  onInput={(event) => setLimit(index, { duration: event.currentTarget.value })}
+                />
+              )}
+            </Field>
+            <div class="field checkbox">
+              <label>
+                <input
+                  type="checkbox"
+                  checked={limit.autoApply}
+                  onChange={(event) => setLimit(index, { autoApply: event.currentTarget.checked })}
+                />{" "}
+                Apply automatically
+              </label>
+            </div>
+            <button
+              type="button"
+              onClick={() =>
+                set(
+                  "ratelimits",
+                  fields.ratelimits.filter((_, at) => at !== index),
+                )
+              }
+            >
+              Remove rate limit {index + 1}
+            </button>
+          </fieldset>
+        ))}
+        <button
+          type="button"
+          onClick={() => set("ratelimits", [...fields.ratelimits, { name: "requests", limit: "", duration: "60000", autoApply: true }])}
+        >
+          Add a rate limit
+        </button>
+      </fieldset>
+      <Field label="Permissions" hint="One per line" error={fieldError(error, "body.permissions")}>
+        {(id, describedBy) => (
+          <textarea
+            id={id}
+            rows={2}
+            value={fields.permissions}
+            aria-describedby={describedBy}
+            onInput={(event) => set("permissions", event.currentTarget.value)}
+          />
+        )}
+      </Field>
+      <Field label="Roles" hint="One per line" error={fieldError(error, "body.roles")}>
+        {(id, describedBy) => (
+          <textarea
+            id={id}
+            rows={2}
+            value={fields.roles}
+            aria-describedby={describedBy}
+            onInput={(event) => set("roles", event.currentTarget.value)}
+          />
+        )}
+      </Field>
+      <Field label="Meta (JSON)" error={fieldError(error, "body.meta")}>
+        {(id, describedBy) => (
+          <textarea
+            id={id}
+            rows={3}
+            value={fields.meta}
+            aria-describedby={describedBy}
+            onInput={(event) => set("meta", event.currentTarget.value)}
+          />
+        )}
+      </Field>
+    </>
+  );
+}

@@ -1,0 +1,302 @@
+import { useEffect, useState } from "preact/hooks";
+import { ApiError, call, callPage } from "../api.js";
+import { ErrorNote, Field, fieldError, formatTime, ShownOnce } from "../ui.js";
+import { EMPTY_KEY_FIELDS, fieldsOf, type KeyAsShown, KeyFieldControls, type KeyFields, requestFields } from "./key-form.js";
+
+const PAGE_SIZE = 25;
+
+/** The keys of one API: list (paginated, by external id), create, edit, reroll, reveal, delete. */
+export function KeysPage(props: { apiId: string }) {
+  const { apiId } = props;
+  const [api, setApi] = useState<{ id: string; name: string } | null>(null);
+  const [keys, setKeys] = useState<KeyAsShown[]>([]);
+  const [cursors, setCursors] = useState<(string | undefined)[]>([undefined]);
+  const [next, setNext] = useState<string | undefined>(undefined);
+  const [filter, setFilter] = useState("");
+  const [error, setError] = useState<unknown>(null);
+  const [shown, setShown] = useState<{ label: string; value: string } | null>(null);
+  const [editing, setEditing] = useState<string | null>(null);
+
+  const load = async (cursor: string | undefined, externalId = filter) => {
+    setError(null);
+    try {
+      const page = await callPage<KeyAsShown>("apis.listKeys", {
+        apiId,
+        limit: PAGE_SIZE,
+        ...(cursor ? { cursor } : {}),
+        ...(externalId ? { externalId } : {}),
+      });
+      setKeys(page.items);
+      setNext(page.cursor);
+    } catch (failure) {
+      setError(failure);
+    }
+  };
+  useEffect(() => {
+    call<{ id: string; name: string }>("apis.getApi", { apiId }).then(setApi, setError);
+    load(undefined);
+  }, [apiId]);
+
+  const reload = () => load(cursors[cursors.length - 1]);
+
+  return (
+    <>
+      <p>
+        <a href="#/apis">← APIs</a>
+      </p>
+      <h1>Keys of {api?.name ?? apiId}</h1>
+      <ErrorNote error={error} />
+      {shown && <ShownOnce label={shown.label} value={shown.value} onDismiss={() => setShown(null)} />}
+      <CreateKey
+        apiId={apiId}
+        onCreated={(key) => {
+          setShown({ label: "New key", value: key });
+          reload();
+        }}
+      />
+      <h2>Keys</h2>
+      <form
+        class="row"
+        aria-label="Filter keys"
+        onSubmit={(event) => {
+          event.preventDefault();
+          setCursors([undefined]);
+          load(undefined);
+        }}
+      >
+        <Field label="Filter by external id" error={fieldError(error, "body.externalId")}>
+          {(id, describedBy) => (
+            <input id={id} value={filter} aria-describedby={describedBy} onInput={(event) => setFilter(event.currentTarget.value)} />
+          )}
+        </Field>
+        <button type="submit">Filter</button>
+      </form>
+      <table aria-label="Keys">
+        <thead>
+          <tr>
+            <th scope="col">Key</th>
+            <th scope="col">Name</th>
+            <th scope="col">External id</th>
+            <th scope="col">Enabled</th>
+            <th scope="col">Credits</th>
+            <th scope="col">Expires</th>
+            <th scope="col">Actions</th>
+          </tr>
+        </thead>
+        <tbody>
+          {keys.length === 0 && (
+            <tr>
+              <td colSpan={7}>No keys.</td>
+            </tr>
+          )}
+          {keys.map((key) => (
+            <tr key={key.keyId}>
+              <td>
+                <code>{key.keyId}</code> <small>{key.start}…</small>
+              </td>
+              <td>{key.name ?? ""}</td>
+              <td>{key.identity?.externalId ?? ""}</td>
+              <td>{key.enabled ? "yes" : "no"}</td>
+              <td>{key.credits ? (key.credits.remaining ?? "unlimited") : "unlimited"}</td>
+              <td>{formatTime(key.expires)}</td>
+              <td>
+                <button type="button" aria-label={`Edit ${key.keyId}`} onClick={() => setEditing(key.keyId)}>
+                  Edit
+                </button>
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      <nav aria-label="Pages of keys" class="row">
+        <button
+          type="button"
+          disabled={cursors.length === 1}
+          onClick={() => {
+            const previous = cursors.slice(0, -1);
+            setCursors(previous);
+            load(previous[previous.length - 1]);
+          }}
+        >
+          Previous page
+        </button>
+        <button
+          type="button"
+          disabled={next === undefined}
+          onClick={() => {
+            setCursors([...cursors, next]);
+            load(next);
+          }}
+        >
+          Next page
+        </button>
+      </nav>
+      {editing && (
+        <EditKey
+          keyId={editing}
+          onDone={(secret) => {
+            if (secret) setShown(secret);
+            setEditing(null);
+            reload();
+          }}
+        />
+      )}
+    </>
+  );
+}
+
+function CreateKey(props: { apiId: string; onCreated: (key: string) => void }) {
+  const [fields, setFields] = useState<KeyFields>(EMPTY_KEY_FIELDS);
+  const [prefix, setPrefix] = useState("");
+  const [byteLength, setByteLength] = useState("16");
+  const [recoverable, setRecoverable] = useState(false);
+  const [error, setError] = useState<unknown>(null);
+  const submit = async (event: Event) => {
+    event.preventDefault();
+    setError(null);
+    try {
+      const body = {
+        apiId: props.apiId,
+        ...requestFields(fields, false),
+        ...(prefix ? { prefix } : {}),
+        byteLength: Number(byteLength),
+        recoverable,
+      };
+      const created = await call<{ keyId: string; key: string }>("keys.createKey", body);
+      setFields(EMPTY_KEY_FIELDS);
+      props.onCreated(created.key);
+    } catch (failure) {
+      setError(failure);
+    }
+  };
+  const named = error instanceof ApiError && error.errors.length > 0;
+  return (
+    <details>
+      <summary>Create a key</summary>
+      <form onSubmit={submit} aria-label="Create a key">
+        <KeyFieldControls
+          fields={fields}
+          onChange={setFields}
+          error={error}
+          extra={
+            <>
+              <Field label="Prefix" error={fieldError(error, "body.prefix")}>
+                {(id, describedBy) => (
+                  <input id={id} value={prefix} aria-describedby={describedBy} onInput={(event) => setPrefix(event.currentTarget.value)} />
+                )}
+              </Field>
+              <Field label="Byte length" error={fieldError(error, "body.byteLength")}>
+                {(id, describedBy) => (
+                  <input
+                    id={id}
+                    type="number"
+                    value={byteLength}
+                    aria-describedby={describedBy}
+                    onInput={(event) => setByteLength(event.currentTarget.value)}
+                  />
+                )}
+              </Field>
+              <div class="field checkbox">
+                <label>
+                  <input type="checkbox" checked={recoverable} onChange={(event) => setRecoverable(event.currentTarget.checked)} />{" "}
+                  Recoverable (stored encrypted)
+                </label>
+              </div>
+            </>
+          }
+        />
+        <button type="submit">Create key</button>
+        {named ? <p role="alert">The key was not created: see the fields marked above.</p> : <ErrorNote error={error} />}
+      </form>
+    </details>
+  );
+}
+
+function EditKey(props: { keyId: string; onDone: (secret?: { label: string; value: string }) => void }) {
+  const [key, setKey] = useState<KeyAsShown | null>(null);
+  const [fields, setFields] = useState<KeyFields>(EMPTY_KEY_FIELDS);
+  const [error, setError] = useState<unknown>(null);
+  const [confirmDelete, setConfirmDelete] = useState(false);
+  const [revealed, setRevealed] = useState<string | null>(null);
+  useEffect(() => {
+    call<KeyAsShown>("keys.getKey", { keyId: props.keyId }).then((read) => {
+      setKey(read);
+      setFields(fieldsOf(read));
+    }, setError);
+  }, [props.keyId]);
+
+  const act = async (action: () => Promise<void>) => {
+    setError(null);
+    try {
+      await action();
+    } catch (failure) {
+      setError(failure);
+    }
+  };
+  const save = (event: Event) => {
+    event.preventDefault();
+    act(async () => {
+      await call("keys.updateKey", { keyId: props.keyId, ...requestFields(fields, true) });
+      props.onDone();
+    });
+  };
+  const named = error instanceof ApiError && error.errors.length > 0;
+  return (
+    <section aria-label={`Key ${props.keyId}`} class="editor">
+      <h2>Key {props.keyId}</h2>
+      {key && (
+        <form onSubmit={save} aria-label="Edit the key">
+          <KeyFieldControls fields={fields} onChange={setFields} error={error} />
+          <button type="submit">Save key</button>{" "}
+          <button type="button" onClick={() => props.onDone()}>
+            Close
+          </button>
+        </form>
+      )}
+      <div class="row">
+        <button
+          type="button"
+          onClick={() =>
+            act(async () => {
+              const rerolled = await call<{ keyId: string; key: string }>("keys.rerollKey", { keyId: props.keyId, expiration: 0 });
+              props.onDone({ label: "New key", value: rerolled.key });
+            })
+          }
+        >
+          Reroll key
+        </button>
+        <button
+          type="button"
+          onClick={() =>
+            act(async () => {
+              const read = await call<KeyAsShown>("keys.getKey", { keyId: props.keyId, decrypt: true });
+              setRevealed(read.plaintext ?? "This key is not recoverable.");
+            })
+          }
+        >
+          Reveal key
+        </button>
+        {confirmDelete ? (
+          <button
+            type="button"
+            class="danger"
+            onClick={() =>
+              act(async () => {
+                await call("keys.deleteKey", { keyId: props.keyId });
+                props.onDone();
+              })
+            }
+          >
+            Confirm deleting the key
+          </button>
+        ) : (
+          <button type="button" onClick={() => setConfirmDelete(true)}>
+            Delete key
+          </button>
+        )}
+      </div>
+      {revealed && <output aria-label="Revealed key">{revealed}</output>}
+      {named ? <p role="alert">The key was not saved: see the fields marked above.</p> : <ErrorNote error={error} />}
+    </section>
+  );
+}

@@ -1,0 +1,151 @@
+import { useEffect, useState } from "preact/hooks";
+import { call } from "../api.js";
+import { ErrorNote, Field, fieldError, formatTime, fromDateTimeInput, ShownOnce, splitList } from "../ui.js";
+
+interface RootKey {
+  rootKeyId: string;
+  name?: string;
+  permissions: string[];
+  createdAt: number;
+  expires?: number;
+  revokedAt?: number;
+}
+
+/** The workspace's stored root keys: create (never with more than the session's root key holds), list, revoke. */
+export function RootKeysPage() {
+  const [rootKeys, setRootKeys] = useState<RootKey[] | null>(null);
+  const [name, setName] = useState("");
+  const [permissions, setPermissions] = useState("");
+  const [expires, setExpires] = useState("");
+  const [error, setError] = useState<unknown>(null);
+  const [createError, setCreateError] = useState<unknown>(null);
+  const [shown, setShown] = useState<string | null>(null);
+
+  const load = () => call<RootKey[]>("keygate.listRootKeys", {}).then(setRootKeys, setError);
+  useEffect(() => {
+    load();
+  }, []);
+
+  const create = async (event: Event) => {
+    event.preventDefault();
+    setCreateError(null);
+    try {
+      const at = fromDateTimeInput(expires);
+      const created = await call<{ rootKeyId: string; key: string }>("keygate.createRootKey", {
+        permissions: splitList(permissions),
+        ...(name ? { name } : {}),
+        ...(at !== undefined ? { expires: at } : {}),
+      });
+      setShown(created.key);
+      setName("");
+      setPermissions("");
+      setExpires("");
+      await load();
+    } catch (failure) {
+      setCreateError(failure);
+    }
+  };
+  const revoke = async (rootKeyId: string) => {
+    setError(null);
+    try {
+      await call("keygate.deleteRootKey", { rootKeyId });
+      await load();
+    } catch (failure) {
+      setError(failure);
+    }
+  };
+
+  const permissionsError = fieldError(createError, "body.permissions");
+  return (
+    <>
+      <h1>Root keys</h1>
+      <ErrorNote error={error} />
+      {shown && <ShownOnce label="New root key" value={shown} onDismiss={() => setShown(null)} />}
+      <form onSubmit={create} aria-label="Create a root key">
+        <h2>Create a root key</h2>
+        <Field label="Root key name" error={fieldError(createError, "body.name")}>
+          {(id, describedBy) => (
+            <input id={id} value={name} aria-describedby={describedBy} onInput={(event) => setName(event.currentTarget.value)} />
+          )}
+        </Field>
+        <Field
+          label="Root key permissions"
+          hint="One per line, e.g. api.*.read_key. A root key can only grant permissions it holds itself."
+          error={permissionsError}
+        >
+          {(id, describedBy) => (
+            <textarea
+              id={id}
+              rows={3}
+              value={permissions}
+              aria-describedby={describedBy}
+              onInput={(event) => setPermissions(event.currentTarget.value)}
+            />
+          )}
+        </Field>
+        <Field label="Root key expires (UTC)" error={fieldError(createError, "body.expires")}>
+          {(id, describedBy) => (
+            <input
+              id={id}
+              type="datetime-local"
+              value={expires}
+              aria-describedby={describedBy}
+              onInput={(event) => setExpires(event.currentTarget.value)}
+            />
+          )}
+        </Field>
+        <button type="submit">Create root key</button>
+        {!permissionsError && <ErrorNote error={createError} />}
+      </form>
+      {rootKeys && (
+        <table aria-label="Root keys">
+          <thead>
+            <tr>
+              <th scope="col">Id</th>
+              <th scope="col">Name</th>
+              <th scope="col">Permissions</th>
+              <th scope="col">Created</th>
+              <th scope="col">State</th>
+              <th scope="col">Actions</th>
+            </tr>
+          </thead>
+          <tbody>
+            {rootKeys.length === 0 && (
+              <tr>
+                <td colSpan={6}>No stored root keys (root keys from the configuration are not listed).</td>
+              </tr>
+            )}
+            {rootKeys.map((rootKey) => (
+              <tr key={rootKey.rootKeyId}>
+                <td>
+                  <code>{rootKey.rootKeyId}</code>
+                </td>
+                <td>{rootKey.name ?? ""}</td>
+                <td>{rootKey.permissions.join(", ")}</td>
+                <td>{formatTime(rootKey.createdAt)}</td>
+                <td>
+                  {rootKey.revokedAt !== undefined
+                    ? `revoked ${formatTime(rootKey.revokedAt)}`
+                    : rootKey.expires !== undefined && rootKey.expires <= Date.now()
+                      ? "expired"
+                      : "active"}
+                </td>
+                <td>
+                  {rootKey.revokedAt === undefined && (
+                    <button
+                      type="button"
+                      aria-label={`Revoke ${rootKey.name ?? rootKey.rootKeyId}`}
+                      onClick={() => revoke(rootKey.rootKeyId)}
+                    >
+                      Revoke
+                    </button>
+                  )}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </>
+  );
+}

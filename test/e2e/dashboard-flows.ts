@@ -1,0 +1,222 @@
+import { mkdirSync } from "node:fs";
+import type { AddressInfo } from "node:net";
+import { join } from "node:path";
+import { type Browser, chromium, type Page } from "playwright-core";
+import type { Test } from "tap";
+import { analyticsDir } from "../helpers/analytics.js";
+import { harness, ROOT_KEY, type StorageKind } from "../helpers/harness.js";
+
+/** Debian's Chromium unless CHROMIUM_PATH names another; the tests fail (never skip) when it cannot start. */
+export const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+/** Screenshots of failed steps go here (and the README's, unless KEYGATE_WRITE_SCREENSHOT asks for docs/). */
+const RESULTS = join(process.cwd(), "test-results");
+
+export async function launchBrowser(t: Test): Promise<Browser> {
+  const browser = await chromium.launch({ executablePath: CHROMIUM_PATH, headless: true, args: ["--no-sandbox"] });
+  t.teardown(() => browser.close());
+  return browser;
+}
+
+/**
+ * The flows of issue 29's Tests section, through the dashboard in a real browser, on a keygate listening on a
+ * real port with the embedded analytics engine. Elements are found by role and label, as a user finds them.
+ */
+export async function dashboardFlows(t: Test, storage: StorageKind): Promise<void> {
+  const h = await harness(t, {
+    storage,
+    config: { analytics: { engine: "embedded", path: analyticsDir(t), buffer: { flushIntervalMs: 50 } } },
+  });
+  await h.app.listen({ host: "127.0.0.1", port: 0 });
+  const origin = `http://127.0.0.1:${(h.app.server.address() as AddressInfo).port}`;
+  const browser = await launchBrowser(t);
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const page = await context.newPage();
+  let failed = 0;
+
+  /** A named step: on failure, a screenshot of the page as it was, then the failure. */
+  const step = async (name: string, run: () => Promise<void>) => {
+    await t.test(name, async (t) => {
+      try {
+        await run();
+      } catch (error) {
+        mkdirSync(RESULTS, { recursive: true });
+        const path = join(RESULTS, `dashboard-${storage}-${++failed}.png`);
+        await page.screenshot({ path, fullPage: true }).catch(() => {});
+        t.comment(`screenshot: ${path}`);
+        throw error;
+      }
+    });
+  };
+  const verify = async (key: string) => {
+    const response = await fetch(`${origin}/v2/keys.verifyKey`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${ROOT_KEY}`, "content-type": "application/json" },
+      body: JSON.stringify({ key }),
+    });
+    return ((await response.json()) as { data: { valid: boolean; code: string; credits?: number } }).data;
+  };
+  const signIn = async (rootKey: string) => {
+    await page.goto(`${origin}/dashboard`);
+    await page.getByLabel("Root key").fill(rootKey);
+    await page.getByRole("button", { name: "Sign in" }).click();
+  };
+  const signOut = async () => {
+    await page.getByRole("button", { name: "Sign out" }).click();
+    await page.getByRole("heading", { name: "Sign in to keygate" }).waitFor();
+  };
+
+  await step("a bad root key is refused and opens no session", async () => {
+    await signIn("root_not_a_real_key");
+    await page.getByRole("alert").filter({ hasText: "invalid" }).waitFor();
+    t.same(await context.cookies(), [], "no cookie");
+  });
+
+  await step("a good root key signs in; the page carries the security headers; nothing is kept in storage", async () => {
+    const response = await page.goto(`${origin}/dashboard/`);
+    t.match(response?.headers()["content-security-policy"], /script-src 'self'/);
+    t.equal(response?.headers()["x-frame-options"], "DENY");
+    await page.getByLabel("Root key").fill(ROOT_KEY);
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await page.getByRole("heading", { name: "APIs" }).waitFor();
+    const [cookie] = await context.cookies();
+    t.match(cookie, { name: "keygate_session", httpOnly: true, sameSite: "Strict", path: "/dashboard" });
+    t.equal(await page.evaluate("localStorage.length + sessionStorage.length"), 0);
+  });
+
+  await step("a 400 is shown next to the field it names", async () => {
+    await page.getByLabel("API name").fill("x");
+    await page.getByRole("button", { name: "Create API" }).click();
+    await page.getByText("must be at least 3 characters long").waitFor();
+  });
+
+  let key = "";
+  await step("create an API and a key; the key is shown once and found in the list", async () => {
+    await page.getByLabel("API name").fill("orders");
+    await page.getByRole("button", { name: "Create API" }).click();
+    await page.getByRole("link", { name: "orders" }).click();
+    await page.getByRole("heading", { name: "Keys of orders" }).waitFor();
+    await page.getByText("Create a key").click();
+    const form = page.getByRole("form", { name: "Create a key" });
+    await form.getByLabel("Name", { exact: true }).fill("e2e key");
+    await form.getByLabel("External id").fill("user_e2e");
+    await form.getByLabel("Remaining credits").fill("10");
+    await form.getByRole("button", { name: "Create key" }).click();
+    await page.getByText("shown once").waitFor();
+    key = (await page.locator("output[aria-label='New key']").textContent()) ?? "";
+    t.match(key, /^[1-9A-HJ-NP-Za-km-z]{10,}$/);
+    await page.getByRole("button", { name: "Done" }).click();
+    t.equal(await page.getByText(key).count(), 0, "gone once dismissed");
+    await page.getByRole("table", { name: "Keys" }).getByRole("cell", { name: "e2e key" }).waitFor();
+    await page.getByLabel("Filter by external id").fill("user_e2e");
+    await page.getByRole("button", { name: "Filter" }).click();
+    await page.getByRole("table", { name: "Keys" }).getByRole("cell", { name: "user_e2e" }).waitFor();
+    t.match(await verify(key), { valid: true, code: "VALID", credits: 9 });
+  });
+
+  await step("editing credits and rate limits takes effect in verification", async () => {
+    await page.getByRole("button", { name: /^Edit key_/ }).click();
+    const form = page.getByRole("form", { name: "Edit the key" });
+    await form.getByLabel("Remaining credits").fill("1");
+    await form.getByRole("button", { name: "Save key" }).click();
+    await form.waitFor({ state: "detached" });
+    t.match(await verify(key), { valid: true, credits: 0 });
+    t.match(await verify(key), { valid: false, code: "USAGE_EXCEEDED" });
+
+    await page.getByRole("button", { name: /^Edit key_/ }).click();
+    await form.getByLabel("Remaining credits").fill("");
+    await form.getByRole("button", { name: "Add a rate limit" }).click();
+    await form.getByLabel("Limit name").fill("burst");
+    await form.getByLabel("Requests").fill("1");
+    await form.getByRole("button", { name: "Save key" }).click();
+    await form.waitFor({ state: "detached" });
+    t.match(await verify(key), { valid: true });
+    t.match(await verify(key), { valid: false, code: "RATE_LIMITED" });
+  });
+
+  await step("deleting the key makes verification fail", async () => {
+    await page.getByRole("button", { name: /^Edit key_/ }).click();
+    await page.getByRole("button", { name: "Delete key" }).click();
+    await page.getByRole("button", { name: "Confirm deleting the key" }).click();
+    await page.getByRole("cell", { name: "No keys." }).waitFor();
+    t.match(await verify(key), { valid: false, code: "NOT_FOUND" });
+  });
+
+  let reader = "";
+  await step("a root key with fewer permissions is created, shown once, and refused what it may not do", async () => {
+    await page.getByRole("link", { name: "Root keys" }).click();
+    await page.getByLabel("Root key name").fill("reader");
+    await page.getByLabel("Root key permissions").fill("api.*.read_api\napi.*.read_key");
+    await page.getByRole("button", { name: "Create root key" }).click();
+    await page.getByText("shown once").waitFor();
+    reader = (await page.locator("output[aria-label='New root key']").textContent()) ?? "";
+    t.match(reader, /^root_/);
+    await page.getByRole("table", { name: "Root keys" }).getByRole("cell", { name: "reader", exact: true }).waitFor();
+    await signOut();
+    await signIn(reader);
+    await page.getByRole("heading", { name: "APIs" }).waitFor();
+    await page.getByRole("link", { name: "orders" }).waitFor();
+    await page.getByLabel("API name").fill("not-allowed");
+    await page.getByRole("button", { name: "Create API" }).click();
+    await page.getByRole("alert").filter({ hasText: "Not allowed" }).filter({ hasText: "api.*.create_api" }).waitFor();
+    await page.getByRole("link", { name: "Root keys" }).click();
+    await page.getByRole("alert").filter({ hasText: "root_key.*.read_root_key" }).waitFor();
+    await page.getByLabel("Root key permissions").fill("*");
+    await page.getByRole("button", { name: "Create root key" }).click();
+    await page.getByRole("alert").filter({ hasText: "root_key.*.create_root_key" }).waitFor();
+    await signOut();
+  });
+
+  await step("the analytics chart shows the verifications just made; the SQL console answers in a table", async () => {
+    await signIn(ROOT_KEY);
+    await page.getByRole("link", { name: "Analytics" }).click();
+    // Events reach the engine in batches: refresh until they are there (the step's own timeout bounds it).
+    const summary = page.getByRole("region", { name: "Verifications over time" }).locator("p");
+    for (let attempt = 0; attempt < 100; attempt++) {
+      const text = (await summary.textContent()) ?? "";
+      if (/^(\d+) verifications/.test(text) && Number(text.split(" ")[0]) >= 6) break;
+      await page.getByRole("button", { name: "Refresh" }).click();
+      await page.waitForTimeout(200);
+    }
+    t.match(await summary.textContent(), /^6 verifications in range$/);
+    await page.locator(".uplot canvas").first().waitFor();
+    for (const outcome of ["VALID", "USAGE_EXCEEDED", "RATE_LIMITED", "NOT_FOUND"]) {
+      t.ok(await page.locator(".u-legend").getByText(outcome).count(), `the chart has a ${outcome} series`);
+    }
+    await page.getByRole("table", { name: "Denials" }).getByRole("cell", { name: "RATE_LIMITED" }).waitFor();
+    await page.getByRole("button", { name: "Run query" }).click();
+    await page.getByRole("table", { name: "Query result" }).getByRole("cell", { name: "VALID", exact: true }).waitFor();
+    if (storage === "memory") {
+      const path = process.env.KEYGATE_WRITE_SCREENSHOT
+        ? join(process.cwd(), "docs", "images", "dashboard.png")
+        : join(RESULTS, "dashboard.png");
+      mkdirSync(join(path, ".."), { recursive: true });
+      await page.evaluate("scrollTo(0, 0)");
+      await page.screenshot({ path });
+      t.comment(`README screenshot: ${path}`);
+    }
+  });
+
+  await step("revoking a root key in the dashboard refuses it at once", async () => {
+    await page.getByRole("link", { name: "Root keys" }).click();
+    await page.getByRole("button", { name: "Revoke reader" }).click();
+    await page.getByRole("cell", { name: /^revoked / }).waitFor();
+    const refused = await fetch(`${origin}/v2/keygate.listApis`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${reader}`, "content-type": "application/json" },
+      body: "{}",
+    });
+    t.equal(refused.status, 401);
+    await refused.arrayBuffer();
+  });
+
+  await step("signing out ends the session on the server", async () => {
+    const [cookie] = await context.cookies();
+    await signOut();
+    const replay = await fetch(`${origin}/dashboard/api/session`, { headers: { cookie: `keygate_session=${cookie?.value}` } });
+    t.equal(replay.status, 401, "the old cookie opens nothing");
+    await replay.arrayBuffer();
+    t.same(await context.cookies(), [], "the browser dropped the cookie");
+  });
+}
+
+export type { Page };
