@@ -100,6 +100,7 @@ export async function buildApp(config: KeygateConfig, options: BuildOptions = {}
     windowsFollowClock: options.clock !== undefined,
     invalidations,
     analytics,
+    gatewayRoutes: () => routes.current.table.routes.map((route) => route.config),
     ...defined({ observer: metrics }),
   });
   stores.breaker?.onStateChange((state) => {

@@ -7,6 +7,7 @@ import { SwrCache } from "./cache/swr-cache.js";
 import type { KeygateConfig } from "./config/schema.js";
 import { AnalyticsService } from "./domain/analytics/analytics-service.js";
 import { ApiService } from "./domain/apis/api-service.js";
+import { GatewayRouteCatalogue } from "./domain/apis/gateway-route-catalogue.js";
 import { DashboardSessionService } from "./domain/dashboard/session-service.js";
 import { IdentityService } from "./domain/identities/identity-service.js";
 import { KeyAccessService } from "./domain/keys/key-access-service.js";
@@ -22,6 +23,7 @@ import { RbacService } from "./domain/rbac/rbac-service.js";
 import { RootKeyService } from "./domain/root-keys/root-key-service.js";
 import { loadKeyView } from "./domain/verification/key-view.js";
 import { VerificationService } from "./domain/verification/verification-service.js";
+import type { RouteConfig } from "./gateway/route-config.js";
 import type { Clock } from "./lib/clock.js";
 import { Vault } from "./lib/vault.js";
 import type { Stores } from "./storage/interfaces.js";
@@ -36,6 +38,7 @@ export interface Services {
   readonly rootKeys: RootKeyService;
   readonly dashboardSessions: DashboardSessionService;
   readonly apis: ApiService;
+  readonly gatewayRoutes: GatewayRouteCatalogue<RouteConfig>;
   readonly keys: KeyService;
   /** keys.migrateKeys and the CLI's import: keys brought from another system, under the migrations configured. */
   readonly keyMigrations: KeyMigrationService;
@@ -63,6 +66,8 @@ export interface ServiceOptions {
   analytics?: AnalyticsRuntime;
   /** Told what the services decide, for metrics; nothing by default. */
   observer?: Observer;
+  /** The gateway's current routes (keygate.listRoutes); none without a gateway (the CLI). */
+  gatewayRoutes?: () => readonly RouteConfig[];
 }
 
 /**
@@ -144,6 +149,7 @@ export function createServices(stores: Stores, config: KeygateConfig, clock: Clo
   return {
     invalidations,
     rootKeys,
+    gatewayRoutes: new GatewayRouteCatalogue(options.gatewayRoutes ?? (() => []), apis),
     dashboardSessions: new DashboardSessionService(stores.dashboardSessions, rootKeys, clock, {
       idleMs: config.dashboard.sessionIdleTimeoutMs,
       absoluteMs: config.dashboard.sessionAbsoluteTimeoutMs,

@@ -2,6 +2,7 @@ import { useEffect, useState } from "preact/hooks";
 import { currentSession, type Session, signOut, whenSessionLost } from "./api.js";
 import { AnalyticsPage } from "./pages/analytics.js";
 import { ApisPage } from "./pages/apis.js";
+import { GatewayPage } from "./pages/gateway.js";
 import { KeysPage } from "./pages/keys.js";
 import { RootKeysPage } from "./pages/root-keys.js";
 import { SignInPage } from "./pages/sign-in.js";
@@ -40,6 +41,7 @@ export function App() {
     ["#/apis", "APIs", section === undefined || section === "apis"],
     ["#/root-keys", "Root keys", section === "root-keys"],
     ["#/analytics", "Analytics", section === "analytics"],
+    ["#/gateway", "Gateway", section === "gateway"],
   ] as const;
   return (
     <>
@@ -73,6 +75,8 @@ export function App() {
           <RootKeysPage />
         ) : section === "analytics" ? (
           <AnalyticsPage />
+        ) : section === "gateway" ? (
+          <GatewayPage />
         ) : section === "apis" && id !== undefined ? (
           <KeysPage apiId={id} />
         ) : (

@@ -24,7 +24,20 @@ export async function launchBrowser(t: Test): Promise<Browser> {
 export async function dashboardFlows(t: Test, storage: StorageKind): Promise<void> {
   const h = await harness(t, {
     storage,
-    config: { analytics: { engine: "embedded", path: analyticsDir(t), buffer: { flushIntervalMs: 50 } } },
+    config: {
+      analytics: { engine: "embedded", path: analyticsDir(t), buffer: { flushIntervalMs: 50 } },
+      apis: [{ id: "api_e2e_gateway", name: "gateway-api", workspaceId: "ws_test" }],
+      routes: [
+        {
+          name: "e2e-route",
+          match: { prefix: "/e2e", methods: ["GET"] },
+          upstream: "http://127.0.0.1:9",
+          apiId: "api_e2e_gateway",
+          permissions: "e2e.read",
+          credits: { cost: 3 },
+        },
+      ],
+    },
   });
   await h.app.listen({ host: "127.0.0.1", port: 0 });
   const origin = `http://127.0.0.1:${(h.app.server.address() as AddressInfo).port}`;
@@ -193,6 +206,16 @@ export async function dashboardFlows(t: Test, storage: StorageKind): Promise<voi
       await page.evaluate("scrollTo(0, 0)");
       await page.screenshot({ path });
       t.comment(`README screenshot: ${path}`);
+    }
+  });
+
+  await step("the gateway page shows the configured routes with their policies", async () => {
+    await page.getByRole("link", { name: "Gateway" }).click();
+    const row = page.getByRole("table", { name: "Gateway routes" }).getByRole("row").filter({ hasText: "e2e-route" });
+    await row.waitFor();
+    const text = (await row.textContent()) ?? "";
+    for (const part of ["GET /e2e", "Authorization: Bearer <key>", "e2e.read", "api_e2e_gateway", "http://127.0.0.1:9"]) {
+      t.match(text, part, `the route shows ${part}`);
     }
   });
 

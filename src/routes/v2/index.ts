@@ -17,6 +17,7 @@ import deleteRootKey from "./keygate/delete-root-key.js";
 import getApiIpAllowlist from "./keygate/get-api-ip-allowlist.js";
 import listApis from "./keygate/list-apis.js";
 import listRootKeys from "./keygate/list-root-keys.js";
+import listRoutes from "./keygate/list-routes.js";
 import setApiIpAllowlist from "./keygate/set-api-ip-allowlist.js";
 import addPermissions from "./keys/add-permissions.js";
 import addRoles from "./keys/add-roles.js";
@@ -104,6 +105,7 @@ export const PROCEDURES: readonly AnyProcedure[] = [
   listRootKeys,
   deleteRootKey,
   listApis,
+  listRoutes,
 ];
 
 export interface V2Options {
