@@ -1,9 +1,12 @@
 import { useEffect, useState } from "preact/hooks";
 import { currentSession, type Session, signOut, whenSessionLost } from "./api.js";
+import { AccessPage } from "./pages/access.js";
 import { AnalyticsPage } from "./pages/analytics.js";
 import { ApisPage } from "./pages/apis.js";
 import { GatewayPage } from "./pages/gateway.js";
+import { IdentitiesPage } from "./pages/identities.js";
 import { KeysPage } from "./pages/keys.js";
+import { RatelimitsPage } from "./pages/ratelimits.js";
 import { RootKeysPage } from "./pages/root-keys.js";
 import { SignInPage } from "./pages/sign-in.js";
 import { ErrorNote } from "./ui.js";
@@ -39,6 +42,9 @@ export function App() {
   const [section, id] = route;
   const nav = [
     ["#/apis", "APIs", section === undefined || section === "apis"],
+    ["#/identities", "Identities", section === "identities"],
+    ["#/access", "Permissions and roles", section === "access"],
+    ["#/ratelimits", "Rate limits", section === "ratelimits"],
     ["#/root-keys", "Root keys", section === "root-keys"],
     ["#/analytics", "Analytics", section === "analytics"],
     ["#/gateway", "Gateway", section === "gateway"],
@@ -73,6 +79,12 @@ export function App() {
         <ErrorNote error={error} />
         {section === "root-keys" ? (
           <RootKeysPage />
+        ) : section === "identities" ? (
+          <IdentitiesPage />
+        ) : section === "access" ? (
+          <AccessPage />
+        ) : section === "ratelimits" ? (
+          <RatelimitsPage />
         ) : section === "analytics" ? (
           <AnalyticsPage />
         ) : section === "gateway" ? (
