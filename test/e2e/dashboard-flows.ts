@@ -191,6 +191,12 @@ export async function dashboardFlows(t: Test, storage: StorageKind): Promise<voi
       await page.waitForTimeout(200);
     }
     t.match(await summary.textContent(), /^6 verifications in range$/);
+    await page.getByLabel("Only API").selectOption({ label: "gateway-api" });
+    await page.getByText("0 verifications in range").waitFor();
+    await page.getByLabel("Only API").selectOption({ label: "orders" });
+    await page.getByText("5 verifications in range").waitFor();
+    await page.getByLabel("Only API").selectOption({ label: "every API" });
+    await page.getByText("6 verifications in range").waitFor();
     await page.locator(".uplot canvas").first().waitFor();
     for (const outcome of ["VALID", "USAGE_EXCEEDED", "RATE_LIMITED", "NOT_FOUND"]) {
       t.ok(await page.locator(".u-legend").getByText(outcome).count(), `the chart has a ${outcome} series`);

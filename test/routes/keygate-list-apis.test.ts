@@ -18,12 +18,19 @@ for (const storage of STORAGE_KINDS) {
         { id: orders, name: "orders" },
         { id: billing, name: "billing" },
       ].sort((a, b) => (a.id < b.id ? -1 : 1));
-      t.same(listed.body.data, expected);
+      t.same(
+        listed.body.data.map(({ id, name }: { id: string; name: string }) => ({ id, name })),
+        expected,
+      );
+      for (const api of listed.body.data) {
+        t.equal(api.keySpaceId, (await h.app.stores.apis.get("ws_test", api.id))?.keySpaceId, "with its key space");
+      }
     });
 
     await t.test("a root key reading one API lists that one; one reading none is refused", async (t) => {
       const one = await h.rootKey([`api.${billing}.read_api`]);
-      t.same((await h.call("keygate.listApis", {}, { rootKey: one })).body.data, [{ id: billing, name: "billing" }]);
+      t.match((await h.call("keygate.listApis", {}, { rootKey: one })).body.data, [{ id: billing, name: "billing" }]);
+      t.equal((await h.call("keygate.listApis", {}, { rootKey: one })).body.data.length, 1);
       const none = await h.rootKey(["api.*.create_key"]);
       assertError(
         t,

@@ -51,11 +51,11 @@ export class ApiService {
   }
 
   /** The live APIs of the workspace the caller may read (`api.*.read_api`, or `api.<id>.read_api` for each). */
-  async listApis(caller: Caller): Promise<{ id: string; name: string }[]> {
+  async listApis(caller: Caller): Promise<{ id: string; name: string; keySpaceId: string }[]> {
     if (!caller.can(requireApi("read_api")) && caller.namedResourceIds("api").length === 0) caller.authorize(requireApi("read_api"));
     return (await this.apis.list(caller.workspaceId))
       .filter((api) => api.deletedAt === undefined && caller.can(requireApi("read_api", api.id)))
-      .map((api) => ({ id: api.id, name: api.name }));
+      .map((api) => ({ id: api.id, name: api.name, keySpaceId: api.keySpaceId }));
   }
 
   async deleteApi(caller: Caller, input: { apiId: string }): Promise<void> {

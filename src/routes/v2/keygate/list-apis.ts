@@ -5,6 +5,7 @@ import { defineProcedure } from "../procedure.js";
 export default defineProcedure({
   name: "keygate.listApis",
   body: Strict({}),
-  data: Type.Array(Type.Object({ id: Type.String(), name: Type.String() })),
+  // The key space id is what analytics rows name the API by (key_space_id).
+  data: Type.Array(Type.Object({ id: Type.String(), name: Type.String(), keySpaceId: Type.String() })),
   handler: ({ caller, services }) => services.apis.listApis(caller),
 });
