@@ -46,8 +46,8 @@ export interface ApiStore {
   /** The API with this id in this workspace, deleted or not; null when absent or in another workspace. */
   get(workspaceId: string, apiId: string): Promise<ApiRecord | null>;
   /**
-   * The workspace's APIs, deleted ones included, ordered by id (keygate.listApis). Redis lists the APIs created
-   * since keygate kept this index (the dashboard's release); older ones stay reachable by id.
+   * The workspace's APIs, deleted ones included, ordered by id (keygate.listApis). On Redis, APIs created before
+   * keygate indexed them per workspace are found once, on the workspace's first list.
    */
   list(workspaceId: string): Promise<ApiRecord[]>;
   /** Which workspace owns an API id (the gateway knows an API id before it knows a workspace). */

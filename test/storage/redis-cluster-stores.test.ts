@@ -37,3 +37,29 @@ t.test("writes of many workspaces issued in one tick (their slots on every maste
   const refunds = await Promise.all(Array.from({ length: 60 }, (_, i) => stores.keys.refundCredits(`ws_tick${i}`, `key_absent${i}`, 1, 0)));
   t.equal(refunds.length, 60, "credit scripts of many slots in one tick are answered too");
 });
+
+t.test("APIs created before the per-workspace index are found by a scan of every master", async (t) => {
+  const prefix = `kgcluster${prefixes}`;
+  const stores = await openClusterStores(t);
+  const record = (id: string, workspaceId: string) => ({
+    id,
+    workspaceId,
+    name: id,
+    keySpaceId: `ks_${id}`,
+    createdAt: 1,
+    deleteProtection: false,
+  });
+  // Workspaces whose slots lie on different masters, each with an API written as an earlier keygate did.
+  const writer = await connectRedis({ cluster: { nodes: [...cluster.urls] }, commandTimeoutMs: 2_000, connectTimeoutMs: 5_000 });
+  t.teardown(() => writer.quit());
+  const workspaces = Array.from({ length: 6 }, (_, i) => `ws_earlier${i}`);
+  for (const workspaceId of workspaces)
+    await writer.set(`${prefix}:{${workspaceId}}:api:api_${workspaceId}`, JSON.stringify(record(`api_${workspaceId}`, workspaceId)));
+  for (const workspaceId of workspaces) {
+    t.same(
+      (await stores.apis.list(workspaceId)).map((api) => api.id),
+      [`api_${workspaceId}`],
+      workspaceId,
+    );
+  }
+});

@@ -75,3 +75,27 @@ t.test("a dashboard session is one key that Redis expires by itself, and a touch
   const touched = await inspect.pttl(keys[0] as string);
   t.ok(touched > 60_000 && touched <= 3_600_000, `time to live ${touched} ms after the touch`);
 });
+
+t.test("APIs created before the per-workspace index are listed, found once by a scan", async (t) => {
+  const prefix = uniquePrefix(t, "earlier-apis");
+  const stores = await openRedisStores(t, prefix);
+  const inspect = await redisClient(t);
+  const record = (id: string) => ({ id, workspaceId: "ws_old", name: id, keySpaceId: `ks_${id}`, createdAt: 1, deleteProtection: false });
+  // As an earlier keygate wrote an API: the record and its lookups, no per-workspace id index.
+  for (const id of ["api_old_1", "api_old_2"]) {
+    await inspect.set(`${prefix}:{ws_old}:api:${id}`, JSON.stringify(record(id)));
+    await inspect.set(`${prefix}:{apis}:ws:${id}`, "ws_old");
+  }
+  await stores.apis.create(record("api_new"));
+  t.same(
+    (await stores.apis.list("ws_old")).map((api) => api.id),
+    ["api_new", "api_old_1", "api_old_2"],
+  );
+  t.equal(await inspect.exists(`${prefix}:{ws_old}:api-ids-whole`), 1, "the index is marked whole");
+  const reopened = await openRedisStores(t, prefix);
+  t.same(
+    (await reopened.apis.list("ws_old")).map((api) => api.id),
+    ["api_new", "api_old_1", "api_old_2"],
+    "another instance reads the index",
+  );
+});

@@ -1,3 +1,4 @@
+import { Cluster } from "ioredis";
 import type { ApiStore } from "../interfaces.js";
 import type { ApiRecord } from "../records.js";
 import { Batch, readJson, updateJson } from "./atomic.js";
@@ -7,6 +8,8 @@ import type { RedisClient } from "./topology.js";
 export class RedisApiStore implements ApiStore {
   private readonly redis: RedisClient;
   private readonly keys: RedisKeys;
+  /** Workspaces whose APIs are all in the id index (see indexEarlierApis). */
+  private readonly indexed = new Set<string>();
 
   constructor(redis: RedisClient, keys: RedisKeys) {
     this.redis = redis;
@@ -37,10 +40,39 @@ export class RedisApiStore implements ApiStore {
   }
 
   async list(workspaceId: string): Promise<ApiRecord[]> {
+    await this.indexEarlierApis(workspaceId);
     const ids = await this.redis.zrange(this.keys.apiIds(workspaceId), "0", "-1");
     if (ids.length === 0) return [];
     const raws = await this.redis.mget(ids.map((id) => this.keys.api(workspaceId, id)));
     return raws.filter((raw): raw is string => raw !== null).map((raw) => JSON.parse(raw) as ApiRecord);
+  }
+
+  /**
+   * APIs created before keygate kept the per-workspace id index (the dashboard's release) are added to it once per
+   * workspace: their records are found by a scan of every primary, then a marker says the index is whole. Creates
+   * write the index themselves, so the scan never has to run again.
+   */
+  private async indexEarlierApis(workspaceId: string): Promise<void> {
+    if (this.indexed.has(workspaceId)) return;
+    const marker = this.keys.apiIdsWhole(workspaceId);
+    if ((await this.redis.exists(marker)) === 0) {
+      const recordPrefix = this.keys.api(workspaceId, "");
+      const pattern = `${recordPrefix.replace(/[*?[\]\\]/g, "\\$&")}*`;
+      const nodes = this.redis instanceof Cluster ? this.redis.nodes("master") : [this.redis];
+      const ids = new Set<string>();
+      for (const node of nodes) {
+        let cursor = "0";
+        do {
+          const [next, keys] = await node.scan(cursor, "MATCH", pattern, "COUNT", 1000);
+          cursor = next;
+          for (const key of keys) ids.add(key.slice(recordPrefix.length));
+        } while (cursor !== "0");
+      }
+      const batch = new Batch();
+      for (const id of ids) batch.zadd(this.keys.apiIds(workspaceId), id);
+      await batch.set(marker, "1").apply(this.redis);
+    }
+    this.indexed.add(workspaceId);
   }
 
   async workspaceOf(apiId: string): Promise<string | null> {

@@ -89,6 +89,8 @@ const LIFECYCLE = new Set([
   "quit",
   "duplicate",
   "defineCommand",
+  // A Cluster's node clients (synchronous); commands sent to one directly are not guarded.
+  "nodes",
 ]);
 
 /**

@@ -20,6 +20,8 @@ export function createRedisKeys(prefix: string) {
     api: (workspaceId: string, apiId: string) => `${workspace(workspaceId)}:api:${apiId}`,
     /** Sorted set of the workspace's API ids (every API created since the index exists), written with the record. */
     apiIds: (workspaceId: string) => `${workspace(workspaceId)}:api-ids`,
+    /** Set once apiIds holds every API of the workspace, those created before it existed included. */
+    apiIdsWhole: (workspaceId: string) => `${workspace(workspaceId)}:api-ids-whole`,
 
     key: (workspaceId: string, keyId: string) => `${workspace(workspaceId)}:key:${keyId}`,
     keyCredits: (workspaceId: string, keyId: string) => `${workspace(workspaceId)}:key-credits:${keyId}`,
