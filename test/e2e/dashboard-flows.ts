@@ -225,48 +225,59 @@ export async function dashboardFlows(t: Test, storage: StorageKind): Promise<voi
     }
   });
 
-  await step("identities, permissions and roles, and rate limit overrides: create, list, delete", async () => {
-    await page.getByRole("link", { name: "Identities" }).click();
-    await page.getByLabel("Identity external id").fill("customer_e2e");
-    await page.getByLabel("Identity meta (JSON)").fill('{"plan":"pro"}');
-    await page.getByRole("button", { name: "Create identity" }).click();
-    const identities = page.getByRole("table", { name: "Identities" });
-    await identities.getByRole("cell", { name: "customer_e2e", exact: true }).waitFor();
-    await identities.getByRole("cell", { name: '{"plan":"pro"}' }).waitFor();
-    await page.getByRole("button", { name: "Delete customer_e2e" }).click();
-    await identities.getByRole("cell", { name: "customer_e2e", exact: true }).waitFor({ state: "detached" });
+  await step(
+    "identities (with their rate limits), permissions and roles, and rate limit overrides: create, list, edit, delete",
+    async () => {
+      await page.getByRole("link", { name: "Identities" }).click();
+      await page.getByLabel("Identity external id").fill("customer_e2e");
+      await page.getByLabel("Identity meta (JSON)").fill('{"plan":"pro"}');
+      await page.getByRole("button", { name: "Create identity" }).click();
+      const identities = page.getByRole("table", { name: "Identities" });
+      await identities.getByRole("cell", { name: "customer_e2e", exact: true }).waitFor();
+      await identities.getByRole("cell", { name: '{"plan":"pro"}' }).waitFor();
+      await page.getByRole("button", { name: "Edit customer_e2e" }).click();
+      const editor = page.getByRole("form", { name: "Edit the identity" });
+      await editor.getByRole("button", { name: "Add a rate limit" }).click();
+      await editor.getByLabel("Limit name").fill("tenant");
+      await editor.getByLabel("Requests").fill("5");
+      await editor.getByRole("button", { name: "Save identity" }).click();
+      await editor.waitFor({ state: "detached" });
+      await identities.getByRole("cell", { name: "tenant: 5/60000 ms" }).waitFor();
+      await page.getByRole("button", { name: "Delete customer_e2e" }).click();
+      await identities.getByRole("cell", { name: "customer_e2e", exact: true }).waitFor({ state: "detached" });
 
-    await page.getByRole("link", { name: "Permissions and roles" }).click();
-    await page.getByLabel("Permission slug").fill("documents.read");
-    await page.getByLabel("Permission name").fill("Read documents");
-    await page.getByRole("button", { name: "Create permission" }).click();
-    await page.getByRole("table", { name: "Permissions" }).getByRole("cell", { name: "documents.read", exact: true }).waitFor();
-    await page.getByLabel("Role name", { exact: true }).fill("reader");
-    await page.getByLabel("Role permissions").fill("documents.read");
-    await page.getByRole("button", { name: "Create role" }).click();
-    const role = page.getByRole("table", { name: "Roles" }).getByRole("row").filter({ hasText: "reader" });
-    await role.getByRole("cell", { name: "documents.read", exact: true }).waitFor();
-    await page.getByRole("button", { name: "Delete role reader" }).click();
-    await role.waitFor({ state: "detached" });
+      await page.getByRole("link", { name: "Permissions and roles" }).click();
+      await page.getByLabel("Permission slug").fill("documents.read");
+      await page.getByLabel("Permission name").fill("Read documents");
+      await page.getByRole("button", { name: "Create permission" }).click();
+      await page.getByRole("table", { name: "Permissions" }).getByRole("cell", { name: "documents.read", exact: true }).waitFor();
+      await page.getByLabel("Role name", { exact: true }).fill("reader");
+      await page.getByLabel("Role permissions").fill("documents.read");
+      await page.getByRole("button", { name: "Create role" }).click();
+      const role = page.getByRole("table", { name: "Roles" }).getByRole("row").filter({ hasText: "reader" });
+      await role.getByRole("cell", { name: "documents.read", exact: true }).waitFor();
+      await page.getByRole("button", { name: "Delete role reader" }).click();
+      await role.waitFor({ state: "detached" });
 
-    // A namespace comes into being with its first use.
-    const used = await fetch(`${origin}/v2/ratelimit.limit`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${ROOT_KEY}`, "content-type": "application/json" },
-      body: JSON.stringify({ namespace: "e2e.ns", identifier: "someone", limit: 10, duration: 60_000 }),
-    });
-    t.equal(used.status, 200);
-    await used.arrayBuffer();
-    await page.getByRole("link", { name: "Rate limits" }).click();
-    await page.getByRole("textbox", { name: "Namespace" }).fill("e2e.ns");
-    await page.getByRole("button", { name: "Show overrides" }).click();
-    await page.getByRole("textbox", { name: "Identifier" }).fill("user_vip");
-    await page.getByRole("spinbutton", { name: "Limit" }).fill("500");
-    await page.getByRole("button", { name: "Set override" }).click();
-    await page.getByRole("table", { name: "Overrides" }).getByRole("cell", { name: "user_vip", exact: true }).waitFor();
-    await page.getByRole("button", { name: "Delete override user_vip" }).click();
-    await page.getByRole("cell", { name: "No overrides in e2e.ns." }).waitFor();
-  });
+      // A namespace comes into being with its first use.
+      const used = await fetch(`${origin}/v2/ratelimit.limit`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${ROOT_KEY}`, "content-type": "application/json" },
+        body: JSON.stringify({ namespace: "e2e.ns", identifier: "someone", limit: 10, duration: 60_000 }),
+      });
+      t.equal(used.status, 200);
+      await used.arrayBuffer();
+      await page.getByRole("link", { name: "Rate limits" }).click();
+      await page.getByRole("textbox", { name: "Namespace" }).fill("e2e.ns");
+      await page.getByRole("button", { name: "Show overrides" }).click();
+      await page.getByRole("textbox", { name: "Identifier" }).fill("user_vip");
+      await page.getByRole("spinbutton", { name: "Limit" }).fill("500");
+      await page.getByRole("button", { name: "Set override" }).click();
+      await page.getByRole("table", { name: "Overrides" }).getByRole("cell", { name: "user_vip", exact: true }).waitFor();
+      await page.getByRole("button", { name: "Delete override user_vip" }).click();
+      await page.getByRole("cell", { name: "No overrides in e2e.ns." }).waitFor();
+    },
+  );
 
   await step("revoking a root key in the dashboard refuses it at once", async () => {
     await page.getByRole("link", { name: "Root keys" }).click();

@@ -1,12 +1,13 @@
 import { useEffect, useState } from "preact/hooks";
 import { ApiError, call, callPage } from "../api.js";
 import { ErrorNote, Field, fieldError } from "../ui.js";
+import { type LimitDraft, limitsBody, RateLimitsEditor } from "./key-form.js";
 
 interface Identity {
   id: string;
   externalId: string;
   meta?: Record<string, unknown>;
-  ratelimits?: { name: string; limit: number; duration: number }[];
+  ratelimits?: { name: string; limit: number; duration: number; autoApply?: boolean }[];
 }
 
 function parseMeta(text: string): Record<string, unknown> | undefined {
@@ -18,7 +19,7 @@ function parseMeta(text: string): Record<string, unknown> | undefined {
   }
 }
 
-/** Identities: list (search, pages), create, edit meta, delete. */
+/** Identities: list (search, pages), create, edit meta and rate limits, delete. */
 export function IdentitiesPage() {
   const [identities, setIdentities] = useState<Identity[]>([]);
   const [cursors, setCursors] = useState<(string | undefined)[]>([undefined]);
@@ -28,7 +29,7 @@ export function IdentitiesPage() {
   const [meta, setMeta] = useState("");
   const [error, setError] = useState<unknown>(null);
   const [createError, setCreateError] = useState<unknown>(null);
-  const [editing, setEditing] = useState<{ id: string; meta: string } | null>(null);
+  const [editing, setEditing] = useState<{ id: string; meta: string; ratelimits: LimitDraft[] } | null>(null);
   const [editError, setEditError] = useState<unknown>(null);
 
   const load = async (cursor: string | undefined) => {
@@ -68,7 +69,11 @@ export function IdentitiesPage() {
     if (!editing) return;
     setEditError(null);
     try {
-      await call("identities.updateIdentity", { identity: editing.id, meta: parseMeta(editing.meta) ?? {} });
+      await call("identities.updateIdentity", {
+        identity: editing.id,
+        meta: parseMeta(editing.meta) ?? {},
+        ratelimits: limitsBody(editing.ratelimits),
+      });
       setEditing(null);
       await reload();
     } catch (failure) {
@@ -160,7 +165,18 @@ export function IdentitiesPage() {
                 <button
                   type="button"
                   aria-label={`Edit ${identity.externalId}`}
-                  onClick={() => setEditing({ id: identity.id, meta: identity.meta ? JSON.stringify(identity.meta, null, 2) : "" })}
+                  onClick={() =>
+                    setEditing({
+                      id: identity.id,
+                      meta: identity.meta ? JSON.stringify(identity.meta, null, 2) : "",
+                      ratelimits: (identity.ratelimits ?? []).map((limit) => ({
+                        name: limit.name,
+                        limit: String(limit.limit),
+                        duration: String(limit.duration),
+                        autoApply: limit.autoApply ?? false,
+                      })),
+                    })
+                  }
                 >
                   Edit
                 </button>{" "}
@@ -209,6 +225,11 @@ export function IdentitiesPage() {
               />
             )}
           </Field>
+          <RateLimitsEditor
+            limits={editing.ratelimits}
+            onChange={(ratelimits) => setEditing({ ...editing, ratelimits })}
+            error={editError}
+          />
           <button type="submit">Save identity</button>{" "}
           <button type="button" onClick={() => setEditing(null)}>
             Close

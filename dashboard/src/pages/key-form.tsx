@@ -13,7 +13,7 @@ export interface KeyFields {
   refillInterval: "" | "daily" | "monthly";
   refillAmount: string;
   refillDay: string;
-  ratelimits: { name: string; limit: string; duration: string; autoApply: boolean }[];
+  ratelimits: LimitDraft[];
   permissions: string;
   roles: string;
 }
@@ -111,12 +111,7 @@ export function requestFields(fields: KeyFields, clearing: boolean): Record<stri
           : {}),
     };
   } else if (clearing) body.credits = null;
-  body.ratelimits = fields.ratelimits.map((limit) => ({
-    name: limit.name,
-    limit: numberOr(limit.limit),
-    duration: numberOr(limit.duration),
-    autoApply: limit.autoApply,
-  }));
+  body.ratelimits = limitsBody(fields.ratelimits);
   body.permissions = splitList(fields.permissions);
   body.roles = splitList(fields.roles);
   return body;
@@ -149,11 +144,6 @@ export function KeyFieldControls(props: {
       )}
     </Field>
   );
-  const setLimit = (index: number, change: Partial<KeyFields["ratelimits"][number]>) =>
-    set(
-      "ratelimits",
-      fields.ratelimits.map((limit, at) => (at === index ? { ...limit, ...change } : limit)),
-    );
   return (
     <>
       {text("Name", "name", "body.name")}
@@ -195,73 +185,7 @@ export function KeyFieldControls(props: {
         {fields.refillInterval !== "" && text("Refill amount", "refillAmount", "body.credits.refill.amount", "number")}
         {fields.refillInterval === "monthly" && text("Refill day", "refillDay", "body.credits.refill.refillDay", "number")}
       </fieldset>
-      <fieldset>
-        <legend>Rate limits</legend>
-        {fields.ratelimits.map((limit, index) => (
-          <fieldset class="row" key={index}>
-            <legend>Rate limit {index + 1}</legend>
-            <Field label="Limit name" error={fieldError(error, `body.ratelimits[${index}].name`)}>
-              {(id, describedBy) => (
-                <input
-                  id={id}
-                  value={limit.name}
-                  aria-describedby={describedBy}
-                  onInput={(event) => setLimit(index, { name: event.currentTarget.value })}
-                />
-              )}
-            </Field>
-            <Field label="Requests" error={fieldError(error, `body.ratelimits[${index}].limit`)}>
-              {(id, describedBy) => (
-                <input
-                  id={id}
-                  type="number"
-                  value={limit.limit}
-                  aria-describedby={describedBy}
-                  onInput={(event) => setLimit(index, { limit: event.currentTarget.value })}
-                />
-              )}
-            </Field>
-            <Field label="Per milliseconds" error={fieldError(error, `body.ratelimits[${index}].duration`)}>
-              {(id, describedBy) => (
-                <input
-                  id={id}
-                  type="number"
-                  value={limit.duration}
-                  aria-describedby={describedBy}
-                  onInput={(event) => setLimit(index, { duration: event.currentTarget.value })}
-                />
-              )}
-            </Field>
-            <div class="field checkbox">
-              <label>
-                <input
-                  type="checkbox"
-                  checked={limit.autoApply}
-                  onChange={(event) => setLimit(index, { autoApply: event.currentTarget.checked })}
-                />{" "}
-                Apply automatically
-              </label>
-            </div>
-            <button
-              type="button"
-              onClick={() =>
-                set(
-                  "ratelimits",
-                  fields.ratelimits.filter((_, at) => at !== index),
-                )
-              }
-            >
-              Remove rate limit {index + 1}
-            </button>
-          </fieldset>
-        ))}
-        <button
-          type="button"
-          onClick={() => set("ratelimits", [...fields.ratelimits, { name: "requests", limit: "", duration: "60000", autoApply: true }])}
-        >
-          Add a rate limit
-        </button>
-      </fieldset>
+      <RateLimitsEditor limits={fields.ratelimits} onChange={(limits) => set("ratelimits", limits)} error={error} />
       <Field label="Permissions" hint="One per line" error={fieldError(error, "body.permissions")}>
         {(id, describedBy) => (
           <textarea
@@ -296,5 +220,95 @@ export function KeyFieldControls(props: {
         )}
       </Field>
     </>
+  );
+}
+
+/** A rate limit as the form edits it: numbers as typed, checked by the API. */
+export interface LimitDraft {
+  name: string;
+  limit: string;
+  duration: string;
+  autoApply: boolean;
+}
+
+/** The body's `ratelimits` from the drafts; what is not a number goes as typed, for the API to name. */
+export function limitsBody(limits: readonly LimitDraft[]) {
+  return limits.map((limit) => ({
+    name: limit.name,
+    limit: numberOr(limit.limit),
+    duration: numberOr(limit.duration),
+    autoApply: limit.autoApply,
+  }));
+}
+
+/** Named rate limits (a key's or an identity's): each labelled, each showing the API's message for its field. */
+export function RateLimitsEditor({
+  limits,
+  onChange,
+  error,
+}: {
+  limits: readonly LimitDraft[];
+  onChange: (limits: LimitDraft[]) => void;
+  error: unknown;
+}) {
+  const setLimit = (index: number, change: Partial<LimitDraft>) =>
+    onChange(limits.map((limit, at) => (at === index ? { ...limit, ...change } : limit)));
+  return (
+    <fieldset>
+      <legend>Rate limits</legend>
+      {limits.map((limit, index) => (
+        <fieldset class="row" key={index}>
+          <legend>Rate limit {index + 1}</legend>
+          <Field label="Limit name" error={fieldError(error, `body.ratelimits[${index}].name`)}>
+            {(id, describedBy) => (
+              <input
+                id={id}
+                value={limit.name}
+                aria-describedby={describedBy}
+                onInput={(event) => setLimit(index, { name: event.currentTarget.value })}
+              />
+            )}
+          </Field>
+          <Field label="Requests" error={fieldError(error, `body.ratelimits[${index}].limit`)}>
+            {(id, describedBy) => (
+              <input
+                id={id}
+                type="number"
+                value={limit.limit}
+                aria-describedby={describedBy}
+                onInput={(event) => setLimit(index, { limit: event.currentTarget.value })}
+              />
+            )}
+          </Field>
+          <Field label="Per milliseconds" error={fieldError(error, `body.ratelimits[${index}].duration`)}>
+            {(id, describedBy) => (
+              <input
+                id={id}
+                type="number"
+                value={limit.duration}
+                aria-describedby={describedBy}
+                onInput={(event) => setLimit(index, { duration: event.currentTarget.value })}
+              />
+            )}
+          </Field>
+          <div class="field checkbox">
+            <label>
+              <input
+                type="checkbox"
+                checked={limit.autoApply}
+                onChange={(event) => setLimit(index, { autoApply: event.currentTarget.checked })}
+              />{" "}
+              Apply automatically
+            </label>
+          </div>
+          <button type="button" onClick={() => onChange(limits.filter((_, at) => at !== index))}>
+            Remove rate limit {index + 1}
+          </button>
+        </fieldset>
+      ))}
+      <button type="button" onClick={() => onChange([...limits, { name: "requests", limit: "", duration: "60000", autoApply: true }])}>
+        Add a rate limit
+      </button>
+    </fieldset>
   );
 }
