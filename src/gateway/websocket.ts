@@ -38,8 +38,20 @@ export function relayUpgrade(client: IncomingMessage, clientSocket: Duplex, head
   const send = url.protocol === "https:" ? httpsRequest : httpRequest;
   const headers = { ...options.headers, ...upgradeHeaders(client.headers) };
   const upstream = send(url, { method: client.method ?? "GET", headers, timeout: options.timeoutMs });
+  // Once the upstream has answered (a switch, or an answer passed on), a later failure only cuts that answer short:
+  // the upstream was reached, so it is no upstream failure (no refund, no second answer on the socket).
+  // A failure is reported once: a timeout destroys the request, which then errors too.
+  let answered = false;
+  let reported = false;
+  const failed = (kind: "unreachable" | "timeout", error: unknown) => {
+    if (answered) return void clientSocket.destroy();
+    if (reported || clientSocket.destroyed || clientSocket.writableEnded) return;
+    reported = true;
+    options.onUpstreamFailure(kind, error);
+  };
 
   upstream.on("upgrade", (response: IncomingMessage, upstreamSocket: Duplex, upstreamHead: Buffer) => {
+    answered = true;
     upstream.setTimeout(0);
     const lines = [`HTTP/1.1 ${response.statusCode ?? 101} ${response.statusMessage ?? "Switching Protocols"}`];
     for (const [name, value] of answerLines(response, options.requestId, { upgrade: true })) lines.push(`${name}: ${value}`);
@@ -61,6 +73,7 @@ export function relayUpgrade(client: IncomingMessage, clientSocket: Duplex, head
   upstream.on("response", (response: IncomingMessage) => {
     // The upstream answered without upgrading (e.g. 404 or 426): pass its answer on and close. The body arrives
     // decoded, so it goes out without the upstream's framing: its length, or the end of the connection, delimits it.
+    answered = true;
     const lines = [`HTTP/1.1 ${response.statusCode ?? 502} ${response.statusMessage ?? ""}`];
     for (const [name, value] of answerLines(response, options.requestId)) lines.push(`${name}: ${value}`);
     lines.push("Connection: close");
@@ -70,11 +83,9 @@ export function relayUpgrade(client: IncomingMessage, clientSocket: Duplex, head
 
   upstream.on("timeout", () => {
     upstream.destroy();
-    options.onUpstreamFailure("timeout", new Error(`no answer from ${url.origin} within ${options.timeoutMs} ms`));
+    failed("timeout", new Error(`no answer from ${url.origin} within ${options.timeoutMs} ms`));
   });
-  upstream.on("error", (error) => {
-    if (!clientSocket.destroyed && !clientSocket.writableEnded) options.onUpstreamFailure("unreachable", error);
-  });
+  upstream.on("error", (error) => failed("unreachable", error));
   clientSocket.on("error", () => upstream.destroy());
   upstream.end();
 }

@@ -2,9 +2,9 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import t, { type Test } from "tap";
 import WebSocket from "ws";
-import { createKey } from "../helpers/fixtures.js";
+import { createKey, getKey } from "../helpers/fixtures.js";
 import { harness } from "../helpers/harness.js";
-import { headerValues, rawRequest, sendUntilClosed } from "../helpers/raw-http.js";
+import { headerValues, openConnection, rawRequest, sendUntilClosed } from "../helpers/raw-http.js";
 import { startUpstream } from "../helpers/upstream.js";
 
 const API = "api_websocket_test";
@@ -54,6 +54,7 @@ t.test("WebSocket upgrades pass the same checks, then are relayed both ways", as
         },
         { name: "gone", match: { prefix: "/gone" }, upstream: "http://127.0.0.1:9", apiId: API },
         { name: "refusing", match: { prefix: "/refusing" }, upstream: refusing, apiId: API },
+        { name: "metered", match: { prefix: "/metered" }, upstream: upstream.url, apiId: API, credits: { cost: 1 } },
       ],
     },
   });
@@ -129,5 +130,26 @@ t.test("WebSocket upgrades pass the same checks, then are relayed both ways", as
   await t.test("an upstream that cannot be reached is a 502", async (t) => {
     const down = await connect(`${base}/gone`, { authorization: `Bearer ${allowed.key}` });
     t.same([down.status, down.body.error.type.split("/").pop()], [502, "upstream_unreachable"]);
+  });
+
+  await t.test("an upstream that answered an upgrade is not a failure when its answer breaks off: the credit stays spent", async (t) => {
+    // HEAD with an upgrade to a protocol the upstream does not speak: it answers 200 with a body, which a HEAD answer
+    // must not have, so the connection breaks after the answer arrived.
+    const metered = await createKey(h, API, { credits: { remaining: 10 } });
+    const before = upstream.seen.length;
+    const port = (h.app.server.address() as AddressInfo).port;
+    const connection = await openConnection(port);
+    connection.socket.write(
+      rawRequest("HEAD", "/metered/x", [
+        ["Host", "gateway.test"],
+        ["Connection", "Upgrade"],
+        ["Upgrade", "h2c"],
+        ["Authorization", `Bearer ${metered.key}`],
+      ]),
+    );
+    const answer = (await connection.closed).toString();
+    t.match(answer, /^HTTP\/1\.1 200 /, "the upstream's answer is passed on");
+    t.equal(upstream.seen.length, before + 1, "the upstream got the request");
+    t.equal((await getKey(h, metered.keyId)).credits.remaining, 9, "its credit was spent once, not given back");
   });
 });
