@@ -40,18 +40,23 @@ export function upstreamUrl(route: CompiledRoute, requestUrl: string): string {
  */
 export function pathRefusal(path: string): string | undefined {
   if (!/[.%\\]/.test(path)) return undefined;
-  let decoded: string;
-  try {
-    decoded = decodeURIComponent(path);
-  } catch {
-    return "has a percent escape that does not decode to UTF-8";
-  }
+  const decoded = decodedPath(path);
+  if (decoded === undefined) return "has a percent escape that does not decode to UTF-8";
   for (const segment of decoded.split(/[\\/]/)) {
     if (segment === "." || segment.startsWith("..") || segment.endsWith("..")) {
       return "has a dot segment ('.' or '..', also percent-encoded or between backslashes)";
     }
   }
   return undefined;
+}
+
+/** The path percent-decoded once, or undefined when an escape does not decode (to UTF-8). */
+export function decodedPath(path: string): string | undefined {
+  try {
+    return decodeURIComponent(path);
+  } catch {
+    return undefined;
+  }
 }
 
 /**

@@ -2,15 +2,14 @@ import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from "node:
 import { PassThrough, pipeline, type Writable } from "node:stream";
 import type { FastifyBaseLogger } from "fastify";
 import type { KeyService } from "../domain/keys/key-service.js";
-import { ERROR_CATALOGUE } from "../errors/catalogue.js";
 import { isKeygateError, type KeygateError } from "../errors/keygate-error.js";
-import { errorBody, logServerError, shuttingDownError, unexpectedError } from "../http/error-handler.js";
+import { errorAnswer, logServerError, shuttingDownError, unexpectedError } from "../http/error-handler.js";
 import type { UpstreamObserver } from "../http/metrics.js";
 import { unservableRequest } from "../http/protocol-checks.js";
 import type { RequestTelemetry } from "../http/request-telemetry.js";
 import { newId } from "../lib/ids.js";
 import { type Allowed, type DecisionServices, GatewayDecider, type GatewayRequest, type Matched } from "./decision.js";
-import { upstreamHeaders, upstreamPath } from "./forwarding.js";
+import { decodedPath, upstreamHeaders, upstreamPath } from "./forwarding.js";
 import { endToEndHeaders } from "./hop-by-hop.js";
 import type { RouteState } from "./route-state.js";
 import { UpstreamClient, upstreamErrorKind } from "./upstream-client.js";
@@ -57,7 +56,7 @@ export class Gateway {
     const method = request.method ?? "GET";
     const matched = this.decider.match({ method, url });
     // A URL that does not decode is the application's to refuse (malformed_url), as for every path.
-    if ("kind" in matched && (matched.kind === "unmatched" || !decodes(path))) return false;
+    if ("kind" in matched && (matched.kind === "unmatched" || decodedPath(path) === undefined)) return false;
 
     const remoteAddress = request.socket.remoteAddress;
     const exchange: Exchange = {
@@ -179,20 +178,13 @@ export class Gateway {
     this.answerError(exchange, isKeygateError(error) ? error : unexpectedError());
   }
 
-  /** `error` in the envelope; 429s as problem+json (as the SDK expects of every 429). */
+  /** `error` in the envelope, as sendError words it. */
   private answerError({ id, request, response }: Exchange, error: KeygateError): void {
     if (response.headersSent || response.destroyed) return;
-    const status = ERROR_CATALOGUE[error.code].status;
-    const body = JSON.stringify(errorBody(id, error, this.options.docsUrl));
-    const head: OutgoingHttpHeaders = {
-      ...error.headers,
-      "x-request-id": id,
-      "content-type": status === 429 ? "application/problem+json; charset=utf-8" : "application/json; charset=utf-8",
-      "content-length": Buffer.byteLength(body),
-    };
+    const { status, headers, body } = errorAnswer(id, error, this.options.docsUrl);
     // Answered before the request body arrived: the rest of it is not read (see closeWhenAnsweredEarly).
-    if (bodyStillArriving(request) || this.closing) head.connection = "close";
-    response.writeHead(status, head).end(body);
+    if (bodyStillArriving(request) || this.closing) headers.connection = "close";
+    response.writeHead(status, headers).end(body);
   }
 
   private answered(exchange: Exchange): void {
@@ -236,13 +228,4 @@ function bodyStillArriving(request: IncomingMessage): boolean {
 function hasBody(request: IncomingMessage): boolean {
   const length = request.headers["content-length"];
   return request.headers["transfer-encoding"] !== undefined || (length !== undefined && length !== "0");
-}
-
-function decodes(path: string): boolean {
-  try {
-    decodeURIComponent(path);
-    return true;
-  } catch {
-    return false;
-  }
 }

@@ -1,15 +1,14 @@
 import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import type { FastifyInstance } from "fastify";
-import { ERROR_CATALOGUE } from "../errors/catalogue.js";
 import { KeygateError } from "../errors/keygate-error.js";
-import { errorBody, logServerError, unexpectedError } from "../http/error-handler.js";
+import { answerOnSocket, logServerError, unexpectedError } from "../http/error-handler.js";
 import type { UpstreamObserver } from "../http/metrics.js";
 import { newId } from "../lib/ids.js";
 import type { Allowed, Decision, GatewayRequest } from "./decision.js";
 import { upstreamHeaders, upstreamUrl } from "./forwarding.js";
 import { upstreamFailure } from "./upstream-failure.js";
-import { relayUpgrade, writeRawResponse } from "./websocket.js";
+import { relayUpgrade } from "./websocket.js";
 
 /**
  * WebSocket upgrades bypass Fastify's routing: each is decided with the same checks as a plain request, then
@@ -23,15 +22,7 @@ export interface UpgradeOptions {
 }
 
 export function relayUpgrades(app: FastifyInstance, { decide, refund, docsUrl, upstreams }: UpgradeOptions): void {
-  const answerRaw = (socket: Duplex, requestId: string, error: KeygateError) => {
-    const status = ERROR_CATALOGUE[error.code].status;
-    writeRawResponse(
-      socket,
-      status,
-      { "content-type": "application/json; charset=utf-8", "x-request-id": requestId, ...error.headers },
-      JSON.stringify(errorBody(requestId, error, docsUrl)),
-    );
-  };
+  const answerRaw = (socket: Duplex, requestId: string, error: KeygateError) => answerOnSocket(socket, requestId, error, docsUrl);
   const onUpgrade = (request: IncomingMessage, socket: Duplex, head: Buffer) => {
     const id = newId("req");
     socket.on("error", () => socket.destroy());

@@ -1,19 +1,7 @@
-import { request as httpRequest, type IncomingHttpHeaders, type IncomingMessage, STATUS_CODES } from "node:http";
+import { request as httpRequest, type IncomingHttpHeaders, type IncomingMessage } from "node:http";
 import { request as httpsRequest } from "node:https";
 import type { Duplex } from "node:stream";
 import { endToEndResponseLines, upgradeHeaders } from "./hop-by-hop.js";
-
-/**
- * Writes a complete HTTP response on a raw socket (an upgrade request never reaches Fastify's reply) and closes
- * it once written.
- */
-export function writeRawResponse(socket: Duplex, status: number, headers: Record<string, string>, body: string): void {
-  if (socket.destroyed) return;
-  const lines = [`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ""}`];
-  const all: Record<string, string> = { ...headers, "content-length": String(Buffer.byteLength(body)), connection: "close" };
-  for (const [name, value] of Object.entries(all)) lines.push(`${name}: ${value}`);
-  socket.end(`${lines.join("\r\n")}\r\n\r\n${body}`);
-}
 
 export interface UpgradeRelayOptions {
   /** The upstream URL (http: or https:) the upgrade is sent to. */

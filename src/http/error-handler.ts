@@ -1,5 +1,6 @@
 import { STATUS_CODES } from "node:http";
 import type { Socket } from "node:net";
+import type { Duplex } from "node:stream";
 import type { FastifyBaseLogger, FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import fp from "fastify-plugin";
 import { ERROR_CATALOGUE, type ErrorCode, errorTypeUrl } from "../errors/catalogue.js";
@@ -210,17 +211,44 @@ export function clientErrorHandler(options: ClientErrorOptions): (error: Error &
     const details = { requestId, code: answer.code, parserError: error.code };
     if (options.logRequests) log.info(details, "refused a request that cannot be read");
     else log.debug(details, "refused a request that cannot be read");
-    const status = ERROR_CATALOGUE[answer.code].status;
-    const body = JSON.stringify(errorBody(requestId, answer, options.docsUrl));
-    const head = [
-      `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ""}`,
-      "content-type: application/json; charset=utf-8",
-      `content-length: ${Buffer.byteLength(body)}`,
-      `x-request-id: ${requestId}`,
-      "connection: close",
-    ];
-    socket.end(`${head.join("\r\n")}\r\n\r\n${body}`);
+    answerOnSocket(socket, requestId, answer, options.docsUrl);
   };
+}
+
+/** An error answer written outside Fastify's reply (the gateway's listener, a raw socket): status, headers, body. */
+export function errorAnswer(requestId: string, error: KeygateError, docsUrl: string): ErrorAnswer {
+  const status = ERROR_CATALOGUE[error.code].status;
+  const body = JSON.stringify(errorBody(requestId, error, docsUrl));
+  const headers = {
+    ...error.headers,
+    "x-request-id": requestId,
+    "content-type": errorMediaType(status),
+    "content-length": String(Buffer.byteLength(body)),
+  };
+  return { status, headers, body };
+}
+
+export interface ErrorAnswer {
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+}
+
+/**
+ * Writes `error` as a complete HTTP response on a raw socket (a request Node could not parse, an upgrade, neither
+ * of which has a reply object) and closes the connection once it is written.
+ */
+export function answerOnSocket(socket: Duplex, requestId: string, error: KeygateError, docsUrl: string): void {
+  if (socket.destroyed) return;
+  const { status, headers, body } = errorAnswer(requestId, error, docsUrl);
+  const lines = [`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ""}`];
+  for (const [name, value] of Object.entries({ ...headers, connection: "close" })) lines.push(`${name}: ${value}`);
+  socket.end(`${lines.join("\r\n")}\r\n\r\n${body}`);
+}
+
+/** The media type of an error: problem+json for 429s (the SDK requires it) and where a route asks for it. */
+function errorMediaType(status: number, problemJson = false): string {
+  return problemJson || status === 429 ? "application/problem+json; charset=utf-8" : "application/json; charset=utf-8";
 }
 
 /**
@@ -229,13 +257,12 @@ export function clientErrorHandler(options: ClientErrorOptions): (error: Error &
  * configured with `problemJsonErrors`; the rest are JSON.
  */
 export function sendError(reply: FastifyReply, request: FastifyRequest, docsUrl: string, error: KeygateError): FastifyReply {
-  const entry = ERROR_CATALOGUE[error.code];
-  const problemJson = entry.status === 429 || request.routeOptions.config?.problemJsonErrors === true;
+  const { status } = ERROR_CATALOGUE[error.code];
   if (error.headers) reply.headers(error.headers);
   reply.header("x-request-id", request.id);
   return reply
-    .code(entry.status)
-    .type(problemJson ? "application/problem+json; charset=utf-8" : "application/json; charset=utf-8")
+    .code(status)
+    .type(errorMediaType(status, request.routeOptions.config?.problemJsonErrors === true))
     .send(errorBody(request.id, error, docsUrl));
 }
 
