@@ -136,19 +136,19 @@ export async function buildApp(config: KeygateConfig, options: BuildOptions = {}
   if (config.gateway.trustProxy === true) app.log.warn(TRUST_EVERY_HOP_WARNING);
   app.decorate("gatewayRoutes", routes);
   const upstreams = metrics ?? UNOBSERVED_UPSTREAMS;
-  gateway = new Gateway({ services, state: routes, docsUrl, log: app.log, telemetry, upstreams, servedByApplication });
-  const { decider } = gateway;
+  const face = new Gateway({ services, state: routes, docsUrl, log: app.log, telemetry, upstreams, servedByApplication });
+  gateway = face;
   relayUpgrades(app, {
-    decide: (request) => decider.decide(request),
-    refund: (decision) => (gateway as Gateway).refund(decision),
+    decide: (request) => face.decider.decide(request),
+    refund: (decision) => face.refund(decision),
     docsUrl,
     upstreams,
   });
   app.addHook("preClose", (done) => {
-    gateway?.startClosing();
+    face.startClosing();
     done();
   });
-  app.addHook("onClose", async () => gateway?.close());
+  app.addHook("onClose", async () => face.close());
 
   try {
     for (const api of config.apis) await services.apis.declare(api);

@@ -1,11 +1,10 @@
 import cluster from "node:cluster";
 import type { AddressInfo } from "node:net";
-import type { FastifyBaseLogger, FastifyInstance } from "fastify";
-import { type BuildOptions, buildApp } from "./app.js";
+import type { FastifyBaseLogger } from "fastify";
+import { buildApp } from "./app.js";
 import { deliverBootstrapRootKey, ensureBootstrapRootKey } from "./bootstrap.js";
-import { Channel, isKeygateMessage, type Message } from "./cluster/channel.js";
 import { FIRST_WORKER_VARIABLE, runPrimary, workerCount } from "./cluster/primary.js";
-import { remoteAnalytics } from "./cluster/remote-analytics.js";
+import { linkToPrimary } from "./cluster/worker.js";
 import { ConfigError, configPath, loadConfig } from "./config/load.js";
 import { reloadRoutes, watchRoutes } from "./config/reload.js";
 import type { KeygateConfig } from "./config/schema.js";
@@ -32,7 +31,7 @@ async function main(): Promise<void> {
     const count = workerCount(config);
     if (count > 1) return runPrimary(config, count);
   }
-  const worker = cluster.isWorker ? workerLink(config) : undefined;
+  const worker = cluster.isWorker ? linkToPrimary(config) : undefined;
   // The first worker (or the only process) speaks for keygate at start-up; the others only say they listen.
   const speaks = worker === undefined || process.env[FIRST_WORKER_VARIABLE] === "1";
 
@@ -116,36 +115,6 @@ function summarise(log: FastifyBaseLogger, config: KeygateConfig, analytics: str
       ? `gateway: ${config.routes.map((route) => `${route.name} (${route.match.prefix} -> ${route.upstream})`).join(", ")}`
       : "gateway: no routes (add `routes` to the configuration to put keygate in front of an API)",
   );
-}
-
-/**
- * A worker's link to its primary: the primary keeps the embedded analytics engine (a worker gets a runtime that
- * hands events and statements to it) and adds up every worker's metrics for GET /metrics; the worker answers the
- * primary's requests for its own series once its app is built (`serve`).
- */
-function workerLink(config: KeygateConfig): { options: BuildOptions; serve(app: FastifyInstance): void; close(): Promise<void> } {
-  let app: FastifyInstance | undefined;
-  const send = (message: Message, done?: () => void) => process.send?.(message, undefined, undefined, () => done?.());
-  const channel = new Channel(send, async (question) => {
-    if (question.kind !== "metrics-json") throw new Error(`a worker does not answer '${question.kind}'`);
-    return (await app?.metrics?.json()) ?? [];
-  });
-  process.on("message", (message: unknown) => {
-    if (isKeygateMessage(message)) channel.receive(message);
-  });
-  process.on("disconnect", () => channel.failAll(new Error("the primary process is gone")));
-  const analytics = config.analytics.engine === "embedded" ? remoteAnalytics(channel, send) : undefined;
-  return {
-    options: {
-      ...(analytics ? { analytics } : {}),
-      scrapeMetrics: () => channel.ask<string>({ kind: "metrics" }),
-    },
-    serve: (built) => {
-      app = built;
-    },
-    // The app leaves an analytics runtime it was given open: the events not handed over yet go now.
-    close: async () => analytics?.close(),
-  };
 }
 
 main().catch((error: unknown) => {
