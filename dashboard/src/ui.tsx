@@ -1,5 +1,5 @@
 import type { ComponentChildren } from "preact";
-import { useId } from "preact/hooks";
+import { useId, useState } from "preact/hooks";
 import { ApiError } from "./api.js";
 
 /** A labelled control with the API's message for its field (a 400's `errors[].location`) right under it. */
@@ -87,4 +87,62 @@ export function fromDateTimeInput(value: string): number | undefined {
 
 export function toDateTimeInput(ms: number | undefined): string {
   return ms === undefined ? "" : new Date(ms).toISOString().slice(0, 16);
+}
+
+/** The pages of a cursor-paginated list seen so far: the cursor of each, and the next one the last answer gave. */
+export interface CursorPages {
+  /** The cursor of the page shown (undefined for the first). */
+  current: string | undefined;
+  next: string | undefined;
+  setNext(cursor: string | undefined): void;
+  /** Back to the first page (a new filter or search). */
+  restart(): void;
+  hasPrevious: boolean;
+  /** Moves to the previous page and gives its cursor. */
+  back(): string | undefined;
+  /** Moves to the next page and gives its cursor. */
+  forward(): string | undefined;
+}
+
+export function useCursorPages(): CursorPages {
+  const [cursors, setCursors] = useState<(string | undefined)[]>([undefined]);
+  const [next, setNext] = useState<string | undefined>(undefined);
+  return {
+    current: cursors[cursors.length - 1],
+    next,
+    setNext,
+    restart: () => setCursors([undefined]),
+    hasPrevious: cursors.length > 1,
+    back: () => {
+      const previous = cursors.slice(0, -1);
+      setCursors(previous);
+      return previous[previous.length - 1];
+    },
+    forward: () => {
+      setCursors([...cursors, next]);
+      return next;
+    },
+  };
+}
+
+/** Previous and next page buttons of a cursor-paginated list; `load` shows the page of a cursor. */
+export function Pager(props: { label: string; pages: CursorPages; load: (cursor: string | undefined) => void }) {
+  const { pages, load } = props;
+  return (
+    <nav aria-label={props.label} class="row">
+      <button type="button" disabled={!pages.hasPrevious} onClick={() => load(pages.back())}>
+        Previous page
+      </button>
+      <button type="button" disabled={pages.next === undefined} onClick={() => load(pages.forward())}>
+        Next page
+      </button>
+    </nav>
+  );
+}
+
+/** An error's alert, unless a 400 names fields: those messages stand next to their fields instead. */
+export function FormError(props: { error: unknown; instead?: string }) {
+  const { error } = props;
+  if (error instanceof ApiError && error.errors.length > 0) return props.instead ? <p role="alert">{props.instead}</p> : null;
+  return <ErrorNote error={error} />;
 }

@@ -6,7 +6,7 @@ import type { Test } from "tap";
 import { analyticsDir } from "../helpers/analytics.js";
 import { harness, ROOT_KEY, type StorageKind } from "../helpers/harness.js";
 
-/** Debian's Chromium unless CHROMIUM_PATH names another; the tests fail (never skip) when it cannot start. */
+/** Debian's Chromium unless CHROMIUM_PATH names another; a test fails, rather than passes over its steps, when it cannot start. */
 export const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 /** Screenshots of failed steps go here (and the README's, unless KEYGATE_WRITE_SCREENSHOT asks for docs/). */
 const RESULTS = join(process.cwd(), "test-results");
@@ -124,6 +124,32 @@ export async function dashboardFlows(t: Test, storage: StorageKind): Promise<voi
     await page.getByRole("button", { name: "Filter" }).click();
     await page.getByRole("table", { name: "Keys" }).getByRole("cell", { name: "user_e2e" }).waitFor();
     t.match(await verify(key), { valid: true, code: "VALID", credits: 9 });
+  });
+
+  await step("the keys of an API are listed by pages of 25", async () => {
+    const apiId = decodeURIComponent(/#\/apis\/([^/?]+)/.exec(page.url())?.[1] ?? "");
+    for (let i = 0; i < 25; i++) t.equal((await h.call("keys.createKey", { apiId, name: `paged key ${i}` })).status, 200);
+    const rows = page.getByRole("table", { name: "Keys" }).getByRole("row");
+    const pager = page.getByRole("navigation", { name: "Pages of keys" });
+    const rowsBecome = async (count: number) => {
+      for (let tries = 0; (await rows.count()) !== count; tries++) {
+        if (tries > 100) throw new Error(`the table shows ${await rows.count()} rows, not ${count}`);
+        await page.waitForTimeout(50);
+      }
+    };
+    await page.getByLabel("Filter by external id").fill("");
+    await page.getByRole("button", { name: "Filter" }).click();
+    await rowsBecome(26);
+    t.ok(await pager.getByRole("button", { name: "Previous page" }).isDisabled(), "no page before the first");
+    await pager.getByRole("button", { name: "Next page" }).click();
+    await rowsBecome(2);
+    t.ok(await pager.getByRole("button", { name: "Next page" }).isDisabled(), "the 26th key is on the last page");
+    await pager.getByRole("button", { name: "Previous page" }).click();
+    await rowsBecome(26);
+    // Back to the one key the next steps edit.
+    await page.getByLabel("Filter by external id").fill("user_e2e");
+    await page.getByRole("button", { name: "Filter" }).click();
+    await rowsBecome(2);
   });
 
   await step("editing credits and rate limits takes effect in verification", async () => {

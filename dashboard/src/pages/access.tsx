@@ -1,6 +1,6 @@
 import { useEffect, useState } from "preact/hooks";
-import { ApiError, call, callPage } from "../api.js";
-import { ErrorNote, Field, fieldError, splitList } from "../ui.js";
+import { call, callPage } from "../api.js";
+import { ErrorNote, Field, FormError, fieldError, splitList } from "../ui.js";
 
 interface Permission {
   id: string;
@@ -154,7 +154,7 @@ function CreatePermission(props: { onCreated: () => void }) {
         </Field>
         <button type="submit">Create permission</button>
       </div>
-      {!(error instanceof ApiError && error.errors.length > 0) && <ErrorNote error={error} />}
+      <FormError error={error} />
     </form>
   );
 }
@@ -209,7 +209,7 @@ function CreateRole(props: { onCreated: () => void }) {
         </Field>
         <button type="submit">Create role</button>
       </div>
-      {!(error instanceof ApiError && error.errors.length > 0) && <ErrorNote error={error} />}
+      <FormError error={error} />
     </form>
   );
 }

@@ -1,6 +1,6 @@
 import { useEffect, useState } from "preact/hooks";
 import { ApiError, call, callPage } from "../api.js";
-import { ErrorNote, Field, fieldError } from "../ui.js";
+import { ErrorNote, Field, FormError, fieldError, Pager, useCursorPages } from "../ui.js";
 import { type LimitDraft, limitsBody, RateLimitsEditor } from "./key-form.js";
 
 interface Identity {
@@ -22,8 +22,7 @@ function parseMeta(text: string): Record<string, unknown> | undefined {
 /** Identities: list (search, pages), create, edit meta and rate limits, delete. */
 export function IdentitiesPage() {
   const [identities, setIdentities] = useState<Identity[]>([]);
-  const [cursors, setCursors] = useState<(string | undefined)[]>([undefined]);
-  const [next, setNext] = useState<string | undefined>(undefined);
+  const pages = useCursorPages();
   const [search, setSearch] = useState("");
   const [externalId, setExternalId] = useState("");
   const [meta, setMeta] = useState("");
@@ -41,7 +40,7 @@ export function IdentitiesPage() {
         ...(search ? { search } : {}),
       });
       setIdentities(page.items);
-      setNext(page.cursor);
+      pages.setNext(page.cursor);
     } catch (failure) {
       setError(failure);
     }
@@ -49,7 +48,7 @@ export function IdentitiesPage() {
   useEffect(() => {
     load(undefined);
   }, []);
-  const reload = () => load(cursors[cursors.length - 1]);
+  const reload = () => load(pages.current);
 
   const create = async (event: Event) => {
     event.preventDefault();
@@ -119,14 +118,14 @@ export function IdentitiesPage() {
           )}
         </Field>
         <button type="submit">Create identity</button>
-        {!(createError instanceof ApiError && createError.errors.length > 0) && <ErrorNote error={createError} />}
+        <FormError error={createError} />
       </form>
       <form
         class="row"
         aria-label="Search identities"
         onSubmit={(event) => {
           event.preventDefault();
-          setCursors([undefined]);
+          pages.restart();
           load(undefined);
         }}
       >
@@ -188,29 +187,7 @@ export function IdentitiesPage() {
           ))}
         </tbody>
       </table>
-      <nav aria-label="Pages of identities" class="row">
-        <button
-          type="button"
-          disabled={cursors.length === 1}
-          onClick={() => {
-            const previous = cursors.slice(0, -1);
-            setCursors(previous);
-            load(previous[previous.length - 1]);
-          }}
-        >
-          Previous page
-        </button>
-        <button
-          type="button"
-          disabled={next === undefined}
-          onClick={() => {
-            setCursors([...cursors, next]);
-            load(next);
-          }}
-        >
-          Next page
-        </button>
-      </nav>
+      <Pager label="Pages of identities" pages={pages} load={load} />
       {editing && (
         <form onSubmit={save} aria-label="Edit the identity" class="editor">
           <h2>Identity {editing.id}</h2>
@@ -234,7 +211,7 @@ export function IdentitiesPage() {
           <button type="button" onClick={() => setEditing(null)}>
             Close
           </button>
-          {!(editError instanceof ApiError && editError.errors.length > 0) && <ErrorNote error={editError} />}
+          <FormError error={editError} />
         </form>
       )}
     </>

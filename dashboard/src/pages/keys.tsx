@@ -1,6 +1,6 @@
 import { useEffect, useState } from "preact/hooks";
-import { ApiError, call, callPage } from "../api.js";
-import { ErrorNote, Field, fieldError, formatTime, ShownOnce } from "../ui.js";
+import { call, callPage } from "../api.js";
+import { ErrorNote, Field, FormError, fieldError, formatTime, Pager, ShownOnce, useCursorPages } from "../ui.js";
 import { EMPTY_KEY_FIELDS, fieldsOf, type KeyAsShown, KeyFieldControls, type KeyFields, requestFields } from "./key-form.js";
 
 const PAGE_SIZE = 25;
@@ -10,8 +10,7 @@ export function KeysPage(props: { apiId: string }) {
   const { apiId } = props;
   const [api, setApi] = useState<{ id: string; name: string } | null>(null);
   const [keys, setKeys] = useState<KeyAsShown[]>([]);
-  const [cursors, setCursors] = useState<(string | undefined)[]>([undefined]);
-  const [next, setNext] = useState<string | undefined>(undefined);
+  const pages = useCursorPages();
   const [filter, setFilter] = useState("");
   const [error, setError] = useState<unknown>(null);
   const [shown, setShown] = useState<{ label: string; value: string } | null>(null);
@@ -27,7 +26,7 @@ export function KeysPage(props: { apiId: string }) {
         ...(externalId ? { externalId } : {}),
       });
       setKeys(page.items);
-      setNext(page.cursor);
+      pages.setNext(page.cursor);
     } catch (failure) {
       setError(failure);
     }
@@ -37,7 +36,7 @@ export function KeysPage(props: { apiId: string }) {
     load(undefined);
   }, [apiId]);
 
-  const reload = () => load(cursors[cursors.length - 1]);
+  const reload = () => load(pages.current);
 
   return (
     <>
@@ -60,7 +59,7 @@ export function KeysPage(props: { apiId: string }) {
         aria-label="Filter keys"
         onSubmit={(event) => {
           event.preventDefault();
-          setCursors([undefined]);
+          pages.restart();
           load(undefined);
         }}
       >
@@ -108,29 +107,7 @@ export function KeysPage(props: { apiId: string }) {
           ))}
         </tbody>
       </table>
-      <nav aria-label="Pages of keys" class="row">
-        <button
-          type="button"
-          disabled={cursors.length === 1}
-          onClick={() => {
-            const previous = cursors.slice(0, -1);
-            setCursors(previous);
-            load(previous[previous.length - 1]);
-          }}
-        >
-          Previous page
-        </button>
-        <button
-          type="button"
-          disabled={next === undefined}
-          onClick={() => {
-            setCursors([...cursors, next]);
-            load(next);
-          }}
-        >
-          Next page
-        </button>
-      </nav>
+      <Pager label="Pages of keys" pages={pages} load={load} />
       {editing && (
         <EditKey
           keyId={editing}
@@ -169,7 +146,6 @@ function CreateKey(props: { apiId: string; onCreated: (key: string) => void }) {
       setError(failure);
     }
   };
-  const named = error instanceof ApiError && error.errors.length > 0;
   return (
     <details>
       <summary>Create a key</summary>
@@ -206,7 +182,7 @@ function CreateKey(props: { apiId: string; onCreated: (key: string) => void }) {
           }
         />
         <button type="submit">Create key</button>
-        {named ? <p role="alert">The key was not created: see the fields marked above.</p> : <ErrorNote error={error} />}
+        <FormError error={error} instead="The key was not created: see the fields marked above." />
       </form>
     </details>
   );
@@ -240,7 +216,6 @@ function EditKey(props: { keyId: string; onDone: (secret?: { label: string; valu
       props.onDone();
     });
   };
-  const named = error instanceof ApiError && error.errors.length > 0;
   return (
     <section aria-label={`Key ${props.keyId}`} class="editor">
       <h2>Key {props.keyId}</h2>
@@ -296,7 +271,7 @@ function EditKey(props: { keyId: string; onDone: (secret?: { label: string; valu
         )}
       </div>
       {revealed && <output aria-label="Revealed key">{revealed}</output>}
-      {named ? <p role="alert">The key was not saved: see the fields marked above.</p> : <ErrorNote error={error} />}
+      <FormError error={error} instead="The key was not saved: see the fields marked above." />
     </section>
   );
 }

@@ -1,6 +1,6 @@
 import { useState } from "preact/hooks";
-import { ApiError, call } from "../api.js";
-import { ErrorNote, Field, fieldError } from "../ui.js";
+import { call } from "../api.js";
+import { ErrorNote, Field, FormError, fieldError } from "../ui.js";
 
 interface Override {
   overrideId: string;
@@ -156,7 +156,7 @@ export function RatelimitsPage() {
               </Field>
               <button type="submit">Set override</button>
             </div>
-            {!(overrideError instanceof ApiError && overrideError.errors.length > 0) && <ErrorNote error={overrideError} />}
+            <FormError error={overrideError} />
           </form>
         </>
       )}
