@@ -62,6 +62,7 @@ async function main(): Promise<void> {
       `keygate is listening on ${address} (configured host ${config.server.host}, port ${config.server.port})`,
     );
   if (delivery?.to === "terminal") process.stderr.write(delivery.banner);
+  worker?.ready(address);
 
   const path = configPath();
   const stopWatching = path

@@ -15,7 +15,8 @@ export type Message =
   | { keygate: "ask"; id: number; question: Question }
   | { keygate: "answer"; id: number; ok: true; value: unknown }
   | { keygate: "answer"; id: number; ok: false; error: { message: string; engine?: { kind: "query" | "unavailable"; code?: number } } }
-  | { keygate: "events"; events: VerificationEvent[] };
+  | { keygate: "events"; events: VerificationEvent[] }
+  | { keygate: "ready"; address: string };
 
 /**
  * Questions and answers over one IPC link (a worker and its primary): `ask` sends a question and resolves with its

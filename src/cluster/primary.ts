@@ -124,18 +124,24 @@ export async function runPrimary(config: KeygateConfig, count: number): Promise<
   process.on("SIGTERM", () => shutdown("SIGTERM"));
 }
 
-/** Resolves with the address a new worker listens on; exits the primary when it dies before that. */
+/**
+ * Resolves with the address a new worker listens on once it says it is ready (its start-up lines written); exits
+ * the primary when the worker dies before that.
+ */
 function listeningOrExit(worker: Worker, log: pino.Logger): Promise<string> {
   return new Promise((resolve) => {
     const onExit = (code: number | null) => {
       log.error({ worker: worker.id, code }, "a worker stopped before it listened: keygate cannot start");
       process.exit(1);
     };
-    worker.once("exit", onExit);
-    worker.once("listening", ({ address, port }) => {
+    const onMessage = (message: unknown) => {
+      if (!isKeygateMessage(message) || message.keygate !== "ready") return;
       worker.off("exit", onExit);
-      resolve(`http://${address?.includes(":") ? `[${address}]` : address}:${port}`);
-    });
+      worker.off("message", onMessage);
+      resolve(message.address);
+    };
+    worker.once("exit", onExit);
+    worker.on("message", onMessage);
   });
 }
 

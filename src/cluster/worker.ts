@@ -9,7 +9,12 @@ import { remoteAnalytics } from "./remote-analytics.js";
  * hands events and statements to it) and adds up every worker's metrics for GET /metrics; the worker answers the
  * primary's requests for its own series once its app is built (`serve`).
  */
-export function linkToPrimary(config: KeygateConfig): { options: BuildOptions; serve(app: FastifyInstance): void; close(): Promise<void> } {
+export function linkToPrimary(config: KeygateConfig): {
+  options: BuildOptions;
+  serve(app: FastifyInstance): void;
+  ready(address: string): void;
+  close(): Promise<void>;
+} {
   let app: FastifyInstance | undefined;
   const send = (message: Message, done?: () => void) => process.send?.(message, undefined, undefined, () => done?.());
   const channel = new Channel(send, async (question) => {
@@ -29,6 +34,8 @@ export function linkToPrimary(config: KeygateConfig): { options: BuildOptions; s
     serve: (built) => {
       app = built;
     },
+    // Sent after the worker's start-up lines are written, so that the primary's "keygate is listening" comes last.
+    ready: (address) => send({ keygate: "ready", address }),
     // The app leaves an analytics runtime it was given open: the events not handed over yet go now.
     close: async () => analytics?.close(),
   };
