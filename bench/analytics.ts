@@ -156,7 +156,7 @@ function recordExtraEvents(app: FastifyInstance, perSecond: number): () => void 
   const timer = setInterval(() => {
     carry += perTick;
     const now = Date.now();
-    for (; carry >= 1; carry--) app.services.analytics.sink.record(syntheticEvent("ws_live", now));
+    for (; carry >= 1; carry--) app.services.analytics.sinks.verifications.record(syntheticEvent("ws_live", now));
   }, 10);
   return () => clearInterval(timer);
 }
@@ -208,7 +208,7 @@ async function measureQueries(app: FastifyInstance): Promise<void> {
   const now = Date.now();
   const span = 7 * 24 * 3_600_000 - 3_600_000;
   for (let n = 0; n < ROWS; n++) {
-    app.services.analytics.sink.record(syntheticEvent("ws_bench", now - Math.floor((n / ROWS) * span)));
+    app.services.analytics.sinks.verifications.record(syntheticEvent("ws_bench", now - Math.floor((n / ROWS) * span)));
     // Let the pipeline keep up, as a steady stream would.
     if (n % 20_000 === 19_999) await app.analytics.flush();
   }
@@ -267,7 +267,7 @@ async function main(): Promise<void> {
   // Each answered request records one event, as verification does (except in the baseline row).
   const perRequest = { record: false };
   app.addHook("onResponse", async () => {
-    if (perRequest.record) app.services.analytics.sink.record(syntheticEvent("ws_live", Date.now()));
+    if (perRequest.record) app.services.analytics.sinks.verifications.record(syntheticEvent("ws_live", Date.now()));
   });
   const address = await app.listen({ host: "127.0.0.1", port: 0 });
   const { batchSize, flushIntervalMs } = config.analytics.buffer;

@@ -50,7 +50,7 @@ export interface Services {
   readonly ratelimit: RatelimitService;
   /** The one verification path: keys.verifyKey and the gateway. */
   readonly verification: VerificationService;
-  /** analytics.getVerifications, and `analytics.sink`, where verification records its events. */
+  /** The analytics procedures, and `analytics.sinks`, where verification, rate limiting and the gateway record their events. */
   readonly analytics: AnalyticsService;
 }
 
@@ -140,7 +140,7 @@ export function createServices(stores: Stores, config: KeygateConfig, clock: Clo
   const verification = new VerificationService(
     { find: (workspaceId, hash) => keyViews.get(workspaceId, hash, () => loadKeyView(keyViewSources, workspaceId, hash)) },
     limiter,
-    analytics.sink,
+    analytics.sinks.verifications,
     clock,
     observer,
     keyMigrations,
@@ -174,7 +174,7 @@ export function createServices(stores: Stores, config: KeygateConfig, clock: Clo
     verification,
     analytics: new AnalyticsService({
       engine: analytics.engine,
-      sink: analytics.sink,
+      sinks: analytics.sinks,
       apis: stores.apis,
       quota: stores.analyticsQuota,
       clock,

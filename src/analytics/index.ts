@@ -1,4 +1,4 @@
-import type { VerificationEventSink } from "../domain/analytics/events.js";
+import type { AnalyticsSinks } from "../domain/analytics/events.js";
 import { AnalyticsEngineError, type AnalyticsQueryEngine } from "../domain/analytics/query-engine.js";
 import type { RetentionDays } from "../domain/analytics/tables.js";
 import type { Clock } from "../lib/clock.js";
@@ -34,7 +34,7 @@ export interface AnalyticsRuntime {
   readonly mode: AnalyticsSettings["engine"];
   /** undefined when analytics is off. */
   readonly engine: AnalyticsQueryEngine | undefined;
-  readonly sink: VerificationEventSink;
+  readonly sinks: AnalyticsSinks;
   stats(): EventPipelineStats;
   /** Writes every event buffered now; resolves when the engine has them (tests and tools; the timer does it anyway). */
   flush(): Promise<void>;
@@ -110,7 +110,7 @@ export async function openAnalytics(config: AnalyticsSettings, options: OpenAnal
   return {
     mode: config.engine,
     engine: gatedEngine,
-    sink: pipeline,
+    sinks: { verifications: pipeline, ratelimits: { record() {} }, gatewayRequests: { record() {} } },
     stats: () => pipeline.stats(),
     check: () => ready.ensure(),
     flush: () => pipeline.flush(),
@@ -172,10 +172,10 @@ export function disabledAnalytics(): AnalyticsRuntime {
   return {
     mode: "off",
     engine: undefined,
-    sink: {
-      record() {
-        recorded++;
-      },
+    sinks: {
+      verifications: { record: () => recorded++ },
+      ratelimits: { record: () => recorded++ },
+      gatewayRequests: { record: () => recorded++ },
     },
     stats: () => ({
       recorded,

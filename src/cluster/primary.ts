@@ -63,7 +63,7 @@ export async function runPrimary(config: KeygateConfig, count: number): Promise<
     worker.on("message", (message: unknown) => {
       if (!isKeygateMessage(message)) return;
       if (message.keygate === "events") {
-        if (analytics) for (const event of message.events) analytics.sink.record(event);
+        if (analytics) for (const event of message.events) analytics.sinks.verifications.record(event);
         return;
       }
       channel.receive(message);

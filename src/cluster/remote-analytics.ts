@@ -50,16 +50,20 @@ export function remoteAnalytics(channel: Channel, send: (message: Message, done:
         }
       },
     },
-    sink: {
-      record(event) {
-        if (closed) {
-          afterClose++;
-          return;
-        }
-        recorded++;
-        pending.push(event);
-        if (pending.length >= HAND_OVER_EVENTS) void handOver();
-        else timer ??= setTimeout(handOver, HAND_OVER_MS);
+    sinks: {
+      ratelimits: { record() {} },
+      gatewayRequests: { record() {} },
+      verifications: {
+        record(event) {
+          if (closed) {
+            afterClose++;
+            return;
+          }
+          recorded++;
+          pending.push(event);
+          if (pending.length >= HAND_OVER_EVENTS) void handOver();
+          else timer ??= setTimeout(handOver, HAND_OVER_MS);
+        },
       },
     },
     stats: () => ({

@@ -32,15 +32,15 @@ const ks = {
 };
 const now = Date.now();
 for (let n = 0; n < 200; n++)
-  h.app.services.analytics.sink.record(
+  h.app.services.analytics.sinks.verifications.record(
     event({ requestId: `req_a${n}`, keySpaceId: ks.A, externalId: `user_${n % 7}`, time: now - n * 60_000 }),
   );
 for (let n = 0; n < 10; n++)
-  h.app.services.analytics.sink.record(
+  h.app.services.analytics.sinks.verifications.record(
     event({ requestId: `req_zzapib${n}`, keySpaceId: ks.B, externalId: "zz_apib_user", tags: ["zz_apib_tag"], time: now - n * 60_000 }),
   );
 for (let n = 0; n < 20; n++) {
-  h.app.services.analytics.sink.record(
+  h.app.services.analytics.sinks.verifications.record(
     event({
       requestId: `req_zzsecret${n}`,
       workspaceId: OTHER_WORKSPACE,

@@ -47,7 +47,7 @@ t.test("hostile strings reach the embedded engine intact, each in its own column
       tags: [text, `second ${text}`],
     }),
   );
-  for (const each of events) analytics.sink.record(each);
+  for (const each of events) analytics.sinks.verifications.record(each);
   await analytics.flush();
 
   const engine = analytics.engine;

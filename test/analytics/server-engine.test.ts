@@ -30,8 +30,8 @@ t.test("the clickhouse adapter against a real engine: schema, inserts, the spec 
   const h = await harness(t, { config: raw, analytics: runtime });
 
   const outcomes = ["VALID", "VALID", "VALID", "RATE_LIMITED", "USAGE_EXCEEDED"] as const;
-  for (const [n, outcome] of outcomes.entries()) runtime.sink.record(event({ externalId: `user_${n % 2}`, outcome }));
-  runtime.sink.record(event({ workspaceId: OTHER_WORKSPACE, externalId: "zz_secret_external" }));
+  for (const [n, outcome] of outcomes.entries()) runtime.sinks.verifications.record(event({ externalId: `user_${n % 2}`, outcome }));
+  runtime.sinks.verifications.record(event({ workspaceId: OTHER_WORKSPACE, externalId: "zz_secret_external" }));
   await runtime.flush();
   t.match(runtime.stats(), { written: 6, failedWrites: 0 });
 
@@ -85,7 +85,7 @@ t.test("an unreachable ClickHouse server: keygate starts, queries answer 503, ev
     },
   });
   assertError(t, await h.call("analytics.getVerifications", { query: "SELECT 1" }), "err:unkey:data:analytics_connection_failed");
-  for (let n = 0; n < 3; n++) h.app.services.analytics.sink.record(event());
+  for (let n = 0; n < 3; n++) h.app.services.analytics.sinks.verifications.record(event());
   await h.app.analytics.flush();
   t.match(h.app.analytics.stats(), { recorded: 3, written: 0, buffered: 3, dropped: { writeFailed: 0 } }, "kept for a retry");
   t.ok(h.app.analytics.stats().failedWrites >= 1);

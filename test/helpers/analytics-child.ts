@@ -18,7 +18,7 @@ const config = validateConfig({
 if (mode === "write") {
   const analytics = await openAnalytics(config.analytics, { clock: systemClock });
   for (let n = 0; n < Number(argument); n++) {
-    analytics.sink.record({
+    analytics.sinks.verifications.record({
       requestId: `req_child${n}`,
       time: Date.now(),
       workspaceId: "ws_child",

@@ -2,7 +2,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { AnalyticsEngine } from "../../src/analytics/analytics-engine.js";
-import type { VerificationEvent } from "../../src/domain/analytics/events.js";
+import { type AnalyticsRuntime, disabledAnalytics } from "../../src/analytics/index.js";
+import type { GatewayRequestEvent, RatelimitEvent, VerificationEvent } from "../../src/domain/analytics/events.js";
 
 interface Teardown {
   teardown(fn: () => unknown): void;
@@ -45,4 +46,27 @@ export async function insertEvents(engine: AnalyticsEngine, events: readonly Ver
   } finally {
     engine.releaseBatch(batch);
   }
+}
+
+/** Events kept by recordingAnalytics, by kind. */
+export interface RecordedEvents {
+  verifications?: VerificationEvent[];
+  ratelimits?: RatelimitEvent[];
+  gatewayRequests?: GatewayRequestEvent[];
+}
+
+/** Analytics without an engine whose sinks push every event into the arrays given (the others are dropped). */
+export function recordingAnalytics(into: RecordedEvents): AnalyticsRuntime {
+  const keep =
+    <E>(list: E[] | undefined) =>
+    (event: E) =>
+      void list?.push(event);
+  return {
+    ...disabledAnalytics(),
+    sinks: {
+      verifications: { record: keep(into.verifications) },
+      ratelimits: { record: keep(into.ratelimits) },
+      gatewayRequests: { record: keep(into.gatewayRequests) },
+    },
+  };
 }

@@ -89,7 +89,7 @@ for (let n = 0; n < 20; n++) {
 // Older than the raw table's 90 days, younger than the day table's 365.
 const old = event({ workspaceId: WORKSPACE, keySpaceId: ksA, externalId: "user_old", time: NOW - 120 * DAY });
 recorded.push(old);
-for (const e of recorded) h.app.services.analytics.sink.record(e);
+for (const e of recorded) h.app.services.analytics.sinks.verifications.record(e);
 await h.app.analytics.flush();
 
 const ours = recorded.filter((e) => e.workspaceId === WORKSPACE);
@@ -377,7 +377,8 @@ t.test("queries CTEs, subqueries, UNION, JOIN and ARRAY JOIN like ClickHouse doe
 
 t.test("LIMIT is clamped to query.maxResultRows, and a UNION beyond it is 422", async (t) => {
   const volume = await h.rootKey(["*"], "ws_volume");
-  for (let n = 0; n < 150; n++) h.app.services.analytics.sink.record(event({ workspaceId: "ws_volume", time: NOW - n * 60_000 }));
+  for (let n = 0; n < 150; n++)
+    h.app.services.analytics.sinks.verifications.record(event({ workspaceId: "ws_volume", time: NOW - n * 60_000 }));
   await h.app.analytics.flush();
   t.equal((await rows("SELECT request_id FROM key_verifications_v1", volume)).length, 100, "no LIMIT: 100 rows");
   t.equal((await rows("SELECT request_id FROM key_verifications_v1 LIMIT 100000000", volume)).length, 100, "a larger LIMIT: 100 rows");
@@ -394,7 +395,8 @@ t.test("LIMIT is clamped to query.maxResultRows, and a UNION beyond it is 422", 
 });
 
 t.test("time, memory and rows read are bounded by the engine: 422", async (t) => {
-  for (let n = 0; n < 300; n++) h.app.services.analytics.sink.record(event({ workspaceId: "ws_heavy", time: NOW - n * 60_000 }));
+  for (let n = 0; n < 300; n++)
+    h.app.services.analytics.sinks.verifications.record(event({ workspaceId: "ws_heavy", time: NOW - n * 60_000 }));
   await h.app.analytics.flush();
   const slow = await harness(t, { config: analytics({ maxExecutionMs: 300 }) });
   let heavy = await slow.rootKey(["*"], "ws_heavy");
@@ -455,14 +457,14 @@ for (const storage of STORAGE_KINDS) {
 t.test("with analytics off, getVerifications answers 412 and the sink drops events, counted", async (t) => {
   const off = await harness(t);
   assertError(t, await off.call("analytics.getVerifications", { query: SPEC_QUERY }), "err:unkey:data:analytics_not_configured", /off/);
-  off.app.services.analytics.sink.record(event());
+  off.app.services.analytics.sinks.verifications.record(event());
   t.match(off.app.analytics.stats(), { recorded: 1, written: 0, dropped: { disabled: 1 } });
   t.match((await off.app.inject("/metrics")).body, /keygate_analytics_events_dropped_total\{reason="analytics_off"\} 1/);
 });
 
 t.test("closing the app writes the events still buffered", async (t) => {
   const writer = await harness(t, { config: analytics({}, { buffer: { flushIntervalMs: 600_000, batchSize: 1_000, maxEvents: 10_000 } }) });
-  for (let n = 0; n < 7; n++) writer.app.services.analytics.sink.record(event({ workspaceId: "ws_flush" }));
+  for (let n = 0; n < 7; n++) writer.app.services.analytics.sinks.verifications.record(event({ workspaceId: "ws_flush" }));
   t.equal(writer.app.analytics.stats().written, 0, "nothing written yet");
   await writer.app.close();
   t.equal(writer.app.analytics.stats().written, 7);

@@ -1,7 +1,7 @@
 import type { AddressInfo } from "node:net";
 import t from "tap";
-import { disabledAnalytics } from "../../src/analytics/index.js";
 import type { VerificationEvent } from "../../src/domain/analytics/events.js";
+import { recordingAnalytics } from "../helpers/analytics.js";
 import { assertError, assertInvalidAt, checkPermissions, checkUnauthenticated } from "../helpers/assertions.js";
 import { createApi, createKey } from "../helpers/fixtures.js";
 import { harness, OTHER_ROOT_KEY, ROOT_KEY, STORAGE_KINDS, WORKSPACE } from "../helpers/harness.js";
@@ -15,7 +15,7 @@ for (const storage of STORAGE_KINDS) {
     const upstream = await startUpstream(t);
     const h = await harness(t, {
       storage,
-      analytics: { ...disabledAnalytics(), sink: { record: (event: VerificationEvent) => void events.push(event) } },
+      analytics: recordingAnalytics({ verifications: events }),
       config: {
         apis: [{ id: DECLARED, name: "declared", workspaceId: WORKSPACE, ipAllowlist: ["203.0.113.0/24"] }],
         routes: [{ name: "fenced", match: { prefix: "/fenced" }, upstream: upstream.url, apiId: DECLARED }],

@@ -4,7 +4,7 @@ import { Semaphore } from "../../lib/semaphore.js";
 import type { AnalyticsQuotaStore, ApiStore, QuotaUsage } from "../../storage/interfaces.js";
 import type { Caller } from "../caller.js";
 import { requireApi } from "../root-keys/permissions.js";
-import type { VerificationEventSink } from "./events.js";
+import type { AnalyticsSinks } from "./events.js";
 import type { AnalyticsQueryEngine } from "./query-engine.js";
 import { type Confinement, QueryGuard, type QueryLimits } from "./query-guard.js";
 import type { RetentionDays } from "./tables.js";
@@ -16,8 +16,8 @@ export interface QuotaLimits extends QuotaUsage {
 export interface AnalyticsServiceOptions {
   /** undefined when analytics is off: getVerifications answers 412. */
   engine: AnalyticsQueryEngine | undefined;
-  /** Where verification events go (a counting, dropping sink when analytics is off). */
-  sink: VerificationEventSink;
+  /** Where events go (counting, dropping sinks when analytics is off). */
+  sinks: AnalyticsSinks;
   apis: ApiStore;
   quota: AnalyticsQuotaStore;
   clock: Clock;
@@ -32,8 +32,8 @@ const READ_ANALYTICS_MISSING = "Missing one of these permissions: 'api.*.read_an
 
 /** analytics.getVerifications and the event sink verification writes to. */
 export class AnalyticsService {
-  /** Verification records its events here (see events.ts). */
-  readonly sink: VerificationEventSink;
+  /** Verification, rate limiting and the gateway record their events here (see events.ts). */
+  readonly sinks: AnalyticsSinks;
 
   private readonly engine: AnalyticsQueryEngine | undefined;
   private readonly guard: QueryGuard | undefined;
@@ -44,7 +44,7 @@ export class AnalyticsService {
   private readonly slots: Semaphore;
 
   constructor(options: AnalyticsServiceOptions) {
-    this.sink = options.sink;
+    this.sinks = options.sinks;
     this.engine = options.engine;
     this.guard = options.engine ? new QueryGuard(options.engine.database, options.limits, options.retentionDays) : undefined;
     this.apis = options.apis;

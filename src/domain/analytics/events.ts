@@ -1,6 +1,8 @@
 /**
- * The contract between verification (keys.verifyKey and the gateway) and analytics: every verification becomes
- * one VerificationEvent handed to a VerificationEventSink, which stores it as one row of `key_verifications_v1`.
+ * The contract between what keygate decides and analytics: every verification (keys.verifyKey and the gateway),
+ * every rate limit decision (ratelimit.limit, multiLimit and the gateway's namespace limits) and every request the
+ * gateway answers becomes one event handed to its sink, which stores it as one row of its raw table
+ * (`key_verifications_v1`, `ratelimits_v1`, `gateway_requests_v1`).
  */
 
 export type VerificationOutcome =
@@ -27,7 +29,56 @@ export interface VerificationEvent {
   latencyMs: number; // time spent verifying
 }
 
-/** Where verification events go. record() never throws and never waits: it is called on the request path. */
-export interface VerificationEventSink {
-  record(event: VerificationEvent): void;
+/** One identifier checked against one namespace limit. */
+export interface RatelimitEvent {
+  requestId: string;
+  time: number; // unix ms
+  workspaceId: string;
+  namespaceId: string; // rlns_…
+  identifier: string;
+  passed: boolean;
+  latencyMs: number; // time the decision took
+  overrideId: string; // "" when no override applied
+  limit: number; // the limit applied (the override's, when one matched)
+  remaining: number;
+  resetAt: number; // unix ms
+  tokens: number; // the cost asked for
+}
+
+/** One request the gateway answered: forwarded, or refused by keygate. Never a key or a body. */
+export interface GatewayRequestEvent {
+  requestId: string;
+  time: number; // unix ms, when the request arrived
+  workspaceId: string; // the route's API's workspace
+  apiId: string;
+  route: string; // the route's name (the table's app_id)
+  method: string;
+  host: string;
+  path: string; // without the query string
+  queryString: string; // the raw query string without `?`, the key's parameter redacted
+  responseStatus: number;
+  userAgent: string;
+  ipAddress: string; // the client, as the trusted-proxy rules establish it
+  totalLatencyMs: number; // arrival to the end of the answer
+  upstreamLatencyMs: number; // arrival of the upstream's answer minus its sending; 0 when not forwarded
+  gatewayLatencyMs: number; // total minus upstream
+  keyId: string; // "" when no key was found
+  outcome: VerificationOutcome | ""; // "" when no verification decided (no key given, or a failure before it)
+  /** `Name: value` pairs, only for a route that opts in (its `analytics.headers`), secrets redacted; else empty. */
+  requestHeaders: string[];
+  responseHeaders: string[];
+}
+
+/** Where events go. record() never throws and never waits: it is called on the request path. */
+export interface EventSink<E> {
+  record(event: E): void;
+}
+
+export type VerificationEventSink = EventSink<VerificationEvent>;
+
+/** One sink per kind of event. */
+export interface AnalyticsSinks {
+  verifications: EventSink<VerificationEvent>;
+  ratelimits: EventSink<RatelimitEvent>;
+  gatewayRequests: EventSink<GatewayRequestEvent>;
 }
