@@ -1,5 +1,5 @@
-import type { VerificationEvent } from "../domain/analytics/events.js";
 import type { AnalyticsQueryEngine } from "../domain/analytics/query-engine.js";
+import type { EventTable } from "./rows.js";
 
 /** An analytics engine as keygate's infrastructure sees it: the domain's query port plus writing and lifecycle. */
 export interface AnalyticsEngine extends AnalyticsQueryEngine {
@@ -10,31 +10,32 @@ export interface AnalyticsEngine extends AnalyticsQueryEngine {
   version(): Promise<string>;
   /** Runs a statement of keygate's own (schema), with no result. */
   command(sql: string): Promise<void>;
-  /** An empty batch for events of `region`, in the form this engine writes; the pipeline fills it as they come. */
-  newBatch(region: string): EventBatch;
-  /** Appends a batch this engine made to `key_verifications_v1`, one row per event, with its region in its column. */
-  insertBatch(batch: EventBatch): Promise<void>;
+  /** An empty batch of rows of `table` from `region`, in the form this engine writes; the pipeline fills it as events come. */
+  newBatch<E>(table: EventTable<E>, region: string): EventBatch<E>;
+  /** Appends a batch this engine made to its table, one row per event. */
+  insertBatch(batch: EventBatch<unknown>): Promise<void>;
   /** The batch is done with (written, or given up): the engine may reuse its memory for a new one. */
-  releaseBatch(batch: EventBatch): void;
+  releaseBatch(batch: EventBatch<unknown>): void;
   close(): Promise<void>;
 }
 
-export const RAW_TABLE_NAME = "key_verifications_v1";
-
-/** Events gathered for one insert, held in the form the engine writes them in. */
-export interface EventBatch {
+/** Events gathered for one insert into one table, held in the form the engine writes them in. */
+export interface EventBatch<E> {
+  readonly table: EventTable<E>;
   /** Events added so far. */
   readonly size: number;
   /** Adds one event; when it throws, the batch is as it was. */
-  add(event: VerificationEvent): void;
+  add(event: E): void;
 }
 
 /** Events kept as they came, for an engine that converts them when it writes (a ClickHouse server's JSON rows). */
-export class EventList implements EventBatch {
-  readonly events: VerificationEvent[] = [];
+export class EventList<E> implements EventBatch<E> {
+  readonly table: EventTable<E>;
+  readonly events: E[] = [];
   readonly region: string;
 
-  constructor(region: string) {
+  constructor(table: EventTable<E>, region: string) {
+    this.table = table;
     this.region = region;
   }
 
@@ -42,7 +43,7 @@ export class EventList implements EventBatch {
     return this.events.length;
   }
 
-  add(event: VerificationEvent): void {
+  add(event: E): void {
     this.events.push(event);
   }
 }

@@ -1,12 +1,11 @@
 import { mkdirSync, rmSync } from "node:fs";
 import { rm, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
-import type { VerificationEvent } from "../domain/analytics/events.js";
 import { type AnalyticsConnection, AnalyticsEngineError } from "../domain/analytics/query-engine.js";
 import { quoteString, safeId } from "../domain/analytics/sql.js";
-import { type AnalyticsEngine, type EventBatch, RAW_TABLE_NAME } from "./analytics-engine.js";
-import { RowBinaryWriter } from "./row-binary.js";
-import { ROW_COLUMNS, ROW_STRUCTURE, toRowValues } from "./rows.js";
+import type { AnalyticsEngine, EventBatch } from "./analytics-engine.js";
+import { RowBinaryWriter, type RowLayout, rowLayout } from "./row-binary.js";
+import { type EventTable, rowStructure } from "./rows.js";
 
 type Chdb = typeof import("chdb");
 type Session = InstanceType<Chdb["Session"]>;
@@ -41,6 +40,7 @@ export class EmbeddedEngine implements AnalyticsEngine {
    */
   private readonly idleEncoders: RowBinaryWriter[] = [];
   private closed = false;
+  private writerQueue: Promise<void> = Promise.resolve();
 
   private constructor(chdb: Chdb, location: string, database: string, writer: Session) {
     this.chdb = chdb;
@@ -116,15 +116,25 @@ export class EmbeddedEngine implements AnalyticsEngine {
 
   async command(sql: string): Promise<void> {
     this.assertOpen();
-    await this.writer.queryAsync(sql).catch((error: unknown) => this.writerFailed(error));
+    await this.writing(() => this.writer.queryAsync(sql).catch((error: unknown) => this.writerFailed(error)));
+  }
+
+  /** The writer's connection runs one statement at a time: each table's pipeline waits for the others' inserts. */
+  private writing<T>(statement: () => Promise<T>): Promise<T> {
+    const turn = this.writerQueue.then(statement);
+    this.writerQueue = turn.then(
+      () => {},
+      () => {},
+    );
+    return turn;
   }
 
   /** Events are encoded as they are added, so a batch waiting to be written is bytes, not objects on the heap. */
-  newBatch(region: string): EncodedBatch {
-    return new EncodedBatch(this.idleEncoders.pop() ?? new RowBinaryWriter(INITIAL_BATCH_ROWS), region);
+  newBatch<E>(table: EventTable<E>, region: string): EncodedBatch<E> {
+    return new EncodedBatch(table, this.idleEncoders.pop() ?? new RowBinaryWriter(INITIAL_BATCH_ROWS), region);
   }
 
-  async insertBatch(batch: EventBatch): Promise<void> {
+  async insertBatch(batch: EventBatch<unknown>): Promise<void> {
     this.assertOpen();
     if (!(batch instanceof EncodedBatch)) throw new TypeError("a batch of another engine");
     if (batch.size === 0) return;
@@ -133,18 +143,21 @@ export class EmbeddedEngine implements AnalyticsEngine {
     const file = join(this.incoming, `batch-${++batchesWritten}.bin`);
     try {
       await writeFile(file, batch.bytes()).catch(engineError);
-      await this.writer
-        .queryAsync(
-          `INSERT INTO ${this.database}.${RAW_TABLE_NAME} (${ROW_COLUMNS.join(", ")}) SETTINGS ${INSERT_SETTINGS} ` +
-            `SELECT * FROM file(${quoteString(file)}, 'RowBinary', ${quoteString(ROW_STRUCTURE)})`,
-        )
-        .catch((error: unknown) => this.writerFailed(error));
+      const { table } = batch;
+      await this.writing(() =>
+        this.writer
+          .queryAsync(
+            `INSERT INTO ${this.database}.${table.name} (${table.columns.map((column) => `\`${column}\``).join(", ")}) SETTINGS ${INSERT_SETTINGS} ` +
+              `SELECT * FROM file(${quoteString(file)}, 'RowBinary', ${quoteString(rowStructure(table))})`,
+          )
+          .catch((error: unknown) => this.writerFailed(error)),
+      );
     } finally {
       await rm(file, { force: true });
     }
   }
 
-  releaseBatch(batch: EventBatch): void {
+  releaseBatch(batch: EventBatch<unknown>): void {
     if (!(batch instanceof EncodedBatch) || this.closed || this.idleEncoders.length >= MAX_IDLE_ENCODERS) return;
     this.idleEncoders.push(batch.release());
   }
@@ -195,13 +208,22 @@ const INITIAL_BATCH_ROWS = 1_024;
 /** Encoders kept for reuse: the batch being filled and the one being written, the usual case. */
 const MAX_IDLE_ENCODERS = 2;
 
+/** How each table's rows are encoded, worked out once per table. */
+const layouts = new WeakMap<EventTable<never>, RowLayout>();
+
 /** A batch of the embedded engine: its events as RowBinary rows, encoded as they are added. */
-export class EncodedBatch implements EventBatch {
+export class EncodedBatch<E> implements EventBatch<E> {
+  readonly table: EventTable<E>;
+  private readonly layout: RowLayout;
   private readonly encoder: RowBinaryWriter;
   private readonly region: string;
   private rows = 0;
 
-  constructor(encoder: RowBinaryWriter, region: string) {
+  constructor(table: EventTable<E>, encoder: RowBinaryWriter, region: string) {
+    this.table = table;
+    const layout = layouts.get(table) ?? rowLayout(table.types);
+    layouts.set(table, layout);
+    this.layout = layout;
     this.encoder = encoder;
     this.region = region;
   }
@@ -210,8 +232,8 @@ export class EncodedBatch implements EventBatch {
     return this.rows;
   }
 
-  add(event: VerificationEvent): void {
-    this.encoder.write(toRowValues(event, this.region));
+  add(event: E): void {
+    this.encoder.write(this.table.values(event, this.region), this.layout);
     this.rows++;
   }
 

@@ -4,7 +4,8 @@ import type { RetentionDays } from "../domain/analytics/tables.js";
 import type { Clock } from "../lib/clock.js";
 import type { AnalyticsEngine, EventBatch } from "./analytics-engine.js";
 import { EmbeddedEngine } from "./embedded-engine.js";
-import { type BatchIO, EventPipeline, type EventPipelineStats, type PipelineLog, type Scheduler } from "./pipeline.js";
+import { addStats, type BatchIO, EventPipeline, type EventPipelineStats, type PipelineLog, type Scheduler } from "./pipeline.js";
+import { type EventTable, GATEWAY_REQUESTS, RATELIMITS, VERIFICATIONS } from "./rows.js";
 import { schemaStatements } from "./schema.js";
 import { ServerEngine, type ServerEngineOptions } from "./server-engine.js";
 
@@ -29,7 +30,7 @@ export interface AnalyticsSettings {
   query: { maxConcurrent: number };
 }
 
-/** Analytics as the process runs it: the engine (if any), the event sink, its counters and its shutdown. */
+/** Analytics as the process runs it: the engine (if any), the event sinks, their counters (added up) and its shutdown. */
 export interface AnalyticsRuntime {
   readonly mode: AnalyticsSettings["engine"];
   /** undefined when analytics is off. */
@@ -85,19 +86,32 @@ export async function openAnalytics(config: AnalyticsSettings, options: OpenAnal
       );
   }
 
-  const batches: BatchIO<EventBatch> = {
-    create: () => engine.newBatch(config.region),
-    write: async (batch) => {
-      await ready.ensure();
-      await engine.insertBatch(batch);
-    },
-    release: (batch) => engine.releaseBatch(batch),
+  const pipelineOf = <E>(table: EventTable<E>): EventPipeline<E, EventBatch<E>> => {
+    const batches: BatchIO<EventBatch<E>> = {
+      create: () => engine.newBatch(table, config.region),
+      write: async (batch) => {
+        await ready.ensure();
+        await engine.insertBatch(batch);
+      },
+      release: (batch) => engine.releaseBatch(batch),
+    };
+    return new EventPipeline(
+      batches,
+      { ...config.buffer, maxWriteAttempts: MAX_WRITE_ATTEMPTS },
+      {
+        clock: options.clock,
+        ...(options.scheduler ? { scheduler: options.scheduler } : {}),
+        ...(options.log ? { log: options.log } : {}),
+      },
+    );
   };
-  const pipeline = new EventPipeline(
-    batches,
-    { ...config.buffer, maxWriteAttempts: MAX_WRITE_ATTEMPTS },
-    { clock: options.clock, ...(options.scheduler ? { scheduler: options.scheduler } : {}), ...(options.log ? { log: options.log } : {}) },
-  );
+  // One pipeline per table, each with the configured buffer: a burst of one kind never crowds out the others.
+  const pipelines = {
+    verifications: pipelineOf(VERIFICATIONS),
+    ratelimits: pipelineOf(RATELIMITS),
+    gatewayRequests: pipelineOf(GATEWAY_REQUESTS),
+  };
+  const all = Object.values(pipelines);
   const gatedEngine: AnalyticsQueryEngine = {
     database: engine.database,
     withConnection: async (work) => {
@@ -110,15 +124,20 @@ export async function openAnalytics(config: AnalyticsSettings, options: OpenAnal
   return {
     mode: config.engine,
     engine: gatedEngine,
-    sinks: { verifications: pipeline, ratelimits: { record() {} }, gatewayRequests: { record() {} } },
-    stats: () => pipeline.stats(),
+    sinks: pipelines,
+    stats: () => addStats(all.map((pipeline) => pipeline.stats())),
     check: () => ready.ensure(),
-    flush: () => pipeline.flush(),
+    flush: async () => {
+      await Promise.all(all.map((pipeline) => pipeline.flush()));
+    },
     describe: () =>
       engine.kind === "embedded"
         ? `analytics: embedded ClickHouse (chDB), data in ${engine.location}`
         : `analytics: ClickHouse server at ${engine.location}`,
-    close: () => (closing ??= pipeline.close().finally(() => engine.close())),
+    close: () =>
+      (closing ??= Promise.all(all.map((pipeline) => pipeline.close()))
+        .then(() => {})
+        .finally(() => engine.close())),
   };
 }
 

@@ -1,9 +1,9 @@
-import type { VerificationEvent, VerificationEventSink } from "../domain/analytics/events.js";
+import type { EventSink } from "../domain/analytics/events.js";
 import type { Clock } from "../lib/clock.js";
 import type { EventBatch } from "./analytics-engine.js";
 
 /** Where the pipeline's batches come from and go to (an engine's newBatch, insertBatch and releaseBatch). */
-export interface BatchIO<B extends EventBatch> {
+export interface BatchIO<B extends EventBatch<unknown>> {
   create(): B;
   write(batch: B): Promise<void>;
   /** Called once a batch is written or given up, never during a write. */
@@ -37,6 +37,28 @@ export interface EventPipelineStats {
   failedWrites: number;
 }
 
+/** The counters of several pipelines added up. */
+export function addStats(stats: readonly EventPipelineStats[]): EventPipelineStats {
+  const total: EventPipelineStats = {
+    recorded: 0,
+    written: 0,
+    buffered: 0,
+    dropped: { bufferFull: 0, writeFailed: 0, afterClose: 0, disabled: 0 },
+    batchesWritten: 0,
+    failedWrites: 0,
+  };
+  for (const each of stats) {
+    total.recorded += each.recorded;
+    total.written += each.written;
+    total.buffered += each.buffered;
+    total.batchesWritten += each.batchesWritten;
+    total.failedWrites += each.failedWrites;
+    for (const reason of Object.keys(total.dropped) as (keyof EventPipelineStats["dropped"])[])
+      total.dropped[reason] += each.dropped[reason];
+  }
+  return total;
+}
+
 /** Timers, injectable so tests can tick them. */
 export interface Scheduler {
   /** Calls `task` every `ms`; returns a function that stops it. Must not keep the process alive. */
@@ -64,12 +86,12 @@ export interface PipelineLog {
 const WARNING_INTERVAL_MS = 10_000;
 
 /**
- * The verification event sink: events are added to a batch as they come (the engine decides the batch's form:
+ * The event sink of one raw table: events are added to a batch as they come (the engine decides the batch's form:
  * the embedded one encodes them right away) and written off the request path, when a batch is full or on the
  * flush interval, one batch at a time. What is held is bounded; whatever cannot be kept is counted in stats() and
  * reported in the log, never lost silently. close() writes what is held.
  */
-export class EventPipeline<B extends EventBatch> implements VerificationEventSink {
+export class EventPipeline<E, B extends EventBatch<E>> implements EventSink<E> {
   private readonly batches: BatchIO<B>;
   private readonly options: EventPipelineOptions;
   private readonly scheduler: Scheduler;
@@ -106,7 +128,7 @@ export class EventPipeline<B extends EventBatch> implements VerificationEventSin
     this.stopTimer = this.scheduler.every(options.flushIntervalMs, () => this.startDrain(true));
   }
 
-  record(event: VerificationEvent): void {
+  record(event: E): void {
     this.counters.recorded++;
     if (this.closed) {
       this.counters.afterClose++;
@@ -236,7 +258,7 @@ export class EventPipeline<B extends EventBatch> implements VerificationEventSin
       return true;
     } catch (error) {
       this.counters.failedWrites++;
-      this.warn("write", `analytics: writing ${batch.size} verification events failed: ${(error as Error).message}`);
+      this.warn("write", `analytics: writing ${batch.size} ${batch.table.description} failed: ${(error as Error).message}`);
       return false;
     } finally {
       if (!retrying) this.inFlight -= batch.size;
@@ -247,7 +269,7 @@ export class EventPipeline<B extends EventBatch> implements VerificationEventSin
     this.droppedSinceWarning += count;
     this.warn(
       "drop",
-      `analytics: dropped ${this.droppedSinceWarning} verification events (latest because ${reason}); see keygate_analytics_events_dropped_total`,
+      `analytics: dropped ${this.droppedSinceWarning} ${this.filling.table.description} (latest because ${reason}); see keygate_analytics_events_dropped_total`,
       () => {
         this.droppedSinceWarning = 0;
       },

@@ -1,12 +1,13 @@
-import { ROW_COLUMNS, ROW_TYPES, type RowValues } from "./rows.js";
+import type { ColumnType, ColumnValue } from "./rows.js";
 
 /**
  * Rows in ClickHouse's RowBinary format, for the embedded engine: its parser reads them for a fraction of what the
  * same rows cost as JSON, and strings go in as bytes
  * with a length, so no value is ever escaped or can spill into another column.
  *
- * Layout per value: String is its UTF-8 length as an unsigned LEB128 varint, then the bytes; Int64 and Float64
- * are 8 bytes little-endian; Array(String) is the element count as a varint, then each string.
+ * Layout per value: String is its UTF-8 length as an unsigned LEB128 varint, then the bytes; Int64, UInt64 and
+ * Float64 are 8 bytes little-endian, Int32 4; Bool one byte; Array(String) is the element count as a varint, then
+ * each string.
  */
 export class RowBinaryWriter {
   private buffer: Buffer;
@@ -16,11 +17,11 @@ export class RowBinaryWriter {
     this.buffer = Buffer.allocUnsafe(Math.max(1024, expectedRows * 128));
   }
 
-  /** One row; when a value cannot be written, nothing of the row is kept. */
-  write(values: RowValues): void {
+  /** One row, `values` in the order of `layout` (rowLayout); when a value cannot be written, nothing of the row is kept. */
+  write(values: readonly ColumnValue[], layout: RowLayout): void {
     const start = this.offset;
     try {
-      for (const [column, writeColumn] of COLUMN_WRITERS.entries()) writeColumn(this, values[column] as never);
+      for (const [column, writeColumn] of layout.entries()) writeColumn(this, values[column] as ColumnValue);
     } catch (error) {
       this.offset = start;
       throw error;
@@ -51,12 +52,24 @@ export class RowBinaryWriter {
     for (const value of values) this.string(value);
   }
 
-  /** A whole number within ±2^53 (rows.ts makes sure), as a two's complement Int64. */
+  /** A whole number within ±2^53 (rows.ts makes sure), as a two's complement Int64 (a UInt64 when not negative). */
   int64(value: number): void {
     this.reserve(8);
     this.buffer.writeUInt32LE(value >>> 0, this.offset);
     this.buffer.writeInt32LE(Math.floor(value / 0x1_0000_0000), this.offset + 4);
     this.offset += 8;
+  }
+
+  /** A whole number within Int32 (rows.ts makes sure). */
+  int32(value: number): void {
+    this.reserve(4);
+    this.offset = this.buffer.writeInt32LE(value, this.offset);
+  }
+
+  bool(value: boolean): void {
+    if (typeof value !== "boolean") throw new TypeError(`expected a boolean, got ${typeof value}`);
+    this.reserve(1);
+    this.buffer[this.offset++] = value ? 1 : 0;
   }
 
   float64(value: number): void {
@@ -104,14 +117,22 @@ export class RowBinaryWriter {
 /** The longest string whose length is a one-byte varint. */
 const MAX_ONE_BYTE_VARINT = 0x7f;
 
-type ColumnWriter = (writer: RowBinaryWriter, value: RowValues[number]) => void;
+type ColumnWriter = (writer: RowBinaryWriter, value: ColumnValue) => void;
 
-const WRITER_OF_TYPE: Record<(typeof ROW_TYPES)[keyof typeof ROW_TYPES], ColumnWriter> = {
+/** How each column of a table is written, in column order. */
+export type RowLayout = readonly ColumnWriter[];
+
+const WRITER_OF_TYPE: Record<ColumnType, ColumnWriter> = {
   String: (writer, value) => writer.string(value as string),
+  Int32: (writer, value) => writer.int32(value as number),
   Int64: (writer, value) => writer.int64(value as number),
+  UInt64: (writer, value) => writer.int64(value as number),
   Float64: (writer, value) => writer.float64(value as number),
+  Bool: (writer, value) => writer.bool(value as boolean),
   "Array(String)": (writer, value) => writer.strings(value as string[]),
 };
 
-/** One writer per column, in ROW_COLUMNS order, from the column's type: the layout follows the one definition. */
-const COLUMN_WRITERS: readonly ColumnWriter[] = ROW_COLUMNS.map((column) => WRITER_OF_TYPE[ROW_TYPES[column]]);
+/** One writer per column, from the column's type: the layout follows the table's one definition. */
+export function rowLayout(types: readonly ColumnType[]): RowLayout {
+  return types.map((type) => WRITER_OF_TYPE[type]);
+}

@@ -2,8 +2,8 @@ import { type ClickHouseClient, createClient, type DataFormat } from "@clickhous
 import { type AnalyticsConnection, AnalyticsEngineError } from "../domain/analytics/query-engine.js";
 import { safeId } from "../domain/analytics/sql.js";
 import { redactUrl } from "../lib/redact-url.js";
-import { type AnalyticsEngine, type EventBatch, EventList, RAW_TABLE_NAME } from "./analytics-engine.js";
-import { toRow } from "./rows.js";
+import { type AnalyticsEngine, type EventBatch, EventList } from "./analytics-engine.js";
+import { type EventTable, toRow } from "./rows.js";
 
 export interface ServerEngineOptions {
   url: string;
@@ -102,15 +102,15 @@ export class ServerEngine implements AnalyticsEngine {
     await this.admin.command({ query: sql }).catch(engineError);
   }
 
-  newBatch(region: string): EventList {
-    return new EventList(region);
+  newBatch<E>(table: EventTable<E>, region: string): EventList<E> {
+    return new EventList(table, region);
   }
 
-  async insertBatch(batch: EventBatch): Promise<void> {
+  async insertBatch(batch: EventBatch<unknown>): Promise<void> {
     if (!(batch instanceof EventList)) throw new TypeError("a batch of another engine");
     if (batch.size === 0) return;
-    const rows = batch.events.map((event) => toRow(event, batch.region));
-    await this.admin.insert({ table: `${this.database}.${RAW_TABLE_NAME}`, values: rows, format: "JSONEachRow" }).catch(engineError);
+    const rows = batch.events.map((event) => toRow(batch.table, event, batch.region));
+    await this.admin.insert({ table: `${this.database}.${batch.table.name}`, values: rows, format: "JSONEachRow" }).catch(engineError);
   }
 
   releaseBatch(): void {}

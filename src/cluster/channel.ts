@@ -1,4 +1,4 @@
-import type { VerificationEvent } from "../domain/analytics/events.js";
+import type { AnalyticsSinks } from "../domain/analytics/events.js";
 import { AnalyticsEngineError } from "../domain/analytics/query-engine.js";
 
 /** What a worker asks the primary, and the primary a worker. */
@@ -10,12 +10,17 @@ export type Question =
   | { kind: "metrics" }
   | { kind: "metrics-json" };
 
+/** A worker's analytics events of one kind, handed to the primary's sink of that kind. */
+export type EventsMessage = {
+  [Kind in keyof AnalyticsSinks]: { keygate: "events"; kind: Kind; events: Parameters<AnalyticsSinks[Kind]["record"]>[0][] };
+}[keyof AnalyticsSinks];
+
 /** Every message between keygate's processes carries `keygate`, so other IPC traffic (prom-client's, say) passes by. */
 export type Message =
   | { keygate: "ask"; id: number; question: Question }
   | { keygate: "answer"; id: number; ok: true; value: unknown }
   | { keygate: "answer"; id: number; ok: false; error: { message: string; engine?: { kind: "query" | "unavailable"; code?: number } } }
-  | { keygate: "events"; events: VerificationEvent[] }
+  | EventsMessage
   | { keygate: "ready"; address: string };
 
 /**

@@ -1,7 +1,7 @@
 import { type AnalyticsRuntime, EMBEDDED_DATABASE } from "../analytics/index.js";
-import type { VerificationEvent } from "../domain/analytics/events.js";
+import type { AnalyticsSinks } from "../domain/analytics/events.js";
 import type { AnalyticsConnection } from "../domain/analytics/query-engine.js";
-import type { Channel, Message } from "./channel.js";
+import type { Channel, EventsMessage, Message } from "./channel.js";
 
 /** How long a worker gathers events before it hands them to the primary in one message. */
 const HAND_OVER_MS = 20;
@@ -10,12 +10,13 @@ const HAND_OVER_EVENTS = 2_000;
 
 /**
  * The embedded analytics engine, seen from a worker: chDB runs in one process only (the primary), so a worker
- * hands its verification events over in batches and runs its analytics statements there, one connection per
+ * hands its events over in batches (one message per kind) and runs its analytics statements there, one connection per
  * analytics request as on a local engine. Its stats count what it recorded and what it has not handed over yet;
  * what is written (and dropped while writing) is counted in the primary.
  */
 export function remoteAnalytics(channel: Channel, send: (message: Message, done: () => void) => void): AnalyticsRuntime {
-  let pending: VerificationEvent[] = [];
+  let pending = new Map<keyof AnalyticsSinks, unknown[]>();
+  let pendingEvents = 0;
   let timer: NodeJS.Timeout | undefined;
   let recorded = 0;
   let afterClose = 0;
@@ -25,11 +26,31 @@ export function remoteAnalytics(channel: Channel, send: (message: Message, done:
   const handOver = (): Promise<void> => {
     if (timer) clearTimeout(timer);
     timer = undefined;
-    if (pending.length === 0) return Promise.resolve();
-    const events = pending;
-    pending = [];
-    return new Promise((resolve) => send({ keygate: "events", events }, resolve));
+    const gathered = [...pending];
+    pending = new Map();
+    pendingEvents = 0;
+    const sent = gathered.map(
+      ([kind, events]) => new Promise<void>((resolve) => send({ keygate: "events", kind, events } as EventsMessage, resolve)),
+    );
+    return Promise.all(sent).then(() => {});
   };
+
+  /** A sink that gathers events of `kind` into the next hand-over. */
+  const sinkOf = (kind: keyof AnalyticsSinks) => ({
+    record(event: unknown) {
+      if (closed) {
+        afterClose++;
+        return;
+      }
+      recorded++;
+      const events = pending.get(kind) ?? [];
+      pending.set(kind, events);
+      events.push(event);
+      pendingEvents++;
+      if (pendingEvents >= HAND_OVER_EVENTS) void handOver();
+      else timer ??= setTimeout(handOver, HAND_OVER_MS);
+    },
+  });
 
   const connection = (id: number): AnalyticsConnection => ({
     text: (sql, params) => channel.ask<string>({ kind: "sql", connection: id, rows: false, sql, ...(params ? { params } : {}) }),
@@ -50,26 +71,11 @@ export function remoteAnalytics(channel: Channel, send: (message: Message, done:
         }
       },
     },
-    sinks: {
-      ratelimits: { record() {} },
-      gatewayRequests: { record() {} },
-      verifications: {
-        record(event) {
-          if (closed) {
-            afterClose++;
-            return;
-          }
-          recorded++;
-          pending.push(event);
-          if (pending.length >= HAND_OVER_EVENTS) void handOver();
-          else timer ??= setTimeout(handOver, HAND_OVER_MS);
-        },
-      },
-    },
+    sinks: { verifications: sinkOf("verifications"), ratelimits: sinkOf("ratelimits"), gatewayRequests: sinkOf("gatewayRequests") },
     stats: () => ({
       recorded,
       written: 0,
-      buffered: pending.length,
+      buffered: pendingEvents,
       dropped: { bufferFull: 0, writeFailed: 0, afterClose, disabled: 0 },
       batchesWritten: 0,
       failedWrites: 0,

@@ -1,7 +1,10 @@
 import t from "tap";
 import { parseExplainAst, printAst, UnreadableAstError } from "../../src/domain/analytics/explain-ast.js";
 import { inspectAst } from "../../src/domain/analytics/query-shape.js";
+import { VERIFICATION_TABLES } from "../../src/domain/analytics/tables.js";
 import { KeygateError } from "../../src/errors/keygate-error.js";
+
+const inspect = (root: Parameters<typeof inspectAst>[0]) => inspectAst(root, VERIFICATION_TABLES);
 
 // EXPLAIN AST output of ClickHouse 26.7 (chDB) for the spec's query, as the engine prints it.
 const SPEC_QUERY_AST = `SelectWithUnionQuery (children 1)
@@ -58,7 +61,7 @@ t.test("reads the spec query's tree: types, names, aliases and children", async 
   const sum = select?.children[0]?.children[1];
   t.same({ type: sum?.type, name: sum?.name, alias: sum?.alias }, { type: "Function", name: "SUM", alias: "total" });
   t.equal(printAst(root), SPEC_QUERY_AST.trimEnd(), "printing it back gives the engine's text");
-  t.same(inspectAst(root), [], "allowed, and it names no key space");
+  t.same(inspect(root), [], "allowed, and it names no key space");
 });
 
 t.test("fails closed on text it does not understand", async (t) => {
@@ -82,23 +85,23 @@ t.test("a forged line break inside an identifier does not survive: the counts no
 
 t.test("only a single SELECT without FORMAT, OUTFILE or SETTINGS passes", async (t) => {
   t.equal(
-    codeOf(() => inspectAst(parseExplainAst("InsertQuery (children 1)\n Identifier t\n"))),
+    codeOf(() => inspect(parseExplainAst("InsertQuery (children 1)\n Identifier t\n"))),
     "err:user:bad_request:invalid_analytics_query_type",
   );
   t.equal(
-    codeOf(() => inspectAst(parseExplainAst("AlterQuery (children 1)\n Identifier t\n"))),
+    codeOf(() => inspect(parseExplainAst("AlterQuery (children 1)\n Identifier t\n"))),
     "err:user:bad_request:invalid_analytics_query_type",
   );
   const withFormat =
     "SelectWithUnionQuery (children 2)\n ExpressionList (children 1)\n  SelectQuery (children 1)\n   ExpressionList (children 1)\n    Literal UInt64_1\n Identifier JSON\n";
   t.equal(
-    codeOf(() => inspectAst(parseExplainAst(withFormat))),
+    codeOf(() => inspect(parseExplainAst(withFormat))),
     "err:user:bad_request:invalid_analytics_query",
   );
   const withSettings =
     "SelectWithUnionQuery (children 1)\n ExpressionList (children 1)\n  SelectQuery (children 2)\n   ExpressionList (children 1)\n    Literal UInt64_1\n   Set\n";
   t.equal(
-    codeOf(() => inspectAst(parseExplainAst(withSettings))),
+    codeOf(() => inspect(parseExplainAst(withSettings))),
     "err:user:bad_request:invalid_analytics_query",
   );
 });
@@ -107,11 +110,11 @@ t.test("functions outside the allow-list, table functions and database-qualified
   const select = (expression: string, from = "") =>
     `SelectWithUnionQuery (children 1)\n ExpressionList (children 1)\n  SelectQuery (children ${from ? 2 : 1})\n   ExpressionList (children 1)\n${expression}${from}`;
   t.equal(
-    codeOf(() => inspectAst(parseExplainAst(select("    Function hostName (children 1)\n     ExpressionList\n")))),
+    codeOf(() => inspect(parseExplainAst(select("    Function hostName (children 1)\n     ExpressionList\n")))),
     "err:user:bad_request:invalid_analytics_function",
   );
   t.same(
-    inspectAst(parseExplainAst(select("    Function CouNT (children 1)\n     ExpressionList\n"))),
+    inspect(parseExplainAst(select("    Function CouNT (children 1)\n     ExpressionList\n"))),
     [],
     "names are compared case-insensitively",
   );
@@ -119,7 +122,7 @@ t.test("functions outside the allow-list, table functions and database-qualified
     `   TablesInSelectQuery (children 1)\n    TablesInSelectQueryElement (children 1)\n     TableExpression (children 1)\n${table}`;
   t.equal(
     codeOf(() =>
-      inspectAst(
+      inspect(
         parseExplainAst(
           select(
             "    Asterisk\n",
@@ -131,7 +134,7 @@ t.test("functions outside the allow-list, table functions and database-qualified
     "err:user:bad_request:invalid_analytics_function",
   );
   t.equal(
-    codeOf(() => inspectAst(parseExplainAst(select("    Asterisk\n", from("      TableIdentifier system.one\n"))))),
+    codeOf(() => inspect(parseExplainAst(select("    Asterisk\n", from("      TableIdentifier system.one\n"))))),
     "err:user:bad_request:invalid_analytics_table",
   );
 });
@@ -153,5 +156,5 @@ t.test("collects the key space ids compared with key_space_id", async (t) => {
        Identifier key_space_id
        Literal Tuple_('ks_two', 'ks_thr\\'ee', '')
 `;
-  t.same(inspectAst(parseExplainAst(ast)), ["ks_one", "ks_two", "ks_thr'ee"]);
+  t.same(inspect(parseExplainAst(ast)), ["ks_one", "ks_two", "ks_thr'ee"]);
 });

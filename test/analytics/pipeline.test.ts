@@ -1,6 +1,7 @@
 import t from "tap";
 import { EventList } from "../../src/analytics/analytics-engine.js";
 import { EventPipeline, type EventPipelineOptions, type Scheduler } from "../../src/analytics/pipeline.js";
+import { VERIFICATIONS } from "../../src/analytics/rows.js";
 import type { VerificationEvent } from "../../src/domain/analytics/events.js";
 import { event } from "../helpers/analytics.js";
 import { ManualClock } from "../helpers/clock.js";
@@ -81,11 +82,11 @@ function setup(options: Partial<EventPipelineOptions> = {}) {
   const w = writer();
   const warnings: string[] = [];
   const clock = new ManualClock();
-  const released: EventList[] = [];
+  const released: EventList<VerificationEvent>[] = [];
   const batches = {
-    create: () => new EventList(""),
-    write: (batch: EventList) => w.write(batch.events),
-    release: (batch: EventList) => released.push(batch),
+    create: () => new EventList(VERIFICATIONS, ""),
+    write: (batch: EventList<VerificationEvent>) => w.write(batch.events),
+    release: (batch: EventList<VerificationEvent>) => released.push(batch),
   };
   const pipeline = new EventPipeline(
     batches,
@@ -284,7 +285,7 @@ t.test("an event its batch cannot take is dropped and counted; the batch and the
   const w = writer();
   const warnings: string[] = [];
   const refusing = () => {
-    const list = new EventList("");
+    const list = new EventList(VERIFICATIONS, "");
     const add = list.add.bind(list);
     list.add = (each) => {
       if (each.requestId === "req_unencodable") throw new TypeError("a tag is not a string");

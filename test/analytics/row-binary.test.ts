@@ -3,13 +3,14 @@ import { join } from "node:path";
 import t from "tap";
 import { EventList } from "../../src/analytics/analytics-engine.js";
 import { EmbeddedEngine } from "../../src/analytics/embedded-engine.js";
-import { RowBinaryWriter } from "../../src/analytics/row-binary.js";
-import { toRow, toRowValues } from "../../src/analytics/rows.js";
+import { RowBinaryWriter, rowLayout } from "../../src/analytics/row-binary.js";
+import { toRow, VERIFICATIONS } from "../../src/analytics/rows.js";
 import { schemaStatements } from "../../src/analytics/schema.js";
 import { AnalyticsEngineError } from "../../src/domain/analytics/query-engine.js";
 import { analyticsDir, event, insertEvents } from "../helpers/analytics.js";
 
 const hex = (writer: RowBinaryWriter) => writer.bytes().toString("hex");
+const LAYOUT = rowLayout(VERIFICATIONS.types);
 
 t.test("the writer lays values out as ClickHouse's RowBinary", async (t) => {
   const strings = new RowBinaryWriter(1);
@@ -76,9 +77,9 @@ t.test("a writer that is reset starts over in the memory it has, and writes as a
   reused.reset();
   t.equal(reused.bytes().length, 0, "nothing is left of what came before");
   const fresh = new RowBinaryWriter(1);
-  const row = toRowValues(event({ requestId: "req_reset", tags: ["a"] }), "eu");
+  const row = VERIFICATIONS.values(event({ requestId: "req_reset", tags: ["a"] }), "eu");
   for (const writer of [reused, fresh]) {
-    writer.write(row);
+    writer.write(row, LAYOUT);
     writer.string("ünï");
   }
   t.equal(hex(reused), hex(fresh));
@@ -86,10 +87,10 @@ t.test("a writer that is reset starts over in the memory it has, and writes as a
 
 t.test("a row with a value that cannot be written leaves nothing of itself behind", async (t) => {
   const writer = new RowBinaryWriter(1);
-  writer.write(toRowValues(event({ requestId: "req_before", time: 1 }), "eu"));
+  writer.write(VERIFICATIONS.values(event({ requestId: "req_before", time: 1 }), "eu"), LAYOUT);
   const before = hex(writer);
   const broken = event({ requestId: "req_broken", tags: [7 as unknown as string] });
-  t.throws(() => writer.write(toRowValues(broken, "eu")), TypeError);
+  t.throws(() => writer.write(VERIFICATIONS.values(broken, "eu"), LAYOUT), TypeError);
   t.equal(hex(writer), before, "the rows before it, and not a byte more");
 });
 
@@ -131,12 +132,12 @@ t.test("the embedded engine reads batches back exactly, and leaves no batch file
   );
   // The engine's JSON output quotes 64-bit integers; every other value comes back as it went in.
   const expected = events.map((each) => {
-    const row = toRow(each, "eu-west");
+    const row = toRow(VERIFICATIONS, each, "eu-west");
     return { ...row, time: String(row.time), spent_credits: String(row.spent_credits) };
   });
   t.same(rows, expected, "every column of every row, as toRow() describes it");
   t.equal(
-    toRowValues(events[3]!, "")[10],
+    VERIFICATIONS.values(events[3]!, "")[10],
     Number.MAX_SAFE_INTEGER,
     "an Int64 beyond 2^53 is held at 2^53 - 1, the largest a double holds exactly",
   );
@@ -183,7 +184,7 @@ t.test("the embedded engine reads batches back exactly, and leaves no batch file
   const total = await engine.withConnection((connection) => connection.rows("SELECT count() AS n FROM key_verifications_v1"));
   t.same(total, [{ n: String(events.length + 1500 + small.length) }], "and no row of an earlier batch again");
 
-  await t.rejects(engine.insertBatch(new EventList("")), TypeError, "a batch made by another kind of engine is refused");
+  await t.rejects(engine.insertBatch(new EventList(VERIFICATIONS, "")), TypeError, "a batch made by another kind of engine is refused");
 
   // A third engine on the same directory, in a database without the schema.
   const refusing = await EmbeddedEngine.open(dir, "keygate_no_schema");

@@ -1,25 +1,25 @@
 import t from "tap";
 import { openAnalytics } from "../../src/analytics/index.js";
-import { ROW_COLUMNS, toRow, toRowValues } from "../../src/analytics/rows.js";
+import { toRow, VERIFICATIONS } from "../../src/analytics/rows.js";
 import { validateConfig } from "../../src/config/load.js";
 import { analyticsDir, event } from "../helpers/analytics.js";
 
-t.test("the compact row is the object row, value for value, in the order of ROW_COLUMNS", async (t) => {
+t.test("the compact row is the object row, value for value, in the order of the table's columns", async (t) => {
   const sample = event({ identityId: "id_1", externalId: "user_1", tags: ["a", "b"], spentCredits: 3, latencyMs: 0.25 });
-  const row = toRow(sample, "local");
-  t.same(Object.keys(row), [...ROW_COLUMNS], "every column once, in the table's order");
+  const row = toRow(VERIFICATIONS, sample, "local");
+  t.same(Object.keys(row), [...VERIFICATIONS.columns], "every column once, in the table's order");
   t.same(
-    toRowValues(sample, "local"),
-    ROW_COLUMNS.map((column) => row[column]),
+    VERIFICATIONS.values(sample, "local"),
+    VERIFICATIONS.columns.map((column) => row[column]),
   );
 });
 
 t.test("numbers that are not finite are written as 0 in both encodings", async (t) => {
   const broken = event({ time: Number.NaN, spentCredits: Number.POSITIVE_INFINITY, latencyMs: Number.NEGATIVE_INFINITY });
-  const values = toRowValues(broken, "local");
-  const row = toRow(broken, "local");
+  const values = VERIFICATIONS.values(broken, "local");
+  const row = toRow(VERIFICATIONS, broken, "local");
   for (const column of ["time", "spent_credits", "latency"] as const) {
-    t.equal(values[ROW_COLUMNS.indexOf(column)], 0, column);
+    t.equal(values[VERIFICATIONS.columns.indexOf(column)], 0, column);
     t.equal(row[column], 0, column);
   }
 });

@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { AnalyticsEngine } from "../../src/analytics/analytics-engine.js";
 import { type AnalyticsRuntime, disabledAnalytics } from "../../src/analytics/index.js";
+import { VERIFICATIONS } from "../../src/analytics/rows.js";
 import type { GatewayRequestEvent, RatelimitEvent, VerificationEvent } from "../../src/domain/analytics/events.js";
 
 interface Teardown {
@@ -39,7 +40,7 @@ export function event(overrides: Partial<VerificationEvent> = {}): VerificationE
 
 /** Writes `events` as one batch of `engine`, the way the pipeline does: made, filled, inserted, released. */
 export async function insertEvents(engine: AnalyticsEngine, events: readonly VerificationEvent[], region: string): Promise<void> {
-  const batch = engine.newBatch(region);
+  const batch = engine.newBatch(VERIFICATIONS, region);
   try {
     for (const each of events) batch.add(each);
     await engine.insertBatch(batch);

@@ -3,11 +3,18 @@ import type { Clock } from "../../lib/clock.js";
 import { Semaphore } from "../../lib/semaphore.js";
 import type { AnalyticsQuotaStore, ApiStore, QuotaUsage } from "../../storage/interfaces.js";
 import type { Caller } from "../caller.js";
-import { requireApi } from "../root-keys/permissions.js";
+import { requireApi, requireRatelimit } from "../root-keys/permissions.js";
 import type { AnalyticsSinks } from "./events.js";
 import type { AnalyticsQueryEngine } from "./query-engine.js";
-import { type Confinement, QueryGuard, type QueryLimits } from "./query-guard.js";
-import type { RetentionDays } from "./tables.js";
+import { type ParsedQuery, QueryGuard, type QueryLimits } from "./query-guard.js";
+import {
+  GATEWAY_REQUEST_TABLES,
+  RATELIMIT_TABLES,
+  type RetentionDays,
+  TABLE_FAMILIES,
+  type TableFamily,
+  VERIFICATION_TABLES,
+} from "./tables.js";
 
 export interface QuotaLimits extends QuotaUsage {
   windowMs: number;
@@ -29,14 +36,19 @@ export interface AnalyticsServiceOptions {
 export type AnalyticsRow = Record<string, unknown>;
 
 const READ_ANALYTICS_MISSING = "Missing one of these permissions: 'api.*.read_analytics' or 'api.<apiId>.read_analytics'.";
+const READ_RATELIMIT_ANALYTICS_MISSING =
+  "Missing one of these permissions: 'ratelimit.*.read_analytics' or 'ratelimit.<namespaceId>.read_analytics'.";
 
-/** analytics.getVerifications and the event sink verification writes to. */
+/**
+ * The analytics procedures: customers' SQL over the tables of verifications, rate limit decisions and gateway
+ * requests, each confined to the caller's workspace and to what its root key may read; and the event sinks.
+ */
 export class AnalyticsService {
   /** Verification, rate limiting and the gateway record their events here (see events.ts). */
   readonly sinks: AnalyticsSinks;
 
   private readonly engine: AnalyticsQueryEngine | undefined;
-  private readonly guard: QueryGuard | undefined;
+  private readonly guards: Map<TableFamily, QueryGuard>;
   private readonly apis: ApiStore;
   private readonly quota: AnalyticsQuotaStore;
   private readonly clock: Clock;
@@ -46,7 +58,12 @@ export class AnalyticsService {
   constructor(options: AnalyticsServiceOptions) {
     this.sinks = options.sinks;
     this.engine = options.engine;
-    this.guard = options.engine ? new QueryGuard(options.engine.database, options.limits, options.retentionDays) : undefined;
+    const engine = options.engine;
+    this.guards = new Map(
+      engine
+        ? TABLE_FAMILIES.map((family) => [family, new QueryGuard(engine.database, options.limits, options.retentionDays, family)])
+        : [],
+    );
     this.apis = options.apis;
     this.quota = options.quota;
     this.clock = options.clock;
@@ -55,12 +72,56 @@ export class AnalyticsService {
   }
 
   /**
-   * Runs a customer's SQL over the verification tables, confined to the rows the root key may read: the whole
-   * workspace with `api.*.read_analytics`, else the APIs it holds `api.<apiId>.read_analytics` for.
+   * analytics.getVerifications: the whole workspace with `api.*.read_analytics`, else the key spaces of the APIs it
+   * holds `api.<apiId>.read_analytics` for. A key space the query names must exist and be readable.
    */
   async getVerifications(caller: Caller, input: { query: string }): Promise<AnalyticsRow[]> {
-    const confinement = await this.confinementOf(caller);
-    const guard = this.guard;
+    const apiIds = this.readableApis(caller);
+    // A deleted API's history stays readable to whoever may read that API's analytics, as with the wildcard.
+    const keySpaceIds =
+      apiIds &&
+      (await Promise.all(apiIds.map((apiId) => this.apis.get(caller.workspaceId, apiId)))).flatMap((api) => (api ? [api.keySpaceId] : []));
+    return this.query(caller, VERIFICATION_TABLES, input.query, keySpaceIds, (parsed) =>
+      this.checkKeySpaces(caller, parsed.keySpaceLiterals),
+    );
+  }
+
+  /**
+   * analytics.getRatelimits: the whole workspace with `ratelimit.*.read_analytics`, else the namespaces it holds
+   * `ratelimit.<namespaceId>.read_analytics` for (a namespace the query names beyond them reads nothing).
+   */
+  getRatelimits(caller: Caller, input: { query: string }): Promise<AnalyticsRow[]> {
+    let namespaceIds: string[] | undefined;
+    if (!caller.can(requireRatelimit("read_analytics"))) {
+      namespaceIds = caller.namedResourceIds("ratelimit").filter((id) => caller.can(requireRatelimit("read_analytics", id)));
+      if (namespaceIds.length === 0)
+        throw new KeygateError("err:unkey:authorization:insufficient_permissions", READ_RATELIMIT_ANALYTICS_MISSING);
+    }
+    return this.query(caller, RATELIMIT_TABLES, input.query, namespaceIds);
+  }
+
+  /** analytics.getGatewayRequests: the routes of the APIs the caller may read analytics of, as getVerifications. */
+  getGatewayRequests(caller: Caller, input: { query: string }): Promise<AnalyticsRow[]> {
+    return this.query(caller, GATEWAY_REQUEST_TABLES, input.query, this.readableApis(caller));
+  }
+
+  /** undefined with `api.*.read_analytics`; else the APIs named in `api.<apiId>.read_analytics` (403 when none). */
+  private readableApis(caller: Caller): string[] | undefined {
+    if (caller.can(requireApi("read_analytics"))) return undefined;
+    const apiIds = caller.namedResourceIds("api").filter((apiId) => caller.can(requireApi("read_analytics", apiId)));
+    if (apiIds.length === 0) throw new KeygateError("err:unkey:authorization:insufficient_permissions", READ_ANALYTICS_MISSING);
+    return apiIds;
+  }
+
+  /** Runs a customer's SQL over `family`'s tables, within the workspace and `scopeIds`, the quota and the slots. */
+  private async query(
+    caller: Caller,
+    family: TableFamily,
+    query: string,
+    scopeIds: readonly string[] | undefined,
+    checkParsed: (parsed: ParsedQuery) => Promise<void> = async () => {},
+  ): Promise<AnalyticsRow[]> {
+    const guard = this.guards.get(family);
     const engine = this.engine;
     if (!guard || !engine)
       throw new KeygateError(
@@ -75,9 +136,9 @@ export class AnalyticsService {
       try {
         return await engine
           .withConnection(async (connection) => {
-            const parsed = await guard.parse(connection, input.query);
-            await this.checkKeySpaces(caller, parsed.keySpaceLiterals);
-            const statement = await guard.confine(connection, parsed, confinement, this.clock.now());
+            const parsed = await guard.parse(connection, query);
+            await checkParsed(parsed);
+            const statement = await guard.confine(connection, parsed, { workspaceId: caller.workspaceId, scopeIds }, this.clock.now());
             return guard.run(connection, statement);
           })
           .catch((error: unknown) => {
@@ -89,15 +150,6 @@ export class AnalyticsService {
         await this.quota.addExecutionMs(caller.workspaceId, windowStart, this.quotaLimits.windowMs, elapsed).catch(() => {});
       }
     });
-  }
-
-  private async confinementOf(caller: Caller): Promise<Confinement> {
-    if (caller.can(requireApi("read_analytics"))) return { workspaceId: caller.workspaceId, keySpaceIds: undefined };
-    const apiIds = caller.namedResourceIds("api").filter((apiId) => caller.can(requireApi("read_analytics", apiId)));
-    if (apiIds.length === 0) throw new KeygateError("err:unkey:authorization:insufficient_permissions", READ_ANALYTICS_MISSING);
-    // A deleted API's history stays readable to whoever may read that API's analytics, as with the wildcard.
-    const apis = await Promise.all(apiIds.map((apiId) => this.apis.get(caller.workspaceId, apiId)));
-    return { workspaceId: caller.workspaceId, keySpaceIds: apis.flatMap((api) => (api ? [api.keySpaceId] : [])) };
   }
 
   /** A key space the query names must exist in the workspace (404) and belong to an API the caller may read (403). */

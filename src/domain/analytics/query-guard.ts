@@ -3,11 +3,11 @@ import type { ErrorCode } from "../../errors/catalogue.js";
 import { KeygateError } from "../../errors/keygate-error.js";
 import { type AstNode, parseExplainAst, UnreadableAstError } from "./explain-ast.js";
 import { type AnalyticsConnection, AnalyticsEngineError } from "./query-engine.js";
-import { engineMessage, invalid, onlySelect, PUBLIC_TABLE_NAMES, unknownTable } from "./query-refusals.js";
+import { engineMessage, invalid, onlySelect, tableNames, unknownTable } from "./query-refusals.js";
 import { checkQuotedIdentifiers, inspectAst, verifyComposition } from "./query-shape.js";
 import { constantToMs, readQueryTree } from "./query-tree.js";
 import { quoteString, safeId, settingValue } from "./sql.js";
-import { PUBLIC_TABLES, type PublicTable, publicTable, type RetentionDays, retentionCutoffMs } from "./tables.js";
+import { PUBLIC_TABLES, type PublicTable, type RetentionDays, retentionCutoffMs, type TableFamily } from "./tables.js";
 
 /**
  * The security boundary of analytics. A customer's SQL is never trusted as text: ClickHouse's own parser
@@ -16,13 +16,13 @@ import { PUBLIC_TABLES, type PublicTable, publicTable, type RetentionDays, reten
  * then runs with keygate's SETTINGS, applied by the engine: `additional_table_filters` confines every read of a
  * public table to the caller's workspace (and key spaces) and retention window, `readonly = 1` forbids writes and
  * table functions, and limits bound time, memory, rows read and rows returned. The analysed query tree confirms
- * that nothing but public tables is read.
+ * that nothing but the procedure's own tables is read. One guard serves one family of tables (one procedure).
  */
 
 export interface Confinement {
   readonly workspaceId: string;
-  /** undefined: every key space of the workspace; otherwise only these (possibly none). */
-  readonly keySpaceIds: readonly string[] | undefined;
+  /** undefined: the whole workspace; otherwise only rows whose scope column (the family's) holds one of these. */
+  readonly scopeIds: readonly string[] | undefined;
 }
 
 export interface QueryLimits {
@@ -52,11 +52,13 @@ export class QueryGuard {
   private readonly database: string;
   private readonly limits: QueryLimits;
   private readonly retentionDays: RetentionDays;
+  private readonly family: TableFamily;
 
-  constructor(database: string, limits: QueryLimits, retentionDays: RetentionDays) {
+  constructor(database: string, limits: QueryLimits, retentionDays: RetentionDays, family: TableFamily) {
     this.database = safeId(database, "database");
     this.limits = limits;
     this.retentionDays = retentionDays;
+    this.family = family;
   }
 
   /** Canonicalises and classifies the query with the engine's parser. Throws 400s for anything not allowed. */
@@ -79,7 +81,7 @@ export class QueryGuard {
     checkQuotedIdentifiers(shape);
 
     const ast = await this.explainAst(connection, canonical);
-    return { canonical, ast, keySpaceLiterals: inspectAst(ast) };
+    return { canonical, ast, keySpaceLiterals: inspectAst(ast, this.family) };
   }
 
   /**
@@ -107,12 +109,12 @@ export class QueryGuard {
     }
     for (const name of tree.tables) {
       if (IMPLICIT_TABLES.has(name)) continue;
-      const table = name.startsWith(`${this.database}.`) ? publicTable(name.slice(this.database.length + 1)) : undefined;
-      if (!table) throw unknownTable(name.split(".").pop() as string);
+      const table = name.startsWith(`${this.database}.`) ? this.ownTable(name.slice(this.database.length + 1)) : undefined;
+      if (!table) throw unknownTable(name.split(".").pop() as string, this.family);
     }
     for (const comparison of tree.timeComparisons) {
       if (comparison.side !== "lower") continue;
-      const table = publicTable(comparison.table.slice(this.database.length + 1));
+      const table = this.ownTable(comparison.table.slice(this.database.length + 1));
       if (!table) continue;
       const boundMs = constantToMs(comparison, table.time);
       const cutoffMs = retentionCutoffMs(table, this.retentionDays, nowMs);
@@ -134,7 +136,10 @@ export class QueryGuard {
     }
   }
 
-  /** Confinement first, then read-only mode and the limits on time, memory and rows read. */
+  /**
+   * Confinement first (another family's tables are filtered to nothing, besides being refused by name), then
+   * read-only mode and the limits on time, memory and rows read.
+   */
   analysisSettings(confinement: Confinement, nowMs: number): string {
     const filters = PUBLIC_TABLES.map(
       (table) => `${quoteString(`${this.database}.${table.name}`)}: ${quoteString(this.rowFilter(table, confinement, nowMs))}`,
@@ -169,13 +174,19 @@ export class QueryGuard {
     ]).join(", ");
   }
 
+  private ownTable(name: string): PublicTable | undefined {
+    return this.family.tables.find((table) => table.name === name);
+  }
+
   private rowFilter(table: PublicTable, confinement: Confinement, nowMs: number): string {
+    if (!this.ownTable(table.name)) return "0";
     const conditions = [`workspace_id = ${quoteString(safeId(confinement.workspaceId, "workspace id"))}`];
-    if (confinement.keySpaceIds !== undefined) {
+    if (confinement.scopeIds !== undefined) {
+      const column = this.family.scopeColumn;
       conditions.push(
-        confinement.keySpaceIds.length === 0
+        confinement.scopeIds.length === 0
           ? "0"
-          : `key_space_id IN (${confinement.keySpaceIds.map((id) => quoteString(safeId(id, "key space id"))).join(", ")})`,
+          : `${column} IN (${confinement.scopeIds.map((id) => quoteString(safeId(id, column))).join(", ")})`,
       );
     }
     const cutoffMs = retentionCutoffMs(table, this.retentionDays, nowMs);
@@ -237,9 +248,9 @@ export class QueryGuard {
       164: ["err:user:bad_request:invalid_analytics_query_type", "Only SELECT queries are allowed."],
       60: [
         "err:user:bad_request:invalid_analytics_table",
-        `${engineMessage(error.message, this.database)} Tables: ${PUBLIC_TABLE_NAMES.join(", ")}.`,
+        `${engineMessage(error.message, this.database)} Tables: ${tableNames(this.family)}.`,
       ],
-      81: ["err:user:bad_request:invalid_analytics_table", `Only these tables can be read: ${PUBLIC_TABLE_NAMES.join(", ")}.`],
+      81: ["err:user:bad_request:invalid_analytics_table", `Only these tables can be read: ${tableNames(this.family)}.`],
       46: ["err:user:bad_request:invalid_analytics_function", engineMessage(error.message, this.database)],
       63: ["err:user:bad_request:invalid_analytics_function", engineMessage(error.message, this.database)],
     };

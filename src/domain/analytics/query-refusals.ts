@@ -1,10 +1,13 @@
 import type { ErrorCode } from "../../errors/catalogue.js";
 import { KeygateError } from "../../errors/keygate-error.js";
-import { PUBLIC_TABLES } from "./tables.js";
+import type { TableFamily } from "./tables.js";
 
 // How a refused analytics query is explained to the customer.
 
-export const PUBLIC_TABLE_NAMES = PUBLIC_TABLES.map((table) => table.name);
+/** The tables a procedure reads, for messages. */
+export function tableNames(family: TableFamily): string {
+  return family.tables.map((table) => table.name).join(", ");
+}
 
 export function onlySelect(): KeygateError {
   return invalid("err:user:bad_request:invalid_analytics_query_type", "Only SELECT queries are allowed.");
@@ -14,10 +17,10 @@ export function quotedIdentifier(): KeygateError {
   return invalid("err:user:bad_request:invalid_analytics_query", "Quoted identifiers may contain only letters, digits and underscores.");
 }
 
-export function unknownTable(name: string): KeygateError {
+export function unknownTable(name: string, family: TableFamily): KeygateError {
   return invalid(
     "err:user:bad_request:invalid_analytics_table",
-    `'${name}' is not an analytics table. Tables: ${PUBLIC_TABLE_NAMES.join(", ")}.`,
+    `'${name}' is not a table ${family.procedure} reads. Tables: ${tableNames(family)}.`,
   );
 }
 

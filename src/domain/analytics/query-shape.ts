@@ -1,6 +1,7 @@
 import { type AstNode, printAst, walk } from "./explain-ast.js";
 import { isAllowedFunction } from "./functions.js";
 import { invalid, onlySelect, quotedIdentifier, unknownTable } from "./query-refusals.js";
+import type { TableFamily } from "./tables.js";
 
 // What a customer's query may look like: checks on the engine's syntax tree and its shape of the query.
 
@@ -48,7 +49,7 @@ const IN_FUNCTIONS = new Set(["in", "notin", "globalin", "globalnotin", "nullin"
  * The syntax tree must be one SELECT (with UNION, CTEs and subqueries) over tables named without a database,
  * calling allowed functions only. Returns the key space ids the query compares `key_space_id` with.
  */
-export function inspectAst(root: AstNode): string[] {
+export function inspectAst(root: AstNode, family: TableFamily): string[] {
   if (root.type !== "SelectWithUnionQuery") throw onlySelect();
   if (root.children.length !== 1)
     throw invalid("err:user:bad_request:invalid_analytics_query", "FORMAT, INTO OUTFILE and SETTINGS clauses are not allowed.");
@@ -72,7 +73,7 @@ export function inspectAst(root: AstNode): string[] {
         throw invalid("err:user:bad_request:invalid_analytics_query", "IN needs a list of values or a subquery, not a table name.");
       }
     }
-    if (node.type === "TableIdentifier" && name.includes(".")) throw unknownTable(name);
+    if (node.type === "TableIdentifier" && name.includes(".")) throw unknownTable(name, family);
   }
   return [...new Set(keySpaces)];
 }

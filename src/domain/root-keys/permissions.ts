@@ -20,6 +20,7 @@ export type ApiAction =
 
 export type RatelimitAction =
   | "limit"
+  | "read_analytics"
   | "create_namespace"
   | "read_namespace"
   | "update_namespace"

@@ -2,6 +2,8 @@ import type { FastifyInstance } from "fastify";
 import type { Caller } from "../../domain/caller.js";
 import { parseBearer } from "../../http/bearer.js";
 import { bodyDeadline } from "../../http/slow-requests.js";
+import getGatewayRequests from "./analytics/get-gateway-requests.js";
+import getRatelimits from "./analytics/get-ratelimits.js";
 import getVerifications from "./analytics/get-verifications.js";
 import createApi from "./apis/create-api.js";
 import deleteApi from "./apis/delete-api.js";
@@ -101,6 +103,8 @@ export const PROCEDURES: readonly AnyProcedure[] = [
   listOverrides,
   deleteOverride,
   getVerifications,
+  getRatelimits,
+  getGatewayRequests,
   createRootKey,
   listRootKeys,
   deleteRootKey,

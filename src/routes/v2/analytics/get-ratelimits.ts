@@ -1,0 +1,9 @@
+import { defineProcedure } from "../procedure.js";
+import { AnalyticsQueryBody, AnalyticsRows } from "./get-verifications.js";
+
+export default defineProcedure({
+  name: "analytics.getRatelimits",
+  body: AnalyticsQueryBody,
+  data: AnalyticsRows,
+  handler: ({ body, caller, services }) => services.analytics.getRatelimits(caller, body),
+});
