@@ -181,7 +181,7 @@ function analyticsSeries(registry: Registry, stats: () => EventPipelineStats): v
   counter("keygate_analytics_write_failures_total", "Failed attempts to write a batch.", () => stats().failedWrites);
   new Counter({
     name: "keygate_analytics_events_dropped_total",
-    help: "Verification events not written, by reason.",
+    help: "Analytics events not written, by reason.",
     labelNames: ["reason"] as const,
     registers: [registry],
     collect() {
@@ -195,7 +195,7 @@ function analyticsSeries(registry: Registry, stats: () => EventPipelineStats): v
   });
   new Gauge({
     name: "keygate_analytics_events_buffered",
-    help: "Verification events waiting in memory to be written.",
+    help: "Analytics events waiting in memory to be written.",
     registers: [registry],
     collect() {
       this.set(stats().buffered);
