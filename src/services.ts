@@ -140,7 +140,7 @@ export function createServices(stores: Stores, config: KeygateConfig, clock: Clo
   const verification = new VerificationService(
     { find: (workspaceId, hash) => keyViews.get(workspaceId, hash, () => loadKeyView(keyViewSources, workspaceId, hash)) },
     limiter,
-    analytics.sinks.verifications,
+    analytics.sinks,
     clock,
     observer,
     keyMigrations,
@@ -170,7 +170,13 @@ export function createServices(stores: Stores, config: KeygateConfig, clock: Clo
     keyAccess: new KeyAccessService({ keys: stores.keys, live: liveKeys, rbac, invalidator: invalidations, clock }),
     rbac,
     identities,
-    ratelimit: new RatelimitService({ namespaces: stores.ratelimitNamespaces, directory, limiter, clock }),
+    ratelimit: new RatelimitService({
+      namespaces: stores.ratelimitNamespaces,
+      directory,
+      limiter,
+      clock,
+      events: analytics.sinks.ratelimits,
+    }),
     verification,
     analytics: new AnalyticsService({
       engine: analytics.engine,

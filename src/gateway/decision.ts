@@ -226,11 +226,7 @@ async function namespaceChecks(
     cost: limit.cost,
   }));
   const resolved = await services.ratelimit.resolve(workspaceId, requests, { createMissingNamespaces: true });
-  return resolved.map((limit) => ({
-    name: limit.request.namespace,
-    check: limit.check,
-    ...(limit.overrideId !== undefined ? { overrideId: limit.overrideId } : {}),
-  }));
+  return resolved.map(({ request, ...limit }) => ({ name: request.namespace, ...limit }));
 }
 
 /**

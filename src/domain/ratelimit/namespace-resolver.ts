@@ -16,12 +16,18 @@ export interface LimitRequest {
   cost?: number;
 }
 
-/** A namespace limit resolved to the counter check it becomes (its override applied), not yet decided. */
-export interface ResolvedLimit {
-  request: LimitRequest;
+/** One identifier's limit in one namespace, as the counters check it (its override applied). */
+export interface NamespaceCheck {
   namespaceId: string;
+  identifier: string;
+  /** The limit, duration and cost applied. */
   check: WindowCheck;
   overrideId?: string;
+}
+
+/** A namespace limit resolved to the counter check it becomes, not yet decided. */
+export interface ResolvedLimit extends NamespaceCheck {
+  request: LimitRequest;
 }
 
 /**
@@ -97,6 +103,7 @@ export function applyOverrides(requests: readonly LimitRequest[], resolved: Map<
     return {
       request,
       namespaceId: namespace.id,
+      identifier: request.identifier,
       check: {
         bucket: `ns:${namespace.id}:${request.identifier}`,
         limit: override ? override.limit : request.limit,

@@ -4,6 +4,7 @@ import { defined } from "../../lib/defined.js";
 import { newId } from "../../lib/ids.js";
 import type { RatelimitNamespaceStore } from "../../storage/interfaces.js";
 import type { RatelimitNamespaceRecord, RatelimitOverrideRecord } from "../../storage/records.js";
+import type { EventSink, RatelimitEvent } from "../analytics/events.js";
 import type { Caller } from "../caller.js";
 import type { RatelimitSource } from "../observer.js";
 import { allOf } from "../permissions/query.js";
@@ -18,6 +19,7 @@ import {
   namespaceNotFound,
   type ResolvedLimit,
 } from "./namespace-resolver.js";
+import { recordRatelimitDecision } from "./ratelimit-events.js";
 
 export type { LimitRequest, ResolvedLimit } from "./namespace-resolver.js";
 
@@ -63,12 +65,15 @@ export interface RatelimitServiceOptions {
   directory: NamespaceDirectory;
   limiter: Limiter;
   clock: Clock;
+  /** Where every decision goes, one event per check (analytics.getRatelimits). */
+  events: EventSink<RatelimitEvent>;
 }
 
 /**
  * Namespace rate limiting: limit and multiLimit over the shared counters (all-or-nothing), namespaces created on
- * first use, and per-identifier overrides. `check` is the core without root keys (the gateway calls it); the
- * methods taking a Caller add the root-key permissions of the /v2 procedures on top.
+ * first use, and per-identifier overrides. `check` is the core without root keys; the methods taking a Caller add
+ * the root-key permissions of the /v2 procedures on top. The gateway only `resolve`s its namespace limits: they are
+ * decided with the key's own limits by verification. Every decision is recorded, one event per check.
  */
 export class RatelimitService {
   private readonly namespaces: RatelimitNamespaceStore;
@@ -76,6 +81,7 @@ export class RatelimitService {
   private readonly resolver: NamespaceResolver;
   private readonly limiter: Limiter;
   private readonly clock: Clock;
+  private readonly events: EventSink<RatelimitEvent>;
 
   constructor(options: RatelimitServiceOptions) {
     this.namespaces = options.namespaces;
@@ -83,19 +89,22 @@ export class RatelimitService {
     this.resolver = new NamespaceResolver(options.namespaces, options.directory, options.clock);
     this.limiter = options.limiter;
     this.clock = options.clock;
+    this.events = options.events;
   }
 
   /**
    * Applies every request all-or-nothing within one workspace, overrides included. Unknown namespaces are created
-   * when `createMissingNamespaces`, else they are 404; deleted ones are 410.
+   * when `createMissingNamespaces`, else they are 404; deleted ones are 410. The decision is recorded under
+   * `requestId`.
    */
   async check(
     workspaceId: string,
     requests: readonly LimitRequest[],
-    options: { createMissingNamespaces: boolean },
+    options: { createMissingNamespaces: boolean; requestId: string },
   ): Promise<LimitOutcome> {
     const source = requests.length === 1 ? "ratelimit.limit" : "multiLimit";
-    return this.decide(workspaceId, await this.resolve(workspaceId, requests, options), source);
+    const applied = await this.resolve(workspaceId, requests, options);
+    return this.decide({ workspaceId, requestId: options.requestId, source }, applied);
   }
 
   /**
@@ -117,14 +126,14 @@ export class RatelimitService {
   }
 
   /** ratelimit.limit: needs `ratelimit.*.limit` or `ratelimit.<namespaceId>.limit`. */
-  async limit(caller: Caller, request: LimitRequest): Promise<LimitResult> {
-    const outcome = await this.limitAsCaller(caller, [request], "ratelimit.limit");
+  async limit(caller: Caller, request: LimitRequest, requestId: string): Promise<LimitResult> {
+    const outcome = await this.limitAsCaller(caller, [request], { workspaceId: caller.workspaceId, requestId, source: "ratelimit.limit" });
     return outcome.results[0] as LimitResult;
   }
 
   /** ratelimit.multiLimit: all-or-nothing; needs the limit permission for every namespace of the batch. */
-  multiLimit(caller: Caller, requests: readonly LimitRequest[]): Promise<LimitOutcome> {
-    return this.limitAsCaller(caller, requests, "multiLimit");
+  multiLimit(caller: Caller, requests: readonly LimitRequest[], requestId: string): Promise<LimitOutcome> {
+    return this.limitAsCaller(caller, requests, { workspaceId: caller.workspaceId, requestId, source: "multiLimit" });
   }
 
   /** ratelimit.setOverride: an upsert on (namespace, identifier) that keeps the override's id. */
@@ -198,7 +207,7 @@ export class RatelimitService {
    * Unknown namespaces are created only when the root key may create them and then limit in them (so a 403 leaves
    * nothing behind); then the limit permission is needed for every namespace, and a deleted one is 410.
    */
-  private async limitAsCaller(caller: Caller, requests: readonly LimitRequest[], source: RatelimitSource): Promise<LimitOutcome> {
+  private async limitAsCaller(caller: Caller, requests: readonly LimitRequest[], call: DecisionCall): Promise<LimitOutcome> {
     const workspaceId = caller.workspaceId;
     const resolved = await this.resolver.findAll(workspaceId, requests);
     const missing = missingNames(resolved);
@@ -219,15 +228,20 @@ export class RatelimitService {
     const namespaceIds = new Set<string>();
     for (const namespace of resolved.values()) namespaceIds.add((namespace as ResolvedNamespace).namespace.id);
     caller.authorize(allOf(...[...namespaceIds].map((id) => requireRatelimit("limit", id))));
-    return this.decide(workspaceId, applyOverrides(requests, resolved as Map<string, ResolvedNamespace>), source);
+    return this.decide(call, applyOverrides(requests, resolved as Map<string, ResolvedNamespace>));
   }
 
-  private async decide(workspaceId: string, applied: readonly ResolvedLimit[], source: RatelimitSource): Promise<LimitOutcome> {
+  /** Decides the checks on the counters and records the decision; a degraded answer (`ratelimit.fail`) is one too. */
+  private async decide(call: DecisionCall, applied: readonly ResolvedLimit[]): Promise<LimitOutcome> {
+    const { workspaceId, requestId, source } = call;
+    const startedAt = performance.now();
     const outcome = await this.limiter.checkAndConsume(
       workspaceId,
       applied.map(({ check }) => check),
       { source },
     );
+    const latencyMs = performance.now() - startedAt;
+    recordRatelimitDecision(this.events, { requestId, workspaceId, time: outcome.now, latencyMs }, applied, outcome.results);
     const results = applied.map(({ request, namespaceId, overrideId, check }, index): LimitResult => {
       const result = outcome.results[index] as { passed: boolean; remaining: number; resetAt: number };
       return {
@@ -263,6 +277,13 @@ export class RatelimitService {
     }
     return this.namespaces.findNamespaceByName(workspaceId, nameOrId);
   }
+}
+
+/** Whose decision it is: recorded under the request, reported under the source. */
+interface DecisionCall {
+  workspaceId: string;
+  requestId: string;
+  source: RatelimitSource;
 }
 
 function overrideView(override: RatelimitOverrideRecord): OverrideView {

@@ -3,11 +3,12 @@ import type { Clock } from "../../lib/clock.js";
 import { nextScheduledRefill } from "../../lib/credit-refill.js";
 import { hashKey } from "../../lib/hash.js";
 import type { CreditCheck, WindowResult } from "../../storage/interfaces.js";
-import type { VerificationEventSink, VerificationOutcome } from "../analytics/events.js";
+import type { AnalyticsSinks, VerificationOutcome } from "../analytics/events.js";
 import type { Caller } from "../caller.js";
 import { type Observer, UNOBSERVED } from "../observer.js";
 import { type PermissionQuery, PermissionQuerySyntaxError, parsePermissionQuery } from "../permissions/query.js";
 import type { Limiter, LimiterOutcome } from "../ratelimit/limiter.js";
+import { recordRatelimitDecision } from "../ratelimit/ratelimit-events.js";
 import { requireApi } from "../root-keys/permissions.js";
 import type { KeyView, VerificationLimit } from "./key-view.js";
 import type {
@@ -44,7 +45,8 @@ const PARSED_QUERIES_KEPT = 1_000;
 export class VerificationService {
   private readonly keys: KeyViewLookup;
   private readonly limiter: Limiter;
-  private readonly events: VerificationEventSink;
+  /** Every verification, and every decision of a namespace limit joined to one (the gateway's). */
+  private readonly events: Pick<AnalyticsSinks, "verifications" | "ratelimits">;
   private readonly clock: Clock;
 
   private readonly observer: Observer;
@@ -55,7 +57,7 @@ export class VerificationService {
   constructor(
     keys: KeyViewLookup,
     limiter: Limiter,
-    events: VerificationEventSink,
+    events: Pick<AnalyticsSinks, "verifications" | "ratelimits">,
     clock: Clock,
     observer: Observer = UNOBSERVED,
     pendingKeys?: PendingKeySettler,
@@ -117,7 +119,7 @@ export class VerificationService {
     const identity = verification.key?.identity;
     const outcome = OUTCOME_OF[verification.data.code];
     this.observer.verified(request.source, outcome);
-    this.events.record({
+    this.events.verifications.record({
       requestId: request.requestId,
       time: verification.decidedAt,
       workspaceId: request.workspaceId,
@@ -164,13 +166,16 @@ export class VerificationService {
     if (keyLimits.length === 0 && extra.length === 0 && !credit) return decidedBeforeCounters(view, "VALID", now);
 
     const checks = [...keyLimits.map((limit) => limit.check), ...extra.map((limit) => limit.check)];
-    return counted(
-      view,
-      keyLimits,
-      extra,
-      credit,
-      await this.limiter.checkAndConsume(view.workspaceId, checks, { source: request.source === "gateway" ? "gateway" : "key", credit }),
-    );
+    const startedAt = performance.now();
+    const source = request.source === "gateway" ? "gateway" : "key";
+    const outcome = await this.limiter.checkAndConsume(view.workspaceId, checks, { source, credit });
+    const latencyMs = performance.now() - startedAt;
+    // Only the namespace limits are rate limit events; the key's own limits are part of the verification's event.
+    if (extra.length > 0) {
+      const decision = { requestId: request.requestId, workspaceId: view.workspaceId, time: outcome.now, latencyMs };
+      recordRatelimitDecision(this.events.ratelimits, decision, extra, outcome.results.slice(keyLimits.length));
+    }
+    return counted(view, keyLimits, extra, credit, outcome);
   }
 
   /** A query text parsed once; at most PARSED_QUERIES_KEPT are kept (all dropped when full: a flood of distinct texts). */

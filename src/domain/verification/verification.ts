@@ -1,6 +1,7 @@
-import type { WindowCheck, WindowResult } from "../../storage/interfaces.js";
+import type { WindowResult } from "../../storage/interfaces.js";
 import type { VerificationSource } from "../observer.js";
 import type { PermissionQuery } from "../permissions/query.js";
+import type { NamespaceCheck } from "../ratelimit/namespace-resolver.js";
 import type { KeyDescription, KeyView } from "./key-view.js";
 
 // What a verification is asked and what it answers, for keys.verifyKey and the gateway alike.
@@ -28,11 +29,13 @@ export interface RequestedLimit {
   duration?: number;
 }
 
-/** A limit decided together with the key's, all-or-nothing (the gateway's namespace limits). */
-export interface ExtraLimit {
+/**
+ * A namespace limit decided together with the key's, all-or-nothing (the gateway's): unlike the key's own limits,
+ * each decision of one is a rate limit event.
+ */
+export interface ExtraLimit extends NamespaceCheck {
+  /** The namespace as the route names it (the rate limit headers' policy name). */
   name: string;
-  check: WindowCheck;
-  overrideId?: string;
 }
 
 export interface VerifyRequest {

@@ -28,7 +28,7 @@ for (const storage of STORAGE_KINDS) {
         const outcome = await h.app.services.ratelimit.check(
           WORKSPACE,
           [{ namespace: "accuracy", identifier, limit, durationMs: DURATION }],
-          { createMissingNamespaces: true },
+          { createMissingNamespaces: true, requestId: `req_accuracy${i}` },
         );
         if (outcome.passed) admitted++;
       }

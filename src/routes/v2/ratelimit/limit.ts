@@ -12,8 +12,8 @@ export default defineProcedure({
     success: Type.Boolean(),
     overrideId: Type.Optional(Type.String()),
   }),
-  handler: async ({ body, caller, services }) => {
-    const result = await services.ratelimit.limit(caller, toLimitRequest(body));
+  handler: async ({ body, caller, services, requestId }) => {
+    const result = await services.ratelimit.limit(caller, toLimitRequest(body), requestId);
     return { success: result.passed, ...limitFields(result) };
   },
 });

@@ -19,8 +19,8 @@ export default defineProcedure({
       }),
     ),
   }),
-  handler: async ({ body, caller, services }) => {
-    const outcome = await services.ratelimit.multiLimit(caller, body.map(toLimitRequest));
+  handler: async ({ body, caller, services, requestId }) => {
+    const outcome = await services.ratelimit.multiLimit(caller, body.map(toLimitRequest), requestId);
     return {
       passed: outcome.passed,
       limits: outcome.results.map((result) => ({
