@@ -127,13 +127,13 @@ export class RatelimitService {
 
   /** ratelimit.limit: needs `ratelimit.*.limit` or `ratelimit.<namespaceId>.limit`. */
   async limit(caller: Caller, request: LimitRequest, requestId: string): Promise<LimitResult> {
-    const outcome = await this.limitAsCaller(caller, [request], { workspaceId: caller.workspaceId, requestId, source: "ratelimit.limit" });
+    const outcome = await this.limitAsCaller(caller, [request], { requestId, source: "ratelimit.limit" });
     return outcome.results[0] as LimitResult;
   }
 
   /** ratelimit.multiLimit: all-or-nothing; needs the limit permission for every namespace of the batch. */
   multiLimit(caller: Caller, requests: readonly LimitRequest[], requestId: string): Promise<LimitOutcome> {
-    return this.limitAsCaller(caller, requests, { workspaceId: caller.workspaceId, requestId, source: "multiLimit" });
+    return this.limitAsCaller(caller, requests, { requestId, source: "multiLimit" });
   }
 
   /** ratelimit.setOverride: an upsert on (namespace, identifier) that keeps the override's id. */
@@ -207,7 +207,11 @@ export class RatelimitService {
    * Unknown namespaces are created only when the root key may create them and then limit in them (so a 403 leaves
    * nothing behind); then the limit permission is needed for every namespace, and a deleted one is 410.
    */
-  private async limitAsCaller(caller: Caller, requests: readonly LimitRequest[], call: DecisionCall): Promise<LimitOutcome> {
+  private async limitAsCaller(
+    caller: Caller,
+    requests: readonly LimitRequest[],
+    call: Omit<DecisionCall, "workspaceId">,
+  ): Promise<LimitOutcome> {
     const workspaceId = caller.workspaceId;
     const resolved = await this.resolver.findAll(workspaceId, requests);
     const missing = missingNames(resolved);
@@ -228,7 +232,7 @@ export class RatelimitService {
     const namespaceIds = new Set<string>();
     for (const namespace of resolved.values()) namespaceIds.add((namespace as ResolvedNamespace).namespace.id);
     caller.authorize(allOf(...[...namespaceIds].map((id) => requireRatelimit("limit", id))));
-    return this.decide(call, applyOverrides(requests, resolved as Map<string, ResolvedNamespace>));
+    return this.decide({ ...call, workspaceId }, applyOverrides(requests, resolved as Map<string, ResolvedNamespace>));
   }
 
   /** Decides the checks on the counters and records the decision; a degraded answer (`ratelimit.fail`) is one too. */
