@@ -175,7 +175,11 @@ function analyticsSeries(registry: Registry, stats: () => EventPipelineStats): v
         this.inc(read());
       },
     });
-  counter("keygate_analytics_events_recorded_total", "Analytics events (verifications, rate limit decisions, gateway requests) handed to the pipeline.", () => stats().recorded);
+  counter(
+    "keygate_analytics_events_recorded_total",
+    "Analytics events (verifications, rate limit decisions, gateway requests) handed to the pipeline.",
+    () => stats().recorded,
+  );
   counter("keygate_analytics_events_written_total", "Analytics events written to the engine.", () => stats().written);
   counter("keygate_analytics_batches_written_total", "Batches of events written.", () => stats().batchesWritten);
   counter("keygate_analytics_write_failures_total", "Failed attempts to write a batch.", () => stats().failedWrites);

@@ -47,7 +47,7 @@ t.test("keygate with two workers on Redis", async (t) => {
         "logging: { level: info, requests: true }",
         `analytics: { path: "${join(directory, "analytics")}", buffer: { flushIntervalMs: 100 } }`,
         "gateway: { watchConfig: false }",
-        `routes:\n  - { name: svc, match: { prefix: ${routePrefix} }, upstream: "${upstream.url}", apiId: ${API} }`,
+        `routes:\n  - { name: svc, match: { prefix: ${routePrefix} }, upstream: "${upstream.url}", apiId: ${API}, namespaceLimits: [{ namespace: svc.calls, identifier: key, limit: 1000, duration: 60000 }] }`,
         "",
       ].join("\n"),
     );
@@ -90,6 +90,35 @@ t.test("keygate with two workers on Redis", async (t) => {
       scrape.value("keygate_verifications_total", { source: "api", outcome: "VALID" }) +
       scrape.value("keygate_verifications_total", { source: "api", outcome: "RATE_LIMITED" });
     t.equal(verifications, 30, "GET /metrics adds up the verifications of both workers");
+  });
+
+  await t.test("analytics counts the rate limit decisions and gateway requests of both workers", async (t) => {
+    const key = (await call(server, "keys.createKey", { apiId: API })).body.data.key as string;
+    for (let i = 0; i < 10; i++) {
+      const limited = await call(server, "ratelimit.limit", { namespace: "workers.calls", identifier: "user", limit: 100, duration: 60_000 });
+      t.equal(limited.status, 200);
+    }
+    for (let i = 0; i < 6; i++) {
+      const response = await fetch(`${server.baseUrl}/svc/x`, { headers: { authorization: `Bearer ${key}`, connection: "close" } });
+      t.equal(response.status, 200);
+    }
+    const served = new Set(
+      server
+        .logLines()
+        .filter((line) => line.msg === "request" && (line.route === "ratelimit.limit" || line.route === "svc"))
+        .map((line) => line.pid),
+    );
+    t.equal(served.size, 2, "both workers served them");
+
+    const counted = (procedure: string, query: string, expected: number) =>
+      waitFor(`${expected} rows from ${procedure}`, 20_000, async (because) => {
+        const answer = await call(server, procedure, { query });
+        const n = answer.body.data?.[0]?.n;
+        because(`count ${n} (${answer.status})`);
+        return n === expected ? n : undefined;
+      });
+    t.equal(await counted("analytics.getRatelimits", "SELECT count() AS n FROM ratelimits_v1", 16), 16, "10 limit calls and 6 gateway namespace limits");
+    t.equal(await counted("analytics.getGatewayRequests", "SELECT count() AS n FROM gateway_requests_v1 WHERE app_id = 'svc'", 6), 6);
   });
 
   await t.test("SIGHUP reloads the routes of every worker", async (t) => {
