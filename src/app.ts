@@ -136,10 +136,21 @@ export async function buildApp(config: KeygateConfig, options: BuildOptions = {}
   if (config.gateway.trustProxy === true) app.log.warn(TRUST_EVERY_HOP_WARNING);
   app.decorate("gatewayRoutes", routes);
   const upstreams = metrics ?? UNOBSERVED_UPSTREAMS;
-  const face = new Gateway({ services, state: routes, docsUrl, log: app.log, telemetry, upstreams, servedByApplication });
+  const face = new Gateway({
+    services,
+    state: routes,
+    docsUrl,
+    log: app.log,
+    telemetry,
+    events: analytics.sinks.gatewayRequests,
+    clock,
+    upstreams,
+    servedByApplication,
+  });
   gateway = face;
   relayUpgrades(app, {
-    decide: (request) => face.decider.decide(request),
+    decider: face.decider,
+    events: face.events,
     refund: (decision) => face.refund(decision),
     docsUrl,
     upstreams,

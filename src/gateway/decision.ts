@@ -58,11 +58,16 @@ export interface DecisionServices {
   readonly verification: Pick<VerificationService, "verify">;
 }
 
-/** A refusal; `route` is the route that refused, when one matched. */
+/**
+ * A refusal; `route` is the route that refused, when one matched, `workspaceId` its API's workspace once looked up,
+ * and `verification` the verification that refused, when one was decided.
+ */
 export interface Denied {
   kind: "deny";
   error: KeygateError;
   route?: CompiledRoute;
+  workspaceId?: string;
+  verification?: Verification;
 }
 
 export type Decision = { kind: "unmatched"; route?: undefined } | Denied | Allowed;
@@ -91,11 +96,6 @@ export class GatewayDecider {
     this.log = log;
   }
 
-  async decide(request: GatewayRequest): Promise<Decision> {
-    const matched = this.match(request);
-    return "kind" in matched ? matched : this.verify(matched, request);
-  }
-
   /**
    * The route that takes the request with the current routes, or why none does: /v2 and unknown paths are
    * unmatched (the application answers them), bad paths and wrong methods refused. Synchronous: cheap enough to
@@ -108,7 +108,7 @@ export class GatewayDecider {
   }
 
   /** Verifies a matched request's key on the one verification path: allowed, or denied with the reason. */
-  async verify(matched: Matched, request: GatewayRequest): Promise<Decision> {
+  async verify(matched: Matched, request: GatewayRequest): Promise<Allowed | Denied> {
     const { route, state: current } = matched;
     const key = extractKey(route.keySource, request.headers, request.url);
     if (key === undefined) return deny(route, "err:keygate:gateway:missing_key", missingKeyDetail(route));
@@ -132,7 +132,7 @@ export class GatewayDecider {
         ? { extraLimits: (view: KeyView) => namespaceChecks(this.services, workspaceId, route, view, request, ip) }
         : {}),
     });
-    if (verification.data.code !== "VALID") return verificationDenial(route, verification);
+    if (verification.data.code !== "VALID") return { ...verificationDenial(route, verification), workspaceId, verification };
     const view = verification.key as KeyView;
     return {
       kind: "allow",
@@ -145,7 +145,13 @@ export class GatewayDecider {
     };
   }
 
-  private async workspaceOf(apiId: string): Promise<string | null> {
+  /** The workspace of a route's API when this decider has looked it up before. */
+  knownWorkspace(apiId: string): string | undefined {
+    return this.workspaces.get(apiId);
+  }
+
+  /** The workspace of a route's API, looked up once; null when the API does not exist. */
+  async workspaceOf(apiId: string): Promise<string | null> {
     const known = this.workspaces.get(apiId);
     if (known !== undefined) return known;
     const workspaceId = await this.services.apis.workspaceOf(apiId);

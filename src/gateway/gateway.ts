@@ -1,17 +1,21 @@
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from "node:http";
 import { PassThrough, pipeline, type Writable } from "node:stream";
 import type { FastifyBaseLogger } from "fastify";
+import type { EventSink, GatewayRequestEvent } from "../domain/analytics/events.js";
 import type { KeyService } from "../domain/keys/key-service.js";
 import { isKeygateError, type KeygateError } from "../errors/keygate-error.js";
 import { errorAnswer, logServerError, shuttingDownError, unexpectedError } from "../http/error-handler.js";
 import type { UpstreamObserver } from "../http/metrics.js";
 import { unservableRequest } from "../http/protocol-checks.js";
 import type { RequestTelemetry } from "../http/request-telemetry.js";
+import type { Clock } from "../lib/clock.js";
 import { newId } from "../lib/ids.js";
 import { type Allowed, type DecisionServices, GatewayDecider, type GatewayRequest, type Matched } from "./decision.js";
 import { decodedPath, upstreamHeaders, upstreamPath } from "./forwarding.js";
 import { endToEndHeaders } from "./hop-by-hop.js";
+import { GatewayRequestEvents, noteDecision, type ServedRequest } from "./request-events.js";
 import type { RouteState } from "./route-state.js";
+import type { CompiledRoute } from "./route-table.js";
 import { UpstreamClient, upstreamErrorKind } from "./upstream-client.js";
 import { refundAfterUpstreamFailure, refundDue, upstreamFailure } from "./upstream-failure.js";
 
@@ -21,6 +25,10 @@ export interface GatewayOptions {
   docsUrl: string;
   log: FastifyBaseLogger;
   telemetry: RequestTelemetry;
+  /** Where every request a route took is recorded for analytics, once answered. */
+  events: EventSink<GatewayRequestEvent>;
+  /** Arrival times of those events. */
+  clock: Clock;
   /** Told how each route's upstream answered (metrics). */
   upstreams: UpstreamObserver;
   /** Paths the application serves itself (e.g. /metrics) even where a route's prefix covers them. */
@@ -36,6 +44,8 @@ export interface GatewayOptions {
  */
 export class Gateway {
   readonly decider: GatewayDecider;
+  /** Analytics events of the requests a route took (WebSocket upgrades record theirs here too). */
+  readonly events: GatewayRequestEvents;
   private readonly options: GatewayOptions;
   private readonly upstream = new UpstreamClient();
   private closing = false;
@@ -43,6 +53,7 @@ export class Gateway {
   constructor(options: GatewayOptions) {
     this.options = options;
     this.decider = new GatewayDecider(options.services, options.state, options.log);
+    this.events = new GatewayRequestEvents(options.events, options.clock, this.decider);
   }
 
   /** Takes the request when a route does (answering it in full) and says so; false leaves it to the application. */
@@ -59,15 +70,19 @@ export class Gateway {
     if ("kind" in matched && (matched.kind === "unmatched" || decodedPath(path) === undefined)) return false;
 
     const remoteAddress = request.socket.remoteAddress;
+    const routed = !("kind" in matched);
     const exchange: Exchange = {
       id: newId("req"),
       request,
       response,
+      time: this.events.now(),
       startedAt: performance.now(),
-      route: matched.route?.name,
+      route: routed ? matched.route : undefined,
+      state: routed ? matched.state : this.options.state.current,
       remoteAddress,
     };
-    if (this.options.telemetry.enabled) response.once("close", () => this.answered(exchange));
+    // Closed once the answer is sent or the client went away, whichever the request came to.
+    if (routed || this.options.telemetry.enabled) response.once("close", () => this.answered(exchange));
     const refusal = this.closing ? shuttingDownError() : unservableRequest(request);
     if (refusal) {
       logServerError(this.options.log, refusal, exchange.id);
@@ -103,8 +118,9 @@ export class Gateway {
     this.decider
       .verify(matched, request)
       .then((decision) => {
+        noteDecision(exchange, decision);
         if (decision.kind === "allow") return this.forward(exchange, decision);
-        if (decision.kind === "deny") return this.answerError(exchange, decision.error);
+        return this.answerError(exchange, decision.error);
       })
       .catch((error: unknown) => this.answerUnexpected(exchange, error));
   }
@@ -112,8 +128,8 @@ export class Gateway {
   private forward(exchange: Exchange, decision: Allowed): void {
     const { request, response, id } = exchange;
     const { route, caller } = decision;
-    exchange.keyId = caller.keyId;
     const startedAt = performance.now();
+    exchange.upstreamSentAt = startedAt;
     const headers = upstreamHeaders(route, request.headers, caller, {
       peer: exchange.remoteAddress,
       protocol: "encrypted" in request.socket ? "https" : "http",
@@ -133,6 +149,7 @@ export class Gateway {
         const head: OutgoingHttpHeaders = { "x-request-id": id, ...decision.headers, ...endToEndHeaders(upstreamHeaders, "response") };
         // The rest of a request body the upstream did not wait for is not read: the connection cannot be reused.
         if (bodyStillArriving(request)) head.connection = "close";
+        exchange.head = head;
         if (statusCode >= 500 && refundDue(decision)) return this.answerAfterRefund(exchange, decision, statusCode, head);
         response.writeHead(statusCode, head);
         return response;
@@ -143,6 +160,9 @@ export class Gateway {
   /** A 5xx of the upstream reaches the client once its credits are back; its body waits in a buffer meanwhile. */
   private answerAfterRefund(exchange: Exchange, decision: Allowed, statusCode: number, head: OutgoingHttpHeaders): Writable {
     const body = new PassThrough();
+    body.once("finish", () => {
+      exchange.upstreamEndedAt = performance.now();
+    });
     void this.refund(decision).then(() => {
       if (exchange.response.destroyed) return void body.destroy();
       exchange.response.writeHead(statusCode, head);
@@ -154,6 +174,7 @@ export class Gateway {
   private upstreamFailed(exchange: Exchange, decision: Allowed, error: unknown): void {
     const { request, response } = exchange;
     const { route } = decision;
+    exchange.upstreamEndedAt = performance.now();
     // The answer was under way: all the client can be told is that the connection ends.
     if (response.headersSent) return void response.destroy();
     // A client that went away mid-upload breaks the upstream request too: not the upstream's failure.
@@ -179,20 +200,31 @@ export class Gateway {
   }
 
   /** `error` in the envelope, as sendError words it. */
-  private answerError({ id, request, response }: Exchange, error: KeygateError): void {
+  private answerError(exchange: Exchange, error: KeygateError): void {
+    const { id, request, response } = exchange;
     if (response.headersSent || response.destroyed) return;
     const { status, headers, body } = errorAnswer(id, error, this.options.docsUrl);
     // Answered before the request body arrived: the rest of it is not read (see closeWhenAnsweredEarly).
     if (bodyStillArriving(request) || this.closing) headers.connection = "close";
+    exchange.head = headers;
     response.writeHead(status, headers).end(body);
   }
 
+  /** The response closed: its answer was sent, or its client went away. */
   private answered(exchange: Exchange): void {
+    const { response } = exchange;
+    if (exchange.route !== undefined) {
+      this.events.record(exchange as ServedRequest, response.headersSent ? response.statusCode : undefined, exchange.head);
+    }
+    if (this.options.telemetry.enabled) this.reportTelemetry(exchange);
+  }
+
+  private reportTelemetry(exchange: Exchange): void {
     const { request, response } = exchange;
     this.options.telemetry.answered(
       {
         face: "gateway",
-        route: exchange.route ?? "unmatched",
+        route: exchange.route?.name ?? "unmatched",
         method: request.method ?? "GET",
         url: request.url ?? "/",
         status: response.statusCode,
@@ -206,17 +238,13 @@ export class Gateway {
   }
 }
 
-/** One request the gateway took, and what the access log and metrics say of it. */
-interface Exchange {
-  id: string;
-  request: IncomingMessage;
+/** One request the gateway took, and what its analytics event, the access log and the metrics say of it. */
+interface Exchange extends Omit<ServedRequest, "route"> {
   response: ServerResponse;
-  startedAt: number;
-  /** The route that took it; undefined for a path no route may take (a dot segment). */
-  route: string | undefined;
-  /** The socket's peer, read while the socket is there. */
-  remoteAddress: string | undefined;
-  keyId?: string;
+  /** The route that took it; undefined for a request refused before any route could (a dot segment, a method). */
+  route: CompiledRoute | undefined;
+  /** The head of the answer, as written. */
+  head?: OutgoingHttpHeaders;
 }
 
 /** Whether part of a request's body has yet to arrive (`complete` alone is false for a bodyless request at first). */

@@ -67,6 +67,8 @@ export const RouteSchema = Strict({
   ),
   /** Overrides gateway.upstreamTimeoutMs for this route. */
   timeoutMs: Type.Optional(Type.Integer({ minimum: 100, maximum: 3_600_000 })),
+  /** What the route's analytics events hold besides the defaults: `headers` records request and response headers. */
+  analytics: Type.Optional(Strict({ headers: Type.Optional(Type.Boolean()) })),
 });
 
 export const GatewaySettingsSchema = Strict(

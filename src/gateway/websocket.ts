@@ -13,6 +13,8 @@ export interface UpgradeRelayOptions {
   requestId: string;
   /** Called when the upstream cannot be reached or does not answer in time; must answer on the socket. */
   onUpstreamFailure: (kind: "unreachable" | "timeout", error: unknown) => void;
+  /** Told the head of the upstream's answer as written to the client: a switch (101), or an answer passed on. */
+  onAnswer: (status: number, lines: readonly [string, string][]) => void;
 }
 
 /**
@@ -41,9 +43,12 @@ export function relayUpgrade(client: IncomingMessage, clientSocket: Duplex, head
   upstream.on("upgrade", (response: IncomingMessage, upstreamSocket: Duplex, upstreamHead: Buffer) => {
     answered = true;
     upstream.setTimeout(0);
-    const lines = [`HTTP/1.1 ${response.statusCode ?? 101} ${response.statusMessage ?? "Switching Protocols"}`];
-    for (const [name, value] of answerLines(response, options.requestId, { upgrade: true })) lines.push(`${name}: ${value}`);
+    const status = response.statusCode ?? 101;
+    const lines = [`HTTP/1.1 ${status} ${response.statusMessage ?? "Switching Protocols"}`];
+    const fields = answerLines(response, options.requestId, { upgrade: true });
+    for (const [name, value] of fields) lines.push(`${name}: ${value}`);
     clientSocket.write(`${lines.join("\r\n")}\r\n\r\n`);
+    options.onAnswer(status, fields);
     if (upstreamHead.length > 0) clientSocket.write(upstreamHead);
     if (head.length > 0) upstreamSocket.write(head);
     const closeBoth = () => {
@@ -62,10 +67,13 @@ export function relayUpgrade(client: IncomingMessage, clientSocket: Duplex, head
     // The upstream answered without upgrading (e.g. 404 or 426): pass its answer on and close. The body arrives
     // decoded, so it goes out without the upstream's framing: its length, or the end of the connection, delimits it.
     answered = true;
-    const lines = [`HTTP/1.1 ${response.statusCode ?? 502} ${response.statusMessage ?? ""}`];
-    for (const [name, value] of answerLines(response, options.requestId)) lines.push(`${name}: ${value}`);
-    lines.push("Connection: close");
+    const status = response.statusCode ?? 502;
+    const lines = [`HTTP/1.1 ${status} ${response.statusMessage ?? ""}`];
+    const fields = answerLines(response, options.requestId);
+    fields.push(["Connection", "close"]);
+    for (const [name, value] of fields) lines.push(`${name}: ${value}`);
     clientSocket.write(`${lines.join("\r\n")}\r\n\r\n`);
+    options.onAnswer(status, fields);
     response.pipe(clientSocket);
   });
 

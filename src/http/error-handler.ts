@@ -236,14 +236,18 @@ export interface ErrorAnswer {
 
 /**
  * Writes `error` as a complete HTTP response on a raw socket (a request Node could not parse, an upgrade, neither
- * of which has a reply object) and closes the connection once it is written.
+ * of which has a reply object) and closes the connection once it is written. Returns the answer as written;
+ * undefined when the socket was already gone.
  */
-export function answerOnSocket(socket: Duplex, requestId: string, error: KeygateError, docsUrl: string): void {
-  if (socket.destroyed) return;
-  const { status, headers, body } = errorAnswer(requestId, error, docsUrl);
+export function answerOnSocket(socket: Duplex, requestId: string, error: KeygateError, docsUrl: string): ErrorAnswer | undefined {
+  if (socket.destroyed) return undefined;
+  const answer = errorAnswer(requestId, error, docsUrl);
+  const { status, headers, body } = answer;
+  headers.connection = "close";
   const lines = [`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ""}`];
-  for (const [name, value] of Object.entries({ ...headers, connection: "close" })) lines.push(`${name}: ${value}`);
+  for (const [name, value] of Object.entries(headers)) lines.push(`${name}: ${value}`);
   socket.end(`${lines.join("\r\n")}\r\n\r\n${body}`);
+  return answer;
 }
 
 /** The media type of an error: problem+json for 429s (the SDK requires it) and where a route asks for it. */

@@ -1,0 +1,180 @@
+import type { IncomingMessage, OutgoingHttpHeaders } from "node:http";
+import type { EventSink, GatewayRequestEvent, VerificationOutcome } from "../domain/analytics/events.js";
+import type { Clock } from "../lib/clock.js";
+import { clientAddress } from "./client-address.js";
+import type { Allowed, Denied } from "./decision.js";
+import type { GatewayState } from "./route-state.js";
+import type { CompiledRoute, KeySource } from "./route-table.js";
+
+/** What stands in for a key, and for the values of the secret headers, in an event. */
+export const REDACTED = "REDACTED";
+
+/** Headers whose values never reach an event (besides the route's key header). */
+const SECRET_HEADERS = new Set(["authorization", "proxy-authorization", "cookie", "set-cookie"]);
+
+/**
+ * A request a route took, as the gateway learns it while serving it (plain requests and WebSocket upgrades alike):
+ * enough to write its analytics event once it is answered. Set what is known; the rest has its event default.
+ */
+export interface ServedRequest {
+  id: string;
+  request: IncomingMessage;
+  route: CompiledRoute;
+  /** The routes and settings the request is served with (its trusted proxies). */
+  state: GatewayState;
+  /** Unix ms of its arrival (the injected clock). */
+  time: number;
+  /** performance.now() at its arrival. */
+  startedAt: number;
+  /** The socket's peer, read while the socket is there. */
+  remoteAddress: string | undefined;
+  workspaceId?: string;
+  keyId?: string;
+  outcome?: VerificationOutcome;
+  /** performance.now() when the request was sent upstream, and when the upstream's answer ended or failed. */
+  upstreamSentAt?: number;
+  upstreamEndedAt?: number;
+}
+
+/** The answer's headers as keygate wrote them: an object (a plain request) or lines (an answer on a socket). */
+export type AnswerHeaders = OutgoingHttpHeaders | readonly (readonly [string, string])[];
+
+/** Notes what a decision established of the request: its API's workspace, the key and the verification's outcome. */
+export function noteDecision(served: Pick<ServedRequest, "workspaceId" | "keyId" | "outcome">, decision: Allowed | Denied): void {
+  if (decision.workspaceId !== undefined) served.workspaceId = decision.workspaceId;
+  const verification = decision.verification;
+  if (verification === undefined) return;
+  served.outcome = verification.data.code;
+  if (verification.key !== undefined) served.keyId = verification.key.keyId;
+}
+
+/** Where the gateway looks up its routes' workspaces: at once when it already knows one, else from the store. */
+export interface WorkspaceLookup {
+  knownWorkspace(apiId: string): string | undefined;
+  workspaceOf(apiId: string): Promise<string | null>;
+}
+
+/**
+ * Turns every request a route took into one GatewayRequestEvent for the analytics sink, once its answer ended or
+ * its client went away. The event is built then, in one go: nothing is kept or copied while the request is served,
+ * and headers are read only for a route that opts in (`analytics.headers`).
+ */
+export class GatewayRequestEvents {
+  private readonly sink: EventSink<GatewayRequestEvent>;
+  private readonly clock: Clock;
+  private readonly workspaces: WorkspaceLookup;
+
+  constructor(sink: EventSink<GatewayRequestEvent>, clock: Clock, workspaces: WorkspaceLookup) {
+    this.sink = sink;
+    this.clock = clock;
+    this.workspaces = workspaces;
+  }
+
+  /** Unix ms now: a request's arrival. */
+  now(): number {
+    return this.clock.now();
+  }
+
+  /**
+   * Records `served`, answered with `status` (undefined: the client went away before any answer, recorded as 499)
+   * and `headers`. Call once per request.
+   */
+  record(served: ServedRequest, status: number | undefined, headers: AnswerHeaders | undefined): void {
+    const event = this.event(served, status, headers, performance.now());
+    const apiId = served.route.config.apiId;
+    const known = served.workspaceId ?? this.workspaces.knownWorkspace(apiId);
+    if (known !== undefined) {
+      event.workspaceId = known;
+      this.sink.record(event);
+      return;
+    }
+    // Only a request refused before its key was verified (no key), on a route whose API this process has not looked
+    // up yet: its event waits for that one lookup ("" when the API does not exist or the store cannot say).
+    this.workspaces.workspaceOf(apiId).then(
+      (workspaceId) => this.sink.record({ ...event, workspaceId: workspaceId ?? "" }),
+      () => this.sink.record(event),
+    );
+  }
+
+  private event(served: ServedRequest, status: number | undefined, headers: AnswerHeaders | undefined, now: number): GatewayRequestEvent {
+    const { request, route } = served;
+    const url = request.url ?? "/";
+    const queryAt = url.indexOf("?");
+    const keySource = route.keySource;
+    const keyHeader = keySource.kind === "header" ? keySource.header : undefined;
+    const totalLatencyMs = now - served.startedAt;
+    const upstreamLatencyMs =
+      served.upstreamSentAt === undefined ? 0 : Math.max(0, (served.upstreamEndedAt ?? now) - served.upstreamSentAt);
+    const withHeaders = route.config.analytics?.headers === true;
+    return {
+      requestId: served.id,
+      time: served.time,
+      workspaceId: served.workspaceId ?? "",
+      apiId: route.config.apiId,
+      route: route.name,
+      method: request.method ?? "GET",
+      host: headerText(request, "host", keyHeader),
+      path: queryAt === -1 ? url : url.slice(0, queryAt),
+      queryString: queryAt === -1 ? "" : redactedQuery(url.slice(queryAt + 1), keySource),
+      responseStatus: status ?? 499,
+      userAgent: headerText(request, "user-agent", keyHeader),
+      ipAddress: clientAddress(served.remoteAddress, request.headers["x-forwarded-for"], served.state.trust),
+      totalLatencyMs,
+      upstreamLatencyMs,
+      gatewayLatencyMs: totalLatencyMs - upstreamLatencyMs,
+      keyId: served.keyId ?? "",
+      outcome: served.outcome ?? "",
+      requestHeaders: withHeaders ? headerLines(rawPairs(request.rawHeaders), keyHeader) : [],
+      responseHeaders: withHeaders && headers !== undefined ? headerLines(answerPairs(headers), keyHeader) : [],
+    };
+  }
+}
+
+/** A request header's value ("" when absent); the route's key header is never read out. */
+function headerText(request: IncomingMessage, name: string, keyHeader: string | undefined): string {
+  const value = request.headers[name];
+  if (value === undefined) return "";
+  return name === keyHeader ? REDACTED : Array.isArray(value) ? value.join(", ") : value;
+}
+
+/**
+ * The raw query string with the value of the route's key parameter replaced by REDACTED, wherever it appears and
+ * however its name is escaped (names are compared decoded, as the key was read); everything else stays as sent.
+ */
+export function redactedQuery(query: string, source: KeySource): string {
+  if (source.kind !== "query" || query === "") return query;
+  const parameter = source.parameter;
+  return query
+    .split("&")
+    .map((pair) => {
+      const equals = pair.indexOf("=");
+      if (equals === -1) return pair;
+      const name = pair.slice(0, equals);
+      const decoded = name === parameter || !/[%+]/.test(name) ? name : [...new URLSearchParams(`${name}=`).keys()][0];
+      return decoded === parameter ? `${name}=${REDACTED}` : pair;
+    })
+    .join("&");
+}
+
+function* rawPairs(rawHeaders: readonly string[]): Iterable<[string, string]> {
+  for (let i = 0; i + 1 < rawHeaders.length; i += 2) yield [rawHeaders[i] as string, rawHeaders[i + 1] as string];
+}
+
+function* answerPairs(headers: AnswerHeaders): Iterable<readonly [string, string]> {
+  if (Array.isArray(headers)) return yield* headers as readonly (readonly [string, string])[];
+  for (const [name, value] of Object.entries(headers as OutgoingHttpHeaders)) {
+    if (value === undefined) continue;
+    if (Array.isArray(value)) for (const each of value) yield [name, each];
+    else yield [name, String(value)];
+  }
+}
+
+/** `Name: value` lines, the values of secret headers and of the route's key header redacted. */
+function headerLines(pairs: Iterable<readonly [string, string]>, keyHeader: string | undefined): string[] {
+  const lines: string[] = [];
+  for (const [name, value] of pairs) {
+    const lower = name.toLowerCase();
+    lines.push(`${name}: ${SECRET_HEADERS.has(lower) || lower === keyHeader ? REDACTED : value}`);
+  }
+  return lines;
+}
