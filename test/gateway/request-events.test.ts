@@ -3,6 +3,7 @@ import type { AddressInfo } from "node:net";
 import t, { type Test } from "tap";
 import WebSocket from "ws";
 import type { GatewayRequestEvent } from "../../src/domain/analytics/events.js";
+import { redactedQuery } from "../../src/gateway/request-events.js";
 import { recordingAnalytics } from "../helpers/analytics.js";
 import { LONGEST_WINDOW_MS, ManualClock } from "../helpers/clock.js";
 import { createKey } from "../helpers/fixtures.js";
@@ -25,6 +26,16 @@ async function startCookieUpstream(t: Test): Promise<string> {
   t.teardown(() => new Promise((resolve) => server.close(resolve)));
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 }
+
+t.test("the key's query parameter is redacted however it is written; the rest stays as sent", async (t) => {
+  const source = { kind: "query", parameter: "api_key" } as const;
+  t.equal(redactedQuery("api_key=sk_1&x=%41+b", source), "api_key=REDACTED&x=%41+b");
+  t.equal(redactedQuery("x=1&api_key=sk_1&api_key=sk_2", source), "x=1&api_key=REDACTED&api_key=REDACTED", "every occurrence");
+  t.equal(redactedQuery("api%5fkey=sk_1&api_key", source), "api%5fkey=REDACTED&api_key", "an escaped name; a name alone has no value");
+  t.equal(redactedQuery("api+key=sk_1", { kind: "query", parameter: "api key" }), "api+key=REDACTED", "+ is a space in a name");
+  t.equal(redactedQuery("api_keys=not-the-key&", source), "api_keys=not-the-key&", "other names, and empty pairs, as they are");
+  t.equal(redactedQuery("api_key=sk_1", { kind: "header", header: "authorization" }), "api_key=sk_1", "a header route reads no query");
+});
 
 for (const storage of STORAGE_KINDS) {
   t.test(`every request the gateway answers is one analytics event, on ${storage} stores`, async (t) => {
@@ -174,6 +185,21 @@ for (const storage of STORAGE_KINDS) {
       t.equal(response.status, 504);
       t.match(event, { responseStatus: 504, outcome: "VALID", route: "slow" });
       t.ok(event.upstreamLatencyMs >= 300, "the route's timeout passed upstream");
+    });
+
+    await t.test("a client that goes away before its answer is recorded once, as 499", async (t) => {
+      const from = events.length;
+      const seen = upstream.seen.length;
+      const abandon = new AbortController();
+      const request = fetch(`${base}/orders/slow/60000`, { headers: { authorization: `Bearer ${key}` }, signal: abandon.signal });
+      await waitFor("the upstream has the request", 5_000, () => (upstream.seen.length > seen ? true : undefined));
+      abandon.abort();
+      await t.rejects(request);
+      const [event] = await recorded(from, 1);
+      t.match(event, { path: "/orders/slow/60000", responseStatus: 499, outcome: "VALID", keyId });
+      t.ok((event?.upstreamLatencyMs ?? 0) > 0, "the upstream had it until the client left");
+      await eventOf(t, "/orders/after-abandon");
+      t.equal(events.length - from, 2, "once");
     });
 
     await t.test("a key in the query string is never recorded", async (t) => {
