@@ -1,4 +1,4 @@
-import { createServer } from "node:http";
+import { createServer, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import t, { type Test } from "tap";
 import WebSocket from "ws";
@@ -16,15 +16,26 @@ const API = "api_gateway_events";
 const QUIET_API = "api_gateway_events_quiet";
 const QUIET_WORKSPACE = "ws_quiet";
 
-/** An upstream that answers every request with a cookie. */
-async function startCookieUpstream(t: Test): Promise<string> {
+/**
+ * An upstream that answers every request with a cookie, except those under /held: they wait for `release`
+ * (which the test's end calls too).
+ */
+async function startCookieUpstream(t: Test): Promise<{ url: string; held: () => number; release: () => void }> {
+  const held: ServerResponse[] = [];
   const server = createServer((request, response) => {
     request.resume();
+    if (request.url?.startsWith("/held")) return void held.push(response);
     response.writeHead(200, { "set-cookie": ["session=upstream-secret; HttpOnly"], "x-upstream": "yes" }).end("{}");
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  t.teardown(() => new Promise((resolve) => server.close(resolve)));
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const release = () => {
+    for (const response of held.splice(0)) response.end("late");
+  };
+  t.teardown(() => {
+    release();
+    return new Promise((resolve) => server.close(resolve));
+  });
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, held: () => held.length, release };
 }
 
 t.test("the key's query parameter is redacted however it is written; the rest stays as sent", async (t) => {
@@ -58,10 +69,11 @@ for (const storage of STORAGE_KINDS) {
           { name: "by-query", match: { prefix: "/query-key" }, upstream: upstream.url, apiId: API, key: { query: "api_key" } },
           { name: "down", match: { prefix: "/down" }, upstream: "http://127.0.0.1:9", apiId: API },
           { name: "slow", match: { prefix: "/slow" }, upstream: upstream.url, apiId: API, timeoutMs: 300 },
+          { name: "held", match: { prefix: "/held" }, upstream: cookies.url, apiId: API },
           {
             name: "recorded-headers",
             match: { prefix: "/headers" },
-            upstream: cookies,
+            upstream: cookies.url,
             apiId: API,
             key: { header: "x-api-key" },
             analytics: { headers: true },
@@ -189,14 +201,14 @@ for (const storage of STORAGE_KINDS) {
 
     await t.test("a client that goes away before its answer is recorded once, as 499", async (t) => {
       const from = events.length;
-      const seen = upstream.seen.length;
       const abandon = new AbortController();
-      const request = fetch(`${base}/orders/slow/60000`, { headers: { authorization: `Bearer ${key}` }, signal: abandon.signal });
-      await waitFor("the upstream has the request", 5_000, () => (upstream.seen.length > seen ? true : undefined));
+      const request = fetch(`${base}/held/x`, { headers: { authorization: `Bearer ${key}` }, signal: abandon.signal });
+      await waitFor("the upstream has the request", 5_000, () => (cookies.held() === 1 ? true : undefined));
       abandon.abort();
       await t.rejects(request);
       const [event] = await recorded(from, 1);
-      t.match(event, { path: "/orders/slow/60000", responseStatus: 499, outcome: "VALID", keyId });
+      cookies.release();
+      t.match(event, { path: "/held/x", responseStatus: 499, outcome: "VALID", keyId });
       t.ok((event?.upstreamLatencyMs ?? 0) > 0, "the upstream had it until the client left");
       await eventOf(t, "/orders/after-abandon");
       t.equal(events.length - from, 2, "once");
