@@ -95,7 +95,12 @@ t.test("keygate with two workers on Redis", async (t) => {
   await t.test("analytics counts the rate limit decisions and gateway requests of both workers", async (t) => {
     const key = (await call(server, "keys.createKey", { apiId: API })).body.data.key as string;
     for (let i = 0; i < 10; i++) {
-      const limited = await call(server, "ratelimit.limit", { namespace: "workers.calls", identifier: "user", limit: 100, duration: 60_000 });
+      const limited = await call(server, "ratelimit.limit", {
+        namespace: "workers.calls",
+        identifier: "user",
+        limit: 100,
+        duration: 60_000,
+      });
       t.equal(limited.status, 200);
     }
     for (let i = 0; i < 6; i++) {
@@ -117,7 +122,11 @@ t.test("keygate with two workers on Redis", async (t) => {
         because(`count ${n} (${answer.status})`);
         return n === expected ? n : undefined;
       });
-    t.equal(await counted("analytics.getRatelimits", "SELECT count() AS n FROM ratelimits_v1", 16), 16, "10 limit calls and 6 gateway namespace limits");
+    t.equal(
+      await counted("analytics.getRatelimits", "SELECT count() AS n FROM ratelimits_v1", 16),
+      16,
+      "10 limit calls and 6 gateway namespace limits",
+    );
     t.equal(await counted("analytics.getGatewayRequests", "SELECT count() AS n FROM gateway_requests_v1 WHERE app_id = 'svc'", 6), 6);
   });
 
