@@ -130,6 +130,7 @@ export class Gateway {
     const { route, caller } = decision;
     const startedAt = performance.now();
     exchange.upstreamSentAt = startedAt;
+    exchange.upstreamCall = new AbortController();
     const headers = upstreamHeaders(route, request.headers, caller, {
       peer: exchange.remoteAddress,
       protocol: "encrypted" in request.socket ? "https" : "http",
@@ -142,6 +143,7 @@ export class Gateway {
       headers,
       body: hasBody(request) ? request : null,
       timeoutMs: route.config.timeoutMs ?? decision.state.settings.upstreamTimeoutMs,
+      signal: exchange.upstreamCall.signal,
     };
     this.upstream
       .call(call, (statusCode, upstreamHeaders) => {
@@ -177,13 +179,16 @@ export class Gateway {
     exchange.upstreamEndedAt = performance.now();
     // The answer was under way: all the client can be told is that the connection ends.
     if (response.headersSent) return void response.destroy();
-    // A client that went away mid-upload breaks the upstream request too: not the upstream's failure.
+    // A client that went away broke the upstream request (mid-upload, or by leaving before the answer began, which
+    // aborts the call): not the upstream's failure. Credits come back only when the upstream cannot have had the
+    // whole request; one it had may have been acted on.
     if (request.socket.destroyed) {
       this.options.log.info(
         { requestId: exchange.id, code: "err:user:bad_request:client_closed_request" },
         "the client closed the connection before its request was read or answered",
       );
       response.statusCode = 499;
+      if (request.complete) return void response.destroy();
       void this.refund(decision).then(() => response.destroy());
       return;
     }
@@ -213,6 +218,8 @@ export class Gateway {
   /** The response closed: its answer was sent, or its client went away. */
   private answered(exchange: Exchange): void {
     const { response } = exchange;
+    // The client went away: an upstream call still waiting for its answer is not left to run until its timeout.
+    if (!response.writableFinished) exchange.upstreamCall?.abort();
     if (exchange.route !== undefined) {
       this.events.record(exchange as ServedRequest, response.headersSent ? response.statusCode : undefined, exchange.head);
     }
@@ -245,6 +252,8 @@ interface Exchange extends Omit<ServedRequest, "route"> {
   route: CompiledRoute | undefined;
   /** The head of the answer, as written. */
   head?: OutgoingHttpHeaders;
+  /** The upstream call of a forwarded request, to abort when the client goes away. */
+  upstreamCall?: AbortController;
 }
 
 /** Whether part of a request's body has yet to arrive (`complete` alone is false for a bodyless request at first). */

@@ -17,12 +17,15 @@ export interface UpstreamCall {
   body: Readable | null;
   /** For the answer's headers, and then between two chunks of its body. */
   timeoutMs: number;
+  /** Aborts the call (the client went away before the answer ended). */
+  signal: AbortSignal;
 }
 
 /**
  * The HTTP client to every upstream: one undici Agent, a pool of keep-alive connections per origin. A call
  * streams the request body up and the answer's body into the writable its head asks for, with backpressure both
- * ways; a writable closed early (the client went away) aborts the upstream request and frees its connection.
+ * ways; a writable closed early, or the call's signal (the client went away before the answer began), aborts the
+ * upstream request and frees its connection.
  */
 export class UpstreamClient {
   private readonly agent = new Agent({ connections: 128, pipelining: 1, keepAliveTimeout: 60_000 });
@@ -38,6 +41,7 @@ export class UpstreamClient {
         body: call.body,
         headersTimeout: call.timeoutMs,
         bodyTimeout: call.timeoutMs,
+        signal: call.signal,
       },
       ({ statusCode, headers }) => head(statusCode, headers as IncomingHttpHeaders),
     );

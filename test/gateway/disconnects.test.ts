@@ -56,6 +56,20 @@ t.test("a client that goes away mid-stream frees the upstream connection it was 
     t.equal(response.status, 200, "the next request is forwarded as usual");
   });
 
+  await t.test("before the upstream answers: the upstream call is aborted, and a whole request's credits stay spent", async (t) => {
+    const { key: paying, keyId } = await createKey(h, API, { credits: { remaining: 10 } });
+    const seenBefore = upstream.seen.length;
+    const socket = connect(port, "127.0.0.1");
+    socket.on("error", () => {});
+    socket.write(`GET /svc/slow/600000 HTTP/1.1\r\nHost: gateway.test\r\nAuthorization: Bearer ${paying}\r\n\r\n`);
+    await waitFor("the request at the upstream", 10_000, () => (upstream.seen.length > seenBefore ? true : undefined));
+    t.equal(await upstreamConnections(), 1, "the upstream holds the request");
+    socket.destroy();
+    await waitFor("the upstream connection closed", 10_000, async () => ((await upstreamConnections()) === 0 ? true : undefined));
+    const remaining = (await h.call("keys.getKey", { keyId })).body.data.credits.remaining;
+    t.equal(remaining, 9, "the upstream had the whole request and may have acted on it: no refund");
+  });
+
   await t.test("a refusal answered at once to a request without a body keeps the connection for the next", async (t) => {
     const connection = await openConnection(port);
     const headers: [string, string][] = [
