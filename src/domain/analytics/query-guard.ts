@@ -6,7 +6,7 @@ import { type AnalyticsConnection, AnalyticsEngineError } from "./query-engine.j
 import { engineMessage, invalid, onlySelect, tableNames, unknownTable } from "./query-refusals.js";
 import { checkQuotedIdentifiers, inspectAst, verifyComposition } from "./query-shape.js";
 import { constantToMs, readQueryTree } from "./query-tree.js";
-import { quoteString, safeId, settingValue } from "./sql.js";
+import { isSafeId, quoteString, safeId, settingValue } from "./sql.js";
 import { PUBLIC_TABLES, type PublicTable, type RetentionDays, retentionCutoffMs, type TableFamily } from "./tables.js";
 
 /**
@@ -183,11 +183,9 @@ export class QueryGuard {
     const conditions = [`workspace_id = ${quoteString(safeId(confinement.workspaceId, "workspace id"))}`];
     if (confinement.scopeIds !== undefined) {
       const column = this.family.scopeColumn;
-      conditions.push(
-        confinement.scopeIds.length === 0
-          ? "0"
-          : `${column} IN (${confinement.scopeIds.map((id) => quoteString(safeId(id, column))).join(", ")})`,
-      );
+      // A permission may name anything (`api.my-api.read_analytics`); what cannot be an id matches no row.
+      const ids = confinement.scopeIds.filter(isSafeId);
+      conditions.push(ids.length === 0 ? "0" : `${column} IN (${ids.map((id) => quoteString(id)).join(", ")})`);
     }
     const cutoffMs = retentionCutoffMs(table, this.retentionDays, nowMs);
     if (table.time === "unixMs") conditions.push(`time >= ${cutoffMs}`);

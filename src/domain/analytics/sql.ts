@@ -8,8 +8,12 @@ export function quoteString(value: string): string {
 /** Ids keygate puts into filters; they are generated or validated with this shape, checked again here. */
 const SAFE_ID = /^[A-Za-z0-9_]+$/;
 
+export function isSafeId(value: string): boolean {
+  return SAFE_ID.test(value);
+}
+
 export function safeId(value: string, what: string): string {
-  if (!SAFE_ID.test(value)) throw new Error(`refusing to put ${what} '${value}' into an analytics filter`);
+  if (!isSafeId(value)) throw new Error(`refusing to put ${what} '${value}' into an analytics filter`);
   return value;
 }
 
