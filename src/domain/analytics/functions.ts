@@ -21,6 +21,8 @@ export const ALLOWED_FUNCTIONS: readonly string[] = [
   // reading the aggregate tables' latency states
   "avgMerge",
   "quantileTDigestMerge",
+  // Unkey's documented form: quantilesTDigestMerge(0.75)(latency_p75)[1]
+  "quantilesTDigestMerge",
   // date and time
   "now",
   "now64",
