@@ -5,6 +5,7 @@ import type { AnalyticsEngine } from "../../src/analytics/analytics-engine.js";
 import { type AnalyticsRuntime, disabledAnalytics } from "../../src/analytics/index.js";
 import { VERIFICATIONS } from "../../src/analytics/rows.js";
 import type { GatewayRequestEvent, RatelimitEvent, VerificationEvent } from "../../src/domain/analytics/events.js";
+import type { Harness } from "./harness.js";
 
 interface Teardown {
   teardown(fn: () => unknown): void;
@@ -37,6 +38,79 @@ export function event(overrides: Partial<VerificationEvent> = {}): VerificationE
     ...overrides,
   };
 }
+
+/** A rate limit decision event with plausible defaults; override what the test is about. */
+export function ratelimitEvent(overrides: Partial<RatelimitEvent> = {}): RatelimitEvent {
+  sequence++;
+  const time = overrides.time ?? Date.now();
+  return {
+    requestId: `req_test${sequence}`,
+    time,
+    workspaceId: "ws_test",
+    namespaceId: "rlns_test",
+    identifier: "user_test",
+    passed: true,
+    latencyMs: 1,
+    overrideId: "",
+    limit: 10,
+    remaining: 9,
+    resetAt: time + 60_000,
+    tokens: 1,
+    ...overrides,
+  };
+}
+
+/** A gateway request event with plausible defaults; override what the test is about. */
+export function gatewayRequestEvent(overrides: Partial<GatewayRequestEvent> = {}): GatewayRequestEvent {
+  sequence++;
+  return {
+    requestId: `req_test${sequence}`,
+    time: Date.now(),
+    workspaceId: "ws_test",
+    apiId: "api_test",
+    route: "orders",
+    method: "GET",
+    host: "api.example.com",
+    path: "/v1/orders",
+    queryString: "",
+    responseStatus: 200,
+    userAgent: "test-agent/1.0",
+    ipAddress: "203.0.113.7",
+    totalLatencyMs: 12,
+    upstreamLatencyMs: 10,
+    gatewayLatencyMs: 2,
+    keyId: "key_test",
+    outcome: "VALID",
+    requestHeaders: [],
+    responseHeaders: [],
+    ...overrides,
+  };
+}
+
+export type AnalyticsProcedure = "analytics.getVerifications" | "analytics.getRatelimits" | "analytics.getGatewayRequests";
+
+/** The rows `procedure` answers for `query` (with `rootKey`, else the harness's); anything but a 200 throws. */
+export async function analyticsRows(
+  on: Harness,
+  procedure: AnalyticsProcedure,
+  query: string,
+  rootKey?: string,
+): Promise<Record<string, unknown>[]> {
+  const result = await on.call(procedure, { query }, rootKey === undefined ? {} : { rootKey });
+  if (result.status !== 200) throw new Error(`${query} → ${result.status} ${JSON.stringify(result.body)}`);
+  return result.body.data;
+}
+
+/** How many of `events` fall under each value of `by`. */
+export function tally<E>(events: readonly E[], by: (e: E) => string, weight: (e: E) => number = () => 1): Record<string, number> {
+  const counts: Record<string, number> = {};
+  for (const e of events) counts[by(e)] = (counts[by(e)] ?? 0) + weight(e);
+  return counts;
+}
+
+/** Answer rows as `{ [row[key]]: row[value] }`, to compare with a tally. */
+export const asTally = (list: Record<string, unknown>[], key: string, value: string): Record<string, number> =>
+  Object.fromEntries(list.map((row) => [String(row[key]), Number(row[value])]));
 
 /** Writes `events` as one batch of `engine`, the way the pipeline does: made, filled, inserted, released. */
 export async function insertEvents(engine: AnalyticsEngine, events: readonly VerificationEvent[], region: string): Promise<void> {

@@ -1,7 +1,7 @@
 import t from "tap";
 import type { VerificationEvent, VerificationOutcome } from "../../src/domain/analytics/events.js";
 import { MAX_ANALYTICS_QUERY_LENGTH } from "../../src/routes/v2/analytics/get-verifications.js";
-import { analyticsDir, event } from "../helpers/analytics.js";
+import { analyticsDir, analyticsRows, asTally, event, tally } from "../helpers/analytics.js";
 import { assertError, assertInvalidAt, checkPermissions, checkUnauthenticated } from "../helpers/assertions.js";
 import { ManualClock } from "../helpers/clock.js";
 import { type Harness, harness, OTHER_ROOT_KEY, OTHER_WORKSPACE, STORAGE_KINDS, WORKSPACE } from "../helpers/harness.js";
@@ -95,20 +95,7 @@ await h.app.analytics.flush();
 const ours = recorded.filter((e) => e.workspaceId === WORKSPACE);
 const within = (days: number) => (e: VerificationEvent) => e.time >= NOW - days * DAY;
 
-function tally(events: VerificationEvent[], by: (e: VerificationEvent) => string): Record<string, number> {
-  const counts: Record<string, number> = {};
-  for (const e of events) counts[by(e)] = (counts[by(e)] ?? 0) + 1;
-  return counts;
-}
-
-async function rows(query: string, rootKey?: string, on: Harness = h): Promise<Record<string, unknown>[]> {
-  const result = await on.call("analytics.getVerifications", { query }, rootKey === undefined ? {} : { rootKey });
-  if (result.status !== 200) throw new Error(`${query} → ${result.status} ${JSON.stringify(result.body)}`);
-  return result.body.data;
-}
-
-const asTally = (list: Record<string, unknown>[], key: string, value: string) =>
-  Object.fromEntries(list.map((row) => [String(row[key]), Number(row[value])]));
+const rows = (query: string, rootKey?: string, on: Harness = h) => analyticsRows(on, "analytics.getVerifications", query, rootKey);
 
 t.test("the spec's query works as written: rows of exactly the selected fields, numbers as JSON numbers", async (t) => {
   const result = await h.call("analytics.getVerifications", { query: SPEC_QUERY });
