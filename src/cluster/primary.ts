@@ -4,11 +4,11 @@ import pino from "pino";
 import { AggregatorRegistry, type MetricObjectWithValues, type MetricValue } from "prom-client";
 import { type AnalyticsRuntime, openAnalytics } from "../analytics/index.js";
 import type { KeygateConfig } from "../config/schema.js";
-import type { AnalyticsSinks, EventSink } from "../domain/analytics/events.js";
 import type { AnalyticsConnection } from "../domain/analytics/query-engine.js";
 import { analyticsRegistry } from "../http/metrics.js";
 import { systemClock } from "../lib/clock.js";
-import { Channel, type EventsMessage, isKeygateMessage, type Question } from "./channel.js";
+import { Channel, isKeygateMessage, type Question } from "./channel.js";
+import { recordHandedOver } from "./remote-analytics.js";
 
 /** Environment of a worker: "1" for the one worker that may create the bootstrap root key and prints the summary. */
 export const FIRST_WORKER_VARIABLE = "KEYGATE_FIRST_WORKER";
@@ -64,7 +64,7 @@ export async function runPrimary(config: KeygateConfig, count: number): Promise<
     worker.on("message", (message: unknown) => {
       if (!isKeygateMessage(message)) return;
       if (message.keygate === "events") {
-        if (analytics) recordAll(analytics.sinks, message);
+        if (analytics) recordHandedOver(analytics.sinks, message);
         return;
       }
       channel.receive(message);
@@ -214,10 +214,4 @@ class RemoteConnections {
     }
     return opened;
   }
-}
-
-/** Hands a worker's events to the sink of their kind. */
-function recordAll(sinks: AnalyticsSinks, message: EventsMessage): void {
-  const sink = sinks[message.kind] as EventSink<(typeof message.events)[number]>;
-  for (const event of message.events) sink.record(event);
 }

@@ -1,5 +1,5 @@
 import { type AnalyticsRuntime, EMBEDDED_DATABASE } from "../analytics/index.js";
-import type { AnalyticsSinks } from "../domain/analytics/events.js";
+import type { AnalyticsSinks, EventSink } from "../domain/analytics/events.js";
 import type { AnalyticsConnection } from "../domain/analytics/query-engine.js";
 import type { Channel, EventsMessage, Message } from "./channel.js";
 
@@ -91,4 +91,10 @@ export function remoteAnalytics(channel: Channel, send: (message: Message, done:
       await handOver();
     },
   };
+}
+
+/** The primary's side of a hand-over: a worker's events go to the primary's sink of their kind. */
+export function recordHandedOver(sinks: AnalyticsSinks, message: EventsMessage): void {
+  const sink = sinks[message.kind] as EventSink<(typeof message.events)[number]>;
+  for (const event of message.events) sink.record(event);
 }
