@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { AnalyticsEngine } from "../../src/analytics/analytics-engine.js";
@@ -99,6 +99,23 @@ export async function analyticsRows(
   const result = await on.call(procedure, { query }, rootKey === undefined ? {} : { rootKey });
   if (result.status !== 200) throw new Error(`${query} → ${result.status} ${JSON.stringify(result.body)}`);
   return result.body.data;
+}
+
+/**
+ * The example queries docs/api.md gives under `procedure`'s heading: the `kg <procedure> '{"query":…}'` lines and
+ * the sql blocks, as a reader would copy them.
+ */
+export function documentedQueries(procedure: AnalyticsProcedure): string[] {
+  const docs = readFileSync(new URL("../../../docs/api.md", import.meta.url), "utf8");
+  const start = docs.indexOf(`### ${procedure}\n`);
+  if (start < 0) throw new Error(`docs/api.md has no section ${procedure}`);
+  const end = docs.indexOf("\n### ", start + 1);
+  const section = docs.slice(start, end < 0 ? undefined : end);
+  const shell = [...section.matchAll(new RegExp(`^kg ${procedure.replace(".", "\\.")} '(.*)'$`, "gm"))].map(
+    (match) => JSON.parse((match[1] as string).replaceAll(`'"'"'`, "'")).query as string,
+  );
+  const sql = [...section.matchAll(/^```sql\n([\s\S]*?)^```$/gm)].map((match) => (match[1] as string).trim());
+  return [...shell, ...sql];
 }
 
 /** How many of `events` fall under each value of `by`. */

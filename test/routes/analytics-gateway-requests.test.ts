@@ -1,6 +1,6 @@
 import t from "tap";
 import type { GatewayRequestEvent } from "../../src/domain/analytics/events.js";
-import { analyticsDir, analyticsRows, asTally, gatewayRequestEvent, tally } from "../helpers/analytics.js";
+import { analyticsDir, analyticsRows, asTally, documentedQueries, gatewayRequestEvent, tally } from "../helpers/analytics.js";
 import { assertError, checkPermissions, checkUnauthenticated } from "../helpers/assertions.js";
 import { harness, OTHER_ROOT_KEY, OTHER_WORKSPACE, WORKSPACE } from "../helpers/harness.js";
 
@@ -261,6 +261,12 @@ ORDER BY minute WITH FILL
       "requests per minute, zero where none",
     );
   });
+});
+
+t.test("the example queries docs/api.md gives for analytics.getGatewayRequests run and answer rows", async (t) => {
+  const queries = documentedQueries("analytics.getGatewayRequests");
+  t.ok(queries.length > 0);
+  for (const query of queries) t.ok((await rows(query)).length > 0, query);
 });
 
 t.test("a wildcard key sees every API of its workspace and nothing of another workspace", async (t) => {

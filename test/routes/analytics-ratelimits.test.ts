@@ -1,6 +1,6 @@
 import t from "tap";
 import type { RatelimitEvent } from "../../src/domain/analytics/events.js";
-import { analyticsDir, analyticsRows, asTally, ratelimitEvent, tally } from "../helpers/analytics.js";
+import { analyticsDir, analyticsRows, asTally, documentedQueries, ratelimitEvent, tally } from "../helpers/analytics.js";
 import { assertError, checkPermissions, checkUnauthenticated } from "../helpers/assertions.js";
 import { ManualClock } from "../helpers/clock.js";
 import { harness, OTHER_ROOT_KEY, OTHER_WORKSPACE, STORAGE_KINDS, WORKSPACE } from "../helpers/harness.js";
@@ -310,6 +310,12 @@ LIMIT 50 OFFSET 0`;
     t.same(await rows(breakdown), expected);
     t.same(await rows(breakdown.replace("LIMIT 50 OFFSET 0", "LIMIT 2 OFFSET 2")), expected.slice(2, 4), "the next page");
   });
+});
+
+t.test("the example queries docs/api.md gives for analytics.getRatelimits run and answer rows", async (t) => {
+  const queries = documentedQueries("analytics.getRatelimits");
+  t.ok(queries.length > 0);
+  for (const query of queries) t.ok((await rows(query.replaceAll("rlns_…", NS_A))).length > 0, query);
 });
 
 t.test("a wildcard key sees every namespace of its workspace and nothing of another workspace", async (t) => {
