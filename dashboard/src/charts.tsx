@@ -1,0 +1,160 @@
+import { useEffect, useRef } from "preact/hooks";
+import uPlot from "uplot";
+import "uplot/dist/uPlot.min.css";
+import { Field } from "./ui.js";
+
+/** One row of an analytics answer. */
+export type Row = Record<string, unknown>;
+
+/**
+ * The time ranges every analytics chart offers, each with the bucket that suits it: the aggregate table of that
+ * granularity (`<base>_per_<granularity>_v1`), or that width of bucket over a raw table.
+ */
+export const RANGES = {
+  hour: { label: "Last hour", seconds: 3_600, bucketSeconds: 60, granularity: "minute", interval: "INTERVAL 1 HOUR" },
+  day: { label: "Last 24 hours", seconds: 86_400, bucketSeconds: 3_600, granularity: "hour", interval: "INTERVAL 1 DAY" },
+  month: { label: "Last 30 days", seconds: 2_592_000, bucketSeconds: 86_400, granularity: "day", interval: "INTERVAL 30 DAY" },
+} as const;
+export type Range = keyof typeof RANGES;
+
+/** The range picker of every analytics section. */
+export function RangeField(props: { value: Range; onChange: (range: Range) => void }) {
+  return (
+    <Field label="Time range">
+      {(id) => (
+        <select id={id} value={props.value} onChange={(event) => props.onChange(event.currentTarget.value as Range)}>
+          {Object.entries(RANGES).map(([value, { label }]) => (
+            <option key={value} value={value}>
+              {label}
+            </option>
+          ))}
+        </select>
+      )}
+    </Field>
+  );
+}
+
+/**
+ * The buckets of a range in unix ms: `since` is the first one's start, `bucket` groups a raw table's `time` (unix
+ * ms) into its bucket, and `fill` (for ORDER BY t) adds the buckets no row falls in, so lines drop to zero there.
+ */
+export function bucketsOf(range: Range, nowMs = Date.now()): { since: number; bucket: string; fill: string } {
+  const width = RANGES[range].bucketSeconds * 1000;
+  const since = Math.floor((nowMs - RANGES[range].seconds * 1000) / width) * width;
+  const until = Math.floor(nowMs / width) * width + width;
+  return { since, bucket: `intDiv(time, ${width}) * ${width}`, fill: `WITH FILL FROM ${since} TO ${until} STEP ${width}` };
+}
+
+/** Ids chosen or typed by the user go into SQL: only the characters ids have. */
+export function filterOn(column: string, id: string): string {
+  return /^[A-Za-z0-9_]+$/.test(id) ? ` AND ${column} = '${id}'` : "";
+}
+
+export interface Series {
+  label: string;
+  values: (number | null)[];
+  stroke?: string;
+  dash?: number[];
+}
+
+const PALETTE = ["#1565c0", "#2e7d32", "#ef6c00", "#6a1b9a", "#c62828", "#00838f", "#ad1457", "#546e7a"];
+
+/**
+ * Rows of `{ t, <group>, … }` (t in unix ms, several rows per bucket) as one series per group and measure, aligned
+ * on every bucket the rows name. A bucket without a row for a group is `missing` (0 for counts, null for a gap).
+ * Groups named "" are left out: they are the rows WITH FILL adds, which count only for the buckets.
+ */
+export function seriesOf(
+  rows: Row[],
+  group: string,
+  measures: { column: string; label: (group: string) => string; dash?: number[] }[],
+  missing: 0 | null,
+): { times: number[]; series: Series[] } {
+  const times = [...new Set(rows.map((row) => Number(row.t)))].sort((a, b) => a - b);
+  const at = new Map(times.map((time, index) => [time, index]));
+  const groups = [...new Set(rows.map((row) => String(row[group])))].filter((name) => name !== "").sort();
+  const series: Series[] = [];
+  groups.forEach((name, index) => {
+    for (const measure of measures) {
+      const values: (number | null)[] = times.map(() => missing);
+      for (const row of rows) {
+        if (String(row[group]) === name && row[measure.column] !== null)
+          values[at.get(Number(row.t)) as number] = Number(row[measure.column]);
+      }
+      series.push({
+        label: measure.label(name),
+        values,
+        stroke: PALETTE[index % PALETTE.length] as string,
+        ...(measure.dash ? { dash: measure.dash } : {}),
+      });
+    }
+  });
+  return { times, series };
+}
+
+/**
+ * Lines over time, drawn by uPlot across the whole range asked for (not just the buckets that have rows). Its
+ * accessible name is its title and series; the tables beside the charts give the numbers as text.
+ */
+export function TimeChart(props: { title: string; times: number[]; series: Series[]; seconds: number; unit: string }) {
+  const container = useRef<HTMLDivElement>(null);
+  useEffect(() => {
+    const element = container.current;
+    if (!element) return;
+    const chart = new uPlot(
+      {
+        width: Math.max(320, element.clientWidth),
+        height: 260,
+        scales: { x: { time: true, range: (): uPlot.Range.MinMax => [Date.now() / 1000 - props.seconds, Date.now() / 1000] } },
+        series: [
+          {},
+          ...props.series.map((series) => ({
+            label: series.label,
+            stroke: series.stroke ?? "#333",
+            width: 2,
+            points: { show: true },
+            ...(series.dash ? { dash: series.dash } : {}),
+          })),
+        ],
+        axes: [{}, { label: props.unit }],
+      },
+      [props.times.map((time) => time / 1000), ...props.series.map((series) => series.values)] as uPlot.AlignedData,
+      element,
+    );
+    return () => chart.destroy();
+  }, [props.times, props.series, props.seconds, props.unit]);
+  const names = props.series.map((series) => series.label).join(", ");
+  return (
+    <figure>
+      <figcaption>{props.title}</figcaption>
+      <div ref={container} role="img" aria-label={`${props.title}: ${names || "no data"}`} class="chart" />
+    </figure>
+  );
+}
+
+export function ResultTable(props: { rows: Row[]; label: string }) {
+  if (props.rows.length === 0) return <p>No rows.</p>;
+  const columns = Object.keys(props.rows[0] as Row);
+  return (
+    <table aria-label={props.label}>
+      <thead>
+        <tr>
+          {columns.map((column) => (
+            <th scope="col" key={column}>
+              {column}
+            </th>
+          ))}
+        </tr>
+      </thead>
+      <tbody>
+        {props.rows.map((row, index) => (
+          <tr key={index}>
+            {columns.map((column) => (
+              <td key={column}>{typeof row[column] === "object" ? JSON.stringify(row[column]) : String(row[column])}</td>
+            ))}
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
