@@ -181,7 +181,7 @@ export async function dashboardFlows(t: Test, storage: StorageKind): Promise<voi
   });
 
   let reader = "";
-  await step("a root key with fewer permissions is created, shown once, and refused what it may not do", async () => {
+  await step("a root key with fewer permissions is created, shown once, and refused what it may not do (charts too)", async () => {
     await page.getByRole("link", { name: "Root keys" }).click();
     await page.getByLabel("Root key name").fill("reader");
     await page.getByLabel("Root key permissions").fill("api.*.read_api\napi.*.read_key");
@@ -202,6 +202,14 @@ export async function dashboardFlows(t: Test, storage: StorageKind): Promise<voi
     await page.getByLabel("Root key permissions").fill("*");
     await page.getByRole("button", { name: "Create root key" }).click();
     await page.getByRole("alert").filter({ hasText: "root_key.*.create_root_key" }).waitFor();
+    // Charts it may not read say so, beside what it may read (the routes).
+    await page.getByRole("link", { name: "Gateway" }).click();
+    await page.getByRole("table", { name: "Gateway routes" }).getByRole("cell", { name: "e2e-route" }).waitFor();
+    const traffic = page.getByRole("region", { name: "Gateway traffic" });
+    await traffic.getByRole("alert").filter({ hasText: "Not allowed" }).filter({ hasText: "api.*.read_analytics" }).waitFor();
+    await page.getByRole("link", { name: "Rate limits" }).click();
+    const decisions = page.getByRole("region", { name: "Rate limit decisions" });
+    await decisions.getByRole("alert").filter({ hasText: "Not allowed" }).filter({ hasText: "ratelimit.*.read_analytics" }).waitFor();
     await signOut();
   });
 
@@ -304,6 +312,95 @@ export async function dashboardFlows(t: Test, storage: StorageKind): Promise<voi
       await page.getByRole("cell", { name: "No overrides in e2e.ns." }).waitFor();
     },
   );
+
+  await step("the gateway page charts the requests just answered, per route; the rate limits page charts decisions", async () => {
+    // What the gateway and ratelimit.limit hand to analytics for each request and decision, through the app's sinks.
+    const { sinks } = h.app.services.analytics;
+    const now = Date.now();
+    for (const [index, [status, outcome]] of (
+      [
+        [200, "VALID"],
+        [401, ""],
+        [403, "INSUFFICIENT_PERMISSIONS"],
+        [502, "VALID"],
+      ] as const
+    ).entries()) {
+      sinks.gatewayRequests.record({
+        requestId: `req_e2e_gateway_${index}`,
+        time: now,
+        workspaceId: "ws_test",
+        apiId: "api_e2e_gateway",
+        route: "e2e-route",
+        method: "GET",
+        host: "127.0.0.1",
+        path: "/e2e/items",
+        queryString: "",
+        responseStatus: status,
+        userAgent: "e2e",
+        ipAddress: "127.0.0.1",
+        totalLatencyMs: 20 + index,
+        upstreamLatencyMs: status === 200 || status === 502 ? 18 : 0,
+        gatewayLatencyMs: 2 + index,
+        keyId: "",
+        outcome,
+        requestHeaders: [],
+        responseHeaders: [],
+      });
+    }
+    for (const [index, passed] of [true, true, false].entries()) {
+      sinks.ratelimits.record({
+        requestId: `req_e2e_ratelimit_${index}`,
+        time: now,
+        workspaceId: "ws_test",
+        namespaceId: "rlns_e2e_charts",
+        identifier: "greedy_client",
+        passed,
+        latencyMs: 1,
+        overrideId: "",
+        limit: 2,
+        remaining: passed ? 1 - index : 0,
+        resetAt: now + 60_000,
+        tokens: 1,
+      });
+    }
+    /** Events reach the engine in batches: refresh until `row` is there (the step's own timeout bounds it). */
+    const refreshUntil = async (region: string, row: ReturnType<Page["getByRole"]>) => {
+      for (let attempt = 0; attempt < 100 && (await row.count()) === 0; attempt++) {
+        await page.getByRole("region", { name: region }).getByRole("button", { name: "Refresh" }).click();
+        await page.waitForTimeout(200);
+      }
+      await row.waitFor();
+    };
+
+    await page.getByRole("link", { name: "Gateway" }).click();
+    const route = page.getByRole("table", { name: "Requests by route" }).getByRole("row").filter({ hasText: "e2e-route" });
+    await refreshUntil("Gateway traffic", route);
+    // route, requests, errors_5xx, refusals_4xx, then latencies
+    const cells = await route.getByRole("cell").allTextContents();
+    t.same(cells.slice(0, 4), ["e2e-route", "4", "1", "2"], "4 requests: one 5xx, two 4xx");
+    for (const chart of [
+      "Requests per route: e2e-route",
+      "Server errors (5xx) per route: e2e-route",
+      "Refusals (4xx) per route: e2e-route",
+      "Latency per route: e2e-route p50, e2e-route p99",
+      "keygate's own latency per route: e2e-route p50, e2e-route p99",
+    ]) {
+      await page.getByRole("img", { name: chart, exact: true }).locator("canvas").waitFor();
+    }
+    await page.getByLabel("Time range").selectOption({ label: "Last 24 hours" });
+    await route.getByRole("cell", { name: "4", exact: true }).waitFor();
+
+    await page.getByRole("link", { name: "Rate limits" }).click();
+    const namespace = page.getByRole("table", { name: "Decisions by namespace" }).getByRole("row").filter({ hasText: "rlns_e2e_charts" });
+    await refreshUntil("Rate limit decisions", namespace);
+    t.same(await namespace.getByRole("cell").allTextContents(), ["rlns_e2e_charts", "2", "1"], "2 passed, 1 blocked");
+    const blocked = page.getByRole("table", { name: "Top blocked identifiers" }).getByRole("row").filter({ hasText: "greedy_client" });
+    t.same(await blocked.getByRole("cell").allTextContents(), ["rlns_e2e_charts", "greedy_client", "1", "3"]);
+    await page
+      .getByRole("img", { name: "Passed and blocked per namespace: rlns_e2e_charts passed, rlns_e2e_charts blocked", exact: true })
+      .locator("canvas")
+      .waitFor();
+  });
 
   await step("revoking a root key in the dashboard refuses it at once", async () => {
     await page.getByRole("link", { name: "Root keys" }).click();

@@ -1,5 +1,6 @@
-import { useState } from "preact/hooks";
+import { useEffect, useState } from "preact/hooks";
 import { call } from "../api.js";
+import { bucketsOf, RANGES, type Range, RangeField, ResultTable, type Row, seriesOf, TimeChart } from "../charts.js";
 import { ErrorNote, Field, FormError, fieldError } from "../ui.js";
 
 interface Override {
@@ -9,11 +10,102 @@ interface Override {
   duration: number;
 }
 
+/** Rate limit decisions over time, then the overrides of a namespace. */
+export function RatelimitsPage() {
+  return (
+    <>
+      <h1>Rate limits</h1>
+      <RatelimitDecisions />
+      <Overrides />
+    </>
+  );
+}
+
+/**
+ * Passed and blocked decisions per namespace over time, from the aggregate of the range's granularity
+ * (ratelimits_per_<granularity>_v1, where `passed` and `total` are counts), and the identifiers blocked most.
+ */
+function RatelimitDecisions() {
+  const [range, setRange] = useState<Range>("hour");
+  const [chart, setChart] = useState<ReturnType<typeof seriesOf> | null>(null);
+  const [namespaces, setNamespaces] = useState<Row[]>([]);
+  const [blocked, setBlocked] = useState<Row[]>([]);
+  const [error, setError] = useState<unknown>(null);
+
+  const refresh = async () => {
+    setError(null);
+    const { fill } = bucketsOf(range);
+    const from = `FROM ratelimits_per_${RANGES[range].granularity}_v1 WHERE time >= now() - ${RANGES[range].interval}`;
+    // Aliases differ from the columns: an alias `passed` would stand for sum(passed) inside sum(passed) too.
+    const decided = "sum(passed) AS total_passed, sum(total) - sum(passed) AS total_blocked";
+    try {
+      const [overTime, perNamespace, topBlocked] = await Promise.all([
+        call<Row[]>("analytics.getRatelimits", {
+          query: `SELECT toUnixTimestamp64Milli(toDateTime64(time, 3)) AS t, namespace_id, ${decided} ${from} GROUP BY t, namespace_id ORDER BY t ${fill}`,
+        }),
+        call<Row[]>("analytics.getRatelimits", {
+          query: `SELECT namespace_id, ${decided} ${from} GROUP BY namespace_id ORDER BY total_blocked DESC, total_passed DESC`,
+        }),
+        call<Row[]>("analytics.getRatelimits", {
+          query: `SELECT namespace_id, identifier, sum(total) - sum(passed) AS blocked, sum(total) AS decisions ${from} GROUP BY namespace_id, identifier HAVING blocked > 0 ORDER BY blocked DESC LIMIT 10`,
+        }),
+      ]);
+      setChart(
+        seriesOf(
+          overTime,
+          "namespace_id",
+          [
+            { column: "total_passed", label: (namespace) => `${namespace} passed` },
+            { column: "total_blocked", label: (namespace) => `${namespace} blocked`, dash: [6, 4] },
+          ],
+          0,
+        ),
+      );
+      setNamespaces(perNamespace);
+      setBlocked(topBlocked);
+    } catch (failure) {
+      setError(failure);
+    }
+  };
+  useEffect(() => {
+    refresh();
+  }, [range]);
+
+  return (
+    <section aria-label="Rate limit decisions">
+      <h2>Decisions</h2>
+      <form
+        class="row"
+        aria-label="Decisions range"
+        onSubmit={(event) => {
+          event.preventDefault();
+          refresh();
+        }}
+      >
+        <RangeField value={range} onChange={setRange} />
+        <button type="submit">Refresh</button>
+      </form>
+      <ErrorNote error={error} />
+      {chart && <TimeChart title="Passed and blocked per namespace" {...chart} seconds={RANGES[range].seconds} unit="decisions" />}
+      <div class="columns">
+        <section aria-label="Decisions by namespace">
+          <h3>By namespace</h3>
+          <ResultTable rows={namespaces} label="Decisions by namespace" />
+        </section>
+        <section aria-label="Top blocked identifiers">
+          <h3>Top blocked identifiers</h3>
+          <ResultTable rows={blocked} label="Top blocked identifiers" />
+        </section>
+      </div>
+    </section>
+  );
+}
+
 /**
  * The overrides of a rate limit namespace, by its name: list, set (create or change), delete. Namespaces come into
  * being with their first use or override; the API has no list of them.
  */
-export function RatelimitsPage() {
+function Overrides() {
   const [namespace, setNamespace] = useState("");
   const [shown, setShown] = useState<string | null>(null);
   const [overrides, setOverrides] = useState<Override[]>([]);
@@ -59,8 +151,8 @@ export function RatelimitsPage() {
   };
 
   return (
-    <>
-      <h1>Rate limit overrides</h1>
+    <section aria-label="Overrides">
+      <h2>Overrides</h2>
       <form
         class="row"
         aria-label="Choose a namespace"
@@ -117,7 +209,7 @@ export function RatelimitsPage() {
             </tbody>
           </table>
           <form onSubmit={submit} aria-label="Set an override">
-            <h2>Set an override in {shown}</h2>
+            <h3>Set an override in {shown}</h3>
             <div class="row">
               <Field label="Identifier" hint="Exact, or a pattern with *" error={fieldError(overrideError, "body.identifier")}>
                 {(id, describedBy) => (
@@ -160,6 +252,6 @@ export function RatelimitsPage() {
           </form>
         </>
       )}
-    </>
+    </section>
   );
 }
