@@ -380,7 +380,10 @@ export async function dashboardFlows(t: Test, storage: StorageKind): Promise<voi
     ]) {
       await page.getByRole("img", { name: chart, exact: true }).locator("canvas").waitFor();
     }
+    // Another range is another query (hour buckets): accepted, and it counts the same requests.
+    const answered = page.waitForResponse((response) => response.url().endsWith("/analytics.getGatewayRequests"));
     await page.getByLabel("Time range").selectOption({ label: "Last 24 hours" });
+    t.equal((await answered).status(), 200);
     await route.getByRole("cell", { name: "4", exact: true }).waitFor();
 
     await page.getByRole("link", { name: "Rate limits" }).click();
@@ -395,6 +398,12 @@ export async function dashboardFlows(t: Test, storage: StorageKind): Promise<voi
       .getByRole("row")
       .filter({ hasText: namespaceId as string });
     t.same(await namespace.getByRole("cell").allTextContents(), [namespaceId, "2", "1"], "2 passed, 1 blocked");
+    // The 30 days read the per-day aggregate: the same decisions.
+    const answered30 = page.waitForResponse((response) => response.url().endsWith("/analytics.getRatelimits"));
+    await page.getByLabel("Time range").selectOption({ label: "Last 30 days" });
+    t.equal((await answered30).status(), 200);
+    await page.getByRole("region", { name: "Rate limit decisions" }).getByRole("alert").waitFor({ state: "detached" });
+    t.same(await namespace.getByRole("cell").allTextContents(), [namespaceId, "2", "1"], "the same over 30 days");
     await page
       .getByRole("img", { name: `${namespaceId} passed, ${namespaceId} blocked` })
       .locator("canvas")
