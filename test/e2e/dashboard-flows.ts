@@ -1,10 +1,11 @@
 import { mkdirSync } from "node:fs";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
-import { type Browser, chromium, type Page } from "playwright-core";
+import { type Browser, chromium, type Locator, type Page } from "playwright-core";
 import type { Test } from "tap";
 import { analyticsDir } from "../helpers/analytics.js";
 import { harness, ROOT_KEY, type StorageKind } from "../helpers/harness.js";
+import { startUpstream } from "../helpers/upstream.js";
 
 /** Debian's Chromium unless CHROMIUM_PATH names another; a test fails, rather than passes over its steps, when it cannot start. */
 export const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
@@ -22,6 +23,7 @@ export async function launchBrowser(t: Test): Promise<Browser> {
  * real port with the embedded analytics engine. Elements are found by role and label, as a user finds them.
  */
 export async function dashboardFlows(t: Test, storage: StorageKind): Promise<void> {
+  const upstream = await startUpstream(t);
   const h = await harness(t, {
     storage,
     config: {
@@ -36,6 +38,7 @@ export async function dashboardFlows(t: Test, storage: StorageKind): Promise<voi
           permissions: "e2e.read",
           credits: { cost: 3 },
         },
+        { name: "e2e-upstream", match: { prefix: "/up" }, upstream: upstream.url, apiId: "api_e2e_gateway" },
       ],
     },
   });
@@ -314,38 +317,18 @@ export async function dashboardFlows(t: Test, storage: StorageKind): Promise<voi
   );
 
   await step("the gateway page charts the requests just answered, per route; the rate limits page charts decisions", async () => {
-    // What the gateway hands to analytics for each request it answers, through the app's sink.
-    const { sinks } = h.app.services.analytics;
-    const now = Date.now();
-    for (const [index, [status, outcome]] of (
-      [
-        [200, "VALID"],
-        [401, ""],
-        [403, "INSUFFICIENT_PERMISSIONS"],
-        [502, "VALID"],
-      ] as const
-    ).entries()) {
-      sinks.gatewayRequests.record({
-        requestId: `req_e2e_gateway_${index}`,
-        time: now,
-        workspaceId: "ws_test",
-        apiId: "api_e2e_gateway",
-        route: "e2e-route",
-        method: "GET",
-        host: "127.0.0.1",
-        path: "/e2e/items",
-        queryString: "",
-        responseStatus: status,
-        userAgent: "e2e",
-        ipAddress: "127.0.0.1",
-        totalLatencyMs: 20 + index,
-        upstreamLatencyMs: status === 200 || status === 502 ? 18 : 0,
-        gatewayLatencyMs: 2 + index,
-        keyId: "",
-        outcome,
-        requestHeaders: [],
-        responseHeaders: [],
-      });
+    // Requests through the gateway, each recorded by it: one forwarded, one the upstream fails, two refused.
+    const created = await h.call("keys.createKey", { apiId: "api_e2e_gateway" });
+    const gatewayKey = (created.body as { data: { key: string } }).data.key;
+    for (const [path, withKey, status] of [
+      ["/up/items", true, 200],
+      ["/up/status/503", true, 503],
+      ["/up/items", false, 401],
+      ["/e2e/items", true, 403], // the key lacks e2e.read
+    ] as const) {
+      const answer = await fetch(`${origin}${path}`, withKey ? { headers: { authorization: `Bearer ${gatewayKey}` } } : {});
+      await answer.arrayBuffer();
+      t.equal(answer.status, status, `${path} answers ${status}`);
     }
     // Rate limit decisions are recorded by ratelimit.limit itself: two pass, the third is blocked.
     for (const expected of [true, true, false]) {
@@ -356,27 +339,33 @@ export async function dashboardFlows(t: Test, storage: StorageKind): Promise<voi
       });
       t.equal(((await decided.json()) as { data: { success: boolean } }).data.success, expected);
     }
-    /** Events reach the engine in batches: refresh until `row` is there (the step's own timeout bounds it). */
-    const refreshUntil = async (region: string, row: ReturnType<Page["getByRole"]>) => {
-      for (let attempt = 0; attempt < 100 && (await row.count()) === 0; attempt++) {
+    /** The cells of a table row, none while it is absent. */
+    const cellsOf = async (row: Locator) => ((await row.count()) === 0 ? [] : row.getByRole("cell").allTextContents());
+    /** Events reach the engine in batches: refresh until `ready` (the step's own timeout bounds it). */
+    const refreshUntil = async (region: string, ready: () => Promise<boolean>) => {
+      while (!(await ready())) {
         await page.getByRole("region", { name: region }).getByRole("button", { name: "Refresh" }).click();
         await page.waitForTimeout(200);
       }
-      await row.waitFor();
     };
 
     await page.getByRole("link", { name: "Gateway" }).click();
-    const route = page.getByRole("table", { name: "Requests by route" }).getByRole("row").filter({ hasText: "e2e-route" });
-    await refreshUntil("Gateway traffic", route);
-    // route, requests, errors_5xx, refusals_4xx, then latencies
-    const cells = await route.getByRole("cell").allTextContents();
-    t.same(cells.slice(0, 4), ["e2e-route", "4", "1", "2"], "4 requests: one 5xx, two 4xx");
+    const byRoute = page.getByRole("table", { name: "Requests by route" });
+    const routeRow = (name: string) => byRoute.getByRole("row").filter({ has: page.getByRole("cell", { name, exact: true }) });
+    // Columns: route, requests, errors_5xx, refusals_4xx, then latencies.
+    const counted = async (name: string) => (await cellsOf(routeRow(name))).slice(0, 4);
+    await refreshUntil(
+      "Gateway traffic",
+      async () => (await counted("e2e-upstream"))[1] === "3" && (await counted("e2e-route"))[1] === "1",
+    );
+    t.same(await counted("e2e-upstream"), ["e2e-upstream", "3", "1", "1"], "3 requests: one 5xx, one 4xx");
+    t.same(await counted("e2e-route"), ["e2e-route", "1", "0", "1"], "1 request, refused");
     for (const chart of [
-      "Requests per route: e2e-route",
-      "Server errors (5xx) per route: e2e-route",
-      "Refusals (4xx) per route: e2e-route",
-      "Latency per route: e2e-route p50, e2e-route p99",
-      "keygate's own latency per route: e2e-route p50, e2e-route p99",
+      "Requests per route: e2e-route, e2e-upstream",
+      "Server errors (5xx) per route: e2e-route, e2e-upstream",
+      "Refusals (4xx) per route: e2e-route, e2e-upstream",
+      "Latency per route: e2e-route p50, e2e-route p99, e2e-upstream p50, e2e-upstream p99",
+      "keygate's own latency per route: e2e-route p50, e2e-route p99, e2e-upstream p50, e2e-upstream p99",
     ]) {
       await page.getByRole("img", { name: chart, exact: true }).locator("canvas").waitFor();
     }
@@ -384,13 +373,13 @@ export async function dashboardFlows(t: Test, storage: StorageKind): Promise<voi
     const answered = page.waitForResponse((response) => response.url().endsWith("/analytics.getGatewayRequests"));
     await page.getByLabel("Time range").selectOption({ label: "Last 24 hours" });
     t.equal((await answered).status(), 200);
-    await route.getByRole("cell", { name: "4", exact: true }).waitFor();
+    t.same(await counted("e2e-upstream"), ["e2e-upstream", "3", "1", "1"], "the same over 24 hours");
 
     await page.getByRole("link", { name: "Rate limits" }).click();
     const blocked = page.getByRole("table", { name: "Top blocked identifiers" }).getByRole("row").filter({ hasText: "greedy_client" });
-    await refreshUntil("Rate limit decisions", blocked);
+    await refreshUntil("Rate limit decisions", async () => (await cellsOf(blocked))[3] === "3");
     // The analytics tables name namespaces by id: the row of the identifier blocked shows e2e.charts's.
-    const [namespaceId, ...counts] = await blocked.getByRole("cell").allTextContents();
+    const [namespaceId, ...counts] = await cellsOf(blocked);
     t.match(namespaceId, /^rlns_/);
     t.same(counts, ["greedy_client", "1", "3"], "1 of its 3 decisions blocked");
     const namespace = page
