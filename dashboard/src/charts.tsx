@@ -1,3 +1,4 @@
+import type { ComponentChildren } from "preact";
 import { useEffect, useRef } from "preact/hooks";
 import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
@@ -31,6 +32,30 @@ export function RangeField(props: { value: Range; onChange: (range: Range) => vo
         </select>
       )}
     </Field>
+  );
+}
+
+/** A range picker (and any further filters, as children) with a Refresh button; submitting refreshes. */
+export function RangeForm(props: {
+  label: string;
+  value: Range;
+  onChange: (range: Range) => void;
+  onRefresh: () => void;
+  children?: ComponentChildren;
+}) {
+  return (
+    <form
+      class="row"
+      aria-label={props.label}
+      onSubmit={(event) => {
+        event.preventDefault();
+        props.onRefresh();
+      }}
+    >
+      <RangeField value={props.value} onChange={props.onChange} />
+      {props.children}
+      <button type="submit">Refresh</button>
+    </form>
   );
 }
 

@@ -1,6 +1,6 @@
 import { useEffect, useState } from "preact/hooks";
 import { call } from "../api.js";
-import { filterOn, RANGES, type Range, RangeField, ResultTable, type Row, seriesOf, TimeChart } from "../charts.js";
+import { filterOn, RANGES, type Range, RangeForm, ResultTable, type Row, seriesOf, TimeChart } from "../charts.js";
 import { ErrorNote, Field, fieldError } from "../ui.js";
 
 const OUTCOME_COLOURS: Record<string, string> = {
@@ -61,15 +61,7 @@ export function AnalyticsPage() {
   return (
     <>
       <h1>Analytics</h1>
-      <form
-        class="row"
-        aria-label="Analytics range"
-        onSubmit={(event) => {
-          event.preventDefault();
-          refresh();
-        }}
-      >
-        <RangeField value={range} onChange={setRange} />
+      <RangeForm label="Analytics range" value={range} onChange={setRange} onRefresh={refresh}>
         <Field label="Only API">
           {(id) => (
             <select id={id} value={keySpaceId} onChange={(event) => setKeySpaceId(event.currentTarget.value)}>
@@ -87,8 +79,7 @@ export function AnalyticsPage() {
             <input id={id} value={keyId} aria-describedby={describedBy} onInput={(event) => setKeyId(event.currentTarget.value)} />
           )}
         </Field>
-        <button type="submit">Refresh</button>
-      </form>
+      </RangeForm>
       <ErrorNote error={error} />
       <section aria-label="Verifications over time">
         <h2>Verifications over time by outcome</h2>

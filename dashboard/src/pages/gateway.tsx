@@ -1,6 +1,6 @@
 import { useEffect, useState } from "preact/hooks";
 import { call } from "../api.js";
-import { bucketsOf, RANGES, type Range, RangeField, ResultTable, type Row, seriesOf, TimeChart } from "../charts.js";
+import { bucketsOf, RANGES, type Range, RangeForm, ResultTable, type Row, seriesOf, TimeChart } from "../charts.js";
 import { ErrorNote } from "../ui.js";
 
 interface Route {
@@ -141,17 +141,7 @@ function GatewayTraffic() {
   return (
     <section aria-label="Gateway traffic">
       <h2>Traffic</h2>
-      <form
-        class="row"
-        aria-label="Traffic range"
-        onSubmit={(event) => {
-          event.preventDefault();
-          refresh();
-        }}
-      >
-        <RangeField value={range} onChange={setRange} />
-        <button type="submit">Refresh</button>
-      </form>
+      <RangeForm label="Traffic range" value={range} onChange={setRange} onRefresh={refresh} />
       <ErrorNote error={error} />
       <h3>Requests by route</h3>
       <ResultTable rows={routes} label="Requests by route" />

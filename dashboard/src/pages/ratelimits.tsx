@@ -1,6 +1,6 @@
 import { useEffect, useState } from "preact/hooks";
 import { call } from "../api.js";
-import { bucketsOf, RANGES, type Range, RangeField, ResultTable, type Row, seriesOf, TimeChart } from "../charts.js";
+import { bucketsOf, RANGES, type Range, RangeForm, ResultTable, type Row, seriesOf, TimeChart } from "../charts.js";
 import { ErrorNote, Field, FormError, fieldError } from "../ui.js";
 
 interface Override {
@@ -74,17 +74,7 @@ function RatelimitDecisions() {
   return (
     <section aria-label="Rate limit decisions">
       <h2>Decisions</h2>
-      <form
-        class="row"
-        aria-label="Decisions range"
-        onSubmit={(event) => {
-          event.preventDefault();
-          refresh();
-        }}
-      >
-        <RangeField value={range} onChange={setRange} />
-        <button type="submit">Refresh</button>
-      </form>
+      <RangeForm label="Decisions range" value={range} onChange={setRange} onRefresh={refresh} />
       <ErrorNote error={error} />
       {chart && <TimeChart title="Passed and blocked per namespace" {...chart} seconds={RANGES[range].seconds} unit="decisions" />}
       <div class="columns">
