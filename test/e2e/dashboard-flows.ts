@@ -341,7 +341,10 @@ export async function dashboardFlows(t: Test, storage: StorageKind): Promise<voi
     }
     /** The cells of a table row, none while it is absent. */
     const cellsOf = async (row: Locator) => ((await row.count()) === 0 ? [] : row.getByRole("cell").allTextContents());
-    /** Events reach the engine in batches: refresh until `ready` (the step's own timeout bounds it). */
+    /**
+     * Events reach the engine in batches, and a page's queries run side by side, so one may see a batch another
+     * did not: refresh until `ready` holds for all of them (the step's own timeout bounds it).
+     */
     const refreshUntil = async (region: string, ready: () => Promise<boolean>) => {
       while (!(await ready())) {
         await page.getByRole("region", { name: region }).getByRole("button", { name: "Refresh" }).click();
@@ -354,21 +357,21 @@ export async function dashboardFlows(t: Test, storage: StorageKind): Promise<voi
     const routeRow = (name: string) => byRoute.getByRole("row").filter({ has: page.getByRole("cell", { name, exact: true }) });
     // Columns: route, requests, errors_5xx, refusals_4xx, then latencies.
     const counted = async (name: string) => (await cellsOf(routeRow(name))).slice(0, 4);
-    await refreshUntil(
-      "Gateway traffic",
-      async () => (await counted("e2e-upstream"))[1] === "3" && (await counted("e2e-route"))[1] === "1",
-    );
-    t.same(await counted("e2e-upstream"), ["e2e-upstream", "3", "1", "1"], "3 requests: one 5xx, one 4xx");
-    t.same(await counted("e2e-route"), ["e2e-route", "1", "0", "1"], "1 request, refused");
-    for (const chart of [
+    const charts = [
       "Requests per route: e2e-route, e2e-upstream",
       "Server errors (5xx) per route: e2e-route, e2e-upstream",
       "Refusals (4xx) per route: e2e-route, e2e-upstream",
       "Latency per route: e2e-route p50, e2e-route p99, e2e-upstream p50, e2e-upstream p99",
       "keygate's own latency per route: e2e-route p50, e2e-route p99, e2e-upstream p50, e2e-upstream p99",
-    ]) {
-      await page.getByRole("img", { name: chart, exact: true }).locator("canvas").waitFor();
-    }
+    ].map((name) => page.getByRole("img", { name, exact: true }));
+    const everyChartShown = async () => (await Promise.all(charts.map((chart) => chart.count()))).every((count) => count === 1);
+    await refreshUntil(
+      "Gateway traffic",
+      async () => (await counted("e2e-upstream"))[1] === "3" && (await counted("e2e-route"))[1] === "1" && (await everyChartShown()),
+    );
+    t.same(await counted("e2e-upstream"), ["e2e-upstream", "3", "1", "1"], "3 requests: one 5xx, one 4xx");
+    t.same(await counted("e2e-route"), ["e2e-route", "1", "0", "1"], "1 request, refused");
+    for (const chart of charts) await chart.locator("canvas").waitFor();
     // Another range is another query (hour buckets): accepted, and it counts the same requests.
     const answered = page.waitForResponse((response) => response.url().endsWith("/analytics.getGatewayRequests"));
     await page.getByLabel("Time range").selectOption({ label: "Last 24 hours" });
@@ -377,15 +380,20 @@ export async function dashboardFlows(t: Test, storage: StorageKind): Promise<voi
 
     await page.getByRole("link", { name: "Rate limits" }).click();
     const blocked = page.getByRole("table", { name: "Top blocked identifiers" }).getByRole("row").filter({ hasText: "greedy_client" });
-    await refreshUntil("Rate limit decisions", async () => (await cellsOf(blocked))[3] === "3");
     // The analytics tables name namespaces by id: the row of the identifier blocked shows e2e.charts's.
-    const [namespaceId, ...counts] = await cellsOf(blocked);
+    const namespaceRow = (id: string) =>
+      page.getByRole("table", { name: "Decisions by namespace" }).getByRole("row").filter({ hasText: id });
+    const decisionsChart = (id: string) => page.getByRole("img", { name: `${id} passed, ${id} blocked` });
+    await refreshUntil("Rate limit decisions", async () => {
+      const [id, , , decisions] = await cellsOf(blocked);
+      return (
+        id !== undefined && decisions === "3" && (await cellsOf(namespaceRow(id)))[1] === "2" && (await decisionsChart(id).count()) === 1
+      );
+    });
+    const [namespaceId = "", ...counts] = await cellsOf(blocked);
     t.match(namespaceId, /^rlns_/);
     t.same(counts, ["greedy_client", "1", "3"], "1 of its 3 decisions blocked");
-    const namespace = page
-      .getByRole("table", { name: "Decisions by namespace" })
-      .getByRole("row")
-      .filter({ hasText: namespaceId as string });
+    const namespace = namespaceRow(namespaceId);
     t.same(await namespace.getByRole("cell").allTextContents(), [namespaceId, "2", "1"], "2 passed, 1 blocked");
     // The 30 days read the per-day aggregate: the same decisions.
     const answered30 = page.waitForResponse((response) => response.url().endsWith("/analytics.getRatelimits"));
@@ -393,10 +401,7 @@ export async function dashboardFlows(t: Test, storage: StorageKind): Promise<voi
     t.equal((await answered30).status(), 200);
     await page.getByRole("region", { name: "Rate limit decisions" }).getByRole("alert").waitFor({ state: "detached" });
     t.same(await namespace.getByRole("cell").allTextContents(), [namespaceId, "2", "1"], "the same over 30 days");
-    await page
-      .getByRole("img", { name: `${namespaceId} passed, ${namespaceId} blocked` })
-      .locator("canvas")
-      .waitFor();
+    await decisionsChart(namespaceId).locator("canvas").waitFor();
   });
 
   await step("revoking a root key in the dashboard refuses it at once", async () => {
