@@ -31,6 +31,52 @@ export function Field(props: {
   );
 }
 
+/** A labelled text control bound to a string: an input, or a textarea when `rows` is given. */
+export function TextField(props: {
+  label: string;
+  value: string;
+  onValue: (value: string) => void;
+  error?: string | undefined;
+  hint?: string;
+  required?: boolean;
+  type?: "text" | "number" | "password" | "datetime-local";
+  rows?: number;
+  class?: string;
+  autocomplete?: string;
+}) {
+  const { label, error, hint, value, onValue, rows, ...attributes } = props;
+  const onInput = (event: Event) => onValue((event.currentTarget as HTMLInputElement | HTMLTextAreaElement).value);
+  return (
+    <Field label={label} error={error} {...(hint ? { hint } : {})}>
+      {(id, describedBy) =>
+        rows === undefined ? (
+          <input id={id} value={value} aria-describedby={describedBy} onInput={onInput} {...attributes} />
+        ) : (
+          <textarea id={id} rows={rows} value={value} aria-describedby={describedBy} onInput={onInput} {...attributes} />
+        )
+      }
+    </Field>
+  );
+}
+
+/** An action's error, cleared when the next action starts: `run` does one and keeps what it throws. */
+export function useAction(): {
+  error: unknown;
+  setError: (error: unknown) => void;
+  run: (action: () => Promise<unknown>) => Promise<void>;
+} {
+  const [error, setError] = useState<unknown>(null);
+  const run = async (action: () => Promise<unknown>) => {
+    setError(null);
+    try {
+      await action();
+    } catch (failure) {
+      setError(failure);
+    }
+  };
+  return { error, setError, run };
+}
+
 /** An error that names no field: shown as an alert, with the API's code. */
 export function ErrorNote(props: { error: unknown }) {
   if (!props.error) return null;

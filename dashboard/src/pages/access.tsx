@@ -1,6 +1,6 @@
 import { useEffect, useState } from "preact/hooks";
 import { call, callPage } from "../api.js";
-import { ErrorNote, Field, FormError, fieldError, splitList } from "../ui.js";
+import { ErrorNote, FormError, fieldError, splitList, TextField, useAction } from "../ui.js";
 
 interface Permission {
   id: string;
@@ -20,33 +20,25 @@ interface Role {
 export function AccessPage() {
   const [permissions, setPermissions] = useState<Permission[]>([]);
   const [roles, setRoles] = useState<Role[]>([]);
-  const [error, setError] = useState<unknown>(null);
+  const { error, run } = useAction();
   const load = async () => {
-    try {
-      setPermissions((await callPage<Permission>("permissions.listPermissions", { limit: 100 })).items);
-      setRoles((await callPage<Role>("permissions.listRoles", { limit: 100 })).items);
-    } catch (failure) {
-      setError(failure);
-    }
+    setPermissions((await callPage<Permission>("permissions.listPermissions", { limit: 100 })).items);
+    setRoles((await callPage<Role>("permissions.listRoles", { limit: 100 })).items);
   };
   useEffect(() => {
-    load();
+    run(load);
   }, []);
-  const remove = async (procedure: string, body: unknown) => {
-    setError(null);
-    try {
+  const remove = (procedure: string, body: unknown) =>
+    run(async () => {
       await call(procedure, body);
       await load();
-    } catch (failure) {
-      setError(failure);
-    }
-  };
+    });
 
   return (
     <>
       <h1>Permissions and roles</h1>
       <ErrorNote error={error} />
-      <CreatePermission onCreated={load} />
+      <CreatePermission onCreated={() => run(load)} />
       <table aria-label="Permissions">
         <thead>
           <tr>
@@ -77,7 +69,7 @@ export function AccessPage() {
           ))}
         </tbody>
       </table>
-      <CreateRole onCreated={load} />
+      <CreateRole onCreated={() => run(load)} />
       <table aria-label="Roles">
         <thead>
           <tr>
@@ -114,44 +106,29 @@ function CreatePermission(props: { onCreated: () => void }) {
   const [name, setName] = useState("");
   const [slug, setSlug] = useState("");
   const [description, setDescription] = useState("");
-  const [error, setError] = useState<unknown>(null);
-  const submit = async (event: Event) => {
+  const { error, run } = useAction();
+  const submit = (event: Event) => {
     event.preventDefault();
-    setError(null);
-    try {
+    run(async () => {
       await call("permissions.createPermission", { name, slug, ...(description ? { description } : {}) });
       setName("");
       setSlug("");
       setDescription("");
       props.onCreated();
-    } catch (failure) {
-      setError(failure);
-    }
+    });
   };
   return (
     <form onSubmit={submit} aria-label="Create a permission">
       <h2>Create a permission</h2>
       <div class="row">
-        <Field label="Permission slug" error={fieldError(error, "body.slug")}>
-          {(id, describedBy) => (
-            <input id={id} required value={slug} aria-describedby={describedBy} onInput={(event) => setSlug(event.currentTarget.value)} />
-          )}
-        </Field>
-        <Field label="Permission name" error={fieldError(error, "body.name")}>
-          {(id, describedBy) => (
-            <input id={id} required value={name} aria-describedby={describedBy} onInput={(event) => setName(event.currentTarget.value)} />
-          )}
-        </Field>
-        <Field label="Permission description" error={fieldError(error, "body.description")}>
-          {(id, describedBy) => (
-            <input
-              id={id}
-              value={description}
-              aria-describedby={describedBy}
-              onInput={(event) => setDescription(event.currentTarget.value)}
-            />
-          )}
-        </Field>
+        <TextField label="Permission slug" required value={slug} onValue={setSlug} error={fieldError(error, "body.slug")} />
+        <TextField label="Permission name" required value={name} onValue={setName} error={fieldError(error, "body.name")} />
+        <TextField
+          label="Permission description"
+          value={description}
+          onValue={setDescription}
+          error={fieldError(error, "body.description")}
+        />
         <button type="submit">Create permission</button>
       </div>
       <FormError error={error} />
@@ -163,50 +140,31 @@ function CreateRole(props: { onCreated: () => void }) {
   const [name, setName] = useState("");
   const [description, setDescription] = useState("");
   const [permissions, setPermissions] = useState("");
-  const [error, setError] = useState<unknown>(null);
-  const submit = async (event: Event) => {
+  const { error, run } = useAction();
+  const submit = (event: Event) => {
     event.preventDefault();
-    setError(null);
-    try {
+    run(async () => {
       await call("permissions.createRole", { name, ...(description ? { description } : {}), permissions: splitList(permissions) });
       setName("");
       setDescription("");
       setPermissions("");
       props.onCreated();
-    } catch (failure) {
-      setError(failure);
-    }
+    });
   };
   return (
     <form onSubmit={submit} aria-label="Create a role">
       <h2>Create a role</h2>
       <div class="row">
-        <Field label="Role name" error={fieldError(error, "body.name")}>
-          {(id, describedBy) => (
-            <input id={id} required value={name} aria-describedby={describedBy} onInput={(event) => setName(event.currentTarget.value)} />
-          )}
-        </Field>
-        <Field label="Role description" error={fieldError(error, "body.description")}>
-          {(id, describedBy) => (
-            <input
-              id={id}
-              value={description}
-              aria-describedby={describedBy}
-              onInput={(event) => setDescription(event.currentTarget.value)}
-            />
-          )}
-        </Field>
-        <Field label="Role permissions" hint="Slugs, one per line" error={fieldError(error, "body.permissions")}>
-          {(id, describedBy) => (
-            <textarea
-              id={id}
-              rows={2}
-              value={permissions}
-              aria-describedby={describedBy}
-              onInput={(event) => setPermissions(event.currentTarget.value)}
-            />
-          )}
-        </Field>
+        <TextField label="Role name" required value={name} onValue={setName} error={fieldError(error, "body.name")} />
+        <TextField label="Role description" value={description} onValue={setDescription} error={fieldError(error, "body.description")} />
+        <TextField
+          label="Role permissions"
+          hint="Slugs, one per line"
+          rows={2}
+          value={permissions}
+          onValue={setPermissions}
+          error={fieldError(error, "body.permissions")}
+        />
         <button type="submit">Create role</button>
       </div>
       <FormError error={error} />

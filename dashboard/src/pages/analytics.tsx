@@ -1,7 +1,7 @@
 import { useEffect, useState } from "preact/hooks";
 import { call } from "../api.js";
 import { filterOn, RANGES, type Range, RangeForm, ResultTable, type Row, seriesOf, TimeChart } from "../charts.js";
-import { ErrorNote, Field, fieldError } from "../ui.js";
+import { ErrorNote, Field, fieldError, TextField, useAction } from "../ui.js";
 
 const OUTCOME_COLOURS: Record<string, string> = {
   VALID: "#2e7d32",
@@ -22,14 +22,13 @@ export function AnalyticsPage() {
   const [over, setOver] = useState<{ total: number; chart: ReturnType<typeof seriesOf> } | null>(null);
   const [topKeys, setTopKeys] = useState<Row[]>([]);
   const [denials, setDenials] = useState<Row[]>([]);
-  const [error, setError] = useState<unknown>(null);
+  const { error, run } = useAction();
 
-  const refresh = async () => {
-    setError(null);
-    const { interval } = RANGES[range];
-    const table = `key_verifications_per_${RANGES[range].granularity}_v1`;
-    const where = `time >= now() - ${interval}${filterOn("key_space_id", keySpaceId)}${filterOn("key_id", keyId)}`;
-    try {
+  const refresh = () =>
+    run(async () => {
+      const { interval } = RANGES[range];
+      const table = `key_verifications_per_${RANGES[range].granularity}_v1`;
+      const where = `time >= now() - ${interval}${filterOn("key_space_id", keySpaceId)}${filterOn("key_id", keyId)}`;
       const [byOutcome, top, denied] = await Promise.all([
         call<Row[]>("analytics.getVerifications", {
           query: `SELECT toUnixTimestamp64Milli(toDateTime64(time, 3)) AS t, outcome, SUM(count) AS total FROM ${table} WHERE ${where} GROUP BY t, outcome ORDER BY t`,
@@ -46,10 +45,7 @@ export function AnalyticsPage() {
       setOver({ total: byOutcome.reduce((sum, row) => sum + Number(row.total), 0), chart });
       setTopKeys(top);
       setDenials(denied);
-    } catch (failure) {
-      setError(failure);
-    }
-  };
+    });
   useEffect(() => {
     refresh();
   }, [range, keySpaceId]);
@@ -74,11 +70,7 @@ export function AnalyticsPage() {
             </select>
           )}
         </Field>
-        <Field label="Only key id" hint="Empty: every key">
-          {(id, describedBy) => (
-            <input id={id} value={keyId} aria-describedby={describedBy} onInput={(event) => setKeyId(event.currentTarget.value)} />
-          )}
-        </Field>
+        <TextField label="Only key id" hint="Empty: every key" value={keyId} onValue={setKeyId} />
       </RangeForm>
       <ErrorNote error={error} />
       <section aria-label="Verifications over time">
@@ -106,34 +98,18 @@ function SqlConsole() {
     "SELECT outcome, SUM(count) AS total FROM key_verifications_per_day_v1 GROUP BY outcome ORDER BY total DESC",
   );
   const [rows, setRows] = useState<Row[] | null>(null);
-  const [error, setError] = useState<unknown>(null);
-  const run = async (event: Event) => {
+  const { error, run } = useAction();
+  const submit = (event: Event) => {
     event.preventDefault();
-    setError(null);
-    try {
-      setRows(await call<Row[]>("analytics.getVerifications", { query }));
-    } catch (failure) {
-      setRows(null);
-      setError(failure);
-    }
+    setRows(null);
+    run(async () => setRows(await call<Row[]>("analytics.getVerifications", { query })));
   };
   const queryError = fieldError(error, "body.query");
   return (
     <section aria-label="SQL console">
       <h2>SQL console</h2>
-      <form onSubmit={run}>
-        <Field label="SQL query" error={queryError}>
-          {(id, describedBy) => (
-            <textarea
-              id={id}
-              rows={4}
-              class="sql"
-              value={query}
-              aria-describedby={describedBy}
-              onInput={(event) => setQuery(event.currentTarget.value)}
-            />
-          )}
-        </Field>
+      <form onSubmit={submit}>
+        <TextField label="SQL query" rows={4} class="sql" value={query} onValue={setQuery} error={queryError} />
         <button type="submit">Run query</button>
       </form>
       {!queryError && <ErrorNote error={error} />}

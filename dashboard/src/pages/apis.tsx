@@ -1,6 +1,6 @@
 import { useEffect, useState } from "preact/hooks";
 import { call } from "../api.js";
-import { ErrorNote, Field, fieldError } from "../ui.js";
+import { ErrorNote, fieldError, TextField, useAction } from "../ui.js";
 
 interface Api {
   id: string;
@@ -10,36 +10,29 @@ interface Api {
 export function ApisPage() {
   const [apis, setApis] = useState<Api[] | null>(null);
   const [name, setName] = useState("");
-  const [error, setError] = useState<unknown>(null);
-  const [createError, setCreateError] = useState<unknown>(null);
+  const { error, run } = useAction();
+  const creation = useAction();
   const [confirming, setConfirming] = useState<string | null>(null);
 
-  const load = () => call<Api[]>("keygate.listApis", {}).then(setApis, setError);
+  const load = async () => setApis(await call<Api[]>("keygate.listApis", {}));
   useEffect(() => {
-    load();
+    run(load);
   }, []);
 
-  const create = async (event: Event) => {
+  const create = (event: Event) => {
     event.preventDefault();
-    setCreateError(null);
-    try {
+    creation.run(async () => {
       await call("apis.createApi", { name });
       setName("");
       await load();
-    } catch (failure) {
-      setCreateError(failure);
-    }
+    });
   };
-  const remove = async (apiId: string) => {
-    setError(null);
-    try {
+  const remove = (apiId: string) =>
+    run(async () => {
       await call("apis.deleteApi", { apiId });
       setConfirming(null);
       await load();
-    } catch (failure) {
-      setError(failure);
-    }
-  };
+    });
 
   return (
     <>
@@ -47,13 +40,9 @@ export function ApisPage() {
       <ErrorNote error={error} />
       <form onSubmit={create} aria-label="Create an API">
         <h2>Create an API</h2>
-        <Field label="API name" error={fieldError(createError, "body.name")}>
-          {(id, describedBy) => (
-            <input id={id} required value={name} aria-describedby={describedBy} onInput={(event) => setName(event.currentTarget.value)} />
-          )}
-        </Field>
+        <TextField label="API name" required value={name} onValue={setName} error={fieldError(creation.error, "body.name")} />
         <button type="submit">Create API</button>
-        {!fieldError(createError, "body.name") && <ErrorNote error={createError} />}
+        {!fieldError(creation.error, "body.name") && <ErrorNote error={creation.error} />}
       </form>
       {apis && (
         <table aria-label="APIs">

@@ -1,7 +1,7 @@
 import { useEffect, useState } from "preact/hooks";
 import { call } from "../api.js";
 import { bucketsOf, RANGES, type Range, RangeForm, ResultTable, type Row, seriesOf, TimeChart } from "../charts.js";
-import { ErrorNote } from "../ui.js";
+import { ErrorNote, useAction } from "../ui.js";
 
 interface Route {
   name: string;
@@ -95,13 +95,12 @@ function GatewayTraffic() {
     ReturnType<typeof seriesOf>
   > | null>(null);
   const [routes, setRoutes] = useState<Row[]>([]);
-  const [error, setError] = useState<unknown>(null);
+  const { error, run } = useAction();
 
-  const refresh = async () => {
-    setError(null);
-    const { since, bucket, fill } = bucketsOf(range);
-    const from = `FROM gateway_requests_v1 WHERE time >= ${since}`;
-    try {
+  const refresh = () =>
+    run(async () => {
+      const { since, bucket, fill } = bucketsOf(range);
+      const from = `FROM gateway_requests_v1 WHERE time >= ${since}`;
       const [overTime, perRoute] = await Promise.all([
         call<Row[]>("analytics.getGatewayRequests", {
           query: `SELECT ${bucket} AS t, app_id AS route, count() AS requests, countIf(response_status >= 500) AS errors, countIf(${REFUSED}) AS refusals, quantile(0.5)(total_latency) AS p50, quantile(0.99)(total_latency) AS p99, quantile(0.5)(gateway_latency) AS keygate_p50, quantile(0.99)(gateway_latency) AS keygate_p99 ${from} GROUP BY t, route ORDER BY t ${fill}`,
@@ -129,10 +128,7 @@ function GatewayTraffic() {
         keygate: quantiles("keygate_"),
       });
       setRoutes(perRoute);
-    } catch (failure) {
-      setError(failure);
-    }
-  };
+    });
   useEffect(() => {
     refresh();
   }, [range]);

@@ -1,6 +1,6 @@
 import { useEffect, useState } from "preact/hooks";
 import { ApiError, call, callPage } from "../api.js";
-import { ErrorNote, Field, FormError, fieldError, Pager, useCursorPages } from "../ui.js";
+import { ErrorNote, FormError, fieldError, Pager, TextField, useAction, useCursorPages } from "../ui.js";
 import { type LimitDraft, limitsBody, RateLimitsEditor } from "./key-form.js";
 
 interface Identity {
@@ -26,48 +26,40 @@ export function IdentitiesPage() {
   const [search, setSearch] = useState("");
   const [externalId, setExternalId] = useState("");
   const [meta, setMeta] = useState("");
-  const [error, setError] = useState<unknown>(null);
-  const [createError, setCreateError] = useState<unknown>(null);
+  const { error, run } = useAction();
+  const creation = useAction();
   const [editing, setEditing] = useState<{ id: string; meta: string; ratelimits: LimitDraft[] } | null>(null);
-  const [editError, setEditError] = useState<unknown>(null);
+  const edit = useAction();
 
   const load = async (cursor: string | undefined) => {
-    setError(null);
-    try {
-      const page = await callPage<Identity>("identities.listIdentities", {
-        limit: 25,
-        ...(cursor ? { cursor } : {}),
-        ...(search ? { search } : {}),
-      });
-      setIdentities(page.items);
-      pages.setNext(page.cursor);
-    } catch (failure) {
-      setError(failure);
-    }
+    const page = await callPage<Identity>("identities.listIdentities", {
+      limit: 25,
+      ...(cursor ? { cursor } : {}),
+      ...(search ? { search } : {}),
+    });
+    setIdentities(page.items);
+    pages.setNext(page.cursor);
   };
+  const show = (cursor: string | undefined) => run(() => load(cursor));
   useEffect(() => {
-    load(undefined);
+    show(undefined);
   }, []);
   const reload = () => load(pages.current);
 
-  const create = async (event: Event) => {
+  const create = (event: Event) => {
     event.preventDefault();
-    setCreateError(null);
-    try {
+    creation.run(async () => {
       const parsed = parseMeta(meta);
       await call("identities.createIdentity", { externalId, ...(parsed ? { meta: parsed } : {}) });
       setExternalId("");
       setMeta("");
       await reload();
-    } catch (failure) {
-      setCreateError(failure);
-    }
+    });
   };
-  const save = async (event: Event) => {
+  const save = (event: Event) => {
     event.preventDefault();
     if (!editing) return;
-    setEditError(null);
-    try {
+    edit.run(async () => {
       await call("identities.updateIdentity", {
         identity: editing.id,
         meta: parseMeta(editing.meta) ?? {},
@@ -75,19 +67,13 @@ export function IdentitiesPage() {
       });
       setEditing(null);
       await reload();
-    } catch (failure) {
-      setEditError(failure);
-    }
+    });
   };
-  const remove = async (id: string) => {
-    setError(null);
-    try {
+  const remove = (id: string) =>
+    run(async () => {
       await call("identities.deleteIdentity", { identity: id });
       await reload();
-    } catch (failure) {
-      setError(failure);
-    }
-  };
+    });
 
   return (
     <>
@@ -95,30 +81,16 @@ export function IdentitiesPage() {
       <ErrorNote error={error} />
       <form onSubmit={create} aria-label="Create an identity">
         <h2>Create an identity</h2>
-        <Field label="Identity external id" error={fieldError(createError, "body.externalId")}>
-          {(id, describedBy) => (
-            <input
-              id={id}
-              required
-              value={externalId}
-              aria-describedby={describedBy}
-              onInput={(event) => setExternalId(event.currentTarget.value)}
-            />
-          )}
-        </Field>
-        <Field label="Identity meta (JSON)" error={fieldError(createError, "body.meta")}>
-          {(id, describedBy) => (
-            <textarea
-              id={id}
-              rows={2}
-              value={meta}
-              aria-describedby={describedBy}
-              onInput={(event) => setMeta(event.currentTarget.value)}
-            />
-          )}
-        </Field>
+        <TextField
+          label="Identity external id"
+          required
+          value={externalId}
+          onValue={setExternalId}
+          error={fieldError(creation.error, "body.externalId")}
+        />
+        <TextField label="Identity meta (JSON)" rows={2} value={meta} onValue={setMeta} error={fieldError(creation.error, "body.meta")} />
         <button type="submit">Create identity</button>
-        <FormError error={createError} />
+        <FormError error={creation.error} />
       </form>
       <form
         class="row"
@@ -126,12 +98,10 @@ export function IdentitiesPage() {
         onSubmit={(event) => {
           event.preventDefault();
           pages.restart();
-          load(undefined);
+          show(undefined);
         }}
       >
-        <Field label="Search external ids">
-          {(id) => <input id={id} value={search} onInput={(event) => setSearch(event.currentTarget.value)} />}
-        </Field>
+        <TextField label="Search external ids" value={search} onValue={setSearch} />
         <button type="submit">Search</button>
       </form>
       <table aria-label="Identities">
@@ -187,31 +157,27 @@ export function IdentitiesPage() {
           ))}
         </tbody>
       </table>
-      <Pager label="Pages of identities" pages={pages} load={load} />
+      <Pager label="Pages of identities" pages={pages} load={show} />
       {editing && (
         <form onSubmit={save} aria-label="Edit the identity" class="editor">
           <h2>Identity {editing.id}</h2>
-          <Field label="Meta (JSON)" error={fieldError(editError, "body.meta")}>
-            {(id, describedBy) => (
-              <textarea
-                id={id}
-                rows={4}
-                value={editing.meta}
-                aria-describedby={describedBy}
-                onInput={(event) => setEditing({ ...editing, meta: event.currentTarget.value })}
-              />
-            )}
-          </Field>
+          <TextField
+            label="Meta (JSON)"
+            rows={4}
+            value={editing.meta}
+            onValue={(meta) => setEditing({ ...editing, meta })}
+            error={fieldError(edit.error, "body.meta")}
+          />
           <RateLimitsEditor
             limits={editing.ratelimits}
             onChange={(ratelimits) => setEditing({ ...editing, ratelimits })}
-            error={editError}
+            error={edit.error}
           />
           <button type="submit">Save identity</button>{" "}
           <button type="button" onClick={() => setEditing(null)}>
             Close
           </button>
-          <FormError error={editError} />
+          <FormError error={edit.error} />
         </form>
       )}
     </>

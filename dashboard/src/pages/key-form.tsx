@@ -1,6 +1,6 @@
 import type { ComponentChildren } from "preact";
 import { ApiError } from "../api.js";
-import { Field, fieldError, fromDateTimeInput, splitList, toDateTimeInput } from "../ui.js";
+import { Field, fieldError, fromDateTimeInput, splitList, TextField, toDateTimeInput } from "../ui.js";
 
 /** What the create and edit forms share: the fields of spec table 2.2 a key keeps after it is made. */
 export interface KeyFields {
@@ -130,36 +130,22 @@ export function KeyFieldControls(props: {
     label: string,
     name: "name" | "externalId" | "creditsRemaining" | "refillAmount" | "refillDay",
     location: string,
-    type = "text",
+    type: "text" | "number" = "text",
   ) => (
-    <Field label={label} error={fieldError(error, location)}>
-      {(id, describedBy) => (
-        <input
-          id={id}
-          type={type}
-          value={fields[name]}
-          aria-describedby={describedBy}
-          onInput={(event) => set(name, event.currentTarget.value)}
-        />
-      )}
-    </Field>
+    <TextField label={label} type={type} value={fields[name]} onValue={(value) => set(name, value)} error={fieldError(error, location)} />
   );
   return (
     <>
       {text("Name", "name", "body.name")}
       {text("External id", "externalId", "body.externalId")}
       {props.extra}
-      <Field label="Expires (UTC)" error={fieldError(error, "body.expires")}>
-        {(id, describedBy) => (
-          <input
-            id={id}
-            type="datetime-local"
-            value={fields.expires}
-            aria-describedby={describedBy}
-            onInput={(event) => set("expires", event.currentTarget.value)}
-          />
-        )}
-      </Field>
+      <TextField
+        label="Expires (UTC)"
+        type="datetime-local"
+        value={fields.expires}
+        onValue={(value) => set("expires", value)}
+        error={fieldError(error, "body.expires")}
+      />
       <div class="field checkbox">
         <label>
           <input type="checkbox" checked={fields.enabled} onChange={(event) => set("enabled", event.currentTarget.checked)} /> Enabled
@@ -186,39 +172,29 @@ export function KeyFieldControls(props: {
         {fields.refillInterval === "monthly" && text("Refill day", "refillDay", "body.credits.refill.refillDay", "number")}
       </fieldset>
       <RateLimitsEditor limits={fields.ratelimits} onChange={(limits) => set("ratelimits", limits)} error={error} />
-      <Field label="Permissions" hint="One per line" error={fieldError(error, "body.permissions")}>
-        {(id, describedBy) => (
-          <textarea
-            id={id}
-            rows={2}
-            value={fields.permissions}
-            aria-describedby={describedBy}
-            onInput={(event) => set("permissions", event.currentTarget.value)}
-          />
-        )}
-      </Field>
-      <Field label="Roles" hint="One per line" error={fieldError(error, "body.roles")}>
-        {(id, describedBy) => (
-          <textarea
-            id={id}
-            rows={2}
-            value={fields.roles}
-            aria-describedby={describedBy}
-            onInput={(event) => set("roles", event.currentTarget.value)}
-          />
-        )}
-      </Field>
-      <Field label="Meta (JSON)" error={fieldError(error, "body.meta")}>
-        {(id, describedBy) => (
-          <textarea
-            id={id}
-            rows={3}
-            value={fields.meta}
-            aria-describedby={describedBy}
-            onInput={(event) => set("meta", event.currentTarget.value)}
-          />
-        )}
-      </Field>
+      <TextField
+        label="Permissions"
+        hint="One per line"
+        rows={2}
+        value={fields.permissions}
+        onValue={(value) => set("permissions", value)}
+        error={fieldError(error, "body.permissions")}
+      />
+      <TextField
+        label="Roles"
+        hint="One per line"
+        rows={2}
+        value={fields.roles}
+        onValue={(value) => set("roles", value)}
+        error={fieldError(error, "body.roles")}
+      />
+      <TextField
+        label="Meta (JSON)"
+        rows={3}
+        value={fields.meta}
+        onValue={(value) => set("meta", value)}
+        error={fieldError(error, "body.meta")}
+      />
     </>
   );
 }
@@ -259,38 +235,26 @@ export function RateLimitsEditor({
       {limits.map((limit, index) => (
         <fieldset class="row" key={index}>
           <legend>Rate limit {index + 1}</legend>
-          <Field label="Limit name" error={fieldError(error, `body.ratelimits[${index}].name`)}>
-            {(id, describedBy) => (
-              <input
-                id={id}
-                value={limit.name}
-                aria-describedby={describedBy}
-                onInput={(event) => setLimit(index, { name: event.currentTarget.value })}
-              />
-            )}
-          </Field>
-          <Field label="Requests" error={fieldError(error, `body.ratelimits[${index}].limit`)}>
-            {(id, describedBy) => (
-              <input
-                id={id}
-                type="number"
-                value={limit.limit}
-                aria-describedby={describedBy}
-                onInput={(event) => setLimit(index, { limit: event.currentTarget.value })}
-              />
-            )}
-          </Field>
-          <Field label="Per milliseconds" error={fieldError(error, `body.ratelimits[${index}].duration`)}>
-            {(id, describedBy) => (
-              <input
-                id={id}
-                type="number"
-                value={limit.duration}
-                aria-describedby={describedBy}
-                onInput={(event) => setLimit(index, { duration: event.currentTarget.value })}
-              />
-            )}
-          </Field>
+          <TextField
+            label="Limit name"
+            value={limit.name}
+            onValue={(name) => setLimit(index, { name })}
+            error={fieldError(error, `body.ratelimits[${index}].name`)}
+          />
+          <TextField
+            label="Requests"
+            type="number"
+            value={limit.limit}
+            onValue={(value) => setLimit(index, { limit: value })}
+            error={fieldError(error, `body.ratelimits[${index}].limit`)}
+          />
+          <TextField
+            label="Per milliseconds"
+            type="number"
+            value={limit.duration}
+            onValue={(duration) => setLimit(index, { duration })}
+            error={fieldError(error, `body.ratelimits[${index}].duration`)}
+          />
           <div class="field checkbox">
             <label>
               <input

@@ -1,6 +1,6 @@
 import { useEffect, useState } from "preact/hooks";
 import { call, callPage } from "../api.js";
-import { ErrorNote, Field, FormError, fieldError, formatTime, Pager, ShownOnce, useCursorPages } from "../ui.js";
+import { ErrorNote, FormError, fieldError, formatTime, Pager, ShownOnce, TextField, useAction, useCursorPages } from "../ui.js";
 import { EMPTY_KEY_FIELDS, fieldsOf, type KeyAsShown, KeyFieldControls, type KeyFields, requestFields } from "./key-form.js";
 
 const PAGE_SIZE = 25;
@@ -12,25 +12,21 @@ export function KeysPage(props: { apiId: string }) {
   const [keys, setKeys] = useState<KeyAsShown[]>([]);
   const pages = useCursorPages();
   const [filter, setFilter] = useState("");
-  const [error, setError] = useState<unknown>(null);
+  const { error, setError, run } = useAction();
   const [shown, setShown] = useState<{ label: string; value: string } | null>(null);
   const [editing, setEditing] = useState<string | null>(null);
 
-  const load = async (cursor: string | undefined, externalId = filter) => {
-    setError(null);
-    try {
+  const load = (cursor: string | undefined) =>
+    run(async () => {
       const page = await callPage<KeyAsShown>("apis.listKeys", {
         apiId,
         limit: PAGE_SIZE,
         ...(cursor ? { cursor } : {}),
-        ...(externalId ? { externalId } : {}),
+        ...(filter ? { externalId: filter } : {}),
       });
       setKeys(page.items);
       pages.setNext(page.cursor);
-    } catch (failure) {
-      setError(failure);
-    }
-  };
+    });
   useEffect(() => {
     call<{ id: string; name: string }>("apis.getApi", { apiId }).then(setApi, setError);
     load(undefined);
@@ -63,11 +59,7 @@ export function KeysPage(props: { apiId: string }) {
           load(undefined);
         }}
       >
-        <Field label="Filter by external id" error={fieldError(error, "body.externalId")}>
-          {(id, describedBy) => (
-            <input id={id} value={filter} aria-describedby={describedBy} onInput={(event) => setFilter(event.currentTarget.value)} />
-          )}
-        </Field>
+        <TextField label="Filter by external id" value={filter} onValue={setFilter} error={fieldError(error, "body.externalId")} />
         <button type="submit">Filter</button>
       </form>
       <table aria-label="Keys">
@@ -127,11 +119,10 @@ function CreateKey(props: { apiId: string; onCreated: (key: string) => void }) {
   const [prefix, setPrefix] = useState("");
   const [byteLength, setByteLength] = useState("16");
   const [recoverable, setRecoverable] = useState(false);
-  const [error, setError] = useState<unknown>(null);
-  const submit = async (event: Event) => {
+  const { error, run } = useAction();
+  const submit = (event: Event) => {
     event.preventDefault();
-    setError(null);
-    try {
+    run(async () => {
       const body = {
         apiId: props.apiId,
         ...requestFields(fields, false),
@@ -142,9 +133,7 @@ function CreateKey(props: { apiId: string; onCreated: (key: string) => void }) {
       const created = await call<{ keyId: string; key: string }>("keys.createKey", body);
       setFields(EMPTY_KEY_FIELDS);
       props.onCreated(created.key);
-    } catch (failure) {
-      setError(failure);
-    }
+    });
   };
   return (
     <details>
@@ -156,22 +145,14 @@ function CreateKey(props: { apiId: string; onCreated: (key: string) => void }) {
           error={error}
           extra={
             <>
-              <Field label="Prefix" error={fieldError(error, "body.prefix")}>
-                {(id, describedBy) => (
-                  <input id={id} value={prefix} aria-describedby={describedBy} onInput={(event) => setPrefix(event.currentTarget.value)} />
-                )}
-              </Field>
-              <Field label="Byte length" error={fieldError(error, "body.byteLength")}>
-                {(id, describedBy) => (
-                  <input
-                    id={id}
-                    type="number"
-                    value={byteLength}
-                    aria-describedby={describedBy}
-                    onInput={(event) => setByteLength(event.currentTarget.value)}
-                  />
-                )}
-              </Field>
+              <TextField label="Prefix" value={prefix} onValue={setPrefix} error={fieldError(error, "body.prefix")} />
+              <TextField
+                label="Byte length"
+                type="number"
+                value={byteLength}
+                onValue={setByteLength}
+                error={fieldError(error, "body.byteLength")}
+              />
               <div class="field checkbox">
                 <label>
                   <input type="checkbox" checked={recoverable} onChange={(event) => setRecoverable(event.currentTarget.checked)} />{" "}
@@ -191,7 +172,7 @@ function CreateKey(props: { apiId: string; onCreated: (key: string) => void }) {
 function EditKey(props: { keyId: string; onDone: (secret?: { label: string; value: string }) => void }) {
   const [key, setKey] = useState<KeyAsShown | null>(null);
   const [fields, setFields] = useState<KeyFields>(EMPTY_KEY_FIELDS);
-  const [error, setError] = useState<unknown>(null);
+  const { error, setError, run: act } = useAction();
   const [confirmDelete, setConfirmDelete] = useState(false);
   const [revealed, setRevealed] = useState<string | null>(null);
   useEffect(() => {
@@ -201,14 +182,6 @@ function EditKey(props: { keyId: string; onDone: (secret?: { label: string; valu
     }, setError);
   }, [props.keyId]);
 
-  const act = async (action: () => Promise<void>) => {
-    setError(null);
-    try {
-      await action();
-    } catch (failure) {
-      setError(failure);
-    }
-  };
   const save = (event: Event) => {
     event.preventDefault();
     act(async () => {

@@ -1,7 +1,7 @@
 import { useEffect, useState } from "preact/hooks";
 import { call } from "../api.js";
 import { bucketsOf, RANGES, type Range, RangeForm, ResultTable, type Row, seriesOf, TimeChart } from "../charts.js";
-import { ErrorNote, Field, FormError, fieldError } from "../ui.js";
+import { ErrorNote, FormError, fieldError, TextField, useAction } from "../ui.js";
 
 interface Override {
   overrideId: string;
@@ -30,15 +30,14 @@ function RatelimitDecisions() {
   const [chart, setChart] = useState<ReturnType<typeof seriesOf> | null>(null);
   const [namespaces, setNamespaces] = useState<Row[]>([]);
   const [blocked, setBlocked] = useState<Row[]>([]);
-  const [error, setError] = useState<unknown>(null);
+  const { error, run } = useAction();
 
-  const refresh = async () => {
-    setError(null);
-    const { fill } = bucketsOf(range);
-    const from = `FROM ratelimits_per_${RANGES[range].granularity}_v1 WHERE time >= now() - ${RANGES[range].interval}`;
-    // Aliases differ from the columns: an alias `passed` would stand for sum(passed) inside sum(passed) too.
-    const decided = "sum(passed) AS total_passed, sum(total) - sum(passed) AS total_blocked";
-    try {
+  const refresh = () =>
+    run(async () => {
+      const { fill } = bucketsOf(range);
+      const from = `FROM ratelimits_per_${RANGES[range].granularity}_v1 WHERE time >= now() - ${RANGES[range].interval}`;
+      // Aliases differ from the columns: an alias `passed` would stand for sum(passed) inside sum(passed) too.
+      const decided = "sum(passed) AS total_passed, sum(total) - sum(passed) AS total_blocked";
       const [overTime, perNamespace, topBlocked] = await Promise.all([
         call<Row[]>("analytics.getRatelimits", {
           query: `SELECT toUnixTimestamp64Milli(toDateTime64(time, 3)) AS t, namespace_id, ${decided} ${from} GROUP BY t, namespace_id ORDER BY t ${fill}`,
@@ -63,10 +62,7 @@ function RatelimitDecisions() {
       );
       setNamespaces(perNamespace);
       setBlocked(topBlocked);
-    } catch (failure) {
-      setError(failure);
-    }
-  };
+    });
   useEffect(() => {
     refresh();
   }, [range]);
@@ -102,42 +98,30 @@ function Overrides() {
   const [identifier, setIdentifier] = useState("");
   const [limit, setLimit] = useState("");
   const [duration, setDuration] = useState("60000");
-  const [error, setError] = useState<unknown>(null);
-  const [overrideError, setOverrideError] = useState<unknown>(null);
+  const { error, run } = useAction();
+  const setting = useAction();
 
   const load = async (name: string) => {
-    setError(null);
-    try {
-      const { overrides: listed } = await call<{ overrides: Override[] }>("ratelimit.listOverrides", { namespace: name, limit: 100 });
-      setOverrides(listed);
-      setShown(name);
-    } catch (failure) {
-      setError(failure);
-      setShown(null);
-    }
+    const { overrides: listed } = await call<{ overrides: Override[] }>("ratelimit.listOverrides", { namespace: name, limit: 100 });
+    setOverrides(listed);
+    setShown(name);
   };
-  const submit = async (event: Event) => {
+  const submit = (event: Event) => {
     event.preventDefault();
     if (shown === null) return;
-    setOverrideError(null);
-    try {
+    setting.run(async () => {
       await call("ratelimit.setOverride", { namespace: shown, identifier, limit: Number(limit), duration: Number(duration) });
       setIdentifier("");
       setLimit("");
       await load(shown);
-    } catch (failure) {
-      setOverrideError(failure);
-    }
+    });
   };
-  const remove = async (override: Override) => {
+  const remove = (override: Override) => {
     if (shown === null) return;
-    setError(null);
-    try {
+    run(async () => {
       await call("ratelimit.deleteOverride", { namespace: shown, identifier: override.identifier });
       await load(shown);
-    } catch (failure) {
-      setError(failure);
-    }
+    });
   };
 
   return (
@@ -148,20 +132,11 @@ function Overrides() {
         aria-label="Choose a namespace"
         onSubmit={(event) => {
           event.preventDefault();
-          load(namespace);
+          setShown(null);
+          run(() => load(namespace));
         }}
       >
-        <Field label="Namespace" error={fieldError(error, "body.namespace")}>
-          {(id, describedBy) => (
-            <input
-              id={id}
-              required
-              value={namespace}
-              aria-describedby={describedBy}
-              onInput={(event) => setNamespace(event.currentTarget.value)}
-            />
-          )}
-        </Field>
+        <TextField label="Namespace" required value={namespace} onValue={setNamespace} error={fieldError(error, "body.namespace")} />
         <button type="submit">Show overrides</button>
       </form>
       {!fieldError(error, "body.namespace") && <ErrorNote error={error} />}
@@ -201,44 +176,34 @@ function Overrides() {
           <form onSubmit={submit} aria-label="Set an override">
             <h3>Set an override in {shown}</h3>
             <div class="row">
-              <Field label="Identifier" hint="Exact, or a pattern with *" error={fieldError(overrideError, "body.identifier")}>
-                {(id, describedBy) => (
-                  <input
-                    id={id}
-                    required
-                    value={identifier}
-                    aria-describedby={describedBy}
-                    onInput={(event) => setIdentifier(event.currentTarget.value)}
-                  />
-                )}
-              </Field>
-              <Field label="Limit" hint="0 blocks" error={fieldError(overrideError, "body.limit")}>
-                {(id, describedBy) => (
-                  <input
-                    id={id}
-                    type="number"
-                    required
-                    value={limit}
-                    aria-describedby={describedBy}
-                    onInput={(event) => setLimit(event.currentTarget.value)}
-                  />
-                )}
-              </Field>
-              <Field label="Duration (ms)" error={fieldError(overrideError, "body.duration")}>
-                {(id, describedBy) => (
-                  <input
-                    id={id}
-                    type="number"
-                    required
-                    value={duration}
-                    aria-describedby={describedBy}
-                    onInput={(event) => setDuration(event.currentTarget.value)}
-                  />
-                )}
-              </Field>
+              <TextField
+                label="Identifier"
+                hint="Exact, or a pattern with *"
+                required
+                value={identifier}
+                onValue={setIdentifier}
+                error={fieldError(setting.error, "body.identifier")}
+              />
+              <TextField
+                label="Limit"
+                hint="0 blocks"
+                type="number"
+                required
+                value={limit}
+                onValue={setLimit}
+                error={fieldError(setting.error, "body.limit")}
+              />
+              <TextField
+                label="Duration (ms)"
+                type="number"
+                required
+                value={duration}
+                onValue={setDuration}
+                error={fieldError(setting.error, "body.duration")}
+              />
               <button type="submit">Set override</button>
             </div>
-            <FormError error={overrideError} />
+            <FormError error={setting.error} />
           </form>
         </>
       )}

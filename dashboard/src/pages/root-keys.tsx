@@ -1,6 +1,6 @@
 import { useEffect, useState } from "preact/hooks";
 import { call } from "../api.js";
-import { ErrorNote, Field, fieldError, formatTime, fromDateTimeInput, ShownOnce, splitList } from "../ui.js";
+import { ErrorNote, fieldError, formatTime, fromDateTimeInput, ShownOnce, splitList, TextField, useAction } from "../ui.js";
 
 interface RootKey {
   rootKeyId: string;
@@ -17,19 +17,18 @@ export function RootKeysPage() {
   const [name, setName] = useState("");
   const [permissions, setPermissions] = useState("");
   const [expires, setExpires] = useState("");
-  const [error, setError] = useState<unknown>(null);
-  const [createError, setCreateError] = useState<unknown>(null);
+  const { error, run } = useAction();
+  const creation = useAction();
   const [shown, setShown] = useState<string | null>(null);
 
-  const load = () => call<RootKey[]>("keygate.listRootKeys", {}).then(setRootKeys, setError);
+  const load = async () => setRootKeys(await call<RootKey[]>("keygate.listRootKeys", {}));
   useEffect(() => {
-    load();
+    run(load);
   }, []);
 
-  const create = async (event: Event) => {
+  const create = (event: Event) => {
     event.preventDefault();
-    setCreateError(null);
-    try {
+    creation.run(async () => {
       const at = fromDateTimeInput(expires);
       const created = await call<{ rootKeyId: string; key: string }>("keygate.createRootKey", {
         permissions: splitList(permissions),
@@ -41,21 +40,15 @@ export function RootKeysPage() {
       setPermissions("");
       setExpires("");
       await load();
-    } catch (failure) {
-      setCreateError(failure);
-    }
+    });
   };
-  const revoke = async (rootKeyId: string) => {
-    setError(null);
-    try {
+  const revoke = (rootKeyId: string) =>
+    run(async () => {
       await call("keygate.deleteRootKey", { rootKeyId });
       await load();
-    } catch (failure) {
-      setError(failure);
-    }
-  };
+    });
 
-  const permissionsError = fieldError(createError, "body.permissions");
+  const permissionsError = fieldError(creation.error, "body.permissions");
   return (
     <>
       <h1>Root keys</h1>
@@ -63,39 +56,24 @@ export function RootKeysPage() {
       {shown && <ShownOnce label="New root key" value={shown} onDismiss={() => setShown(null)} />}
       <form onSubmit={create} aria-label="Create a root key">
         <h2>Create a root key</h2>
-        <Field label="Root key name" error={fieldError(createError, "body.name")}>
-          {(id, describedBy) => (
-            <input id={id} value={name} aria-describedby={describedBy} onInput={(event) => setName(event.currentTarget.value)} />
-          )}
-        </Field>
-        <Field
+        <TextField label="Root key name" value={name} onValue={setName} error={fieldError(creation.error, "body.name")} />
+        <TextField
           label="Root key permissions"
           hint="One per line, e.g. api.*.read_key. A root key can only grant permissions it holds itself."
+          rows={3}
+          value={permissions}
+          onValue={setPermissions}
           error={permissionsError}
-        >
-          {(id, describedBy) => (
-            <textarea
-              id={id}
-              rows={3}
-              value={permissions}
-              aria-describedby={describedBy}
-              onInput={(event) => setPermissions(event.currentTarget.value)}
-            />
-          )}
-        </Field>
-        <Field label="Root key expires (UTC)" error={fieldError(createError, "body.expires")}>
-          {(id, describedBy) => (
-            <input
-              id={id}
-              type="datetime-local"
-              value={expires}
-              aria-describedby={describedBy}
-              onInput={(event) => setExpires(event.currentTarget.value)}
-            />
-          )}
-        </Field>
+        />
+        <TextField
+          label="Root key expires (UTC)"
+          type="datetime-local"
+          value={expires}
+          onValue={setExpires}
+          error={fieldError(creation.error, "body.expires")}
+        />
         <button type="submit">Create root key</button>
-        {!permissionsError && <ErrorNote error={createError} />}
+        {!permissionsError && <ErrorNote error={creation.error} />}
       </form>
       {rootKeys && (
         <table aria-label="Root keys">
