@@ -77,6 +77,37 @@ export function useAction(): {
   return { error, setError, run };
 }
 
+/** A table with a header row of `columns` and a row per item; `empty` stands in the one row when there is none. */
+export function DataTable<T>(props: {
+  label: string;
+  columns: readonly string[];
+  items: readonly T[];
+  row: (item: T) => ComponentChildren;
+  empty?: ComponentChildren;
+}) {
+  return (
+    <table aria-label={props.label}>
+      <thead>
+        <tr>
+          {props.columns.map((column) => (
+            <th scope="col" key={column}>
+              {column}
+            </th>
+          ))}
+        </tr>
+      </thead>
+      <tbody>
+        {props.items.length === 0 && props.empty !== undefined && (
+          <tr>
+            <td colSpan={props.columns.length}>{props.empty}</td>
+          </tr>
+        )}
+        {props.items.map(props.row)}
+      </tbody>
+    </table>
+  );
+}
+
 /** An error that names no field: shown as an alert, with the API's code. */
 export function ErrorNote(props: { error: unknown }) {
   if (!props.error) return null;

@@ -1,6 +1,6 @@
 import { useEffect, useState } from "preact/hooks";
 import { call, callPage } from "../api.js";
-import { ErrorNote, FormError, fieldError, splitList, TextField, useAction } from "../ui.js";
+import { DataTable, ErrorNote, FormError, fieldError, splitList, TextField, useAction } from "../ui.js";
 
 interface Permission {
   id: string;
@@ -39,65 +39,51 @@ export function AccessPage() {
       <h1>Permissions and roles</h1>
       <ErrorNote error={error} />
       <CreatePermission onCreated={() => run(load)} />
-      <table aria-label="Permissions">
-        <thead>
-          <tr>
-            <th scope="col">Slug</th>
-            <th scope="col">Name</th>
-            <th scope="col">Description</th>
-            <th scope="col">Actions</th>
+      <DataTable
+        label="Permissions"
+        columns={["Slug", "Name", "Description", "Actions"]}
+        items={permissions}
+        row={(permission) => (
+          <tr key={permission.id}>
+            <td>
+              <code>{permission.slug}</code>
+            </td>
+            <td>{permission.name}</td>
+            <td>{permission.description ?? ""}</td>
+            <td>
+              <button
+                type="button"
+                aria-label={`Delete permission ${permission.slug}`}
+                onClick={() => remove("permissions.deletePermission", { permission: permission.slug })}
+              >
+                Delete
+              </button>
+            </td>
           </tr>
-        </thead>
-        <tbody>
-          {permissions.map((permission) => (
-            <tr key={permission.id}>
-              <td>
-                <code>{permission.slug}</code>
-              </td>
-              <td>{permission.name}</td>
-              <td>{permission.description ?? ""}</td>
-              <td>
-                <button
-                  type="button"
-                  aria-label={`Delete permission ${permission.slug}`}
-                  onClick={() => remove("permissions.deletePermission", { permission: permission.slug })}
-                >
-                  Delete
-                </button>
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+        )}
+      />
       <CreateRole onCreated={() => run(load)} />
-      <table aria-label="Roles">
-        <thead>
-          <tr>
-            <th scope="col">Role</th>
-            <th scope="col">Description</th>
-            <th scope="col">Permissions</th>
-            <th scope="col">Actions</th>
+      <DataTable
+        label="Roles"
+        columns={["Role", "Description", "Permissions", "Actions"]}
+        items={roles}
+        row={(role) => (
+          <tr key={role.id}>
+            <td>{role.name}</td>
+            <td>{role.description ?? ""}</td>
+            <td>{(role.permissions ?? []).map((permission) => permission.slug).join(", ")}</td>
+            <td>
+              <button
+                type="button"
+                aria-label={`Delete role ${role.name}`}
+                onClick={() => remove("permissions.deleteRole", { role: role.id })}
+              >
+                Delete
+              </button>
+            </td>
           </tr>
-        </thead>
-        <tbody>
-          {roles.map((role) => (
-            <tr key={role.id}>
-              <td>{role.name}</td>
-              <td>{role.description ?? ""}</td>
-              <td>{(role.permissions ?? []).map((permission) => permission.slug).join(", ")}</td>
-              <td>
-                <button
-                  type="button"
-                  aria-label={`Delete role ${role.name}`}
-                  onClick={() => remove("permissions.deleteRole", { role: role.id })}
-                >
-                  Delete
-                </button>
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+        )}
+      />
     </>
   );
 }

@@ -1,6 +1,6 @@
 import { useEffect, useState } from "preact/hooks";
 import { call } from "../api.js";
-import { ErrorNote, fieldError, TextField, useAction } from "../ui.js";
+import { DataTable, ErrorNote, fieldError, TextField, useAction } from "../ui.js";
 
 interface Api {
   id: string;
@@ -45,48 +45,38 @@ export function ApisPage() {
         {!fieldError(creation.error, "body.name") && <ErrorNote error={creation.error} />}
       </form>
       {apis && (
-        <table aria-label="APIs">
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">API id</th>
-              <th scope="col">Actions</th>
-            </tr>
-          </thead>
-          <tbody>
-            {apis.length === 0 && (
-              <tr>
-                <td colSpan={3}>No APIs yet.</td>
-              </tr>
-            )}
-            {apis.map((api) => (
-              <tr key={api.id}>
-                <td>
-                  <a href={`#/apis/${encodeURIComponent(api.id)}`}>{api.name}</a>
-                </td>
-                <td>
-                  <code>{api.id}</code>
-                </td>
-                <td>
-                  {confirming === api.id ? (
-                    <>
-                      <button type="button" class="danger" onClick={() => remove(api.id)}>
-                        Confirm deleting {api.name}
-                      </button>{" "}
-                      <button type="button" onClick={() => setConfirming(null)}>
-                        Cancel
-                      </button>
-                    </>
-                  ) : (
-                    <button type="button" aria-label={`Delete ${api.name}`} onClick={() => setConfirming(api.id)}>
-                      Delete
+        <DataTable
+          label="APIs"
+          columns={["Name", "API id", "Actions"]}
+          empty="No APIs yet."
+          items={apis}
+          row={(api) => (
+            <tr key={api.id}>
+              <td>
+                <a href={`#/apis/${encodeURIComponent(api.id)}`}>{api.name}</a>
+              </td>
+              <td>
+                <code>{api.id}</code>
+              </td>
+              <td>
+                {confirming === api.id ? (
+                  <>
+                    <button type="button" class="danger" onClick={() => remove(api.id)}>
+                      Confirm deleting {api.name}
+                    </button>{" "}
+                    <button type="button" onClick={() => setConfirming(null)}>
+                      Cancel
                     </button>
-                  )}
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+                  </>
+                ) : (
+                  <button type="button" aria-label={`Delete ${api.name}`} onClick={() => setConfirming(api.id)}>
+                    Delete
+                  </button>
+                )}
+              </td>
+            </tr>
+          )}
+        />
       )}
     </>
   );

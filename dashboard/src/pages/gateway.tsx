@@ -1,7 +1,7 @@
 import { useEffect, useState } from "preact/hooks";
 import { call } from "../api.js";
 import { bucketsOf, RANGES, type Range, RangeForm, ResultTable, type Row, seriesOf, TimeChart } from "../charts.js";
-import { ErrorNote, useAction } from "../ui.js";
+import { DataTable, ErrorNote, useAction } from "../ui.js";
 
 interface Route {
   name: string;
@@ -29,53 +29,38 @@ export function GatewayPage() {
       <p>Read-only: routes are set in keygate's configuration file and reloaded from it.</p>
       <ErrorNote error={error} />
       {routes && (
-        <table aria-label="Gateway routes">
-          <thead>
-            <tr>
-              <th scope="col">Route</th>
-              <th scope="col">Matches</th>
-              <th scope="col">Key from</th>
-              <th scope="col">Permission query</th>
-              <th scope="col">Limits</th>
-              <th scope="col">Credits</th>
-              <th scope="col">API</th>
-              <th scope="col">Upstream</th>
+        <DataTable
+          label="Gateway routes"
+          columns={["Route", "Matches", "Key from", "Permission query", "Limits", "Credits", "API", "Upstream"]}
+          empty="No routes in front of this workspace's APIs."
+          items={routes}
+          row={(route) => (
+            <tr key={route.name}>
+              <td>{route.name}</td>
+              <td>
+                {(route.match.methods ?? ["any method"]).join(", ")} <code>{route.match.prefix}</code>
+              </td>
+              <td>{keyLocation(route.key)}</td>
+              <td>{route.permissions ?? ""}</td>
+              <td>
+                {[
+                  ...(route.ratelimits ?? []).map((limit) => `${limit.name} (cost ${limit.cost})`),
+                  ...(route.namespaceLimits ?? []).map(
+                    (limit) => `${limit.namespace}: ${limit.limit} per ${limit.duration} ms by ${limit.identifier}`,
+                  ),
+                ].join("; ")}
+              </td>
+              <td>{route.credits ? route.credits.cost : ""}</td>
+              <td>
+                <code>{route.apiId}</code>
+              </td>
+              <td>
+                <code>{route.upstream}</code>
+                {route.timeoutMs !== undefined ? ` (timeout ${route.timeoutMs} ms)` : ""}
+              </td>
             </tr>
-          </thead>
-          <tbody>
-            {routes.length === 0 && (
-              <tr>
-                <td colSpan={8}>No routes in front of this workspace's APIs.</td>
-              </tr>
-            )}
-            {routes.map((route) => (
-              <tr key={route.name}>
-                <td>{route.name}</td>
-                <td>
-                  {(route.match.methods ?? ["any method"]).join(", ")} <code>{route.match.prefix}</code>
-                </td>
-                <td>{keyLocation(route.key)}</td>
-                <td>{route.permissions ?? ""}</td>
-                <td>
-                  {[
-                    ...(route.ratelimits ?? []).map((limit) => `${limit.name} (cost ${limit.cost})`),
-                    ...(route.namespaceLimits ?? []).map(
-                      (limit) => `${limit.namespace}: ${limit.limit} per ${limit.duration} ms by ${limit.identifier}`,
-                    ),
-                  ].join("; ")}
-                </td>
-                <td>{route.credits ? route.credits.cost : ""}</td>
-                <td>
-                  <code>{route.apiId}</code>
-                </td>
-                <td>
-                  <code>{route.upstream}</code>
-                  {route.timeoutMs !== undefined ? ` (timeout ${route.timeoutMs} ms)` : ""}
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+          )}
+        />
       )}
       <GatewayTraffic />
     </>

@@ -1,6 +1,6 @@
 import { useEffect, useState } from "preact/hooks";
 import { ApiError, call, callPage } from "../api.js";
-import { ErrorNote, FormError, fieldError, Pager, TextField, useAction, useCursorPages } from "../ui.js";
+import { DataTable, ErrorNote, FormError, fieldError, Pager, TextField, useAction, useCursorPages } from "../ui.js";
 import { type LimitDraft, limitsBody, RateLimitsEditor } from "./key-form.js";
 
 interface Identity {
@@ -104,59 +104,47 @@ export function IdentitiesPage() {
         <TextField label="Search external ids" value={search} onValue={setSearch} />
         <button type="submit">Search</button>
       </form>
-      <table aria-label="Identities">
-        <thead>
-          <tr>
-            <th scope="col">External id</th>
-            <th scope="col">Id</th>
-            <th scope="col">Meta</th>
-            <th scope="col">Rate limits</th>
-            <th scope="col">Actions</th>
+      <DataTable
+        label="Identities"
+        columns={["External id", "Id", "Meta", "Rate limits", "Actions"]}
+        empty="No identities."
+        items={identities}
+        row={(identity) => (
+          <tr key={identity.id}>
+            <td>{identity.externalId}</td>
+            <td>
+              <code>{identity.id}</code>
+            </td>
+            <td>
+              <code>{identity.meta ? JSON.stringify(identity.meta) : ""}</code>
+            </td>
+            <td>{(identity.ratelimits ?? []).map((limit) => `${limit.name}: ${limit.limit}/${limit.duration} ms`).join("; ")}</td>
+            <td>
+              <button
+                type="button"
+                aria-label={`Edit ${identity.externalId}`}
+                onClick={() =>
+                  setEditing({
+                    id: identity.id,
+                    meta: identity.meta ? JSON.stringify(identity.meta, null, 2) : "",
+                    ratelimits: (identity.ratelimits ?? []).map((limit) => ({
+                      name: limit.name,
+                      limit: String(limit.limit),
+                      duration: String(limit.duration),
+                      autoApply: limit.autoApply ?? false,
+                    })),
+                  })
+                }
+              >
+                Edit
+              </button>{" "}
+              <button type="button" aria-label={`Delete ${identity.externalId}`} onClick={() => remove(identity.id)}>
+                Delete
+              </button>
+            </td>
           </tr>
-        </thead>
-        <tbody>
-          {identities.length === 0 && (
-            <tr>
-              <td colSpan={5}>No identities.</td>
-            </tr>
-          )}
-          {identities.map((identity) => (
-            <tr key={identity.id}>
-              <td>{identity.externalId}</td>
-              <td>
-                <code>{identity.id}</code>
-              </td>
-              <td>
-                <code>{identity.meta ? JSON.stringify(identity.meta) : ""}</code>
-              </td>
-              <td>{(identity.ratelimits ?? []).map((limit) => `${limit.name}: ${limit.limit}/${limit.duration} ms`).join("; ")}</td>
-              <td>
-                <button
-                  type="button"
-                  aria-label={`Edit ${identity.externalId}`}
-                  onClick={() =>
-                    setEditing({
-                      id: identity.id,
-                      meta: identity.meta ? JSON.stringify(identity.meta, null, 2) : "",
-                      ratelimits: (identity.ratelimits ?? []).map((limit) => ({
-                        name: limit.name,
-                        limit: String(limit.limit),
-                        duration: String(limit.duration),
-                        autoApply: limit.autoApply ?? false,
-                      })),
-                    })
-                  }
-                >
-                  Edit
-                </button>{" "}
-                <button type="button" aria-label={`Delete ${identity.externalId}`} onClick={() => remove(identity.id)}>
-                  Delete
-                </button>
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+        )}
+      />
       <Pager label="Pages of identities" pages={pages} load={show} />
       {editing && (
         <form onSubmit={save} aria-label="Edit the identity" class="editor">

@@ -1,6 +1,6 @@
 import { useEffect, useState } from "preact/hooks";
 import { call, callPage } from "../api.js";
-import { ErrorNote, FormError, fieldError, formatTime, Pager, ShownOnce, TextField, useAction, useCursorPages } from "../ui.js";
+import { DataTable, ErrorNote, FormError, fieldError, formatTime, Pager, ShownOnce, TextField, useAction, useCursorPages } from "../ui.js";
 import { EMPTY_KEY_FIELDS, fieldsOf, type KeyAsShown, KeyFieldControls, type KeyFields, requestFields } from "./key-form.js";
 
 const PAGE_SIZE = 25;
@@ -62,43 +62,29 @@ export function KeysPage(props: { apiId: string }) {
         <TextField label="Filter by external id" value={filter} onValue={setFilter} error={fieldError(error, "body.externalId")} />
         <button type="submit">Filter</button>
       </form>
-      <table aria-label="Keys">
-        <thead>
-          <tr>
-            <th scope="col">Key</th>
-            <th scope="col">Name</th>
-            <th scope="col">External id</th>
-            <th scope="col">Enabled</th>
-            <th scope="col">Credits</th>
-            <th scope="col">Expires</th>
-            <th scope="col">Actions</th>
+      <DataTable
+        label="Keys"
+        columns={["Key", "Name", "External id", "Enabled", "Credits", "Expires", "Actions"]}
+        empty="No keys."
+        items={keys}
+        row={(key) => (
+          <tr key={key.keyId}>
+            <td>
+              <code>{key.keyId}</code> <small>{key.start}…</small>
+            </td>
+            <td>{key.name ?? ""}</td>
+            <td>{key.identity?.externalId ?? ""}</td>
+            <td>{key.enabled ? "yes" : "no"}</td>
+            <td>{key.credits ? (key.credits.remaining ?? "unlimited") : "unlimited"}</td>
+            <td>{formatTime(key.expires)}</td>
+            <td>
+              <button type="button" aria-label={`Edit ${key.keyId}`} onClick={() => setEditing(key.keyId)}>
+                Edit
+              </button>
+            </td>
           </tr>
-        </thead>
-        <tbody>
-          {keys.length === 0 && (
-            <tr>
-              <td colSpan={7}>No keys.</td>
-            </tr>
-          )}
-          {keys.map((key) => (
-            <tr key={key.keyId}>
-              <td>
-                <code>{key.keyId}</code> <small>{key.start}…</small>
-              </td>
-              <td>{key.name ?? ""}</td>
-              <td>{key.identity?.externalId ?? ""}</td>
-              <td>{key.enabled ? "yes" : "no"}</td>
-              <td>{key.credits ? (key.credits.remaining ?? "unlimited") : "unlimited"}</td>
-              <td>{formatTime(key.expires)}</td>
-              <td>
-                <button type="button" aria-label={`Edit ${key.keyId}`} onClick={() => setEditing(key.keyId)}>
-                  Edit
-                </button>
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+        )}
+      />
       <Pager label="Pages of keys" pages={pages} load={load} />
       {editing && (
         <EditKey

@@ -1,7 +1,7 @@
 import { useEffect, useState } from "preact/hooks";
 import { call } from "../api.js";
 import { bucketsOf, RANGES, type Range, RangeForm, ResultTable, type Row, seriesOf, TimeChart } from "../charts.js";
-import { ErrorNote, FormError, fieldError, TextField, useAction } from "../ui.js";
+import { DataTable, ErrorNote, FormError, fieldError, TextField, useAction } from "../ui.js";
 
 interface Override {
   overrideId: string;
@@ -142,37 +142,26 @@ function Overrides() {
       {!fieldError(error, "body.namespace") && <ErrorNote error={error} />}
       {shown !== null && (
         <>
-          <table aria-label="Overrides">
-            <thead>
-              <tr>
-                <th scope="col">Identifier</th>
-                <th scope="col">Limit</th>
-                <th scope="col">Per milliseconds</th>
-                <th scope="col">Actions</th>
+          <DataTable
+            label="Overrides"
+            columns={["Identifier", "Limit", "Per milliseconds", "Actions"]}
+            empty={<>No overrides in {shown}.</>}
+            items={overrides}
+            row={(override) => (
+              <tr key={override.overrideId}>
+                <td>
+                  <code>{override.identifier}</code>
+                </td>
+                <td>{override.limit}</td>
+                <td>{override.duration}</td>
+                <td>
+                  <button type="button" aria-label={`Delete override ${override.identifier}`} onClick={() => remove(override)}>
+                    Delete
+                  </button>
+                </td>
               </tr>
-            </thead>
-            <tbody>
-              {overrides.length === 0 && (
-                <tr>
-                  <td colSpan={4}>No overrides in {shown}.</td>
-                </tr>
-              )}
-              {overrides.map((override) => (
-                <tr key={override.overrideId}>
-                  <td>
-                    <code>{override.identifier}</code>
-                  </td>
-                  <td>{override.limit}</td>
-                  <td>{override.duration}</td>
-                  <td>
-                    <button type="button" aria-label={`Delete override ${override.identifier}`} onClick={() => remove(override)}>
-                      Delete
-                    </button>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
+            )}
+          />
           <form onSubmit={submit} aria-label="Set an override">
             <h3>Set an override in {shown}</h3>
             <div class="row">

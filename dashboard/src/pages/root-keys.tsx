@@ -1,6 +1,6 @@
 import { useEffect, useState } from "preact/hooks";
 import { call } from "../api.js";
-import { ErrorNote, fieldError, formatTime, fromDateTimeInput, ShownOnce, splitList, TextField, useAction } from "../ui.js";
+import { DataTable, ErrorNote, fieldError, formatTime, fromDateTimeInput, ShownOnce, splitList, TextField, useAction } from "../ui.js";
 
 interface RootKey {
   rootKeyId: string;
@@ -76,53 +76,40 @@ export function RootKeysPage() {
         {!permissionsError && <ErrorNote error={creation.error} />}
       </form>
       {rootKeys && (
-        <table aria-label="Root keys">
-          <thead>
-            <tr>
-              <th scope="col">Id</th>
-              <th scope="col">Name</th>
-              <th scope="col">Permissions</th>
-              <th scope="col">Created</th>
-              <th scope="col">State</th>
-              <th scope="col">Actions</th>
+        <DataTable
+          label="Root keys"
+          columns={["Id", "Name", "Permissions", "Created", "State", "Actions"]}
+          empty="No stored root keys (root keys from the configuration are not listed)."
+          items={rootKeys}
+          row={(rootKey) => (
+            <tr key={rootKey.rootKeyId}>
+              <td>
+                <code>{rootKey.rootKeyId}</code>
+              </td>
+              <td>{rootKey.name ?? ""}</td>
+              <td>{rootKey.permissions.join(", ")}</td>
+              <td>{formatTime(rootKey.createdAt)}</td>
+              <td>
+                {rootKey.revokedAt !== undefined
+                  ? `revoked ${formatTime(rootKey.revokedAt)}`
+                  : rootKey.expires !== undefined && rootKey.expires <= Date.now()
+                    ? "expired"
+                    : "active"}
+              </td>
+              <td>
+                {rootKey.revokedAt === undefined && (
+                  <button
+                    type="button"
+                    aria-label={`Revoke ${rootKey.name ?? rootKey.rootKeyId}`}
+                    onClick={() => revoke(rootKey.rootKeyId)}
+                  >
+                    Revoke
+                  </button>
+                )}
+              </td>
             </tr>
-          </thead>
-          <tbody>
-            {rootKeys.length === 0 && (
-              <tr>
-                <td colSpan={6}>No stored root keys (root keys from the configuration are not listed).</td>
-              </tr>
-            )}
-            {rootKeys.map((rootKey) => (
-              <tr key={rootKey.rootKeyId}>
-                <td>
-                  <code>{rootKey.rootKeyId}</code>
-                </td>
-                <td>{rootKey.name ?? ""}</td>
-                <td>{rootKey.permissions.join(", ")}</td>
-                <td>{formatTime(rootKey.createdAt)}</td>
-                <td>
-                  {rootKey.revokedAt !== undefined
-                    ? `revoked ${formatTime(rootKey.revokedAt)}`
-                    : rootKey.expires !== undefined && rootKey.expires <= Date.now()
-                      ? "expired"
-                      : "active"}
-                </td>
-                <td>
-                  {rootKey.revokedAt === undefined && (
-                    <button
-                      type="button"
-                      aria-label={`Revoke ${rootKey.name ?? rootKey.rootKeyId}`}
-                      onClick={() => revoke(rootKey.rootKeyId)}
-                    >
-                      Revoke
-                    </button>
-                  )}
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+          )}
+        />
       )}
     </>
   );
