@@ -2,7 +2,7 @@ import type { ComponentChildren } from "preact";
 import { useEffect, useRef } from "preact/hooks";
 import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
-import { Field } from "./ui.js";
+import { DataTable, Field } from "./ui.js";
 
 /** One row of an analytics answer. */
 export type Row = Record<string, unknown>;
@@ -161,25 +161,17 @@ export function ResultTable(props: { rows: Row[]; label: string }) {
   if (props.rows.length === 0) return <p>No rows.</p>;
   const columns = Object.keys(props.rows[0] as Row);
   return (
-    <table aria-label={props.label}>
-      <thead>
+    <DataTable
+      label={props.label}
+      columns={columns}
+      items={props.rows}
+      row={(row) => (
         <tr>
           {columns.map((column) => (
-            <th scope="col" key={column}>
-              {column}
-            </th>
+            <td key={column}>{typeof row[column] === "object" ? JSON.stringify(row[column]) : String(row[column])}</td>
           ))}
         </tr>
-      </thead>
-      <tbody>
-        {props.rows.map((row, index) => (
-          <tr key={index}>
-            {columns.map((column) => (
-              <td key={column}>{typeof row[column] === "object" ? JSON.stringify(row[column]) : String(row[column])}</td>
-            ))}
-          </tr>
-        ))}
-      </tbody>
-    </table>
+      )}
+    />
   );
 }
