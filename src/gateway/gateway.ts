@@ -16,7 +16,7 @@ import { endToEndHeaders } from "./hop-by-hop.js";
 import { GatewayRequestEvents, noteDecision, type ServedRequest } from "./request-events.js";
 import type { RouteState } from "./route-state.js";
 import type { CompiledRoute } from "./route-table.js";
-import { UpstreamClient, upstreamErrorKind } from "./upstream-client.js";
+import { UpstreamAbort, UpstreamClient, upstreamErrorKind } from "./upstream-client.js";
 import { refundAfterUpstreamFailure, refundDue, upstreamFailure } from "./upstream-failure.js";
 
 export interface GatewayOptions {
@@ -130,7 +130,7 @@ export class Gateway {
     const { route, caller } = decision;
     const startedAt = performance.now();
     exchange.upstreamSentAt = startedAt;
-    exchange.upstreamCall = new AbortController();
+    exchange.upstreamCall = new UpstreamAbort();
     const headers = upstreamHeaders(route, request.headers, caller, {
       peer: exchange.remoteAddress,
       protocol: "encrypted" in request.socket ? "https" : "http",
@@ -143,7 +143,7 @@ export class Gateway {
       headers,
       body: hasBody(request) ? request : null,
       timeoutMs: route.config.timeoutMs ?? decision.state.settings.upstreamTimeoutMs,
-      signal: exchange.upstreamCall.signal,
+      signal: exchange.upstreamCall,
     };
     this.upstream
       .call(call, (statusCode, upstreamHeaders) => {
@@ -253,7 +253,7 @@ interface Exchange extends Omit<ServedRequest, "route"> {
   /** The head of the answer, as written. */
   head?: OutgoingHttpHeaders;
   /** The upstream call of a forwarded request, to abort when the client goes away. */
-  upstreamCall?: AbortController;
+  upstreamCall?: UpstreamAbort;
 }
 
 /** Whether part of a request's body has yet to arrive (`complete` alone is false for a bodyless request at first). */

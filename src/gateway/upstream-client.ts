@@ -1,3 +1,4 @@
+import { EventEmitter } from "node:events";
 import type { IncomingHttpHeaders } from "node:http";
 import type { Readable, Writable } from "node:stream";
 import { Agent, type Dispatcher } from "undici";
@@ -18,7 +19,17 @@ export interface UpstreamCall {
   /** For the answer's headers, and then between two chunks of its body. */
   timeoutMs: number;
   /** Aborts the call (the client went away before the answer ended). */
-  signal: AbortSignal;
+  signal: UpstreamAbort;
+}
+
+/**
+ * Aborts an upstream call. undici takes an EventEmitter as a call's signal as readily as an AbortSignal, and one
+ * costs a small fraction of an AbortController, which every forwarded request makes.
+ */
+export class UpstreamAbort extends EventEmitter {
+  abort(): void {
+    this.emit("abort");
+  }
 }
 
 /**
