@@ -47,7 +47,7 @@ export function TextField(props: {
   const { label, error, hint, value, onValue, rows, ...attributes } = props;
   const onInput = (event: Event) => onValue((event.currentTarget as HTMLInputElement | HTMLTextAreaElement).value);
   return (
-    <Field label={label} error={error} {...(hint ? { hint } : {})}>
+    <Field label={label} error={error} hint={hint}>
       {(id, describedBy) =>
         rows === undefined ? (
           <input id={id} value={value} aria-describedby={describedBy} onInput={onInput} {...attributes} />
