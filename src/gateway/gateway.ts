@@ -4,7 +4,8 @@ import type { FastifyBaseLogger } from "fastify";
 import type { EventSink, GatewayRequestEvent } from "../domain/analytics/events.js";
 import type { KeyService } from "../domain/keys/key-service.js";
 import { isKeygateError, type KeygateError } from "../errors/keygate-error.js";
-import { errorAnswer, logServerError, shuttingDownError, unexpectedError } from "../http/error-handler.js";
+import { whenAnswerCloses } from "../http/answer-closed.js";
+import { clientGone, errorAnswer, logServerError, shuttingDownError, unexpectedError } from "../http/error-handler.js";
 import type { UpstreamObserver } from "../http/metrics.js";
 import { unservableRequest } from "../http/protocol-checks.js";
 import type { RequestTelemetry } from "../http/request-telemetry.js";
@@ -82,7 +83,7 @@ export class Gateway {
       remoteAddress,
     };
     // Closed once the answer is sent or the client went away, whichever the request came to.
-    if (routed || this.options.telemetry.enabled) response.once("close", () => this.answered(exchange));
+    if (routed || this.options.telemetry.enabled) whenAnswerCloses(request, response, () => this.answered(exchange));
     const refusal = this.closing ? shuttingDownError() : unservableRequest(request);
     if (refusal) {
       logServerError(this.options.log, refusal, exchange.id);
@@ -128,6 +129,8 @@ export class Gateway {
   private forward(exchange: Exchange, decision: Allowed): void {
     const { request, response, id } = exchange;
     const { route, caller } = decision;
+    // Gone while its key was verified: nothing is sent upstream, so its credits come back.
+    if (clientGone(request)) return void this.clientLeft(exchange, decision, false);
     const startedAt = performance.now();
     exchange.upstreamSentAt = startedAt;
     exchange.upstreamCall = new UpstreamAbort();
@@ -180,22 +183,27 @@ export class Gateway {
     // The answer was under way: all the client can be told is that the connection ends.
     if (response.headersSent) return void response.destroy();
     // A client that went away broke the upstream request (mid-upload, or by leaving before the answer began, which
-    // aborts the call): not the upstream's failure. Credits come back only when the upstream cannot have had the
-    // whole request; one it had may have been acted on.
-    if (request.socket.destroyed) {
-      this.options.log.info(
-        { requestId: exchange.id, code: "err:user:bad_request:client_closed_request" },
-        "the client closed the connection before its request was read or answered",
-      );
-      response.statusCode = 499;
-      if (request.complete) return void response.destroy();
-      void this.refund(decision).then(() => response.destroy());
-      return;
-    }
+    // aborts the call): not the upstream's failure.
+    if (clientGone(request)) return void this.clientLeft(exchange, decision, request.complete);
     this.options.log.warn({ err: error, requestId: exchange.id, route: route.name, upstream: route.upstream.origin }, "upstream failed");
     const kind = upstreamErrorKind(error);
     this.options.upstreams.upstreamFailed(route.name, kind);
     void this.refund(decision).then(() => this.answerError(exchange, upstreamFailure(route, kind === "timeout")));
+  }
+
+  /**
+   * The client closed its connection before its answer began. Credits come back only when the upstream cannot have
+   * had the whole request (`delivered` false); one it had may have been acted on.
+   */
+  private clientLeft(exchange: Exchange, decision: Allowed, delivered: boolean): void {
+    const { response } = exchange;
+    this.options.log.info(
+      { requestId: exchange.id, code: "err:user:bad_request:client_closed_request" },
+      "the client closed the connection before its request was read or answered",
+    );
+    response.statusCode = 499;
+    if (delivered) return void response.destroy();
+    void this.refund(decision).then(() => response.destroy());
   }
 
   private answerUnexpected(exchange: Exchange, error: unknown): void {

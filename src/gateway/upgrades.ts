@@ -67,7 +67,7 @@ export function relayUpgrades(app: FastifyInstance, { decider, events, refund, d
         if (decision.kind === "deny") return answerRaw(decision.error);
         const headers = upstreamHeaders(route, request.headers, decision.caller, {
           peer: remoteAddress,
-          protocol: "encrypted" in request.socket ? "https" : "http",
+          protocol: "encrypted" in socket ? "https" : "http",
           host: request.headers.host,
         });
         served.upstreamSentAt = performance.now();

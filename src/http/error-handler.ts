@@ -1,4 +1,4 @@
-import { STATUS_CODES } from "node:http";
+import { type IncomingMessage, STATUS_CODES } from "node:http";
 import type { Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import type { FastifyBaseLogger, FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
@@ -117,7 +117,12 @@ export function logServerError(log: FastifyBaseLogger, error: KeygateError, requ
 
 /** The body stream failed because the client aborted (Node's "aborted", ECONNRESET, and the connection is gone). */
 function clientWentAway(error: FastifyError, request: FastifyRequest): boolean {
-  return error.code === "ECONNRESET" && request.socket.destroyed;
+  return error.code === "ECONNRESET" && clientGone(request.raw);
+}
+
+/** Whether a request's client connection is gone (Node detaches a request from its socket once that has closed). */
+export function clientGone(request: IncomingMessage): boolean {
+  return request.socket === null || request.socket.destroyed;
 }
 
 /**

@@ -70,6 +70,62 @@ t.test("a client that goes away mid-stream frees the upstream connection it was 
     t.equal(remaining, 9, "the upstream had the whole request and may have acted on it: no refund");
   });
 
+  await t.test("gone while its key is verified: nothing reaches the upstream, and the credits come back", async (t) => {
+    const { key: paying, keyId } = await createKey(h, API, { credits: { remaining: 10 } });
+    const verification = h.app.services.verification;
+    const verify = verification.verify;
+    let release = () => {};
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let verified = false;
+    // The verification is decided (a credit spent) and then held until the client has gone.
+    verification.verify = async (request) => {
+      const decided = await verify.call(verification, request);
+      verified = true;
+      await released;
+      return decided;
+    };
+    t.teardown(() => {
+      verification.verify = verify;
+    });
+    const seenBefore = upstream.seen.length;
+    const socket = connect(port, "127.0.0.1");
+    socket.on("error", () => {});
+    const closed = new Promise((resolve) => socket.once("close", resolve));
+    socket.write(`GET /svc/held HTTP/1.1\r\nHost: gateway.test\r\nAuthorization: Bearer ${paying}\r\n\r\n`);
+    await waitFor("the verification decided", 10_000, () => (verified ? true : undefined));
+    socket.destroy();
+    await closed;
+    release();
+    const credits = async () => (await h.call("keys.getKey", { keyId })).body.data.credits.remaining as number;
+    t.equal(await waitFor("the credit refunded", 10_000, async () => ((await credits()) === 10 ? 10 : undefined)), 10);
+    t.equal(upstream.seen.length, seenBefore, "the upstream never got the request");
+  });
+
+  await t.test("requests queued on a connection the client closes: each is settled, none fails the gateway", async (t) => {
+    const { key: paying, keyId } = await createKey(h, API, { credits: { remaining: 10 } });
+    const seenBefore = upstream.seen.length;
+    const socket = connect(port, "127.0.0.1");
+    socket.on("error", () => {});
+    const headers: [string, string][] = [
+      ["Host", "gateway.test"],
+      ["Authorization", `Bearer ${paying}`],
+    ];
+    // Node hands the gateway the second request while the first awaits its answer.
+    socket.write(
+      rawRequest("GET", "/svc/slow/600000", headers) +
+        rawRequest("POST", "/svc/slow/600000", [...headers, ["Content-Length", "4"]], "body"),
+    );
+    await waitFor("both requests at the upstream", 10_000, () => (upstream.seen.length >= seenBefore + 2 ? true : undefined));
+    socket.destroy();
+    await waitFor("the upstream connections closed", 10_000, async () => ((await upstreamConnections()) === 0 ? true : undefined));
+    const remaining = (await h.call("keys.getKey", { keyId })).body.data.credits.remaining;
+    t.equal(remaining, 8, "the upstream had both whole requests: no refund");
+    const response = await fetch(`http://127.0.0.1:${port}/svc/after`, { headers: { authorization: `Bearer ${key}` } });
+    t.equal(response.status, 200, "the next request is forwarded as usual");
+  });
+
   await t.test("a refusal answered at once to a request without a body keeps the connection for the next", async (t) => {
     const connection = await openConnection(port);
     const headers: [string, string][] = [
