@@ -83,7 +83,7 @@ export class Gateway {
       remoteAddress,
     };
     // Closed once the answer is sent or the client went away, whichever the request came to.
-    if (routed || this.options.telemetry.enabled) whenAnswerCloses(request, response, () => this.answered(exchange));
+    if (routed || this.options.telemetry.enabled) whenAnswerCloses(request, response, (queued) => this.answered(exchange, queued));
     const refusal = this.closing ? shuttingDownError() : unservableRequest(request);
     if (refusal) {
       logServerError(this.options.log, refusal, exchange.id);
@@ -223,11 +223,13 @@ export class Gateway {
     response.writeHead(status, headers).end(body);
   }
 
-  /** The response closed: its answer was sent, or its client went away. */
-  private answered(exchange: Exchange): void {
+  /** The response closed (its answer was sent, or its client went away), or its connection closed while it was queued. */
+  private answered(exchange: Exchange, queued: boolean): void {
     const { response } = exchange;
-    // The client went away: an upstream call still waiting for its answer is not left to run until its timeout.
-    if (!response.writableFinished) exchange.upstreamCall?.abort();
+    // The client went away: an upstream call still waiting for its answer is not left to run until its timeout. One
+    // queued behind another answer is left to finish (within its timeout): it may not have reached the upstream yet,
+    // and cut off there it would have cost credits for a request the upstream never got.
+    if (!response.writableFinished && !queued) exchange.upstreamCall?.abort();
     if (exchange.route !== undefined) {
       this.events.record(exchange as ServedRequest, response.headersSent ? response.statusCode : undefined, exchange.head);
     }

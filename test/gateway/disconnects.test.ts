@@ -2,6 +2,7 @@ import { type AddressInfo, connect } from "node:net";
 import t from "tap";
 import { createKey } from "../helpers/fixtures.js";
 import { harness } from "../helpers/harness.js";
+import { captureLog } from "../helpers/log.js";
 import { openConnection, parseResponses, rawRequest } from "../helpers/raw-http.js";
 import { startUpstream } from "../helpers/upstream.js";
 import { waitFor } from "../helpers/wait.js";
@@ -103,29 +104,6 @@ t.test("a client that goes away mid-stream frees the upstream connection it was 
     t.equal(upstream.seen.length, seenBefore, "the upstream never got the request");
   });
 
-  await t.test("requests queued on a connection the client closes: each is settled, none fails the gateway", async (t) => {
-    const { key: paying, keyId } = await createKey(h, API, { credits: { remaining: 10 } });
-    const seenBefore = upstream.seen.length;
-    const socket = connect(port, "127.0.0.1");
-    socket.on("error", () => {});
-    const headers: [string, string][] = [
-      ["Host", "gateway.test"],
-      ["Authorization", `Bearer ${paying}`],
-    ];
-    // Node hands the gateway the second request while the first awaits its answer.
-    socket.write(
-      rawRequest("GET", "/svc/slow/600000", headers) +
-        rawRequest("POST", "/svc/slow/600000", [...headers, ["Content-Length", "4"]], "body"),
-    );
-    await waitFor("both requests at the upstream", 10_000, () => (upstream.seen.length >= seenBefore + 2 ? true : undefined));
-    socket.destroy();
-    await waitFor("the upstream connections closed", 10_000, async () => ((await upstreamConnections()) === 0 ? true : undefined));
-    const remaining = (await h.call("keys.getKey", { keyId })).body.data.credits.remaining;
-    t.equal(remaining, 8, "the upstream had both whole requests: no refund");
-    const response = await fetch(`http://127.0.0.1:${port}/svc/after`, { headers: { authorization: `Bearer ${key}` } });
-    t.equal(response.status, 200, "the next request is forwarded as usual");
-  });
-
   await t.test("a refusal answered at once to a request without a body keeps the connection for the next", async (t) => {
     const connection = await openConnection(port);
     const headers: [string, string][] = [
@@ -147,3 +125,43 @@ t.test("a client that goes away mid-stream frees the upstream connection it was 
     connection.socket.destroy();
   });
 });
+
+t.test(
+  "requests pipelined on a connection the client closes: each is settled and logged, credits match what the upstream got",
+  async (t) => {
+    const upstream = await startUpstream(t);
+    const log = captureLog();
+    const h = await harness(t, {
+      log: log.stream,
+      config: {
+        logging: { level: "info", requests: true },
+        apis: [{ id: API, name: "disconnects", workspaceId: "ws_test" }],
+        routes: [{ name: "svc", match: { prefix: "/svc" }, upstream: upstream.url, apiId: API }],
+      },
+    });
+    await h.app.listen({ port: 0, host: "127.0.0.1" });
+    const port = (h.app.server.address() as AddressInfo).port;
+    const { key, keyId } = await createKey(h, API, { credits: { remaining: 10 } });
+    const socket = connect(port, "127.0.0.1");
+    socket.on("error", () => {});
+    const headers: [string, string][] = [
+      ["Host", "gateway.test"],
+      ["Authorization", `Bearer ${key}`],
+    ];
+    // Node hands the gateway the second request while the first awaits its answer; the second's answer is queued.
+    socket.write(
+      rawRequest("GET", "/svc/slow/600000", headers) + rawRequest("POST", "/svc/slow/200", [...headers, ["Content-Length", "4"]], "body"),
+    );
+    await waitFor("both requests at the upstream", 10_000, () => (upstream.seen.length === 2 ? true : undefined));
+    socket.destroy();
+    const logged = await waitFor("a request line for each", 10_000, () => {
+      const lines = log.lines().filter((line) => line.msg === "request" && String(line.url).startsWith("/svc/slow/"));
+      return lines.length === 2 ? lines : undefined;
+    });
+    t.same(logged.map((line) => `${line.method} ${line.url}`).sort(), ["GET /svc/slow/600000", "POST /svc/slow/200"]);
+    const remaining = (await h.call("keys.getKey", { keyId })).body.data.credits.remaining;
+    t.equal(remaining, 8, "the upstream had both whole requests: no refund");
+    const next = await fetch(`http://127.0.0.1:${port}/svc/after`, { headers: { authorization: `Bearer ${key}` } });
+    t.equal(next.status, 200, "the next request is forwarded as usual");
+  },
+);
