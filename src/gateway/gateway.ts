@@ -83,7 +83,7 @@ export class Gateway {
       remoteAddress,
     };
     // Closed once the answer is sent or the client went away, whichever the request came to.
-    if (routed || this.options.telemetry.enabled) whenAnswerCloses(request, response, (queued) => this.answered(exchange, queued));
+    if (routed || this.options.telemetry.enabled) whenAnswerCloses(request, response, () => this.answered(exchange));
     const refusal = this.closing ? shuttingDownError() : unservableRequest(request);
     if (refusal) {
       logServerError(this.options.log, refusal, exchange.id);
@@ -184,7 +184,7 @@ export class Gateway {
     if (response.headersSent) return void response.destroy();
     // A client that went away broke the upstream request (mid-upload, or by leaving before the answer began, which
     // aborts the call): not the upstream's failure.
-    if (clientGone(request)) return void this.clientLeft(exchange, decision, request.complete);
+    if (clientGone(request)) return void this.clientLeft(exchange, decision, exchange.upstreamCall?.sent === true);
     this.options.log.warn({ err: error, requestId: exchange.id, route: route.name, upstream: route.upstream.origin }, "upstream failed");
     const kind = upstreamErrorKind(error);
     this.options.upstreams.upstreamFailed(route.name, kind);
@@ -192,8 +192,8 @@ export class Gateway {
   }
 
   /**
-   * The client closed its connection before its answer began. Credits come back only when the upstream cannot have
-   * had the whole request (`delivered` false); one it had may have been acted on.
+   * The client closed its connection before its answer began. Credits come back unless the whole request was
+   * `delivered` to the upstream (written by undici): one it had may have been acted on.
    */
   private clientLeft(exchange: Exchange, decision: Allowed, delivered: boolean): void {
     const { response } = exchange;
@@ -223,13 +223,11 @@ export class Gateway {
     response.writeHead(status, headers).end(body);
   }
 
-  /** The response closed (its answer was sent, or its client went away), or its connection closed while it was queued. */
-  private answered(exchange: Exchange, queued: boolean): void {
+  /** The answer closed: it was sent, or its client went away. */
+  private answered(exchange: Exchange): void {
     const { response } = exchange;
-    // The client went away: an upstream call still waiting for its answer is not left to run until its timeout. One
-    // queued behind another answer is left to finish (within its timeout): it may not have reached the upstream yet,
-    // and cut off there it would have cost credits for a request the upstream never got.
-    if (!response.writableFinished && !queued) exchange.upstreamCall?.abort();
+    // The client went away: an upstream call still waiting for its answer is not left to run until its timeout.
+    if (!response.writableFinished) exchange.upstreamCall?.abort();
     if (exchange.route !== undefined) {
       this.events.record(exchange as ServedRequest, response.headersSent ? response.statusCode : undefined, exchange.head);
     }

@@ -27,8 +27,57 @@ export interface UpstreamCall {
  * as readily as an AbortSignal: an emitter costs a small fraction of an AbortController.
  */
 export class UpstreamAbort extends EventEmitter {
+  /** Whether undici has written the whole request: from then on the upstream may act on it, even if aborted. */
+  sent = false;
+
   abort(): void {
     this.emit("abort");
+  }
+}
+
+/**
+ * Passes every callback of undici's handler for a call through, and marks the call's UpstreamAbort when the whole
+ * request has been written.
+ */
+class SentMarker implements Dispatcher.DispatchHandler {
+  private readonly handler: Dispatcher.DispatchHandler;
+  private readonly call: UpstreamAbort;
+
+  constructor(handler: Dispatcher.DispatchHandler, call: UpstreamAbort) {
+    this.handler = handler;
+    this.call = call;
+  }
+
+  onRequestSent(): void {
+    this.call.sent = true;
+  }
+
+  onConnect(abort: (error?: Error) => void): void {
+    this.handler.onConnect?.(abort);
+  }
+
+  onHeaders(statusCode: number, headers: Buffer[], resume: () => void, statusText: string): boolean {
+    return this.handler.onHeaders?.(statusCode, headers, resume, statusText) ?? true;
+  }
+
+  onData(chunk: Buffer): boolean {
+    return this.handler.onData?.(chunk) ?? true;
+  }
+
+  onComplete(trailers: string[] | null): void {
+    this.handler.onComplete?.(trailers);
+  }
+
+  onError(error: Error): void {
+    this.handler.onError?.(error);
+  }
+}
+
+/** undici's Agent, its calls' handlers wrapped in a SentMarker. */
+class MarkingAgent extends Agent {
+  override dispatch(options: Agent.DispatchOptions, handler: Dispatcher.DispatchHandler): boolean {
+    const { signal } = options as { signal?: unknown };
+    return super.dispatch(options, signal instanceof UpstreamAbort ? new SentMarker(handler, signal) : handler);
   }
 }
 
@@ -39,7 +88,7 @@ export class UpstreamAbort extends EventEmitter {
  * upstream request and frees its connection.
  */
 export class UpstreamClient {
-  private readonly agent = new Agent({ connections: 128, pipelining: 1, keepAliveTimeout: 60_000 });
+  private readonly agent = new MarkingAgent({ connections: 128, pipelining: 1, keepAliveTimeout: 60_000 });
 
   /** Resolves once the answer is whole; rejects when the upstream fails before or while answering. */
   async call(call: UpstreamCall, head: UpstreamHead): Promise<void> {
