@@ -21,7 +21,8 @@ import { Worker } from "node:worker_threads";
 import type { FastifyInstance } from "fastify";
 import { buildApp } from "../src/app.js";
 import { validateConfig } from "../src/config/load.js";
-import type { VerificationEvent, VerificationOutcome } from "../src/domain/analytics/events.js";
+import type { VerificationEvent } from "../src/domain/analytics/events.js";
+import type { VerificationCode } from "../src/domain/verification/codes.js";
 import { defined } from "../src/lib/defined.js";
 
 const { values: args } = parseArgs({
@@ -55,7 +56,7 @@ const BATCH = args.batch === undefined ? undefined : numberOption("batch");
 const FLUSH_MS = args["flush-ms"] === undefined ? undefined : numberOption("flush-ms");
 
 const ROOT_KEY = "root_bench_analytics_everything";
-const OUTCOMES: VerificationOutcome[] = [
+const OUTCOMES: VerificationCode[] = [
   "VALID",
   "VALID",
   "VALID",
@@ -84,7 +85,7 @@ function syntheticEvent(workspaceId: string, time: number): VerificationEvent {
     keyId: `key_${sequence % 5_000}`,
     identityId: "",
     externalId: `user_${sequence % 1_000}`,
-    outcome: OUTCOMES[sequence % OUTCOMES.length] as VerificationOutcome,
+    outcome: OUTCOMES[sequence % OUTCOMES.length] as VerificationCode,
     tags: ["path=/v1/orders"],
     spentCredits: sequence % 3,
     latencyMs: 0.2 + (sequence % 10) / 10,

@@ -3,8 +3,9 @@ import type { AddressInfo } from "node:net";
 import type { FastifyBaseLogger } from "fastify";
 import { buildApp } from "./app.js";
 import { deliverBootstrapRootKey, ensureBootstrapRootKey } from "./bootstrap.js";
-import { FIRST_WORKER_VARIABLE, runPrimary, workerCount } from "./cluster/primary.js";
+import { runPrimary, workerCount } from "./cluster/primary.js";
 import { linkToPrimary } from "./cluster/worker.js";
+import { FIRST_WORKER_VARIABLE } from "./cluster/worker-pool.js";
 import { ConfigError, configPath, loadConfig } from "./config/load.js";
 import { reloadRoutes, watchRoutes } from "./config/reload.js";
 import type { KeygateConfig } from "./config/schema.js";
@@ -69,7 +70,7 @@ async function main(): Promise<void> {
     ? watchRoutes({
         path,
         watchFile: config.gateway.watchConfig,
-        reload: () => reloadRoutes(app.gatewayRoutes, config, () => loadConfig(), app.log),
+        reload: () => reloadRoutes(app.gatewaySnapshot, config, () => loadConfig(), app.log),
       })
     : () => {};
 

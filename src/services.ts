@@ -38,7 +38,8 @@ export interface Services {
   readonly rootKeys: RootKeyService;
   readonly dashboardSessions: DashboardSessionService;
   readonly apis: ApiService;
-  readonly gatewayRoutes: GatewayRouteCatalogue<RouteConfig>;
+  /** The gateway's routes as keygate.listRoutes shows them to a root key. */
+  readonly routeCatalogue: GatewayRouteCatalogue<RouteConfig>;
   readonly keys: KeyService;
   /** keys.migrateKeys and the CLI's import: keys brought from another system, under the migrations configured. */
   readonly keyMigrations: KeyMigrationService;
@@ -67,7 +68,7 @@ export interface ServiceOptions {
   /** Told what the services decide, for metrics; nothing by default. */
   observer?: Observer;
   /** The gateway's current routes (keygate.listRoutes); none without a gateway (the CLI). */
-  gatewayRoutes?: () => readonly RouteConfig[];
+  currentRoutes?: () => readonly RouteConfig[];
 }
 
 /**
@@ -79,13 +80,81 @@ export const ROOT_KEY_CACHE = { max: 10_000, freshMs: 10_000, staleMs: 60_000, n
 /** Verification's key cache: fresh and stale windows as Unkey's, bounded by the LRU size. */
 export const KEY_VIEW_CACHE = { max: 100_000, freshMs: 10_000, staleMs: 60_000, negativeMs: 10_000 } as const;
 
+/**
+ * Every service, over the stores: the caches in front of them (kept true by the invalidation bus), the rate
+ * limiter, then the services of the domain.
+ */
 export function createServices(stores: Stores, config: KeygateConfig, clock: Clock, options: ServiceOptions = {}): Services {
   const invalidations = options.invalidations ?? new InvalidationBus();
   const analytics = options.analytics ?? disabledAnalytics();
   const observer = options.observer ?? UNOBSERVED;
-  const { maxConcurrent, ...queryLimits } = config.analytics.query;
-  // While the store cannot answer, a cached root key or key view that awaits revalidation is still served (within
-  // its stale window); any other failure of the reload reaches the caller.
+  const { rootKeyStore, keyViews } = caches(stores, clock, observer, invalidations);
+  const { limiter, directory } = rateLimiting(stores, config, clock, observer, options.windowsFollowClock ?? false);
+
+  const apis = new ApiService(stores.apis, invalidations, clock);
+  const rbac = new RbacService(stores.permissions, stores.roles, invalidations, clock);
+  const identities = new IdentityService(stores.identities, invalidations, clock);
+  const liveKeys = new LiveKeys(stores.keys, apis);
+  const keyViewSources = { keys: stores.keys, apis, rbac, identities };
+  const keyMigrations = new KeyMigrationService({
+    keys: stores.keys,
+    apis,
+    rbac,
+    identities,
+    invalidator: invalidations,
+    clock,
+    migrations: config.migrations,
+  });
+  const rootKeys = new RootKeyService(rootKeyStore, invalidations, clock, config.rootKeys);
+  return {
+    invalidations,
+    rootKeys,
+    routeCatalogue: new GatewayRouteCatalogue(options.currentRoutes ?? (() => []), apis),
+    dashboardSessions: new DashboardSessionService(stores.dashboardSessions, rootKeys, clock, {
+      idleMs: config.dashboard.sessionIdleTimeoutMs,
+      absoluteMs: config.dashboard.sessionAbsoluteTimeoutMs,
+    }),
+    apis,
+    keys: new KeyService({
+      keys: stores.keys,
+      live: liveKeys,
+      apis,
+      rbac,
+      identities,
+      secrets: new KeySecrets(config.vault.key === undefined ? undefined : new Vault(config.vault.key)),
+      invalidator: invalidations,
+      clock,
+      generateKey,
+    }),
+    keyMigrations,
+    keyAccess: new KeyAccessService({ keys: stores.keys, live: liveKeys, rbac, invalidator: invalidations, clock }),
+    rbac,
+    identities,
+    ratelimit: new RatelimitService({
+      namespaces: stores.ratelimitNamespaces,
+      directory,
+      limiter,
+      clock,
+      events: analytics.sinks.ratelimits,
+    }),
+    verification: new VerificationService({
+      keys: { find: (workspaceId, hash) => keyViews.get(workspaceId, hash, () => loadKeyView(keyViewSources, workspaceId, hash)) },
+      limiter,
+      events: analytics.sinks,
+      clock,
+      observer,
+      pendingKeys: keyMigrations,
+    }),
+    analytics: analyticsService(stores, config, clock, analytics),
+  };
+}
+
+/**
+ * The root key and key view caches, which every message of the invalidation bus reaches. While the store cannot
+ * answer, a cached entry that awaits revalidation is still served (within its stale window); any other failure of
+ * the reload reaches the caller.
+ */
+function caches(stores: Stores, clock: Clock, observer: Observer, invalidations: InvalidationBus) {
   const rootKeyStore = new CachedRootKeyStore(
     stores.rootKeys,
     new SwrCache<RootKeyRecord>({
@@ -106,12 +175,17 @@ export function createServices(stores: Stores, config: KeygateConfig, clock: Clo
     else if (message.kind === "everything") rootKeyStore.revalidateAll();
     keyViews.invalidate(message);
   });
+  return { rootKeyStore, keyViews };
+}
+
+/** The limiter over the shared counters (this instance's own for `ratelimit.fail: local`), and the namespace directory. */
+function rateLimiting(stores: Stores, config: KeygateConfig, clock: Clock, observer: Observer, windowsFollowClock: boolean) {
   const limiter = new Limiter({
     counters: stores.ratelimitCounters,
     localCounters: new MemoryRatelimitCounterStore(clock),
     failMode: config.ratelimit.fail,
     clock,
-    windowsFollowClock: options.windowsFollowClock ?? false,
+    windowsFollowClock,
     shared: stores.kind,
     observer,
   });
@@ -119,74 +193,22 @@ export function createServices(stores: Stores, config: KeygateConfig, clock: Clo
     observer.cacheLookedUp("namespaces", result),
   );
   // A Redis that answers again after an outage may have restarted without its data: confirm what we know with it.
-  stores.breaker?.onStateChange((state) => {
+  stores.health.onStateChange((state) => {
     if (state === "closed") directory.revalidateAll();
   });
-  const apis = new ApiService(stores.apis, invalidations, clock);
-  const rbac = new RbacService(stores.permissions, stores.roles, invalidations, clock);
-  const identities = new IdentityService(stores.identities, invalidations, clock);
-  const vault = config.vault.key === undefined ? undefined : new Vault(config.vault.key);
-  const liveKeys = new LiveKeys(stores.keys, apis);
-  const keyViewSources = { keys: stores.keys, apis, rbac, identities };
-  const keyMigrations = new KeyMigrationService({
-    keys: stores.keys,
-    apis,
-    rbac,
-    identities,
-    invalidator: invalidations,
+  return { limiter, directory };
+}
+
+function analyticsService(stores: Stores, config: KeygateConfig, clock: Clock, analytics: AnalyticsRuntime): AnalyticsService {
+  const { maxConcurrent, ...queryLimits } = config.analytics.query;
+  return new AnalyticsService({
+    engine: analytics.engine,
+    sinks: analytics.sinks,
+    apis: stores.apis,
+    quota: stores.analyticsQuota,
     clock,
-    migrations: config.migrations,
+    limits: { ...queryLimits, maxConcurrent },
+    quotaLimits: config.analytics.quota,
+    retentionDays: config.analytics.retentionDays,
   });
-  const verification = new VerificationService(
-    { find: (workspaceId, hash) => keyViews.get(workspaceId, hash, () => loadKeyView(keyViewSources, workspaceId, hash)) },
-    limiter,
-    analytics.sinks,
-    clock,
-    observer,
-    keyMigrations,
-  );
-  const rootKeys = new RootKeyService(rootKeyStore, invalidations, clock, config.rootKeys);
-  return {
-    invalidations,
-    rootKeys,
-    gatewayRoutes: new GatewayRouteCatalogue(options.gatewayRoutes ?? (() => []), apis),
-    dashboardSessions: new DashboardSessionService(stores.dashboardSessions, rootKeys, clock, {
-      idleMs: config.dashboard.sessionIdleTimeoutMs,
-      absoluteMs: config.dashboard.sessionAbsoluteTimeoutMs,
-    }),
-    apis,
-    keys: new KeyService({
-      keys: stores.keys,
-      live: liveKeys,
-      apis,
-      rbac,
-      identities,
-      secrets: new KeySecrets(vault),
-      invalidator: invalidations,
-      clock,
-      generateKey,
-    }),
-    keyMigrations,
-    keyAccess: new KeyAccessService({ keys: stores.keys, live: liveKeys, rbac, invalidator: invalidations, clock }),
-    rbac,
-    identities,
-    ratelimit: new RatelimitService({
-      namespaces: stores.ratelimitNamespaces,
-      directory,
-      limiter,
-      clock,
-      events: analytics.sinks.ratelimits,
-    }),
-    verification,
-    analytics: new AnalyticsService({
-      engine: analytics.engine,
-      sinks: analytics.sinks,
-      apis: stores.apis,
-      quota: stores.analyticsQuota,
-      clock,
-      limits: { ...queryLimits, maxConcurrent },
-      quotaLimits: config.analytics.quota,
-      retentionDays: config.analytics.retentionDays,
-    }),
-  };
 }

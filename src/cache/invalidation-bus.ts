@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import type { CacheInvalidator } from "../domain/invalidation.js";
-import { closeClient, duplicateClient, type RedisClient } from "../storage/redis/topology.js";
+import type { Broadcast } from "../storage/interfaces.js";
 
 export type InvalidationMessage =
   | { kind: "key"; workspaceId: string; hash: string }
@@ -11,16 +11,18 @@ export type InvalidationMessage =
 
 export type InvalidationListener = (message: InvalidationMessage) => void;
 
+/** The stores' broadcast channel invalidations travel on. */
+const CHANNEL = "invalidations";
+
 /**
- * Delivers invalidations to this instance's caches at once, and to every other instance through Redis pub/sub
- * when there is a Redis. Without Redis there is only one instance, so local delivery is all there is.
+ * Delivers invalidations to this instance's caches at once, and to every other instance through the stores'
+ * broadcast (Redis pub/sub). Without Redis there is only one instance, so local delivery is all there is.
  */
 export class InvalidationBus implements CacheInvalidator {
   private readonly listeners: InvalidationListener[] = [];
   private readonly instanceId = randomBytes(8).toString("hex");
-  private publisher: RedisClient | undefined;
-  private subscriber: RedisClient | undefined;
-  private channel = "";
+  private broadcast: Broadcast | undefined;
+  private unsubscribe: (() => Promise<void>) | undefined;
 
   /** Registers a cache that evicts on every message. */
   listen(listener: InvalidationListener): void {
@@ -28,28 +30,19 @@ export class InvalidationBus implements CacheInvalidator {
   }
 
   /**
-   * Connects to Redis pub/sub on `<prefix>:invalidations` with a second connection (a subscribed connection can
-   * do nothing else). After every reconnect the local listeners get "everything", since messages may have been
-   * missed: the caches then revalidate what they hold before trusting it.
+   * Joins the other instances' invalidations on the stores' broadcast. After every break in the subscription the
+   * local listeners get "everything", since messages may have been missed: the caches then revalidate what they
+   * hold before trusting it.
    */
-  async connect(redis: RedisClient, prefix: string): Promise<void> {
-    this.publisher = redis;
-    this.channel = `${prefix}:invalidations`;
-    const subscriber = duplicateClient(redis);
-    subscriber.on("error", () => {});
-    let connectedBefore = false;
-    subscriber.on("ready", () => {
-      if (connectedBefore) this.deliver({ kind: "everything" });
-      connectedBefore = true;
+  async connect(broadcast: Broadcast): Promise<void> {
+    this.broadcast = broadcast;
+    this.unsubscribe = await broadcast.subscribe(CHANNEL, {
+      message: (text) => {
+        const { from, message } = JSON.parse(text) as { from: string; message: InvalidationMessage };
+        if (from !== this.instanceId) this.deliver(message);
+      },
+      resumed: () => this.deliver({ kind: "everything" }),
     });
-    subscriber.on("message", (channel: string, raw: string) => {
-      if (channel !== this.channel) return;
-      const { from, message } = JSON.parse(raw) as { from: string; message: InvalidationMessage };
-      if (from !== this.instanceId) this.deliver(message);
-    });
-    await subscriber.connect();
-    await subscriber.subscribe(this.channel);
-    this.subscriber = subscriber;
   }
 
   async keyChanged(workspaceId: string, hash: string): Promise<void> {
@@ -65,14 +58,14 @@ export class InvalidationBus implements CacheInvalidator {
   }
 
   async close(): Promise<void> {
-    const subscriber = this.subscriber;
-    this.subscriber = undefined;
-    if (subscriber) await closeClient(subscriber);
+    const unsubscribe = this.unsubscribe;
+    this.unsubscribe = undefined;
+    await unsubscribe?.();
   }
 
   private async send(message: InvalidationMessage): Promise<void> {
     this.deliver(message);
-    if (this.publisher) await this.publisher.publish(this.channel, JSON.stringify({ from: this.instanceId, message }));
+    await this.broadcast?.publish(CHANNEL, JSON.stringify({ from: this.instanceId, message }));
   }
 
   private deliver(message: InvalidationMessage): void {

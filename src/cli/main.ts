@@ -123,7 +123,7 @@ async function main(argv: string[]): Promise<void> {
   const run =
     group === "root-key" ? rootKeyCommand(command, rest) : group === "keys" ? keysCommand(command, rest) : namespaceCommand(command, rest);
   // Loaded only now: help and usage errors answer at once, without the configuration schema and the stores.
-  const [{ loadConfig }, { InvalidationBus }, { createServices }, { isRedisBacked, openStores }] = await Promise.all([
+  const [{ loadConfig }, { InvalidationBus }, { createServices }, { openStores }] = await Promise.all([
     import("../config/load.js"),
     import("../cache/invalidation-bus.js"),
     import("../services.js"),
@@ -140,7 +140,7 @@ async function main(argv: string[]): Promise<void> {
   // Connected so that a revocation reaches every running keygate at once.
   const invalidations = new InvalidationBus();
   try {
-    if (isRedisBacked(stores)) await invalidations.connect(stores.redis, stores.prefix);
+    await invalidations.connect(stores.broadcast);
     await run(createServices(stores, config, systemClock, { invalidations }));
   } finally {
     await invalidations.close();

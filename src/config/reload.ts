@@ -2,7 +2,7 @@ import { type FSWatcher, watch } from "node:fs";
 import { basename, dirname } from "node:path";
 import { isDeepStrictEqual } from "node:util";
 import { TRUST_EVERY_HOP_WARNING } from "../gateway/client-address.js";
-import { compileGatewayState, type RouteState } from "../gateway/route-state.js";
+import { type CurrentGatewaySnapshot, compileGatewaySnapshot } from "../gateway/gateway-snapshot.js";
 import type { KeygateConfig } from "./schema.js";
 
 export interface ReloadLog {
@@ -18,7 +18,7 @@ const RELOADABLE: ReadonlySet<string> = new Set(["routes", "gateway"]);
  * Applies a freshly loaded configuration's routes and gateway settings. `load` throws when the file is invalid:
  * then nothing changes and the problems are logged. Returns whether the new routes are in force.
  */
-export function reloadRoutes(state: RouteState, running: KeygateConfig, load: () => KeygateConfig, log: ReloadLog): boolean {
+export function reloadRoutes(snapshot: CurrentGatewaySnapshot, running: KeygateConfig, load: () => KeygateConfig, log: ReloadLog): boolean {
   let next: KeygateConfig;
   try {
     next = load();
@@ -31,7 +31,7 @@ export function reloadRoutes(state: RouteState, running: KeygateConfig, load: ()
       !RELOADABLE.has(section) && !isDeepStrictEqual(next[section as keyof KeygateConfig], running[section as keyof KeygateConfig]),
   );
   if (ignored.length > 0) log.warn({ sections: ignored }, "changes to these sections take effect after a restart");
-  state.replace(compileGatewayState(next));
+  snapshot.replace(compileGatewaySnapshot(next));
   log.info({ routes: next.routes.map((route) => route.name) }, "routes reloaded");
   if (next.gateway.trustProxy === true) log.warn({}, TRUST_EVERY_HOP_WARNING);
   return true;

@@ -1,4 +1,4 @@
-import type { VerificationOutcome } from "./analytics/events.js";
+import type { VerificationCode } from "./verification/codes.js";
 
 /** Where a verification was asked for: keys.verifyKey (`api`) or a request through the gateway. */
 export type VerificationSource = "api" | "gateway";
@@ -22,7 +22,7 @@ export type CacheLookup = "hit" | "miss" | "stale";
  * at once; the values are bounded sets, never key ids, identifiers or addresses.
  */
 export interface Observer {
-  verified(source: VerificationSource, outcome: VerificationOutcome): void;
+  verified(source: VerificationSource, outcome: VerificationCode): void;
   ratelimitDecided(source: RatelimitSource, allowed: boolean, decider: RatelimitDecider): void;
   cacheLookedUp(cache: CacheName, result: CacheLookup): void;
 }

@@ -200,8 +200,7 @@ export const ERROR_CATALOGUE = {
   "err:keygate:gateway:invalid_path": {
     status: 400,
     title: BAD_REQUEST,
-    meaning:
-      "The request path has a dot segment ('.' or '..', also percent-encoded or between backslashes) or does not decode; it is not forwarded.",
+    meaning: "The request path has a dot segment ('.' or '..', also percent-encoded or between backslashes); it is not forwarded.",
   },
   "err:keygate:gateway:missing_key": {
     status: 401,

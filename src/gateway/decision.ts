@@ -1,20 +1,20 @@
-import type { IncomingHttpHeaders } from "node:http";
 import type { FastifyBaseLogger } from "fastify";
 import type { ApiService } from "../domain/apis/api-service.js";
 import { formatQuery } from "../domain/permissions/query.js";
-import type { RatelimitService } from "../domain/ratelimit/ratelimit-service.js";
+import type { NamespaceLimitCheck, RatelimitService } from "../domain/ratelimit/ratelimit-service.js";
 import type { KeyView } from "../domain/verification/key-view.js";
-import type { ExtraLimit, Verification, VerificationCode } from "../domain/verification/verification.js";
+import type { ValidVerification, Verification, VerificationCode, VerifyRequest } from "../domain/verification/verification.js";
 import type { VerificationService } from "../domain/verification/verification-service.js";
 import { ERROR_CATALOGUE, type ErrorCode } from "../errors/catalogue.js";
 import { KeygateError } from "../errors/keygate-error.js";
-import { defined } from "../lib/defined.js";
+import { isManagementPath } from "../http/request-target.js";
 import { clientAddress } from "./client-address.js";
-import { type ForwardedIdentity, pathRefusal } from "./forwarding.js";
+import { pathRefusal } from "./forwarding.js";
+import type { GatewayRequest } from "./gateway-request.js";
+import type { GatewaySnapshot } from "./gateway-snapshot.js";
 import { extractKey } from "./key-extraction.js";
-import { type AppliedLimit, ratelimitHeaders } from "./ratelimit-headers.js";
-import type { GatewayState, RouteState } from "./route-state.js";
-import { type CompiledRoute, type IdentifierSource, samePath } from "./route-table.js";
+import { ratelimitHeaders } from "./ratelimit-headers.js";
+import type { CompiledRoute, IdentifierSource } from "./route-table.js";
 
 /** Denials of verification as the gateway answers them: status through the catalogue code, and why. */
 const DENIALS: Record<Exclude<VerificationCode, "VALID">, { code: ErrorCode; detail: string }> = {
@@ -30,26 +30,34 @@ const DENIALS: Record<Exclude<VerificationCode, "VALID">, { code: ErrorCode; det
   USAGE_EXCEEDED: { code: "err:keygate:gateway:usage_exceeded", detail: "The API key has no credits left for this request." },
 };
 
-/** The parts of a request the gateway decides on; plain requests and WebSocket upgrades both have them. */
-export interface GatewayRequest {
-  id: string;
-  method: string;
-  url: string;
-  headers: IncomingHttpHeaders;
-  remoteAddress: string | undefined;
-}
+/** What a request's path and method come to with the routes in force. */
+export type RouteMatch =
+  | { kind: "route"; route: CompiledRoute }
+  /** No route takes the path: the management API's, or one no route's prefix covers. The application answers it. */
+  | { kind: "none" }
+  /** A percent escape does not decode: refused as a malformed URL, wherever it was going. */
+  | { kind: "undecodable" }
+  /** Refused before any route could take it: a dot segment, or a method no route takes on a route's path. */
+  | { kind: "refused"; error: KeygateError };
 
 /** An allowed request: what forwarding it needs. */
 export interface Allowed {
   kind: "allow";
-  state: GatewayState;
-  route: CompiledRoute;
   workspaceId: string;
-  verification: Verification;
-  caller: ForwardedIdentity;
-  /** Rate limit headers of the response. */
-  headers: Record<string, string>;
+  verification: ValidVerification;
+  /** The rate limit headers of the answer. */
+  ratelimitHeaders: Record<string, string>;
 }
+
+/** A refusal; `workspaceId` is the route's API's workspace once looked up, `verification` the one that refused, if any. */
+export interface Denied {
+  kind: "deny";
+  error: KeygateError;
+  workspaceId?: string;
+  verification?: Verification;
+}
+
+export type Decision = Allowed | Denied;
 
 /** The services a gateway decision uses. */
 export interface DecisionServices {
@@ -59,58 +67,45 @@ export interface DecisionServices {
 }
 
 /**
- * A refusal; `route` is the route that refused, when one matched, `workspaceId` its API's workspace once looked up,
- * and `verification` the verification that refused, when one was decided.
- */
-export interface Denied {
-  kind: "deny";
-  error: KeygateError;
-  route?: CompiledRoute;
-  workspaceId?: string;
-  verification?: Verification;
-}
-
-export type Decision = { kind: "unmatched"; route?: undefined } | Denied | Allowed;
-
-/** A request a route takes, with the routes and settings it is served by. */
-export interface Matched {
-  route: CompiledRoute;
-  state: GatewayState;
-}
-
-/**
  * What the gateway does with a request, short of talking to the upstream: match a route, extract the key and
- * verify it on the one verification path. Routes are read once per request, so a reload never changes a request
- * in flight.
+ * verify it on the one verification path.
  */
 export class GatewayDecider {
   private readonly services: DecisionServices;
-  private readonly state: RouteState;
   private readonly log: FastifyBaseLogger;
   /** The workspace of each route's API, kept once found (API ids are never reused); absences are not kept. */
   private readonly workspaces = new Map<string, string>();
 
-  constructor(services: DecisionServices, state: RouteState, log: FastifyBaseLogger) {
+  constructor(services: DecisionServices, log: FastifyBaseLogger) {
     this.services = services;
-    this.state = state;
     this.log = log;
   }
 
   /**
-   * The route that takes the request with the current routes, or why none does: /v2 and unknown paths are
-   * unmatched (the application answers them), bad paths and wrong methods refused. Synchronous: cheap enough to
-   * ask of every request before anything else is done for it.
+   * The route that takes a request with these routes, or why none does. Synchronous: cheap enough to ask of every
+   * request before anything else is done for it.
    */
-  match(request: Pick<GatewayRequest, "method" | "url">): Matched | Exclude<Decision, Allowed> {
-    const current = this.state.current;
-    const route = matchRoute(current, request);
-    return "kind" in route ? route : { route, state: current };
+  match(snapshot: GatewaySnapshot, method: string, path: string): RouteMatch {
+    if (isManagementPath(path)) return NO_ROUTE;
+    // Decided before anything is charged: such a path is never forwarded (see pathRefusal).
+    const refusal = pathRefusal(path);
+    if (refusal === "undecodable") return UNDECODABLE;
+    if (refusal) {
+      const error = new KeygateError("err:keygate:gateway:invalid_path", `The request path ${refusal}; keygate does not forward it.`);
+      return { kind: "refused", error };
+    }
+    const route = snapshot.table.match(method, path);
+    if (route) return { kind: "route", route };
+    const allowed = snapshot.table.methodsFor(path);
+    if (allowed.length === 0) return NO_ROUTE;
+    const detail = `${method} is not allowed on ${path}; use ${allowed.join(" or ")}.`;
+    const headers = { allow: allowed.join(", ") };
+    return { kind: "refused", error: new KeygateError("err:user:bad_request:method_not_allowed", detail, { headers }) };
   }
 
-  /** Verifies a matched request's key on the one verification path: allowed, or denied with the reason. */
-  async verify(matched: Matched, request: GatewayRequest): Promise<Allowed | Denied> {
-    const { route, state: current } = matched;
-    const key = extractKey(route.keySource, request.headers, request.url);
+  /** Verifies the key of a request `route` took, on the one verification path: allowed, or denied with the reason. */
+  async verify(request: GatewayRequest, route: CompiledRoute): Promise<Decision> {
+    const key = extractKey(route.keySource, request.raw.headers, request.query);
     if (key === undefined) return deny(route, "err:keygate:gateway:missing_key", missingKeyDetail(route));
     const workspaceId = await this.workspaceOf(route.config.apiId);
     if (workspaceId === null) {
@@ -119,29 +114,29 @@ export class GatewayDecider {
     }
 
     // The client as the trusted proxies in front of keygate report it (`gateway.trustProxy`), for identifier `ip`.
-    const ip = () => clientAddress(request.remoteAddress, request.headers["x-forwarded-for"], current.trust);
-    const verification = await this.services.verification.verify({
+    const ip = () => clientAddress(request.remoteAddress, request.raw.headers["x-forwarded-for"], request.snapshot.trust);
+    const asked: VerifyRequest = {
       requestId: request.id,
       source: "gateway",
       workspaceId,
       key,
       apiId: route.config.apiId,
       clientAddress: ip,
-      ...defined({ permissions: route.permissionQuery, credits: route.config.credits, ratelimits: route.config.ratelimits }),
-      ...(route.namespaceLimits.length > 0
-        ? { extraLimits: (view: KeyView) => namespaceChecks(this.services, workspaceId, route, view, request, ip) }
-        : {}),
-    });
-    if (verification.data.code !== "VALID") return { ...verificationDenial(route, verification), workspaceId, verification };
-    const view = verification.key as KeyView;
+    };
+    // Each optional field is set only when the route has it (a spread here would cost every request microseconds).
+    if (route.permissionQuery) asked.permissions = route.permissionQuery;
+    if (route.config.credits) asked.credits = route.config.credits;
+    if (route.config.ratelimits) asked.ratelimits = route.config.ratelimits;
+    if (route.namespaceLimits.length > 0) {
+      asked.extraLimits = (view: KeyView) => namespaceChecks(this.services, workspaceId, route, view, request, ip);
+    }
+    const verification = await this.services.verification.verify(asked);
+    if (!verification.valid) return verificationDenial(route, workspaceId, verification);
     return {
       kind: "allow",
-      state: current,
-      route,
       workspaceId,
       verification,
-      caller: { keyId: view.keyId, ...(view.identity ? { identityId: view.identity.id, externalId: view.identity.externalId } : {}) },
-      headers: ratelimitHeaders(appliedLimits(verification), verification.decidedAt),
+      ratelimitHeaders: ratelimitHeaders(verification.limits, verification.decidedAt),
     };
   }
 
@@ -160,59 +155,31 @@ export class GatewayDecider {
   }
 }
 
-/** The route that takes the request, or why none does: /v2 and unknown paths are unmatched, bad paths refused. */
-function matchRoute(current: GatewayState, request: Pick<GatewayRequest, "method" | "url">): CompiledRoute | Exclude<Decision, Allowed> {
-  const path = request.url.split("?", 1)[0] as string;
-  const same = samePath(path);
-  if (same === "/v2" || same.startsWith("/v2/")) return { kind: "unmatched" };
-  // Decided before anything is charged: such a path is never forwarded (see pathRefusal).
-  const refusal = pathRefusal(path);
-  if (refusal) {
-    const error = new KeygateError("err:keygate:gateway:invalid_path", `The request path ${refusal}; keygate does not forward it.`);
-    return { kind: "deny", error };
-  }
-  const route = current.table.match(request.method, path);
-  if (route) return route;
-  const allowed = current.table.methodsFor(path);
-  if (allowed.length === 0) return { kind: "unmatched" };
-  const detail = `${request.method} is not allowed on ${path}; use ${allowed.join(" or ")}.`;
-  return {
-    kind: "deny",
-    error: new KeygateError("err:user:bad_request:method_not_allowed", detail, { headers: { allow: allowed.join(", ") } }),
-  };
-}
+const NO_ROUTE: RouteMatch = { kind: "none" };
+const UNDECODABLE: RouteMatch = { kind: "undecodable" };
 
 /** A verification that was not VALID, as the gateway answers it. */
-function verificationDenial(route: CompiledRoute, verification: Verification): Denied {
-  const code = verification.data.code as Exclude<VerificationCode, "VALID">;
+function verificationDenial(route: CompiledRoute, workspaceId: string, verification: Exclude<Verification, ValidVerification>): Denied {
+  const code = verification.code;
   const denial = DENIALS[code];
   const detail =
     code === "INSUFFICIENT_PERMISSIONS" && route.permissionQuery
       ? `${denial.detail} It needs: ${formatQuery(route.permissionQuery)}.`
       : denial.detail;
-  const headers = code === "RATE_LIMITED" ? ratelimitHeaders(appliedLimits(verification), verification.decidedAt) : {};
-  if (code === "USAGE_EXCEEDED" && verification.nextRefillAt !== undefined) {
+  const headers = code === "RATE_LIMITED" ? ratelimitHeaders(verification.limits, verification.decidedAt) : {};
+  if (verification.code === "USAGE_EXCEEDED" && verification.nextRefillAt !== undefined) {
     headers["retry-after"] = String(Math.max(1, Math.ceil((verification.nextRefillAt - verification.decidedAt) / 1000)));
   }
-  return deny(route, denial.code, detail, headers);
+  const denied = deny(route, denial.code, detail, headers);
+  denied.workspaceId = workspaceId;
+  denied.verification = verification;
+  return denied;
 }
 
 function deny(route: CompiledRoute, code: ErrorCode, detail: string, headers: Record<string, string> = {}): Denied {
   // Every 401 says where the key goes (RFC 9110).
   if (ERROR_CATALOGUE[code].status === 401) headers["www-authenticate"] = wwwAuthenticate(route);
-  return { kind: "deny", error: new KeygateError(code, detail, { headers }), route };
-}
-
-/** The limits a verification checked, for the rate limit headers. */
-function appliedLimits(verification: Verification): AppliedLimit[] {
-  return verification.limits.map((limit) => ({
-    name: limit.name,
-    limit: limit.limit,
-    remaining: limit.result.remaining,
-    durationMs: limit.durationMs,
-    resetAt: limit.result.resetAt,
-    passed: limit.result.passed,
-  }));
+  return { kind: "deny", error: new KeygateError(code, detail, { headers }) };
 }
 
 /** The route's namespace limits for this request, resolved (overrides applied) to join the key's atomic step. */
@@ -223,7 +190,7 @@ async function namespaceChecks(
   view: KeyView,
   request: GatewayRequest,
   ip: () => string,
-): Promise<ExtraLimit[]> {
+): Promise<NamespaceLimitCheck[]> {
   const requests = route.namespaceLimits.map((limit) => ({
     namespace: limit.namespace,
     identifier: identifierFor(limit.identifier, view, request, ip),
@@ -231,8 +198,7 @@ async function namespaceChecks(
     durationMs: limit.durationMs,
     cost: limit.cost,
   }));
-  const resolved = await services.ratelimit.resolve(workspaceId, requests, { createMissingNamespaces: true });
-  return resolved.map(({ request, ...limit }) => ({ name: request.namespace, ...limit }));
+  return services.ratelimit.resolve(workspaceId, requests, { createMissingNamespaces: true });
 }
 
 /**
@@ -248,7 +214,7 @@ function identifierFor(source: IdentifierSource, view: KeyView, request: Gateway
     case "ip":
       return ip();
     case "header": {
-      const value = request.headers[source.header];
+      const value = request.raw.headers[source.header];
       const text = (Array.isArray(value) ? value[0] : value)?.trim();
       return text ? text.slice(0, 255) : "-";
     }

@@ -1,22 +1,14 @@
 import type { IncomingHttpHeaders } from "node:http";
+import type { KeyView } from "../domain/verification/key-view.js";
+import type { RequestTarget } from "../http/request-target.js";
 import { endToEndHeaders } from "./hop-by-hop.js";
 import type { CompiledRoute } from "./route-table.js";
-
-/** What verification established about the caller, for the headers the upstream gets. */
-export interface ForwardedIdentity {
-  keyId: string;
-  identityId?: string;
-  externalId?: string;
-}
 
 /**
  * The path and query a request is sent upstream with: the route's upstream path, then the request path, then the
  * query string minus the key when the key came in a query parameter. The path must have passed pathRefusal.
  */
-export function upstreamPath(route: CompiledRoute, requestUrl: string): string {
-  const queryAt = requestUrl.indexOf("?");
-  const path = queryAt === -1 ? requestUrl : requestUrl.slice(0, queryAt);
-  let query = queryAt === -1 ? "" : requestUrl.slice(queryAt + 1);
+export function upstreamPath(route: CompiledRoute, { path, query }: RequestTarget): string {
   if (route.keySource.kind === "query" && query !== "") {
     const params = new URLSearchParams(query);
     params.delete(route.keySource.parameter);
@@ -26,9 +18,12 @@ export function upstreamPath(route: CompiledRoute, requestUrl: string): string {
 }
 
 /** The upstream URL of a request, query string included. */
-export function upstreamUrl(route: CompiledRoute, requestUrl: string): string {
-  return route.upstream.origin + upstreamPath(route, requestUrl);
+export function upstreamUrl(route: CompiledRoute, target: RequestTarget): string {
+  return route.upstream.origin + upstreamPath(route, target);
 }
+
+/** Why a request path is not forwarded: see pathRefusal. */
+export type PathProblem = "undecodable" | "dot segment";
 
 /**
  * Why a request path is not forwarded, or undefined when it may be. Refused: a path that does not decode (percent
@@ -38,25 +33,18 @@ export function upstreamUrl(route: CompiledRoute, requestUrl: string): string {
  * guards, after this route's checks. Decoded once, as a strict proxy does. Encoded slashes and backslashes on
  * their own, and dots inside a segment, are forwarded as they are.
  */
-export function pathRefusal(path: string): string | undefined {
+export function pathRefusal(path: string): PathProblem | undefined {
   if (!/[.%\\]/.test(path)) return undefined;
-  const decoded = decodedPath(path);
-  if (decoded === undefined) return "has a percent escape that does not decode to UTF-8";
+  let decoded: string;
+  try {
+    decoded = decodeURIComponent(path);
+  } catch {
+    return "undecodable";
+  }
   for (const segment of decoded.split(/[\\/]/)) {
-    if (segment === "." || segment.startsWith("..") || segment.endsWith("..")) {
-      return "has a dot segment ('.' or '..', also percent-encoded or between backslashes)";
-    }
+    if (segment === "." || segment.startsWith("..") || segment.endsWith("..")) return "dot segment";
   }
   return undefined;
-}
-
-/** The path percent-decoded once, or undefined when an escape does not decode (to UTF-8). */
-export function decodedPath(path: string): string | undefined {
-  try {
-    return decodeURIComponent(path);
-  } catch {
-    return undefined;
-  }
 }
 
 /**
@@ -68,16 +56,16 @@ export function decodedPath(path: string): string | undefined {
 export function upstreamHeaders(
   route: CompiledRoute,
   incoming: IncomingHttpHeaders,
-  caller: ForwardedIdentity,
+  key: Pick<KeyView, "keyId" | "identity">,
   client: { peer: string | undefined; protocol: string; host: string | undefined },
 ): IncomingHttpHeaders {
   const headers = endToEndHeaders(incoming, "request");
   if (route.keySource.kind === "header") delete headers[route.keySource.header];
   const forward = route.config.forward ?? {};
   for (const header of Object.values(forward)) delete headers[header.toLowerCase()];
-  if (forward.keyId) headers[forward.keyId.toLowerCase()] = caller.keyId;
-  if (forward.identity && caller.identityId) headers[forward.identity.toLowerCase()] = caller.identityId;
-  if (forward.externalId && caller.externalId) headers[forward.externalId.toLowerCase()] = caller.externalId;
+  if (forward.keyId) headers[forward.keyId.toLowerCase()] = key.keyId;
+  if (forward.identity && key.identity) headers[forward.identity.toLowerCase()] = key.identity.id;
+  if (forward.externalId && key.identity) headers[forward.externalId.toLowerCase()] = key.identity.externalId;
 
   const prior = headers["x-forwarded-for"];
   const entries = [Array.isArray(prior) ? prior.join(", ") : prior, client.peer].filter((entry) => entry !== undefined && entry !== "");

@@ -1,13 +1,12 @@
 import type { KeySource } from "./route-table.js";
 
 /**
- * The API key of a request, from the route's header (after its scheme, matched ignoring case) or query
- * parameter of `url` (the request target, parsed only for a query parameter); undefined when absent or empty.
+ * The API key of a request, from the route's header (after its scheme, matched ignoring case) or query parameter
+ * (read from `query`, the request's query string, parsed only for a query parameter); undefined when absent or empty.
  */
-export function extractKey(source: KeySource, headers: Record<string, string | string[] | undefined>, url: string): string | undefined {
+export function extractKey(source: KeySource, headers: Record<string, string | string[] | undefined>, query: string): string | undefined {
   if (source.kind === "query") {
-    const queryAt = url.indexOf("?");
-    const value = queryAt === -1 ? undefined : new URLSearchParams(url.slice(queryAt + 1)).get(source.parameter)?.trim();
+    const value = query === "" ? undefined : new URLSearchParams(query).get(source.parameter)?.trim();
     return value ? value : undefined;
   }
   const raw = headers[source.header];

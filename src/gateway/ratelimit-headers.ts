@@ -1,13 +1,7 @@
-/** One limit applied to a request, as the rate limit headers describe it. */
-export interface AppliedLimit {
-  name: string;
-  limit: number;
-  remaining: number;
-  durationMs: number;
-  /** Unix ms when the current window ends. */
-  resetAt: number;
-  passed: boolean;
-}
+import type { LimitDecision } from "../domain/ratelimit/limit-decision.js";
+
+/** What the headers say of a limit decided for the request. */
+type DescribedLimit = Pick<LimitDecision, "name" | "check" | "remaining" | "resetAt" | "passed">;
 
 /**
  * Rate limit headers for a response: the IETF `RateLimit-Policy` and `RateLimit` fields (one named item per
@@ -15,19 +9,19 @@ export interface AppliedLimit {
  * every header describes the limit that denied, never one that passed, and `Retry-After` says when its window
  * ends. Seconds, as HTTP wants them; X-RateLimit-Reset is a unix time in seconds.
  */
-export function ratelimitHeaders(limits: readonly AppliedLimit[], now: number): Record<string, string> {
+export function ratelimitHeaders(limits: readonly DescribedLimit[], now: number): Record<string, string> {
   if (limits.length === 0) return {};
   const denied = limits.find((limit) => !limit.passed);
   const described = denied ? [denied] : limits;
   const secondsUntil = (at: number) => Math.max(0, Math.ceil((at - now) / 1000));
   const headers: Record<string, string> = {
     "ratelimit-policy": described
-      .map((limit) => `${quote(limit.name)};q=${limit.limit};w=${Math.ceil(limit.durationMs / 1000)}`)
+      .map((limit) => `${quote(limit.name)};q=${limit.check.limit};w=${Math.ceil(limit.check.durationMs / 1000)}`)
       .join(", "),
     ratelimit: described.map((limit) => `${quote(limit.name)};r=${limit.remaining};t=${secondsUntil(limit.resetAt)}`).join(", "),
   };
-  const tightest = denied ?? described.reduce((a, b) => (b.remaining / b.limit < a.remaining / a.limit ? b : a));
-  headers["x-ratelimit-limit"] = String(tightest.limit);
+  const tightest = denied ?? described.reduce((a, b) => (b.remaining / b.check.limit < a.remaining / a.check.limit ? b : a));
+  headers["x-ratelimit-limit"] = String(tightest.check.limit);
   headers["x-ratelimit-remaining"] = String(tightest.remaining);
   headers["x-ratelimit-reset"] = String(Math.ceil(tightest.resetAt / 1000));
   if (denied) headers["retry-after"] = String(Math.max(1, secondsUntil(denied.resetAt)));

@@ -1,9 +1,9 @@
 import type { IncomingMessage, OutgoingHttpHeaders } from "node:http";
-import type { EventSink, GatewayRequestEvent, VerificationOutcome } from "../domain/analytics/events.js";
+import type { EventSink, GatewayRequestEvent } from "../domain/analytics/events.js";
 import type { Clock } from "../lib/clock.js";
 import { clientAddress } from "./client-address.js";
-import type { Allowed, Denied } from "./decision.js";
-import type { GatewayState } from "./route-state.js";
+import type { Decision } from "./decision.js";
+import type { AnswerHeaders, GatewayRequest } from "./gateway-request.js";
 import type { CompiledRoute, KeySource } from "./route-table.js";
 
 /** What stands in for a key, and for the values of the secret headers, in an event. */
@@ -12,40 +12,13 @@ export const REDACTED = "REDACTED";
 /** Headers whose values never reach an event (besides the route's key header). */
 const SECRET_HEADERS = new Set(["authorization", "proxy-authorization", "cookie", "set-cookie"]);
 
-/**
- * A request a route took, as the gateway learns it while serving it (plain requests and WebSocket upgrades alike):
- * enough to write its analytics event once it is answered. Set what is known; the rest has its event default.
- */
-export interface ServedRequest {
-  id: string;
-  request: IncomingMessage;
-  route: CompiledRoute;
-  /** The routes and settings the request is served with (its trusted proxies). */
-  state: GatewayState;
-  /** Unix ms of its arrival (the injected clock). */
-  time: number;
-  /** performance.now() at its arrival. */
-  startedAt: number;
-  /** The socket's peer, read while the socket is there. */
-  remoteAddress: string | undefined;
-  workspaceId?: string;
-  keyId?: string;
-  outcome?: VerificationOutcome;
-  /** performance.now() when the request was sent upstream, and when the upstream's answer ended or failed. */
-  upstreamSentAt?: number;
-  upstreamEndedAt?: number;
-}
-
-/** The answer's headers as keygate wrote them: an object (a plain request) or lines (an answer on a socket). */
-export type AnswerHeaders = OutgoingHttpHeaders | readonly (readonly [string, string])[];
-
 /** Notes what a decision established of the request: its API's workspace, the key and the verification's outcome. */
-export function noteDecision(served: Pick<ServedRequest, "workspaceId" | "keyId" | "outcome">, decision: Allowed | Denied): void {
-  if (decision.workspaceId !== undefined) served.workspaceId = decision.workspaceId;
+export function noteDecision(request: GatewayRequest, decision: Decision): void {
+  if (decision.workspaceId !== undefined) request.workspaceId = decision.workspaceId;
   const verification = decision.verification;
   if (verification === undefined) return;
-  served.outcome = verification.data.code;
-  if (verification.key !== undefined) served.keyId = verification.key.keyId;
+  request.outcome = verification.code;
+  if (verification.key !== undefined) request.keyId = verification.key.keyId;
 }
 
 /** Where the gateway looks up its routes' workspaces: at once when it already knows one, else from the store. */
@@ -76,13 +49,13 @@ export class GatewayRequestEvents {
   }
 
   /**
-   * Records `served`, answered with `status` (undefined: the client went away before any answer, recorded as 499)
-   * and `headers`. Call once per request.
+   * Records a request `route` took, once answered: its answer's status and head as written (no status: the client
+   * went away before any answer, recorded as 499). Call once per request.
    */
-  record(served: ServedRequest, status: number | undefined, headers: AnswerHeaders | undefined): void {
-    const event = this.event(served, status, headers, performance.now());
-    const apiId = served.route.config.apiId;
-    const known = served.workspaceId ?? this.workspaces.knownWorkspace(apiId);
+  record(request: GatewayRequest, route: CompiledRoute): void {
+    const event = this.event(request, route, performance.now());
+    const apiId = route.config.apiId;
+    const known = request.workspaceId ?? this.workspaces.knownWorkspace(apiId);
     if (known !== undefined) {
       event.workspaceId = known;
       this.sink.record(event);
@@ -96,36 +69,34 @@ export class GatewayRequestEvents {
     );
   }
 
-  private event(served: ServedRequest, status: number | undefined, headers: AnswerHeaders | undefined, now: number): GatewayRequestEvent {
-    const { request, route } = served;
-    const url = request.url ?? "/";
-    const queryAt = url.indexOf("?");
+  private event(request: GatewayRequest, route: CompiledRoute, now: number): GatewayRequestEvent {
+    const { raw } = request;
     const keySource = route.keySource;
     const keyHeader = keySource.kind === "header" ? keySource.header : undefined;
-    const totalLatencyMs = now - served.startedAt;
+    const totalLatencyMs = now - request.startedAt;
     const upstreamLatencyMs =
-      served.upstreamSentAt === undefined ? 0 : Math.max(0, (served.upstreamEndedAt ?? now) - served.upstreamSentAt);
+      request.upstreamSentAt === undefined ? 0 : Math.max(0, (request.upstreamEndedAt ?? now) - request.upstreamSentAt);
     const withHeaders = route.config.analytics?.headers === true;
     return {
-      requestId: served.id,
-      time: served.time,
-      workspaceId: served.workspaceId ?? "",
+      requestId: request.id,
+      time: request.time,
+      workspaceId: request.workspaceId ?? "",
       apiId: route.config.apiId,
       route: route.name,
-      method: request.method ?? "GET",
-      host: headerText(request, "host", keyHeader),
-      path: queryAt === -1 ? url : url.slice(0, queryAt),
-      queryString: queryAt === -1 ? "" : redactedQuery(url.slice(queryAt + 1), keySource),
-      responseStatus: status ?? 499,
-      userAgent: headerText(request, "user-agent", keyHeader),
-      ipAddress: clientAddress(served.remoteAddress, request.headers["x-forwarded-for"], served.state.trust),
+      method: request.method,
+      host: headerText(raw, "host", keyHeader),
+      path: request.path,
+      queryString: redactedQuery(request.query, keySource),
+      responseStatus: request.status ?? 499,
+      userAgent: headerText(raw, "user-agent", keyHeader),
+      ipAddress: clientAddress(request.remoteAddress, raw.headers["x-forwarded-for"], request.snapshot.trust),
       totalLatencyMs,
       upstreamLatencyMs,
       gatewayLatencyMs: totalLatencyMs - upstreamLatencyMs,
-      keyId: served.keyId ?? "",
-      outcome: served.outcome ?? "",
-      requestHeaders: withHeaders ? headerLines(rawPairs(request.rawHeaders), keyHeader) : [],
-      responseHeaders: withHeaders && headers !== undefined ? headerLines(answerPairs(headers), keyHeader) : [],
+      keyId: request.keyId ?? "",
+      outcome: request.outcome ?? "",
+      requestHeaders: withHeaders ? headerLines(rawPairs(raw.rawHeaders), keyHeader) : [],
+      responseHeaders: withHeaders && request.head !== undefined ? headerLines(answerPairs(request.head), keyHeader) : [],
     };
   }
 }

@@ -1,4 +1,5 @@
 import { type PermissionQuery, PermissionQuerySyntaxError, parsePermissionQuery } from "../domain/permissions/query.js";
+import { isManagementPath, MANAGEMENT_PREFIX, samePath } from "../http/request-target.js";
 import type { RouteConfig } from "./route-config.js";
 
 export type KeySource = { kind: "header"; header: string; scheme?: string } | { kind: "query"; parameter: string };
@@ -19,9 +20,6 @@ export interface CompiledRoute {
   readonly permissionQuery: PermissionQuery | undefined;
   readonly namespaceLimits: readonly { namespace: string; identifier: IdentifierSource; limit: number; durationMs: number; cost: number }[];
 }
-
-/** Paths under /v2/ belong to the management API; no route may take them. */
-export const RESERVED_PREFIX = "/v2";
 
 /** Routes compiled for matching, longest prefix first. */
 export class RouteTable {
@@ -92,19 +90,6 @@ export class RouteTableError extends Error {
   }
 }
 
-/**
- * The path with its percent-escaped unreserved characters (letters, digits, '-', '.', '_', '~') decoded: RFC 3986
- * (6.2.2.2) makes `/cred%69ts` the same path as `/credits` for every server upstream, so both must take the same
- * route and pay the same. Other escapes (`%2F`, `%20`, …) stay as they are, and so does the path forwarded.
- */
-export function samePath(path: string): string {
-  if (!path.includes("%")) return path;
-  return path.replace(/%([0-9A-Fa-f]{2})/g, (escaped, hex: string) => {
-    const character = String.fromCharCode(Number.parseInt(hex, 16));
-    return /^[A-Za-z0-9._~-]$/.test(character) ? character : escaped;
-  });
-}
-
 function prefixMatches(prefix: string, path: string): boolean {
   if (prefix === "") return true;
   return path.startsWith(prefix) && (path.length === prefix.length || path[prefix.length] === "/");
@@ -112,8 +97,8 @@ function prefixMatches(prefix: string, path: string): boolean {
 
 function compileRoute(config: RouteConfig, at: string, problems: string[]): CompiledRoute | undefined {
   const prefix = samePath(config.match.prefix.replace(/\/+$/, ""));
-  if (prefix === RESERVED_PREFIX || prefix.startsWith(`${RESERVED_PREFIX}/`)) {
-    problems.push(`${at}.match.prefix: '${config.match.prefix}' is reserved for the management API (/v2)`);
+  if (isManagementPath(prefix)) {
+    problems.push(`${at}.match.prefix: '${config.match.prefix}' is reserved for the management API (${MANAGEMENT_PREFIX})`);
   }
   if (/[?#]/.test(config.match.prefix)) problems.push(`${at}.match.prefix: must be a path, without '?' or '#'`);
 

@@ -2,6 +2,7 @@ import type { FastifyBaseLogger } from "fastify";
 import type { KeyService } from "../domain/keys/key-service.js";
 import { KeygateError } from "../errors/keygate-error.js";
 import type { Allowed } from "./decision.js";
+import type { GatewayRequest } from "./gateway-request.js";
 import type { CompiledRoute } from "./route-table.js";
 
 /** The error a client gets when the route's upstream did not answer (timed out) or could not be reached. */
@@ -12,24 +13,26 @@ export function upstreamFailure(route: CompiledRoute, timedOut: boolean): Keygat
 }
 
 /**
- * Gives back the credits of an allowed request whose upstream then failed, when the settings say so. The failure
- * is answered once this is done, so a client that sees it finds its credits back. Never rejects.
+ * Gives back the credits of an allowed request whose upstream then failed (or that was never sent), when the
+ * settings say so. The failure is answered once this is done, so a client that sees it finds its credits back.
+ * Never rejects.
  */
-export async function refundAfterUpstreamFailure(
+export async function refundCredits(
   keys: Pick<KeyService, "refundCredits">,
   log: FastifyBaseLogger,
+  request: GatewayRequest,
   decision: Allowed,
 ): Promise<void> {
-  const { verification, workspaceId, caller } = decision;
-  if (!refundDue(decision)) return;
+  if (!refundDue(request, decision)) return;
+  const { workspaceId, verification } = decision;
   try {
-    await keys.refundCredits(workspaceId, caller.keyId, verification.spentCredits);
+    await keys.refundCredits(workspaceId, verification.key.keyId, verification.spentCredits);
   } catch (error) {
-    log.error({ err: error, keyId: caller.keyId }, "could not give back the credits of a failed upstream request");
+    log.error({ err: error, keyId: verification.key.keyId }, "could not give back the credits of a failed upstream request");
   }
 }
 
 /** Whether an allowed request spent credits that its upstream's failure gives back (`refundCreditsOnUpstreamFailure`). */
-export function refundDue(decision: Allowed): boolean {
-  return decision.state.settings.refundCreditsOnUpstreamFailure && decision.verification.spentCredits > 0;
+export function refundDue(request: GatewayRequest, decision: Allowed): boolean {
+  return request.snapshot.settings.refundCreditsOnUpstreamFailure && decision.verification.spentCredits > 0;
 }

@@ -1,8 +1,8 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, type MetricObjectWithValues, type MetricValue, Registry } from "prom-client";
 import type { AnalyticsRuntime } from "../analytics/index.js";
 import type { EventPipelineStats } from "../analytics/pipeline.js";
-import type { VerificationOutcome } from "../domain/analytics/events.js";
 import type { CacheLookup, CacheName, Observer, RatelimitDecider, RatelimitSource, VerificationSource } from "../domain/observer.js";
+import type { VerificationCode } from "../domain/verification/codes.js";
 import type { Stores } from "../storage/interfaces.js";
 
 /** Which face of keygate served a request. */
@@ -97,14 +97,13 @@ export class Metrics implements Observer, UpstreamObserver {
   private readonly stopTimingCommands: () => void;
 
   constructor(stores: Stores, analytics: AnalyticsRuntime) {
-    this.stopTimingCommands =
-      stores.commandTimings?.observe((command, seconds) => this.redisDuration.observe({ command }, seconds)) ?? (() => {});
+    this.stopTimingCommands = stores.health.observeCommands((command, seconds) => this.redisDuration.observe({ command }, seconds));
     new Gauge({
       name: "keygate_redis_breaker_open",
       help: "1 while the Redis circuit breaker is open (Redis does not answer and calls fail fast), else 0.",
       registers: [this.registry],
       collect() {
-        this.set(stores.breaker?.state === "open" ? 1 : 0);
+        this.set(stores.health.state === "open" ? 1 : 0);
       },
     });
     analyticsSeries(this.registry, () => analytics.stats());
@@ -116,7 +115,7 @@ export class Metrics implements Observer, UpstreamObserver {
     this.httpDuration.observe(labels, seconds);
   }
 
-  verified(source: VerificationSource, outcome: VerificationOutcome): void {
+  verified(source: VerificationSource, outcome: VerificationCode): void {
     this.verifications.inc({ source, outcome });
   }
 

@@ -1,5 +1,6 @@
 import type { FastifyBaseLogger, FastifyInstance, FastifyRequest } from "fastify";
 import type { Face, Metrics } from "./metrics.js";
+import { isManagementPath, splitTarget } from "./request-target.js";
 
 declare module "fastify" {
   interface FastifyRequest {
@@ -78,8 +79,7 @@ export function faceAndRoute(request: FastifyRequest): { face: Face; route: stri
   if (pattern?.startsWith("/v2/")) return { face: "v2", route: pattern.slice("/v2/".length) };
   if (pattern !== undefined) return { face: "other", route: pattern };
   // No route took it: a /v2 path no procedure has, or a path no gateway route takes.
-  const path = request.url.split("?", 1)[0] as string;
-  return { face: path === "/v2" || path.startsWith("/v2/") ? "v2" : "gateway", route: "unmatched" };
+  return { face: isManagementPath(splitTarget(request.url).path) ? "v2" : "gateway", route: "unmatched" };
 }
 
 /** Tells `telemetry` of every request Fastify answers, once the response is sent. Nothing when it is off. */

@@ -1,6 +1,7 @@
+import type { CircuitBreaker } from "../lib/circuit-breaker.js";
 import { type Clock, systemClock } from "../lib/clock.js";
 import { defined } from "../lib/defined.js";
-import type { Stores } from "./interfaces.js";
+import type { Broadcast, StoreHealth, Stores } from "./interfaces.js";
 import { MemoryAnalyticsQuotaStore } from "./memory/analytics-quota-store.js";
 import { MemoryApiStore } from "./memory/api-store.js";
 import { MemoryDashboardSessionStore } from "./memory/dashboard-session-store.js";
@@ -14,11 +15,12 @@ import { MemoryRootKeyStore } from "./memory/root-key-store.js";
 import { SharedCounters } from "./ratelimit/shared-counters.js";
 import { RedisAnalyticsQuotaStore } from "./redis/analytics-quota-store.js";
 import { RedisApiStore } from "./redis/api-store.js";
+import { RedisBroadcast } from "./redis/broadcast.js";
 import { connectRedis } from "./redis/connection.js";
 import type { StoreLog } from "./redis/credit-reconciler.js";
 import { defineCreditCommands } from "./redis/credit-scripts.js";
 import { RedisDashboardSessionStore } from "./redis/dashboard-session-store.js";
-import { type BreakerSettings, DEFAULT_BREAKER, guardedClient, RedisGuard, redisBreaker } from "./redis/guard.js";
+import { type BreakerSettings, DEFAULT_BREAKER, guardedClient, RedisGuard, redisBreaker, redisHealth } from "./redis/guard.js";
 import { RedisIdentityStore } from "./redis/identity-store.js";
 import { RedisKeyStore } from "./redis/key-store.js";
 import { createRedisKeys } from "./redis/keys.js";
@@ -54,22 +56,35 @@ export function createMemoryStores(options: StoreOptions = {}): Stores {
     ratelimitCounters: new MemoryRatelimitCounterStore(options.clock ?? systemClock, keys),
     analyticsQuota: new MemoryAnalyticsQuotaStore(),
     dashboardSessions: new MemoryDashboardSessionStore(options.clock ?? systemClock),
+    health: MEMORY_HEALTH,
+    broadcast: NO_OTHER_INSTANCES,
     close: async () => {},
   };
 }
 
-/** Stores kept in Redis, with the connection and key prefix other Redis users (pub/sub) share. */
+/** In-memory stores always answer. */
+const MEMORY_HEALTH: StoreHealth = {
+  state: "closed",
+  onStateChange: () => {},
+  check: async () => {},
+  observeCommands: () => () => {},
+};
+
+/** In-memory stores serve one instance: there is nobody to tell. */
+const NO_OTHER_INSTANCES: Broadcast = {
+  publish: async () => {},
+  subscribe: async () => async () => {},
+};
+
+/** Stores kept in Redis, with what tests and operator tools look at besides the ports. */
 export interface RedisBackedStores extends Stores {
   readonly kind: "redis";
   readonly redis: RedisClient;
   readonly prefix: string;
   /** The counters' store under the policies of `ratelimitCounters`: one script execution per batch. */
   readonly ratelimitBatches: RedisRatelimitCounterStore;
-  readonly breaker: NonNullable<Stores["breaker"]>;
-}
-
-export function isRedisBacked(stores: Stores): stores is RedisBackedStores {
-  return stores.kind === "redis" && "redis" in stores;
+  /** The circuit breaker that guards every Redis call; `health` reports its state. */
+  readonly breaker: CircuitBreaker;
 }
 
 /** A Redis deployment and how keygate uses it: the configuration's `storage.redis`. */
@@ -127,12 +142,10 @@ export function createRedisStores(
     ratelimitCounters,
     ratelimitBatches,
     breaker: guard.breaker,
-    commandTimings: guard,
-    ping: async () => {
-      await guard.run("ping", () => redis.ping());
-    },
     analyticsQuota: new RedisAnalyticsQuotaStore(guarded, keys),
     dashboardSessions: new RedisDashboardSessionStore(guarded, keys),
+    health: redisHealth(redis, guard),
+    broadcast: new RedisBroadcast(redis, prefix),
     close: async () => {
       if (closed) return;
       closed = true;

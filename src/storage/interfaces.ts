@@ -1,5 +1,5 @@
-import type { CircuitBreaker } from "../lib/circuit-breaker.js";
-import type { WindowCounts } from "../lib/sliding-window.js";
+import type { CircuitState } from "../lib/circuit-breaker.js";
+import type { RatelimitCounterStore } from "./counter-interfaces.js";
 import type {
   ApiRecord,
   CreditRecord,
@@ -223,116 +223,39 @@ export interface RatelimitNamespaceStore {
   allOverrides(workspaceId: string, namespaceId: string): Promise<RatelimitOverrideRecord[]>;
 }
 
-/** One sliding-window limit to check (lib/sliding-window.ts has the algorithm). */
-export interface WindowCheck {
-  /**
-   * What is counted, unique within the workspace, e.g. `ns:<namespaceId>:<identifier>`. Checks of one bucket
-   * with another limit or duration count separately, so a changed limit starts afresh.
-   */
-  bucket: string;
-  /** Units admitted per sliding window; 0 blocks everything. */
-  limit: number;
-  durationMs: number;
-  /** Units this request takes; 0 checks without consuming (denied only when the window is already over). */
-  cost: number;
-}
-
-export interface WindowResult {
-  /** This check on its own would pass (with the cost of earlier checks of the same bucket in this call). */
-  passed: boolean;
-  /** Units the window still admits after this call. A call that was denied consumed nothing, for any of its checks. */
-  remaining: number;
-  /** Unix ms at which the current fixed window ends. */
-  resetAt: number;
-}
-
-/**
- * A credit deduction decided together with the limits of a call: the call passes only when the key's balance
- * (refilled as due) covers `cost`, and then both are consumed; otherwise neither is.
- */
-export interface CreditCheck {
-  keyId: string;
-  /** Credits this request takes; 0 checks without taking any (and always passes). */
-  cost: number;
-}
-
-export interface CreditOutcome {
-  /** The balance covers the cost. */
-  passed: boolean;
-  /** The balance after the call (unchanged when the call was denied); null when the key has no balance (unlimited). */
-  remaining: number | null;
-}
-
-export interface CounterOutcome {
-  /** True when every check passed and each one's cost was consumed; false when none was consumed. */
-  passed: boolean;
-  /** One result per check, in order. */
-  results: WindowResult[];
-  /** The instant the decision was made at (unix ms): the `now` given, or the store's own clock. */
-  now: number;
-  /** The credit check's result, when the call had one (absent when a denial was certain without reading it). */
-  credit?: CreditOutcome;
-  /** Set when this instance answered from what it already knew, without asking the shared store. */
-  decidedLocally?: true;
-}
-
-/**
- * Rate limit counters. Checking and consuming is one atomic step across every instance that shares the store:
- * the limits of a call are all-or-nothing, so a denial by one consumes none of the others.
- */
-export interface RatelimitCounterStore {
-  /**
-   * Checks every limit and, only if all pass, consumes each one's cost. `now` (unix ms) is the time to decide
-   * at (tests pass an injected clock's time); without it the store uses one clock that every instance shares
-   * (Redis: the server's TIME). Throws StoreUnavailableError when the store cannot answer in time.
-   */
-  applyChecks(workspaceId: string, checks: readonly WindowCheck[], now?: number, credit?: CreditCheck): Promise<CounterOutcome>;
-}
-
-/** One call of a batch: its checks, an optional credit check, and units to reserve for the calling instance. */
-export interface CounterCall {
-  checks: readonly WindowCheck[];
-  credit?: CreditCheck | undefined;
-  /**
-   * Units to take besides the cost on the first check's counter, for the caller to admit later without asking
-   * (0 or absent: none). Honoured only for one check without credit that passes, on a counter already in use
-   * (counted above 0 before the call), and only as far as the window stays at most half used.
-   */
-  reserve?: number;
-}
-
-/** What a batch store knows of one check's counter after deciding it. */
-export interface DecidedWindow {
-  /** The fixed window the check was decided in. */
-  sequence: number;
-  /** Units reserved for the caller (not part of the result's `remaining`); 0 unless the call asked. */
-  reserved: number;
-  /** Only when nothing remains: the counts of that window and the one before, after the call. */
-  counts?: WindowCounts;
-}
-
-export interface CallDecision {
-  outcome: CounterOutcome;
-  /** One per check, in order. */
-  windows: DecidedWindow[];
-}
-
-/**
- * Counters that decide a batch of calls in one atomic step (Redis: one script execution). Calls are decided in
- * order, each on its own exactly as if it had been sent alone, all at one time: `now`, or the store's own clock.
- * The policies of storage/ratelimit/ (batching, reservations, local denials) build a RatelimitCounterStore on one.
- * Throws StoreUnavailableError when the store cannot answer in time: then no call of the batch has an answer.
- */
-export interface RatelimitBatchStore {
-  applyBatch(workspaceId: string, calls: readonly CounterCall[], now?: number): Promise<CallDecision[]>;
-}
-
 export type CommandListener = (command: string, seconds: number) => void;
 
-/** How long Redis commands take, for metrics. */
-export interface CommandTimings {
-  /** Calls `listener` after every command with its name and duration, until the returned function is called. */
-  observe(listener: CommandListener): () => void;
+/** Whether the shared store answers, for readiness, metrics and the caches that must revalidate after an outage. */
+export interface StoreHealth {
+  /**
+   * "closed" while the store answers; "open" (or "probing") while it does not and calls fail fast (Redis's circuit
+   * breaker). In-memory stores are always "closed".
+   */
+  readonly state: CircuitState;
+  /** Calls `listener` on every change of `state`. */
+  onStateChange(listener: (state: CircuitState) => void): void;
+  /** Asks the store for an answer (readiness); rejects when it gives none. */
+  check(): Promise<void>;
+  /** Calls `listener` after every command with its name and duration (metrics), until the returned function is called. */
+  observeCommands(listener: CommandListener): () => void;
+}
+
+/** What a subscriber to a Broadcast channel is told. */
+export interface BroadcastListener {
+  /** A message published on the channel, by any instance (this one included). */
+  message(text: string): void;
+  /** The subscription was re-established after a break: messages may have been missed meanwhile. */
+  resumed(): void;
+}
+
+/**
+ * Messages to every keygate instance that shares the stores (Redis pub/sub). In-memory stores have no other
+ * instance: nothing is carried, and a subscriber never hears anything.
+ */
+export interface Broadcast {
+  publish(channel: string, text: string): Promise<void>;
+  /** Resolves once subscribed, with the way to unsubscribe. */
+  subscribe(channel: string, listener: BroadcastListener): Promise<() => Promise<void>>;
 }
 
 export interface Stores {
@@ -345,14 +268,11 @@ export interface Stores {
   readonly identities: IdentityStore;
   readonly ratelimitNamespaces: RatelimitNamespaceStore;
   readonly ratelimitCounters: RatelimitCounterStore;
-  /** Redis only: the circuit breaker guarding the rate limit stores' calls (its state says whether Redis answers). */
-  readonly breaker?: CircuitBreaker;
-  /** Redis only: asks Redis for an answer (readiness); rejects when it gives none. */
-  ping?(): Promise<void>;
-  /** Redis only: the timings of its commands. */
-  readonly commandTimings?: CommandTimings;
   readonly analyticsQuota: AnalyticsQuotaStore;
   readonly dashboardSessions: DashboardSessionStore;
+  readonly health: StoreHealth;
+  /** Carries cache invalidations (and any other news every instance must hear) between instances. */
+  readonly broadcast: Broadcast;
   /**
    * Releases connections. Redis first makes a last attempt at settling the calls that may have spent credits and
    * got no answer in time (see storage/redis/credit-reconciler.ts). Idempotent.

@@ -1,6 +1,5 @@
 import type { AddressInfo } from "node:net";
 import t from "tap";
-import type { VerificationOutcome } from "../../src/domain/analytics/events.js";
 import type { VerificationCode } from "../../src/domain/verification/verification.js";
 import { analyticsDir } from "../helpers/analytics.js";
 import { ManualClock } from "../helpers/clock.js";
@@ -30,7 +29,7 @@ const dir = analyticsDir(t);
 interface Made {
   via: "verifyKey" | "gateway";
   requestId: string;
-  outcome: VerificationOutcome;
+  outcome: VerificationCode;
   keyId: string;
   keySpaceId: string;
   identityId: string;
@@ -158,14 +157,7 @@ for (const storage of STORAGE_KINDS) {
 
     const made: Made[] = [];
     /** The row a verification of `key` with `outcome` writes; NOT_FOUND rows name no key. */
-    const record = (
-      via: Made["via"],
-      requestId: string,
-      key: Fixture,
-      outcome: VerificationOutcome,
-      spentCredits: number,
-      tags: string[],
-    ) => {
+    const record = (via: Made["via"], requestId: string, key: Fixture, outcome: VerificationCode, spentCredits: number, tags: string[]) => {
       const named = outcome === "NOT_FOUND" ? unknown : key;
       made.push({
         via,
@@ -180,7 +172,7 @@ for (const storage of STORAGE_KINDS) {
       });
     };
 
-    const viaVerifyKey = async (key: Fixture, outcome: VerificationOutcome, spentCredits: number, body: Record<string, unknown> = {}) => {
+    const viaVerifyKey = async (key: Fixture, outcome: VerificationCode, spentCredits: number, body: Record<string, unknown> = {}) => {
       const result = await h.call("keys.verifyKey", { key: key.key, ...body }, { rootKey: root });
       t.equal(result.status, 200);
       t.equal(result.body?.data?.code, outcome, `verifyKey ${key.label}: ${outcome}`);

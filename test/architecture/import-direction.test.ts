@@ -12,7 +12,10 @@ const SOURCE = join(dirname(fileURLToPath(import.meta.url)), "../../../src");
 const LAYERS: readonly { name: string; prefixes: readonly string[] }[] = [
   { name: "lib", prefixes: ["lib/"] },
   { name: "errors", prefixes: ["errors/"] },
-  { name: "store ports", prefixes: ["storage/interfaces.ts", "storage/records.ts", "storage/unavailable.ts"] },
+  {
+    name: "store ports",
+    prefixes: ["storage/interfaces.ts", "storage/counter-interfaces.ts", "storage/records.ts", "storage/unavailable.ts"],
+  },
   { name: "domain", prefixes: ["domain/"] },
   { name: "infrastructure", prefixes: ["storage/", "cache/", "analytics/"] },
   { name: "http", prefixes: ["http/", "gateway/"] },

@@ -3,7 +3,7 @@ import type { AddressInfo } from "node:net";
 import t, { type Test } from "tap";
 import { validateConfig } from "../../src/config/load.js";
 import { reloadRoutes } from "../../src/config/reload.js";
-import { compileGatewayState, RouteState } from "../../src/gateway/route-state.js";
+import { CurrentGatewaySnapshot, compileGatewaySnapshot } from "../../src/gateway/gateway-snapshot.js";
 import { createKey } from "../helpers/fixtures.js";
 import { harness } from "../helpers/harness.js";
 import { startUpstream } from "../helpers/upstream.js";
@@ -20,7 +20,7 @@ function capturingLog() {
 t.test("a reload applies routes and gateway settings, refuses an invalid file, and flags sections that need a restart", async (t) => {
   const route = (name: string) => ({ name, match: { prefix: `/${name}` }, upstream: "http://127.0.0.1:1", apiId: API });
   const running = validateConfig({ routes: [route("one")] });
-  const state = new RouteState(compileGatewayState(running));
+  const state = new CurrentGatewaySnapshot(compileGatewaySnapshot(running));
   const { lines, log } = capturingLog();
 
   t.equal(
@@ -60,13 +60,13 @@ t.test("swapping the routes under load fails no request", async (t) => {
   await h.app.listen({ port: 0, host: "127.0.0.1" });
   const base = `http://127.0.0.1:${(h.app.server.address() as AddressInfo).port}`;
   const { key } = await createKey(h, API);
-  const tables = [first.url, second.url].map((url) => compileGatewayState({ routes: [config(url)], gateway: h.config.gateway }));
+  const tables = [first.url, second.url].map((url) => compileGatewaySnapshot({ routes: [config(url)], gateway: h.config.gateway }));
 
   let swaps = 0;
   let swapping = true;
   const swapper = (async () => {
     while (swapping) {
-      h.app.gatewayRoutes.replace(tables[swaps++ % 2] as (typeof tables)[number]);
+      h.app.gatewaySnapshot.replace(tables[swaps++ % 2] as (typeof tables)[number]);
       await new Promise((resolve) => setTimeout(resolve, 2));
     }
   })();
@@ -146,7 +146,7 @@ t.test(
 
     const first = get("/svc/in-flight", inFlight.key);
     await within(5_000, "the first request being verified", verifying);
-    h.app.gatewayRoutes.replace(compileGatewayState({ routes: [route(replacement.url)], gateway: h.config.gateway }));
+    h.app.gatewaySnapshot.replace(compileGatewaySnapshot({ routes: [route(replacement.url)], gateway: h.config.gateway }));
     letGo();
     await waitFor("the first request reaching an upstream", 5_000, () =>
       old.seen.length + replacement.seen.length > 0 ? true : undefined,

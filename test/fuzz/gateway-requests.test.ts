@@ -1,6 +1,6 @@
 import type { AddressInfo } from "node:net";
 import t from "tap";
-import { samePath } from "../../src/gateway/route-table.js";
+import { samePath } from "../../src/http/request-target.js";
 import { envelopeProblem, excerpt, report } from "../helpers/envelope.js";
 import { createKey, getKey } from "../helpers/fixtures.js";
 import { fuzzSeed, Random } from "../helpers/fuzz.js";

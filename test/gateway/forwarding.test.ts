@@ -4,6 +4,7 @@ import { endToEndHeaders, endToEndResponseLines } from "../../src/gateway/hop-by
 import { ratelimitHeaders } from "../../src/gateway/ratelimit-headers.js";
 import type { RouteConfig } from "../../src/gateway/route-config.js";
 import { RouteTable } from "../../src/gateway/route-table.js";
+import { splitTarget } from "../../src/http/request-target.js";
 
 const compile = (extra: Partial<RouteConfig>) =>
   RouteTable.compile([
@@ -11,16 +12,19 @@ const compile = (extra: Partial<RouteConfig>) =>
   ]).routes[0]!;
 
 t.test("the upstream URL keeps the path and query, minus a key given as a query parameter", async (t) => {
-  t.equal(upstreamUrl(compile({}), "/orders/1?x=1&y=2"), "http://127.0.0.1:9001/orders/1?x=1&y=2");
-  t.equal(upstreamUrl(compile({ upstream: "http://h:1/base/" }), "/orders"), "http://h:1/base/orders");
+  t.equal(upstreamUrl(compile({}), splitTarget("/orders/1?x=1&y=2")), "http://127.0.0.1:9001/orders/1?x=1&y=2");
+  t.equal(upstreamUrl(compile({ upstream: "http://h:1/base/" }), splitTarget("/orders")), "http://h:1/base/orders");
   const byQuery = compile({ key: { query: "api_key" } });
-  t.equal(upstreamUrl(byQuery, "/orders?api_key=sk_1&page=2"), "http://127.0.0.1:9001/orders?page=2");
-  t.equal(upstreamUrl(byQuery, "/orders?api_key=sk_1"), "http://127.0.0.1:9001/orders");
+  t.equal(upstreamUrl(byQuery, splitTarget("/orders?api_key=sk_1&page=2")), "http://127.0.0.1:9001/orders?page=2");
+  t.equal(upstreamUrl(byQuery, splitTarget("/orders?api_key=sk_1")), "http://127.0.0.1:9001/orders");
 });
 
 t.test("the upstream path holds the route's base path, the request path and the query, as given", async (t) => {
-  t.equal(upstreamPath(compile({ upstream: "http://h:1/base" }), "/orders/1?next=../x&y=%zz"), "/base/orders/1?next=../x&y=%zz");
-  t.equal(upstreamPath(compile({ key: { query: "api_key" } }), "/orders?api_key=sk_1"), "/orders");
+  t.equal(
+    upstreamPath(compile({ upstream: "http://h:1/base" }), splitTarget("/orders/1?next=../x&y=%zz")),
+    "/base/orders/1?next=../x&y=%zz",
+  );
+  t.equal(upstreamPath(compile({ key: { query: "api_key" } }), splitTarget("/orders?api_key=sk_1")), "/orders");
 });
 
 t.test("paths with dot segments, in any spelling, or that do not decode are refused; dots within a segment are not", async (t) => {
@@ -62,13 +66,21 @@ t.test("upstream headers drop the key and forged identity headers, and add the r
       accept: "application/json",
       "x-forwarded-for": "10.0.0.1",
     },
-    { keyId: "key_real", identityId: "id_real" },
+    { keyId: "key_real", identity: { id: "id_real", externalId: "customer_7" } },
     { peer: "192.0.2.7", protocol: "https", host: "api.example.com" },
   );
   t.equal(headers.authorization, undefined, "the key does not reach the upstream");
   t.equal(headers["x-keygate-key-id"], "key_real");
   t.equal(headers["x-keygate-identity"], "id_real");
-  t.equal(headers["x-keygate-external-id"], undefined, "a forged header is dropped even when there is no real value");
+  t.equal(headers["x-keygate-external-id"], "customer_7");
+  const withoutIdentity = upstreamHeaders(
+    route,
+    { "x-keygate-identity": "id_forged", "x-keygate-external-id": "forged" },
+    { keyId: "key_real" },
+    { peer: "192.0.2.7", protocol: "https", host: "api.example.com" },
+  );
+  t.equal(withoutIdentity["x-keygate-identity"], undefined, "a forged header is dropped even when there is no real value");
+  t.equal(withoutIdentity["x-keygate-external-id"], undefined, "a forged header is dropped even when there is no real value");
   t.equal(headers.accept, "application/json");
   t.equal(headers["x-forwarded-for"], "10.0.0.1, 192.0.2.7");
   t.equal(headers["x-forwarded-proto"], "https");
@@ -114,8 +126,20 @@ t.test("hop-by-hop headers: Connection and every name it lists (any line, any ca
 
 t.test("rate limit headers name every applied limit, or only the one that denied", async (t) => {
   const now = 1_000_000;
-  const requests = { name: "requests", limit: 100, remaining: 40, durationMs: 60_000, resetAt: now + 30_500, passed: true };
-  const burst = { name: "burst", limit: 10, remaining: 1, durationMs: 1_000, resetAt: now + 400, passed: true };
+  const requests = {
+    name: "requests",
+    check: { bucket: "key:k:requests", limit: 100, durationMs: 60_000, cost: 1 },
+    remaining: 40,
+    resetAt: now + 30_500,
+    passed: true,
+  };
+  const burst = {
+    name: "burst",
+    check: { bucket: "key:k:burst", limit: 10, durationMs: 1_000, cost: 1 },
+    remaining: 1,
+    resetAt: now + 400,
+    passed: true,
+  };
   t.same(ratelimitHeaders([requests, burst], now), {
     "ratelimit-policy": '"requests";q=100;w=60, "burst";q=10;w=1',
     ratelimit: '"requests";r=40;t=31, "burst";r=1;t=1',

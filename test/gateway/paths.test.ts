@@ -1,6 +1,7 @@
 import { request } from "node:http";
 import type { AddressInfo } from "node:net";
 import t from "tap";
+import type { ErrorCode } from "../../src/errors/catalogue.js";
 import { assertError } from "../helpers/assertions.js";
 import { createKey, getKey } from "../helpers/fixtures.js";
 import { harness, STORAGE_KINDS } from "../helpers/harness.js";
@@ -108,9 +109,16 @@ for (const storage of STORAGE_KINDS) {
     }
     t.equal((await sendRaw(base, "/credits%2Fx", key)).body.url, "/open/credits%2Fx", "an escaped slash is no separator: another path");
 
-    // WebSocket upgrades bypass Fastify's router: the same rule holds there, a path that does not decode included.
+    // WebSocket upgrades bypass Fastify's router: the same rules hold there, and a path that does not decode is a
+    // malformed URL as on a plain request.
     const beforeUpgrades = await balance();
-    for (const target of ["/credits/../admin", "/credits/%2e%2e%2fadmin", "/credits/%zz", "/credits/%E0%A4%A"]) {
+    const upgrades: [string, ErrorCode, RegExp][] = [
+      ["/credits/../admin", "err:keygate:gateway:invalid_path", /path/],
+      ["/credits/%2e%2e%2fadmin", "err:keygate:gateway:invalid_path", /path/],
+      ["/credits/%zz", "err:user:bad_request:malformed_url", /cannot be decoded/],
+      ["/credits/%E0%A4%A", "err:user:bad_request:malformed_url", /cannot be decoded/],
+    ];
+    for (const [target, code, detail] of upgrades) {
       const seenBefore = upstream.seen.length;
       const answer = await sendRaw(base, target, key, {
         connection: "Upgrade",
@@ -118,7 +126,7 @@ for (const storage of STORAGE_KINDS) {
         "sec-websocket-version": "13",
         "sec-websocket-key": "dGhlIHNhbXBsZSBub25jZQ==",
       });
-      assertError(t, answer, "err:keygate:gateway:invalid_path", /path/);
+      assertError(t, answer, code, detail);
       t.equal(upstream.seen.length, seenBefore, `upgrade to ${target}: the upstream is never reached`);
     }
     t.equal(await balance(), beforeUpgrades, "nor was anything charged for a refused upgrade");

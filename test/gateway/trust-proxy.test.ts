@@ -6,7 +6,7 @@ import t, { type Test } from "tap";
 import { ConfigError, validateConfig } from "../../src/config/load.js";
 import { reloadRoutes } from "../../src/config/reload.js";
 import { clientAddress, compileTrust, TRUST_EVERY_HOP_WARNING, trustProxyProblems } from "../../src/gateway/client-address.js";
-import { compileGatewayState, RouteState } from "../../src/gateway/route-state.js";
+import { CurrentGatewaySnapshot, compileGatewaySnapshot } from "../../src/gateway/gateway-snapshot.js";
 import { LONGEST_WINDOW_MS } from "../helpers/clock.js";
 import { createKey } from "../helpers/fixtures.js";
 import { harness } from "../helpers/harness.js";
@@ -138,7 +138,7 @@ t.test("trustProxy: true keeps trusting every hop (any client chooses its addres
   const lines: { level: string; message: string }[] = [];
   const log = { info: () => {}, warn: (_details: object, message: string) => lines.push({ level: "warn", message }), error: () => {} };
   const running = validateConfig({});
-  const state = new RouteState(compileGatewayState(running));
+  const state = new CurrentGatewaySnapshot(compileGatewaySnapshot(running));
   reloadRoutes(state, running, () => validateConfig({ gateway: { trustProxy: true } }), log);
   t.same(lines, [{ level: "warn", message: TRUST_EVERY_HOP_WARNING }], "a reload that turns it on warns");
   t.equal(state.current.trust("203.0.113.1", 5), true, "and the reloaded snapshot trusts every hop");

@@ -1,5 +1,6 @@
 import t from "tap";
-import type { VerificationEvent, VerificationOutcome } from "../../src/domain/analytics/events.js";
+import type { VerificationEvent } from "../../src/domain/analytics/events.js";
+import type { VerificationCode } from "../../src/domain/verification/codes.js";
 import { MAX_ANALYTICS_QUERY_LENGTH } from "../../src/routes/v2/analytics/get-verifications.js";
 import { analyticsDir, analyticsRows, asTally, event, tally } from "../helpers/analytics.js";
 import { assertError, assertInvalidAt, checkPermissions, checkUnauthenticated } from "../helpers/assertions.js";
@@ -29,7 +30,7 @@ const ksC = (await h.app.stores.apis.get(OTHER_WORKSPACE, apiC))?.keySpaceId as 
 
 // What verification would have recorded. API A's rows carry ordinary values; API B's and the other workspace's
 // carry markers that must never show up where they are not allowed.
-const A_OUTCOMES: [VerificationOutcome, number][] = [
+const A_OUTCOMES: [VerificationCode, number][] = [
   ["VALID", 12],
   ["RATE_LIMITED", 5],
   ["USAGE_EXCEEDED", 3],

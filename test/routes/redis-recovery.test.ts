@@ -21,8 +21,7 @@ t.test(
         },
       },
     });
-    const breaker = h.app.stores.breaker;
-    if (!breaker) throw new Error("Redis stores have a breaker");
+    const breaker = h.app.stores.health;
     t.equal((await h.call("apis.createApi", { name: "before" })).status, 200);
 
     await server.stop();

@@ -75,7 +75,7 @@ for (const fail of ["closed", "open", "local"]) {
       const apiId = await createApi(h);
       const { key, keyId } = await createKey(h, apiId, { credits: { remaining: BALANCE } });
       t.equal((await h.call("keys.verifyKey", { key })).body.data.credits, BALANCE - 1, "the key is cached, one credit spent");
-      const breaker = h.app.stores.breaker;
+      const breaker = h.app.stores.health;
       const counters = (h.app.stores as RedisBackedStores).ratelimitBatches;
 
       const { tally, stop } = load(h, key);

@@ -1,5 +1,6 @@
 import type { Test } from "tap";
-import type { Stores, WindowCheck } from "../../src/storage/interfaces.js";
+import type { WindowCheck } from "../../src/storage/counter-interfaces.js";
+import type { Stores } from "../../src/storage/interfaces.js";
 import type {
   ApiRecord,
   CreditRecord,

@@ -1,19 +1,11 @@
+import type { VerificationCode } from "../verification/codes.js";
+
 /**
  * The contract between what keygate decides and analytics: every verification (keys.verifyKey and the gateway),
  * every rate limit decision (ratelimit.limit, multiLimit and the gateway's namespace limits) and every request the
  * gateway answers becomes one event handed to its sink, which stores it as one row of its raw table
  * (`key_verifications_v1`, `ratelimits_v1`, `gateway_requests_v1`).
  */
-
-export type VerificationOutcome =
-  | "VALID"
-  | "NOT_FOUND"
-  | "FORBIDDEN"
-  | "INSUFFICIENT_PERMISSIONS"
-  | "USAGE_EXCEEDED"
-  | "RATE_LIMITED"
-  | "DISABLED"
-  | "EXPIRED";
 
 export interface VerificationEvent {
   requestId: string; // req_…
@@ -23,7 +15,7 @@ export interface VerificationEvent {
   keyId: string; // "" when unknown
   identityId: string; // "" when none
   externalId: string; // "" when none
-  outcome: VerificationOutcome;
+  outcome: VerificationCode;
   tags: string[];
   spentCredits: number;
   latencyMs: number; // time spent verifying
@@ -63,7 +55,7 @@ export interface GatewayRequestEvent {
   upstreamLatencyMs: number; // arrival of the upstream's answer minus its sending; 0 when not forwarded
   gatewayLatencyMs: number; // total minus upstream
   keyId: string; // "" when no key was found
-  outcome: VerificationOutcome | ""; // "" when no verification decided (no key given, or a failure before it)
+  outcome: VerificationCode | ""; // "" when no verification decided (no key given, or a failure before it)
   /** `Name: value` pairs, only for a route that opts in (its `analytics.headers`), secrets redacted; else empty. */
   requestHeaders: string[];
   responseHeaders: string[];

@@ -1,7 +1,7 @@
 import { KeygateError } from "../../errors/keygate-error.js";
 import type { Clock } from "../../lib/clock.js";
 import { windowEnd, windowSequence } from "../../lib/sliding-window.js";
-import type { CounterOutcome, CreditCheck, RatelimitCounterStore, WindowCheck } from "../../storage/interfaces.js";
+import type { CounterOutcome, CreditCheck, RatelimitCounterStore, WindowCheck } from "../../storage/counter-interfaces.js";
 import { isStoreUnavailable, type StoreUnavailableError } from "../../storage/unavailable.js";
 import { type Observer, type RatelimitDecider, type RatelimitSource, UNOBSERVED } from "../observer.js";
 

@@ -2,7 +2,9 @@ import { KeygateError } from "../../errors/keygate-error.js";
 import type { Clock } from "../../lib/clock.js";
 import { defined } from "../../lib/defined.js";
 import { newId } from "../../lib/ids.js";
-import type { RatelimitNamespaceStore, WindowCheck } from "../../storage/interfaces.js";
+import type { RatelimitNamespaceStore } from "../../storage/interfaces.js";
+import { namespaceBucket } from "./buckets.js";
+import type { NamespaceLimitCheck } from "./limit-decision.js";
 import type { NamespaceDirectory, ResolvedNamespace } from "./namespace-directory.js";
 
 /** One check of ratelimit.limit / multiLimit, or of a gateway route's namespace limit. */
@@ -14,20 +16,6 @@ export interface LimitRequest {
   durationMs: number;
   /** Units to take; 1 when absent, 0 checks without consuming. */
   cost?: number;
-}
-
-/** One identifier's limit in one namespace, as the counters check it (its override applied). */
-export interface NamespaceCheck {
-  namespaceId: string;
-  identifier: string;
-  /** The limit, duration and cost applied. */
-  check: WindowCheck;
-  overrideId?: string;
-}
-
-/** A namespace limit resolved to the counter check it becomes, not yet decided. */
-export interface ResolvedLimit extends NamespaceCheck {
-  request: LimitRequest;
 }
 
 /**
@@ -90,8 +78,8 @@ export function missingNames(resolved: Map<string, ResolvedNamespace | null>): s
 }
 
 /** Each request with its namespace's override applied (the override replaces limit and duration); 410 for deleted namespaces. */
-export function applyOverrides(requests: readonly LimitRequest[], resolved: Map<string, ResolvedNamespace>): ResolvedLimit[] {
-  return requests.map((request) => {
+export function applyOverrides(requests: readonly LimitRequest[], resolved: Map<string, ResolvedNamespace>): NamespaceLimitCheck[] {
+  return requests.map((request): NamespaceLimitCheck => {
     const { namespace, overrides } = resolved.get(request.namespace) as ResolvedNamespace;
     if (namespace.deletedAt !== undefined) {
       throw new KeygateError(
@@ -101,11 +89,12 @@ export function applyOverrides(requests: readonly LimitRequest[], resolved: Map<
     }
     const override = overrides.match(request.identifier);
     return {
-      request,
+      kind: "namespace",
+      name: request.namespace,
       namespaceId: namespace.id,
       identifier: request.identifier,
       check: {
-        bucket: `ns:${namespace.id}:${request.identifier}`,
+        bucket: namespaceBucket(namespace.id, request.identifier),
         limit: override ? override.limit : request.limit,
         durationMs: override ? override.durationMs : request.durationMs,
         cost: request.cost ?? 1,

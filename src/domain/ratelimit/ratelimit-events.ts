@@ -1,9 +1,8 @@
-import type { WindowResult } from "../../storage/interfaces.js";
 import type { EventSink, RatelimitEvent } from "../analytics/events.js";
-import type { NamespaceCheck } from "./namespace-resolver.js";
+import type { LimitDecision } from "./limit-decision.js";
 
-/** One decision of the counters, as its rate limit events are recorded. */
-export interface RatelimitDecision {
+/** One call of the counters, as its rate limit events are recorded. */
+export interface RatelimitCall {
   requestId: string;
   workspaceId: string;
   /** Unix ms the counters decided at (the clock `resetAt` is on). */
@@ -13,28 +12,23 @@ export interface RatelimitDecision {
 }
 
 /**
- * Records one event per namespace limit of a decision (ratelimit.limit, multiLimit, the gateway's namespace
- * limits); `results[i]` is the result of `checks[i]`. Each check's own result is recorded: in an all-or-nothing
- * batch that one check denied, the others may have passed though none was consumed.
+ * Records one event per namespace limit of a call (ratelimit.limit, multiLimit, the gateway's namespace limits).
+ * Each limit's own result is recorded: in an all-or-nothing batch that one limit denied, the others may have passed
+ * though none was consumed. The key's own limits are part of its verification's event, not recorded here.
  */
-export function recordRatelimitDecision(
-  sink: EventSink<RatelimitEvent>,
-  decision: RatelimitDecision,
-  checks: readonly NamespaceCheck[],
-  results: readonly WindowResult[],
-): void {
-  for (const [index, { namespaceId, identifier, overrideId, check }] of checks.entries()) {
-    const result = results[index] as WindowResult;
+export function recordRatelimitDecision(sink: EventSink<RatelimitEvent>, call: RatelimitCall, limits: readonly LimitDecision[]): void {
+  for (const limit of limits) {
+    if (limit.kind !== "namespace") continue;
     sink.record({
-      ...decision,
-      namespaceId,
-      identifier,
-      passed: result.passed,
-      overrideId: overrideId ?? "",
-      limit: check.limit,
-      remaining: result.remaining,
-      resetAt: result.resetAt,
-      tokens: check.cost,
+      ...call,
+      namespaceId: limit.namespaceId,
+      identifier: limit.identifier,
+      passed: limit.passed,
+      overrideId: limit.overrideId ?? "",
+      limit: limit.check.limit,
+      remaining: limit.remaining,
+      resetAt: limit.resetAt,
+      tokens: limit.check.cost,
     });
   }
 }

@@ -2,6 +2,7 @@ import { KeygateError } from "../../errors/keygate-error.js";
 import type { Clock } from "../../lib/clock.js";
 import { defined } from "../../lib/defined.js";
 import { newId } from "../../lib/ids.js";
+import type { WindowResult } from "../../storage/counter-interfaces.js";
 import type { RatelimitNamespaceStore } from "../../storage/interfaces.js";
 import type { RatelimitNamespaceRecord, RatelimitOverrideRecord } from "../../storage/records.js";
 import type { EventSink, RatelimitEvent } from "../analytics/events.js";
@@ -9,39 +10,20 @@ import type { Caller } from "../caller.js";
 import type { RatelimitSource } from "../observer.js";
 import { allOf } from "../permissions/query.js";
 import { type RatelimitAction, requireRatelimit } from "../root-keys/permissions.js";
+import { decided, type NamespaceLimitCheck, type NamespaceLimitDecision } from "./limit-decision.js";
 import type { Limiter } from "./limiter.js";
 import type { NamespaceDirectory, ResolvedNamespace } from "./namespace-directory.js";
-import {
-  applyOverrides,
-  type LimitRequest,
-  missingNames,
-  NamespaceResolver,
-  namespaceNotFound,
-  type ResolvedLimit,
-} from "./namespace-resolver.js";
+import { applyOverrides, type LimitRequest, missingNames, NamespaceResolver, namespaceNotFound } from "./namespace-resolver.js";
 import { recordRatelimitDecision } from "./ratelimit-events.js";
 
-export type { LimitRequest, ResolvedLimit } from "./namespace-resolver.js";
-
-export interface LimitResult {
-  /** The namespace as the request named it. */
-  namespace: string;
-  namespaceId: string;
-  identifier: string;
-  /** The limit and duration applied: the request's, or those of the override that matched. */
-  limit: number;
-  durationMs: number;
-  remaining: number;
-  /** Unix ms at which the current fixed window ends. */
-  resetAt: number;
-  passed: boolean;
-  overrideId?: string;
-}
+export type { NamespaceLimitCheck, NamespaceLimitDecision } from "./limit-decision.js";
+export type { LimitRequest } from "./namespace-resolver.js";
 
 export interface LimitOutcome {
   /** Every check passed, and all of them were consumed; when false, none was. */
   passed: boolean;
-  results: LimitResult[];
+  /** One per request, in order. */
+  decisions: NamespaceLimitDecision[];
   /** See LimiterOutcome.degraded: the shared counters were unavailable and `ratelimit.fail` answered. */
   degraded?: "open" | "local";
 }
@@ -115,7 +97,7 @@ export class RatelimitService {
     workspaceId: string,
     requests: readonly LimitRequest[],
     options: { createMissingNamespaces: boolean },
-  ): Promise<ResolvedLimit[]> {
+  ): Promise<NamespaceLimitCheck[]> {
     const resolved = await this.resolver.findAll(workspaceId, requests);
     const missing = missingNames(resolved);
     if (missing.length > 0) {
@@ -126,9 +108,9 @@ export class RatelimitService {
   }
 
   /** ratelimit.limit: needs `ratelimit.*.limit` or `ratelimit.<namespaceId>.limit`. */
-  async limit(caller: Caller, request: LimitRequest, requestId: string): Promise<LimitResult> {
+  async limit(caller: Caller, request: LimitRequest, requestId: string): Promise<NamespaceLimitDecision> {
     const outcome = await this.limitAsCaller(caller, [request], { requestId, source: "ratelimit.limit" });
-    return outcome.results[0] as LimitResult;
+    return outcome.decisions[0] as NamespaceLimitDecision;
   }
 
   /** ratelimit.multiLimit: all-or-nothing; needs the limit permission for every namespace of the batch. */
@@ -236,31 +218,18 @@ export class RatelimitService {
   }
 
   /** Decides the checks on the counters and records the decision; a degraded answer (`ratelimit.fail`) is one too. */
-  private async decide(call: DecisionCall, applied: readonly ResolvedLimit[]): Promise<LimitOutcome> {
+  private async decide(call: DecisionCall, limits: readonly NamespaceLimitCheck[]): Promise<LimitOutcome> {
     const { workspaceId, requestId, source } = call;
     const startedAt = performance.now();
     const outcome = await this.limiter.checkAndConsume(
       workspaceId,
-      applied.map(({ check }) => check),
+      limits.map(({ check }) => check),
       { source },
     );
     const latencyMs = performance.now() - startedAt;
-    recordRatelimitDecision(this.events, { requestId, workspaceId, time: outcome.now, latencyMs }, applied, outcome.results);
-    const results = applied.map(({ request, namespaceId, overrideId, check }, index): LimitResult => {
-      const result = outcome.results[index] as { passed: boolean; remaining: number; resetAt: number };
-      return {
-        namespace: request.namespace,
-        namespaceId,
-        identifier: request.identifier,
-        limit: check.limit,
-        durationMs: check.durationMs,
-        remaining: result.remaining,
-        resetAt: result.resetAt,
-        passed: result.passed,
-        ...defined({ overrideId }),
-      };
-    });
-    return { passed: outcome.passed, results, ...defined({ degraded: outcome.degraded }) };
+    const decisions = limits.map((limit, index) => decided(limit, outcome.results[index] as WindowResult));
+    recordRatelimitDecision(this.events, { requestId, workspaceId, time: outcome.now, latencyMs }, decisions);
+    return { passed: outcome.passed, decisions, ...defined({ degraded: outcome.degraded }) };
   }
 
   /**

@@ -1,9 +1,11 @@
 import { IpAllowlist } from "../../lib/ip-allowlist.js";
-import type { KeyStore, WindowCheck } from "../../storage/interfaces.js";
+import type { KeyStore } from "../../storage/interfaces.js";
 import type { CreditRefill, RatelimitConfig } from "../../storage/records.js";
 import type { ApiService } from "../apis/api-service.js";
 import { type IdentityService, type IdentityView, viewIdentity } from "../identities/identity-service.js";
 import { PermissionSet } from "../permissions/permission-set.js";
+import { identityLimitBucket, keyLimitBucket } from "../ratelimit/buckets.js";
+import type { KeyLimitCheck } from "../ratelimit/limit-decision.js";
 import type { RbacService } from "../rbac/rbac-service.js";
 
 /** Everything verification needs to know about a key, resolved once and cached by the key's hash. */
@@ -29,9 +31,9 @@ export interface KeyView {
    * The limits a verification can apply by name, at cost 1: the key's own, and its identity's where the key has
    * none of that name (a key limit wins). Identity limits count per identity, so all its keys share them.
    */
-  namedLimits: ReadonlyMap<string, VerificationLimit>;
+  namedLimits: ReadonlyMap<string, KeyLimitCheck>;
   /** Those of namedLimits that apply to every verification (autoApply), in order. */
-  autoApplied: readonly VerificationLimit[];
+  autoApplied: readonly KeyLimitCheck[];
 }
 
 /** What keys.verifyKey shows of a key once it is known to exist (spec §2.5, reference §3), each field only when set. */
@@ -44,14 +46,6 @@ export interface KeyDescription {
   permissions?: string[];
   roles?: string[];
   identity?: IdentityView;
-}
-
-/** A limit a verification applies: a configured one (`id` rl_…) or a custom one given in the request (`id` ""). */
-export interface VerificationLimit {
-  id: string;
-  name: string;
-  autoApply: boolean;
-  check: WindowCheck;
 }
 
 export interface KeyViewSources {
@@ -80,11 +74,13 @@ export async function loadKeyView(sources: KeyViewSources, workspaceId: string, 
   const permissions = (await sources.rbac.permissionsById(workspaceId, permissionIds)).map((permission) => permission.slug);
   const identity = key.identityId ? identities.get(key.identityId) : undefined;
   const roleNames = roles.map((role) => role.name);
-  const namedLimits = new Map<string, VerificationLimit>();
-  for (const limit of key.ratelimits) namedLimits.set(limit.name, appliedLimit(limit, `key:${key.id}:${limit.name}`));
+  const namedLimits = new Map<string, KeyLimitCheck>();
+  for (const limit of key.ratelimits) namedLimits.set(limit.name, limitCheck(limit, keyLimitBucket(key.id, limit.name)));
   // Names are unique within a key and within an identity (replaceNamedLimits); a key limit wins over its identity's.
-  for (const limit of identity?.ratelimits ?? []) {
-    if (!namedLimits.has(limit.name)) namedLimits.set(limit.name, appliedLimit(limit, `identity:${identity?.id}:${limit.name}`));
+  if (identity) {
+    for (const limit of identity.ratelimits) {
+      if (!namedLimits.has(limit.name)) namedLimits.set(limit.name, limitCheck(limit, identityLimitBucket(identity.id, limit.name)));
+    }
   }
   return {
     keyId: key.id,
@@ -129,8 +125,9 @@ function compiledAllowlist(entries: readonly string[]): IpAllowlist {
   return compiled;
 }
 
-function appliedLimit(limit: RatelimitConfig, bucket: string): VerificationLimit {
+function limitCheck(limit: RatelimitConfig, bucket: string): KeyLimitCheck {
   return {
+    kind: "key",
     id: limit.id,
     name: limit.name,
     autoApply: limit.autoApply,

@@ -2,76 +2,68 @@ import { invalidAt, KeygateError } from "../../errors/keygate-error.js";
 import type { Clock } from "../../lib/clock.js";
 import { nextScheduledRefill } from "../../lib/credit-refill.js";
 import { hashKey } from "../../lib/hash.js";
-import type { CreditCheck, WindowResult } from "../../storage/interfaces.js";
-import type { AnalyticsSinks, VerificationOutcome } from "../analytics/events.js";
+import type { CreditCheck, WindowResult } from "../../storage/counter-interfaces.js";
+import type { AnalyticsSinks } from "../analytics/events.js";
 import type { Caller } from "../caller.js";
 import { type Observer, UNOBSERVED } from "../observer.js";
 import { type PermissionQuery, PermissionQuerySyntaxError, parsePermissionQuery } from "../permissions/query.js";
+import { keyLimitBucket } from "../ratelimit/buckets.js";
+import { decided, type KeyLimitCheck, type LimitCheck, type LimitDecision, type NamespaceLimitCheck } from "../ratelimit/limit-decision.js";
 import type { Limiter, LimiterOutcome } from "../ratelimit/limiter.js";
 import { recordRatelimitDecision } from "../ratelimit/ratelimit-events.js";
 import { requireApi } from "../root-keys/permissions.js";
-import type { KeyView, VerificationLimit } from "./key-view.js";
+import type { KeyView } from "./key-view.js";
 import type {
-  ExtraLimit,
+  KeyDenial,
+  KeyDenialCode,
   KeyViewLookup,
-  LimitReport,
   PendingKeySettler,
   RequestedLimit,
+  ValidVerification,
   Verification,
-  VerificationCode,
   VerifyKeyInput,
   VerifyRequest,
 } from "./verification.js";
 
-/** The analytics outcome a verification's code is recorded as. */
-const OUTCOME_OF: Record<VerificationCode, VerificationOutcome> = {
-  VALID: "VALID",
-  NOT_FOUND: "NOT_FOUND",
-  FORBIDDEN: "FORBIDDEN",
-  DISABLED: "DISABLED",
-  EXPIRED: "EXPIRED",
-  INSUFFICIENT_PERMISSIONS: "INSUFFICIENT_PERMISSIONS",
-  RATE_LIMITED: "RATE_LIMITED",
-  USAGE_EXCEEDED: "USAGE_EXCEEDED",
-};
+const PARSED_QUERIES_KEPT = 1_000;
+
+export interface VerificationServiceOptions {
+  keys: KeyViewLookup;
+  limiter: Limiter;
+  /** Where every verification is recorded, and every decision of a namespace limit joined to one (the gateway's). */
+  events: Pick<AnalyticsSinks, "verifications" | "ratelimits">;
+  clock: Clock;
+  observer?: Observer;
+  /** Finds keys imported under another system's hash (keys.verifyKey's migrationId); none: such keys stay unknown. */
+  pendingKeys?: PendingKeySettler;
+}
 
 /**
  * The one verification path of keygate: keys.verifyKey and the gateway both call verify(). Checks run in the
- * order of api-decisions.md and the first failing one decides; the rate limits and the credits are one atomic
- * step, so a request that is denied consumes nothing anywhere.
+ * order of docs/decisions.md#verification-order and the first failing one decides; the rate limits and the credits are
+ * one atomic step, so a request that is denied consumes nothing anywhere.
  */
-const PARSED_QUERIES_KEPT = 1_000;
-
 export class VerificationService {
   private readonly keys: KeyViewLookup;
   private readonly limiter: Limiter;
-  /** Every verification, and every decision of a namespace limit joined to one (the gateway's). */
   private readonly events: Pick<AnalyticsSinks, "verifications" | "ratelimits">;
   private readonly clock: Clock;
-
   private readonly observer: Observer;
   private readonly pendingKeys: PendingKeySettler | undefined;
   /** Permission query texts of keys.verifyKey, parsed: clients send the same few over and over. */
   private readonly parsedQueries = new Map<string, PermissionQuery>();
 
-  constructor(
-    keys: KeyViewLookup,
-    limiter: Limiter,
-    events: Pick<AnalyticsSinks, "verifications" | "ratelimits">,
-    clock: Clock,
-    observer: Observer = UNOBSERVED,
-    pendingKeys?: PendingKeySettler,
-  ) {
-    this.pendingKeys = pendingKeys;
-    this.keys = keys;
-    this.limiter = limiter;
-    this.events = events;
-    this.clock = clock;
-    this.observer = observer;
+  constructor(options: VerificationServiceOptions) {
+    this.keys = options.keys;
+    this.limiter = options.limiter;
+    this.events = options.events;
+    this.clock = options.clock;
+    this.observer = options.observer ?? UNOBSERVED;
+    this.pendingKeys = options.pendingKeys;
   }
 
   /**
-   * keys.verifyKey for a root key. A root key that may verify no API at all is refused (403, as in Unkey S25);
+   * keys.verifyKey for a root key. A root key that may verify no API at all is refused (403, as the hosted service does);
    * one that may verify other APIs than the key's gets NOT_FOUND, so it cannot learn that the key exists.
    */
   async verifyKey(caller: Caller, input: VerifyKeyInput, requestId: string, clientAddress?: string): Promise<Verification> {
@@ -86,19 +78,21 @@ export class VerificationService {
         );
       }
     }
-    return this.verify({
+    const request: VerifyRequest = {
       requestId,
       source: "api",
       workspaceId: caller.workspaceId,
       key: input.key,
-      ...(input.tags !== undefined ? { tags: input.tags } : {}),
       mayVerify: (apiId) => caller.can(requireApi("verify_key", apiId)),
-      ...(input.permissions !== undefined ? { permissions: input.permissions } : {}),
-      ...(input.credits !== undefined ? { credits: input.credits } : {}),
-      ...(input.ratelimits !== undefined ? { ratelimits: input.ratelimits } : {}),
-      ...(input.migrationId !== undefined ? { migrationId: input.migrationId } : {}),
-      ...(clientAddress !== undefined ? { clientAddress } : {}),
-    });
+    };
+    // Each optional field is set only when given (a spread here would cost every verification microseconds).
+    if (input.tags !== undefined) request.tags = input.tags;
+    if (input.permissions !== undefined) request.permissions = input.permissions;
+    if (input.credits !== undefined) request.credits = input.credits;
+    if (input.ratelimits !== undefined) request.ratelimits = input.ratelimits;
+    if (input.migrationId !== undefined) request.migrationId = input.migrationId;
+    if (clientAddress !== undefined) request.clientAddress = clientAddress;
+    return this.verify(request);
   }
 
   /** Verifies, and records the verification for analytics (off the response path: the sink only queues it). */
@@ -117,7 +111,7 @@ export class VerificationService {
 
   private recorded(request: VerifyRequest, verification: Verification, startedAt: number): Verification {
     const identity = verification.key?.identity;
-    const outcome = OUTCOME_OF[verification.data.code];
+    const outcome = verification.code;
     this.observer.verified(request.source, outcome);
     this.events.verifications.record({
       requestId: request.requestId,
@@ -139,7 +133,7 @@ export class VerificationService {
   private async decideFor(view: KeyView | null, request: VerifyRequest): Promise<Verification> {
     const now = this.clock.now();
     if (!view || (request.apiId !== undefined && view.apiId !== request.apiId) || (request.mayVerify && !request.mayVerify(view.apiId))) {
-      return { data: { valid: false, code: "NOT_FOUND" }, limits: [], spentCredits: 0, decidedAt: now };
+      return { valid: false, code: "NOT_FOUND", limits: NO_DECISIONS, spentCredits: 0, decidedAt: now };
     }
     if (view.ipAllowlist && !view.ipAllowlist.allows(addressOf(request))) return decidedBeforeCounters(view, "FORBIDDEN", now);
     const query = typeof request.permissions === "string" ? this.parsedQuery(request.permissions) : request.permissions;
@@ -156,8 +150,8 @@ export class VerificationService {
   private async count(
     view: KeyView,
     request: VerifyRequest,
-    keyLimits: readonly VerificationLimit[],
-    extra: readonly ExtraLimit[],
+    keyLimits: readonly KeyLimitCheck[],
+    extra: readonly NamespaceLimitCheck[],
     now: number,
   ): Promise<Verification> {
     const cost = request.credits?.cost ?? (view.hasCredits ? 1 : 0);
@@ -165,17 +159,22 @@ export class VerificationService {
     // Nothing to count: the most common verification answers without touching the counters.
     if (keyLimits.length === 0 && extra.length === 0 && !credit) return decidedBeforeCounters(view, "VALID", now);
 
-    const checks = [...keyLimits.map((limit) => limit.check), ...extra.map((limit) => limit.check)];
+    const limits: readonly LimitCheck[] = extra.length === 0 ? keyLimits : [...keyLimits, ...extra];
     const startedAt = performance.now();
     const source = request.source === "gateway" ? "gateway" : "key";
-    const outcome = await this.limiter.checkAndConsume(view.workspaceId, checks, { source, credit });
+    const outcome = await this.limiter.checkAndConsume(
+      view.workspaceId,
+      limits.map((limit) => limit.check),
+      { source, credit },
+    );
     const latencyMs = performance.now() - startedAt;
+    const decisions = limits.map((limit, index) => decided(limit, outcome.results[index] as WindowResult));
     // Only the namespace limits are rate limit events; the key's own limits are part of the verification's event.
     if (extra.length > 0) {
-      const decision = { requestId: request.requestId, workspaceId: view.workspaceId, time: outcome.now, latencyMs };
-      recordRatelimitDecision(this.events.ratelimits, decision, extra, outcome.results.slice(keyLimits.length));
+      const call = { requestId: request.requestId, workspaceId: view.workspaceId, time: outcome.now, latencyMs };
+      recordRatelimitDecision(this.events.ratelimits, call, decisions);
     }
-    return counted(view, keyLimits, extra, credit, outcome);
+    return counted(view, decisions, credit, outcome);
   }
 
   /** A query text parsed once; at most PARSED_QUERIES_KEPT are kept (all dropped when full: a flood of distinct texts). */
@@ -190,75 +189,43 @@ export class VerificationService {
   }
 }
 
-/** The verification of a key whose limits and credits the counters decided. */
-function counted(
-  view: KeyView,
-  keyLimits: readonly VerificationLimit[],
-  extra: readonly ExtraLimit[],
-  credit: CreditCheck | undefined,
-  outcome: LimiterOutcome,
-): Verification {
-  const results = outcome.results;
-  const reports: LimitReport[] = keyLimits.map((limit, index) => {
-    const result = results[index] as WindowResult;
-    return {
-      id: limit.id,
-      name: limit.name,
-      limit: limit.check.limit,
-      duration: limit.check.durationMs,
-      reset: result.resetAt,
-      remaining: result.remaining,
-      exceeded: !result.passed,
-      autoApply: limit.autoApply,
-    };
-  });
-  const limits = [
-    ...keyLimits.map((limit, index) => ({
-      name: limit.name,
-      limit: limit.check.limit,
-      durationMs: limit.check.durationMs,
-      result: results[index] as WindowResult,
-    })),
-    ...extra.map((limit, index) => ({
-      name: limit.name,
-      limit: limit.check.limit,
-      durationMs: limit.check.durationMs,
-      result: results[keyLimits.length + index] as WindowResult,
-      ...(limit.overrideId !== undefined ? { overrideId: limit.overrideId } : {}),
-    })),
-  ];
-  const rateLimited = results.some((result) => !result.passed);
-  const creditDenied = outcome.credit !== undefined && !outcome.credit.passed;
-  const code: VerificationCode = rateLimited ? "RATE_LIMITED" : creditDenied ? "USAGE_EXCEEDED" : "VALID";
+/**
+ * The verification of a key whose limits and credits the counters decided. Its objects are written out rather than
+ * spread together: on the request path, an object literal that adds properties after a spread costs microseconds.
+ */
+function counted(view: KeyView, limits: readonly LimitDecision[], credit: CreditCheck | undefined, outcome: LimiterOutcome): Verification {
+  const rateLimited = !limits.every((limit) => limit.passed);
   const balance = outcome.credit?.remaining;
-  return {
-    data: {
-      valid: code === "VALID",
-      code,
-      ...view.shown,
-      // The balance is shown once the limits passed: a denial by a limit may come from this instance's fast path,
-      // which never reads the balance, so showing it only sometimes would make the field depend on the path taken.
-      ...(balance !== undefined && balance !== null && !rateLimited ? { credits: balance } : {}),
-      ...(reports.length > 0 ? { ratelimits: reports } : {}),
-    },
-    key: view,
-    limits,
-    spentCredits: code === "VALID" && credit && balance !== null ? credit.cost : 0,
-    ...(outcome.degraded ? { degraded: outcome.degraded } : {}),
-    decidedAt: outcome.now,
-    ...(code === "USAGE_EXCEEDED" && view.creditRefill ? { nextRefillAt: nextScheduledRefill(view.creditRefill, outcome.now) } : {}),
-  };
+  const decidedAt = outcome.now;
+  let verification: Verification;
+  if (rateLimited) verification = { valid: false, code: "RATE_LIMITED", key: view, limits, spentCredits: 0, decidedAt };
+  else {
+    const answered: ValidVerification | KeyDenial =
+      outcome.credit !== undefined && !outcome.credit.passed
+        ? { valid: false, code: "USAGE_EXCEEDED", key: view, limits, spentCredits: 0, decidedAt }
+        : { valid: true, code: "VALID", key: view, limits, spentCredits: credit && balance !== null ? credit.cost : 0, decidedAt };
+    // The balance is shown once the limits passed: a denial by a limit may come from this instance's fast path,
+    // which never reads the balance, so showing it only sometimes would make the field depend on the path taken.
+    if (balance !== undefined && balance !== null) answered.credits = balance;
+    if (!answered.valid && view.creditRefill) answered.nextRefillAt = nextScheduledRefill(view.creditRefill, decidedAt);
+    verification = answered;
+  }
+  if (outcome.degraded) verification.degraded = outcome.degraded;
+  return verification;
 }
 
 const NO_REQUESTED_LIMITS: readonly RequestedLimit[] = [];
-const NO_EXTRA_LIMITS: readonly ExtraLimit[] = [];
+const NO_EXTRA_LIMITS: readonly NamespaceLimitCheck[] = [];
+const NO_DECISIONS: readonly LimitDecision[] = [];
 
 /**
  * A verification of an existing key decided without the counters: it failed a check before the limits (DISABLED,
  * EXPIRED, INSUFFICIENT_PERMISSIONS), or it is VALID with no limit and no credits to count.
  */
-function decidedBeforeCounters(view: KeyView, code: VerificationCode, now: number): Verification {
-  return { data: { valid: code === "VALID", code, ...view.shown }, key: view, limits: [], spentCredits: 0, decidedAt: now };
+function decidedBeforeCounters(view: KeyView, code: KeyDenialCode | "VALID", now: number): Verification {
+  return code === "VALID"
+    ? { valid: true, code, key: view, limits: NO_DECISIONS, spentCredits: 0, decidedAt: now }
+    : { valid: false, code, key: view, limits: NO_DECISIONS, spentCredits: 0, decidedAt: now };
 }
 
 function addressOf(request: VerifyRequest): string | undefined {
@@ -294,18 +261,19 @@ function parseQuery(text: string): PermissionQuery {
  * by name (with its cost), or as a custom limit of the key when the request gives limit and duration. A requested
  * name replaces an autoApply limit of the same name in its place.
  */
-function limitsToApply(view: KeyView, requested: readonly RequestedLimit[]): readonly VerificationLimit[] {
+function limitsToApply(view: KeyView, requested: readonly RequestedLimit[]): readonly KeyLimitCheck[] {
   if (requested.length === 0) return view.autoApplied;
-  const applied = new Map<string, VerificationLimit>();
+  const applied = new Map<string, KeyLimitCheck>();
   for (const limit of view.autoApplied) applied.set(limit.name, limit);
   for (const request of requested) {
     const cost = request.cost ?? 1;
     if (request.limit !== undefined && request.duration !== undefined) {
       applied.set(request.name, {
+        kind: "key",
         id: "",
         name: request.name,
         autoApply: false,
-        check: { bucket: `key:${view.keyId}:${request.name}`, limit: request.limit, durationMs: request.duration, cost },
+        check: { bucket: keyLimitBucket(view.keyId, request.name), limit: request.limit, durationMs: request.duration, cost },
       });
       continue;
     }

@@ -1,24 +1,12 @@
-import type { WindowResult } from "../../storage/interfaces.js";
 import type { VerificationSource } from "../observer.js";
 import type { PermissionQuery } from "../permissions/query.js";
-import type { NamespaceCheck } from "../ratelimit/namespace-resolver.js";
-import type { KeyDescription, KeyView } from "./key-view.js";
+import type { LimitDecision, NamespaceLimitCheck } from "../ratelimit/limit-decision.js";
+import type { KeyDenialCode } from "./codes.js";
+import type { KeyView } from "./key-view.js";
 
 // What a verification is asked and what it answers, for keys.verifyKey and the gateway alike.
 
-/**
- * What a verification answers (api-decisions.md). Every one but VALID is a denial. Analytics records each as the
- * outcome of the same name. FORBIDDEN: the client's address is outside the API's IP allowlist.
- */
-export type VerificationCode =
-  | "VALID"
-  | "NOT_FOUND"
-  | "FORBIDDEN"
-  | "DISABLED"
-  | "EXPIRED"
-  | "INSUFFICIENT_PERMISSIONS"
-  | "RATE_LIMITED"
-  | "USAGE_EXCEEDED";
+export type { KeyDenialCode, VerificationCode } from "./codes.js";
 
 export interface RequestedLimit {
   name: string;
@@ -27,15 +15,6 @@ export interface RequestedLimit {
   /** With `duration`: a limit of its own for this request, on the key, instead of a configured one. */
   limit?: number;
   duration?: number;
-}
-
-/**
- * A namespace limit decided together with the key's, all-or-nothing (the gateway's): unlike the key's own limits,
- * each decision of one is a rate limit event.
- */
-export interface ExtraLimit extends NamespaceCheck {
-  /** The namespace as the route names it (the rate limit headers' policy name). */
-  name: string;
 }
 
 export interface VerifyRequest {
@@ -54,8 +33,11 @@ export interface VerifyRequest {
   permissions?: string | PermissionQuery;
   credits?: { cost: number };
   ratelimits?: readonly RequestedLimit[];
-  /** Limits decided in the same step; a function when they depend on the key (the gateway's per-key identifiers). */
-  extraLimits?: readonly ExtraLimit[] | ((key: KeyView) => Promise<readonly ExtraLimit[]>);
+  /**
+   * Namespace limits decided in the same all-or-nothing step as the key's (the gateway's); a function when they
+   * depend on the key (per-key identifiers). Unlike the key's own limits, each decision of one is a rate limit event.
+   */
+  extraLimits?: readonly NamespaceLimitCheck[] | ((key: KeyView) => Promise<readonly NamespaceLimitCheck[]>);
   /** Recorded with the verification for analytics. */
   tags?: readonly string[];
   /** keys.verifyKey's migrationId: where to look when the key's hash finds nothing. */
@@ -67,43 +49,39 @@ export interface VerifyRequest {
   clientAddress?: string | (() => string);
 }
 
-export interface LimitReport {
-  /** `rl_…` of the configured limit; "" for a custom limit given in the request. */
-  id: string;
-  name: string;
-  limit: number;
-  duration: number;
-  reset: number;
-  remaining: number;
-  exceeded: boolean;
-  autoApply: boolean;
-}
-
-/** What keys.verifyKey answers (spec §2.5, reference §3): key fields only once the key is known to exist. */
-export interface VerificationData extends Partial<KeyDescription> {
-  valid: boolean;
-  code: VerificationCode;
-  /** The balance after this verification. */
-  credits?: number;
-  ratelimits?: LimitReport[];
-}
-
-/** Everything a verification established, for its callers: the answer, and what the gateway and analytics need. */
-export interface Verification {
-  data: VerificationData;
-  /** The key's view when it was found (NOT_FOUND: absent). */
-  key?: KeyView;
-  /** Each limit checked (key, identity and extra limits), in order, with its result. */
-  limits: { name: string; limit: number; durationMs: number; result: WindowResult; overrideId?: string }[];
+interface Decided {
+  /** Each limit checked (the key's and its identity's, then the extra ones), in order. */
+  limits: readonly LimitDecision[];
   /** Credits taken by this verification (0 when none). */
   spentCredits: number;
   /** Set when the counters could not be reached and ratelimit.fail decided instead. */
   degraded?: "open" | "local";
   /** Unix ms of the decision. */
   decidedAt: number;
-  /** USAGE_EXCEEDED on a key whose balance refills: when it does next (unix ms). */
-  nextRefillAt?: number;
 }
+
+/**
+ * Everything a verification established: its code, the key when one was found, and what the counters decided.
+ * `key` is there for every code but NOT_FOUND, so a VALID verification always has its key.
+ */
+export type Verification = Decided &
+  (
+    | { valid: true; code: "VALID"; key: KeyView /** The key's balance after this verification, when it has one. */; credits?: number }
+    | { valid: false; code: "NOT_FOUND"; key?: undefined }
+    | {
+        valid: false;
+        code: KeyDenialCode;
+        key: KeyView;
+        /** USAGE_EXCEEDED: the balance (shown once the limits passed). */
+        credits?: number;
+        /** USAGE_EXCEEDED on a key whose balance refills: when it does next (unix ms). */
+        nextRefillAt?: number;
+      }
+  );
+
+export type ValidVerification = Extract<Verification, { valid: true }>;
+/** A key that exists but failed a check. */
+export type KeyDenial = Extract<Verification, { code: KeyDenialCode }>;
 
 /** keys.verifyKey's body (reference §2.1). */
 export interface VerifyKeyInput {

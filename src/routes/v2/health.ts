@@ -28,24 +28,22 @@ export async function healthRoutes(app: FastifyInstance, options: HealthOptions)
 /** Each dependency's state: "ok", or what is wrong with it. */
 async function readiness({ stores, analytics }: HealthOptions): Promise<Record<string, string>> {
   const [redis, analyticsState] = await Promise.all([
-    stores.kind !== "redis"
-      ? "ok"
-      : stores.breaker?.state === "open"
-        ? Promise.resolve("the circuit breaker is open: Redis stopped answering and calls fail fast until a probe succeeds")
-        : settle(stores.ping?.(), "does not answer"),
+    stores.health.state === "open"
+      ? "the circuit breaker is open: Redis stopped answering and calls fail fast until a probe succeeds"
+      : settle(stores.health.check(), "does not answer"),
     settle(analytics.check(), "the engine is not available"),
   ]);
   return { redis, analytics: analyticsState };
 }
 
-async function settle(check: Promise<void> | undefined, failure: string): Promise<string> {
+async function settle(check: Promise<void>, failure: string): Promise<string> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<string>((resolve) => {
     timer = setTimeout(() => resolve(`${failure} (no answer within ${CHECK_TIMEOUT_MS} ms)`), CHECK_TIMEOUT_MS);
   });
   try {
     return await Promise.race([
-      (check ?? Promise.resolve()).then(
+      check.then(
         () => "ok",
         (error: unknown) => `${failure} (${error instanceof Error ? error.message : String(error)})`,
       ),

@@ -13,7 +13,7 @@ import type {
   RatelimitCounterStore,
   WindowCheck,
   WindowResult,
-} from "../interfaces.js";
+} from "../counter-interfaces.js";
 import type { CreditRecord } from "../records.js";
 
 /** Credit balances held in the same process (the in-memory key store), read and written without awaiting. */

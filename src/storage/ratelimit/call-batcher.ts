@@ -1,4 +1,4 @@
-import type { CallDecision, CounterCall, RatelimitBatchStore } from "../interfaces.js";
+import type { CallDecision, CounterCall, RatelimitBatchStore } from "../counter-interfaces.js";
 
 interface PendingCall {
   call: CounterCall;

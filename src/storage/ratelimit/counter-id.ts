@@ -1,4 +1,4 @@
-import type { WindowCheck } from "../interfaces.js";
+import type { WindowCheck } from "../counter-interfaces.js";
 
 /** Names a counter within this instance: a workspace's bucket counted with one limit and duration. */
 export function counterId(workspaceId: string, check: WindowCheck): string {

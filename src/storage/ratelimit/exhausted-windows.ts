@@ -1,6 +1,6 @@
 import { LRUCache } from "lru-cache";
 import { countsFor, estimateUsed, type StoredWindow, windowEnd, windowSequence } from "../../lib/sliding-window.js";
-import type { CounterOutcome, DecidedWindow, WindowCheck } from "../interfaces.js";
+import type { CounterOutcome, DecidedWindow, WindowCheck } from "../counter-interfaces.js";
 import { counterId, REMEMBERED_COUNTERS_MAX } from "./counter-id.js";
 
 /**

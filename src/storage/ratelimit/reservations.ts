@@ -1,6 +1,6 @@
 import { LRUCache } from "lru-cache";
 import { windowEnd, windowSequence } from "../../lib/sliding-window.js";
-import type { CounterOutcome, CreditCheck, DecidedWindow, WindowCheck } from "../interfaces.js";
+import type { CounterOutcome, CreditCheck, DecidedWindow, WindowCheck } from "../counter-interfaces.js";
 import { counterId, REMEMBERED_COUNTERS_MAX } from "./counter-id.js";
 
 /** Limits below this are always decided by the store: a reserved unit would be too large a share of them. */

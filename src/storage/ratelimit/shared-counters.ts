@@ -7,7 +7,7 @@ import type {
   RatelimitBatchStore,
   RatelimitCounterStore,
   WindowCheck,
-} from "../interfaces.js";
+} from "../counter-interfaces.js";
 import { CallBatcher } from "./call-batcher.js";
 import { ExhaustedWindows } from "./exhausted-windows.js";
 import { Reservations } from "./reservations.js";

@@ -1,5 +1,5 @@
 import type { Clock } from "../../lib/clock.js";
-import type { CallDecision, CounterCall, RatelimitBatchStore } from "../interfaces.js";
+import type { CallDecision, CounterCall, RatelimitBatchStore } from "../counter-interfaces.js";
 
 /**
  * This instance's estimate of the time a shared store decides at (Redis TIME), for decisions made here without

@@ -1,6 +1,6 @@
 import { CircuitBreaker, CircuitOpenError } from "../../lib/circuit-breaker.js";
 import type { Clock } from "../../lib/clock.js";
-import type { CommandListener, CommandTimings } from "../interfaces.js";
+import type { CommandListener, StoreHealth } from "../interfaces.js";
 import { StoreUnavailableError } from "../unavailable.js";
 import { WriteNotReplicatedError } from "./replica-wait.js";
 
@@ -24,7 +24,7 @@ export function isRedisUnavailable(error: unknown): boolean {
  * Runs Redis calls behind a circuit breaker and turns unavailability into StoreUnavailableError, so a slow or
  * absent Redis costs each caller at most one command deadline until the breaker opens, and nothing after.
  */
-export class RedisGuard implements CommandTimings {
+export class RedisGuard {
   readonly breaker: CircuitBreaker;
   private readonly listeners = new Set<CommandListener>();
 
@@ -50,10 +50,25 @@ export class RedisGuard implements CommandTimings {
     }
   }
 
+  /** Calls `listener` after every guarded call with its name and duration, until the returned function is called. */
   observe(listener: CommandListener): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
   }
+}
+
+/** The health of Redis as its guard sees it: the breaker's state, and a PING through the guard. */
+export function redisHealth(redis: { ping(): Promise<unknown> }, guard: RedisGuard): StoreHealth {
+  return {
+    get state() {
+      return guard.breaker.state;
+    },
+    onStateChange: (listener) => guard.breaker.onStateChange(listener),
+    check: async () => {
+      await guard.run("ping", () => redis.ping());
+    },
+    observeCommands: (listener) => guard.observe(listener),
+  };
 }
 
 /** Whether a failed call was refused by the open breaker, so that Redis never saw it. */

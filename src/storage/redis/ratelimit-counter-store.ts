@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import type { Clock } from "../../lib/clock.js";
 import { windowEnd } from "../../lib/sliding-window.js";
-import type { CallDecision, CounterCall, DecidedWindow, RatelimitBatchStore, WindowResult } from "../interfaces.js";
+import type { CallDecision, CounterCall, DecidedWindow, RatelimitBatchStore, WindowResult } from "../counter-interfaces.js";
 import { StoreUnavailableError } from "../unavailable.js";
 import { CreditReconciler, type MissedExecution, type ReconcilerTotals, SILENT_LOG, type StoreLog } from "./credit-reconciler.js";
 import { neverSent, type RedisGuard } from "./guard.js";

@@ -34,20 +34,20 @@ t.test("check applies namespace limits with overrides, all-or-nothing, without a
     const namespace = await h.app.stores.ratelimitNamespaces.findNamespaceByName(WORKSPACE, "gateway");
     t.same(outcome, {
       passed: true,
-      results: [
+      decisions: [
         {
-          namespace: "gateway",
+          kind: "namespace",
+          name: "gateway",
           namespaceId: namespace?.id,
           identifier: "1.2.3.4",
-          limit: 2,
-          durationMs: 60_000,
+          check: { bucket: `ns:${namespace?.id}:1.2.3.4`, limit: 2, durationMs: 60_000, cost: 1 },
           remaining: 1,
           resetAt: 5_001 * 60_000,
           passed: true,
         },
       ],
     });
-    t.equal((await check([["gateway", "1.2.3.4", 2]])).results[0]?.remaining, 0, "once it exists");
+    t.equal((await check([["gateway", "1.2.3.4", 2]])).decisions[0]?.remaining, 0, "once it exists");
     t.match(events, [
       {
         requestId: `req_check${serial - 1}`,
@@ -72,8 +72,8 @@ t.test("check applies namespace limits with overrides, all-or-nothing, without a
     await h.call("ratelimit.setOverride", { namespace: "gateway", identifier: "10.*", limit: 100, duration: 1_000 });
     events.length = 0;
     const outcome = await check([["gateway", "10.0.0.1", 2]]);
-    t.match(outcome.results[0], { limit: 100, durationMs: 1_000, remaining: 99, overrideId: /^rlor_/ });
-    t.match(events, [{ identifier: "10.0.0.1", limit: 100, remaining: 99, overrideId: outcome.results[0]?.overrideId }]);
+    t.match(outcome.decisions[0], { check: { limit: 100, durationMs: 1_000 }, remaining: 99, overrideId: /^rlor_/ });
+    t.match(events, [{ identifier: "10.0.0.1", limit: 100, remaining: 99, overrideId: outcome.decisions[0]?.overrideId }]);
   });
 
   await t.test("several requests are all-or-nothing; each is recorded as the counters decided it", async (t) => {
@@ -82,7 +82,10 @@ t.test("check applies namespace limits with overrides, all-or-nothing, without a
       ["gateway", "5.6.7.8", 10, 3],
       ["gateway", "1.2.3.4", 2],
     ]);
-    t.same([outcome.passed, ...outcome.results.map((result) => [result.passed, result.remaining])], [false, [true, 10], [false, 0]]);
+    t.same(
+      [outcome.passed, ...outcome.decisions.map((decision) => [decision.passed, decision.remaining])],
+      [false, [true, 10], [false, 0]],
+    );
     t.same(
       events.map((event) => [event.requestId, event.identifier, event.passed, event.remaining, event.tokens]),
       [

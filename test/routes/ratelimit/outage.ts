@@ -32,7 +32,7 @@ async function timedLimit(h: Harness, identifier: string, limit: number): Promis
 /** Sends requests until the breaker has closed again (its background probe closes it; requests may start one sooner). */
 async function waitUntilRedisAnswers(h: Harness): Promise<void> {
   const started = Date.now();
-  while (h.app.stores.breaker?.state !== "closed") {
+  while (h.app.stores.health.state !== "closed") {
     if (Date.now() - started > 20_000) throw new Error("keygate did not notice that Redis is back");
     await h.call("ratelimit.limit", { namespace: "outage", identifier: "probe", limit: 1_000_000, duration: DURATION });
     await sleep(50);
@@ -104,7 +104,7 @@ export async function outageScenarios(
       expectations[fail]?.(t, during);
       // Each call before the breaker opened ended at its deadline (or it would not have been answered at all);
       // once open, calls are answered without asking Redis.
-      t.equal(a.app.stores.breaker?.state === "closed", false, "the breaker is open");
+      t.equal(a.app.stores.health.state === "closed", false, "the breaker is open");
 
       await failure.restoreRedis(server);
       await waitUntilRedisAnswers(a);

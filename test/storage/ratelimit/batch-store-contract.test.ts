@@ -1,6 +1,7 @@
 import t, { type Test } from "tap";
+import type { RatelimitBatchStore } from "../../../src/storage/counter-interfaces.js";
 import { createMemoryStores } from "../../../src/storage/index.js";
-import type { KeyStore, RatelimitBatchStore } from "../../../src/storage/interfaces.js";
+import type { KeyStore } from "../../../src/storage/interfaces.js";
 import type { MemoryRatelimitCounterStore } from "../../../src/storage/memory/ratelimit-counter-store.js";
 import { keyRecord } from "../../helpers/records.js";
 import { openRedisStores, uniquePrefix } from "../../helpers/redis.js";

@@ -1,4 +1,4 @@
-import type { CallDecision, CounterCall, RatelimitBatchStore } from "../../../src/storage/interfaces.js";
+import type { CallDecision, CounterCall, RatelimitBatchStore } from "../../../src/storage/counter-interfaces.js";
 
 /** A batch store in front of `store` that records every batch it is given, and can be made to fail. */
 export class RecordingStore implements RatelimitBatchStore {

@@ -1,5 +1,5 @@
 import t from "tap";
-import type { CallDecision, CounterCall } from "../../../src/storage/interfaces.js";
+import type { CallDecision, CounterCall } from "../../../src/storage/counter-interfaces.js";
 import { StoreClock } from "../../../src/storage/ratelimit/store-clock.js";
 import { ManualClock } from "../../helpers/clock.js";
 

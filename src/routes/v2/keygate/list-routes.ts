@@ -10,7 +10,7 @@ export default defineProcedure({
   data: Type.Array(RouteSchema),
   // An upstream URL may carry credentials; they are configuration, never an answer.
   handler: async ({ caller, services }) =>
-    (await services.gatewayRoutes.listRoutes(caller)).map((route) =>
+    (await services.routeCatalogue.listRoutes(caller)).map((route) =>
       route.upstream.includes("@") ? { ...route, upstream: redactUrl(route.upstream) } : route,
     ),
 });

@@ -1,9 +1,38 @@
-import { Type } from "typebox";
+import { type Static, Type } from "typebox";
+import type { Verification } from "../../../domain/verification/verification.js";
 import { Strict } from "../../../http/schemas.js";
 import { defineProcedure } from "../procedure.js";
 import { IdentityResponse, Meta, TAG_PATTERN } from "../schemas.js";
 
-/** A failed check is still a 200: the answer is in data.valid and data.code (spec §4.2). */
+const VerificationData = Type.Object({
+  valid: Type.Boolean(),
+  code: Type.String(),
+  keyId: Type.Optional(Type.String()),
+  name: Type.Optional(Type.String()),
+  meta: Type.Optional(Meta),
+  expires: Type.Optional(Type.Integer()),
+  credits: Type.Optional(Type.Integer()),
+  enabled: Type.Optional(Type.Boolean()),
+  permissions: Type.Optional(Type.Array(Type.String())),
+  roles: Type.Optional(Type.Array(Type.String())),
+  identity: Type.Optional(IdentityResponse),
+  ratelimits: Type.Optional(
+    Type.Array(
+      Type.Object({
+        exceeded: Type.Boolean(),
+        id: Type.String(),
+        name: Type.String(),
+        limit: Type.Integer(),
+        duration: Type.Integer(),
+        reset: Type.Integer(),
+        remaining: Type.Integer(),
+        autoApply: Type.Boolean(),
+      }),
+    ),
+  ),
+});
+
+/** A failed check is still a 200: the answer is in data.valid and data.code (docs/decisions.md#verification-codes). */
 export default defineProcedure({
   name: "keys.verifyKey",
   body: Strict({
@@ -24,33 +53,37 @@ export default defineProcedure({
     ),
     migrationId: Type.Optional(Type.String({ minLength: 1, maxLength: 256 })),
   }),
-  data: Type.Object({
-    valid: Type.Boolean(),
-    code: Type.String(),
-    keyId: Type.Optional(Type.String()),
-    name: Type.Optional(Type.String()),
-    meta: Type.Optional(Meta),
-    expires: Type.Optional(Type.Integer()),
-    credits: Type.Optional(Type.Integer()),
-    enabled: Type.Optional(Type.Boolean()),
-    permissions: Type.Optional(Type.Array(Type.String())),
-    roles: Type.Optional(Type.Array(Type.String())),
-    identity: Type.Optional(IdentityResponse),
-    ratelimits: Type.Optional(
-      Type.Array(
-        Type.Object({
-          exceeded: Type.Boolean(),
-          id: Type.String(),
-          name: Type.String(),
-          limit: Type.Integer(),
-          duration: Type.Integer(),
-          reset: Type.Integer(),
-          remaining: Type.Integer(),
-          autoApply: Type.Boolean(),
-        }),
-      ),
-    ),
-  }),
+  data: VerificationData,
   handler: async ({ body, caller, services, requestId, clientAddress }) =>
-    (await services.verification.verifyKey(caller, body, requestId, clientAddress)).data,
+    verificationData(await services.verification.verifyKey(caller, body, requestId, clientAddress)),
 });
+
+/**
+ * A verification as keys.verifyKey answers it: the key's fields once it is known to exist, its balance where the
+ * verification shows one, and the key's (and its identity's) limits that were checked.
+ */
+function verificationData(verification: Verification): Static<typeof VerificationData> {
+  if (verification.code === "NOT_FOUND") return { valid: false, code: "NOT_FOUND" };
+  const { valid, code, key } = verification;
+  const ratelimits = [];
+  for (const limit of verification.limits) {
+    if (limit.kind !== "key") continue;
+    ratelimits.push({
+      exceeded: !limit.passed,
+      id: limit.id,
+      name: limit.name,
+      limit: limit.check.limit,
+      duration: limit.check.durationMs,
+      reset: limit.resetAt,
+      remaining: limit.remaining,
+      autoApply: limit.autoApply,
+    });
+  }
+  return {
+    valid,
+    code,
+    ...key.shown,
+    ...(verification.credits !== undefined ? { credits: verification.credits } : {}),
+    ...(ratelimits.length > 0 ? { ratelimits } : {}),
+  };
+}

@@ -23,11 +23,11 @@ export default defineProcedure({
     const outcome = await services.ratelimit.multiLimit(caller, body.map(toLimitRequest), requestId);
     return {
       passed: outcome.passed,
-      limits: outcome.results.map((result) => ({
-        namespace: result.namespace,
-        identifier: result.identifier,
-        passed: result.passed,
-        ...limitFields(result),
+      limits: outcome.decisions.map((decision) => ({
+        namespace: decision.name,
+        identifier: decision.identifier,
+        passed: decision.passed,
+        ...limitFields(decision),
       })),
     };
   },

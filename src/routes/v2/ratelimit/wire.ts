@@ -1,5 +1,5 @@
 import { type Static, Type } from "typebox";
-import type { LimitRequest, LimitResult, OverrideView } from "../../../domain/ratelimit/ratelimit-service.js";
+import type { LimitRequest, NamespaceLimitDecision, OverrideView } from "../../../domain/ratelimit/ratelimit-service.js";
 import { Strict } from "../../../http/schemas.js";
 import { defined } from "../../../lib/defined.js";
 
@@ -56,8 +56,13 @@ export interface LimitFields {
 }
 
 /** The fields limit and multiLimit answer for one decision; overrideId only when an override applied. */
-export function limitFields(result: LimitResult): LimitFields {
-  return { limit: result.limit, remaining: result.remaining, reset: result.resetAt, ...defined({ overrideId: result.overrideId }) };
+export function limitFields(decision: NamespaceLimitDecision): LimitFields {
+  return {
+    limit: decision.check.limit,
+    remaining: decision.remaining,
+    reset: decision.resetAt,
+    ...defined({ overrideId: decision.overrideId }),
+  };
 }
 
 export function overrideData(override: OverrideView): Static<typeof OverrideData> {

@@ -3,7 +3,7 @@ import type { GatewaySettings, RouteConfig } from "./route-config.js";
 import { RouteTable } from "./route-table.js";
 
 /** The routes and settings a request is served with: one immutable snapshot. */
-export interface GatewayState {
+export interface GatewaySnapshot {
   readonly table: RouteTable;
   readonly settings: GatewaySettings;
   /** `settings.trustProxy`, compiled. */
@@ -11,26 +11,26 @@ export interface GatewayState {
 }
 
 /** Compiles a validated configuration's routes and gateway settings (throws RouteTableError for bad routes). */
-export function compileGatewayState(config: { routes: readonly RouteConfig[]; gateway: GatewaySettings }): GatewayState {
+export function compileGatewaySnapshot(config: { routes: readonly RouteConfig[]; gateway: GatewaySettings }): GatewaySnapshot {
   return { table: RouteTable.compile(config.routes), settings: config.gateway, trust: compileTrust(config.gateway.trustProxy) };
 }
 
 /**
- * The gateway's current routes. A reload replaces the snapshot in one assignment; a request reads it once when
- * it starts, so requests in flight finish on the routes they began with.
+ * The snapshot the gateway serves new requests with. A reload replaces it in one assignment; a request reads it
+ * once when it starts, so requests in flight finish on the routes they began with.
  */
-export class RouteState {
-  private snapshot: GatewayState;
+export class CurrentGatewaySnapshot {
+  private snapshot: GatewaySnapshot;
 
-  constructor(initial: GatewayState) {
+  constructor(initial: GatewaySnapshot) {
     this.snapshot = initial;
   }
 
-  get current(): GatewayState {
+  get current(): GatewaySnapshot {
     return this.snapshot;
   }
 
-  replace(next: GatewayState): void {
+  replace(next: GatewaySnapshot): void {
     this.snapshot = next;
   }
 }

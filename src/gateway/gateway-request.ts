@@ -1,0 +1,45 @@
+import type { IncomingMessage, OutgoingHttpHeaders } from "node:http";
+import type { VerificationCode } from "../domain/verification/codes.js";
+import type { RequestTarget } from "../http/request-target.js";
+import type { GatewaySnapshot } from "./gateway-snapshot.js";
+import type { CompiledRoute } from "./route-table.js";
+import type { UpstreamAbort } from "./upstream-client.js";
+
+/** The head of an answer as keygate wrote it: an object (a plain request) or lines (an answer written on a socket). */
+export type AnswerHeaders = OutgoingHttpHeaders | readonly (readonly [string, string])[];
+
+/**
+ * One request the gateway took, a plain request or a WebSocket upgrade: what arrived, its target split once, and
+ * what serving it learns, noted as it is learnt for its analytics event, its access log line and the metrics.
+ */
+export interface GatewayRequest extends RequestTarget {
+  readonly id: string;
+  readonly raw: IncomingMessage;
+  readonly method: string;
+  /** The request target as received (path and query). */
+  readonly url: string;
+  /** The socket's peer, read while the socket is there. */
+  readonly remoteAddress: string | undefined;
+  /** Unix ms of its arrival (the injected clock). */
+  readonly time: number;
+  /** performance.now() at its arrival. */
+  readonly startedAt: number;
+  /** The routes and settings it is served with, read once when it arrived: a reload never changes it midway. */
+  readonly snapshot: GatewaySnapshot;
+  /** The route that took it; absent for a request refused before any route could take it. */
+  route?: CompiledRoute;
+  /** Its route's API's workspace, once looked up. */
+  workspaceId?: string;
+  keyId?: string;
+  /** The verification's code, once one was decided. */
+  outcome?: VerificationCode;
+  /** performance.now() when it was sent upstream, and when the upstream's answer ended or failed. */
+  upstreamSentAt?: number;
+  upstreamEndedAt?: number;
+  /** The status of its answer once written; absent while none is (and for good when the client left first). */
+  status?: number;
+  /** The head of its answer as written. */
+  head?: AnswerHeaders;
+  /** A plain request's call to its upstream, once sent: aborted when the client goes away before the answer ends. */
+  upstreamCall?: UpstreamAbort;
+}
