@@ -214,7 +214,9 @@ export class RatelimitService {
     const namespaceIds = new Set<string>();
     for (const namespace of resolved.values()) namespaceIds.add((namespace as ResolvedNamespace).namespace.id);
     caller.authorize(allOf(...[...namespaceIds].map((id) => requireRatelimit("limit", id))));
-    return this.decide({ ...call, workspaceId }, applyOverrides(requests, resolved as Map<string, ResolvedNamespace>));
+    // Written out: an object literal that adds a property after a spread costs microseconds on the request path.
+    const decision = { requestId: call.requestId, source: call.source, workspaceId };
+    return this.decide(decision, applyOverrides(requests, resolved as Map<string, ResolvedNamespace>));
   }
 
   /** Decides the checks on the counters and records the decision; a degraded answer (`ratelimit.fail`) is one too. */
