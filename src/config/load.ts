@@ -8,7 +8,8 @@ import { toValidationIssues } from "../http/validation-issues.js";
 import { deepFreeze } from "../lib/freeze.js";
 import { hashKey } from "../lib/hash.js";
 import { ipEntryProblem } from "../lib/ip-allowlist.js";
-import { ConfigSchema, DEFAULTS, type KeygateConfig } from "./schema.js";
+import { DEFAULTS } from "./defaults.js";
+import { ConfigSchema, type KeygateConfig } from "./schema.js";
 
 /** The file read when KEYGATE_CONFIG is not set, if it exists. */
 export const DEFAULT_CONFIG_PATH = "config/keygate.yaml";
