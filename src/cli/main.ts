@@ -25,14 +25,18 @@ function describe(help: CommandHelp): string {
 
 /** The usage of everything, of one group of commands, or of one command. */
 function usage(group?: string, command?: string): string {
-  const commands = group === undefined ? undefined : COMMANDS[group]?.commands;
-  const help = command === undefined ? undefined : commands?.[command];
+  const commands = own(COMMANDS, group)?.commands;
+  const help = commands && own(commands, command);
   if (help) return `usage: keygate ${help.synopsis}\n\n${help.description}\n\n${FOOTER}`;
-  if (group !== undefined && commands)
-    return `usage: keygate ${group} <command>\n\n${Object.values(commands).map(describe).join("\n")}\n\n${FOOTER}`;
+  if (commands) return `usage: keygate ${group} <command>\n\n${Object.values(commands).map(describe).join("\n")}\n\n${FOOTER}`;
   return `usage: keygate <command>\n\n${Object.values(COMMANDS)
     .flatMap((entries) => Object.values(entries.commands).map(describe))
     .join("\n")}\n\n${FOOTER}`;
+}
+
+/** The entry named `name`: a word that names an Object.prototype property (constructor, toString) is no command. */
+function own<T>(record: Readonly<Record<string, T>>, name: string | undefined): T | undefined {
+  return name !== undefined && Object.hasOwn(record, name) ? record[name] : undefined;
 }
 
 const isHelpWord = (arg: string | undefined) => arg === "help" || arg === "--help" || arg === "-h";
@@ -48,12 +52,12 @@ function invocation(argv: string[]): Invocation {
   const [group, command, ...rest] = argv;
   if (group === undefined) throw new UsageError("give a command", usage());
   // `keygate help [<group> [<command>]]`: an unknown topic gets the usage of everything.
-  if (isHelpWord(group)) return { help: usage(command !== undefined && COMMANDS[command] ? command : undefined, rest[0]) };
-  const commands = COMMANDS[group];
+  if (isHelpWord(group)) return { help: usage(own(COMMANDS, command) ? command : undefined, rest[0]) };
+  const commands = own(COMMANDS, group);
   if (!commands) throw new UsageError(`unknown command '${group}'`, usage());
   if (command === undefined) throw new UsageError(`give a ${group} command: ${Object.keys(commands.commands).join(", ")}`, usage(group));
   if (isHelpWord(command)) return { help: usage(group) };
-  if (!commands.commands[command]) throw new UsageError(`unknown command '${group} ${command}'`, usage(group));
+  if (!own(commands.commands, command)) throw new UsageError(`unknown command '${group} ${command}'`, usage(group));
   // Below a command only the flags ask for help: the word `help` may be a root key id or a namespace name there.
   if (rest.includes("--help") || rest.includes("-h")) return { help: usage(group, command) };
   return { group, command, rest, commands };
