@@ -1,6 +1,6 @@
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
-import { DEFAULTS } from "./config/schema.js";
+import { DEFAULTS } from "./config/defaults.js";
 import type { Services } from "./services.js";
 
 /** The file a bootstrap root key is written to when no terminal can show it, relative to the working directory. */

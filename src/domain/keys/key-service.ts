@@ -1,50 +1,21 @@
 import { KeygateError } from "../../errors/keygate-error.js";
-import type { Clock } from "../../lib/clock.js";
 import { defined } from "../../lib/defined.js";
 import { hashKey } from "../../lib/hash.js";
-import { newId } from "../../lib/ids.js";
-import type { KeyStore } from "../../storage/interfaces.js";
-import type { CreditRecord, IdentityRecord, KeyRecord } from "../../storage/records.js";
-import type { ApiService } from "../apis/api-service.js";
+import type { IdentityRecord, KeyRecord } from "../../storage/records.js";
 import type { Caller } from "../caller.js";
-import {
-  type CreditsInput,
-  type CreditsView,
-  creditsAfterOperation,
-  creditsAfterUpdate,
-  creditsForNewKey,
-  viewCredits,
-  withRefills,
-} from "../credits.js";
-import type { IdentityService } from "../identities/identity-service.js";
-import type { CacheInvalidator } from "../invalidation.js";
+import { type CreditsInput, type CreditsView, creditsAfterOperation, creditsAfterUpdate, viewCredits } from "../credits.js";
 import { checkMeta, MAX_KEY_META_BYTES } from "../meta.js";
 import { type NamedLimitInput, replaceNamedLimits } from "../named-limits.js";
 import { type Listed, pagination } from "../pagination.js";
 import { allOf } from "../permissions/query.js";
-import type { RbacService } from "../rbac/rbac-service.js";
 import { requireApi } from "../root-keys/permissions.js";
-import { describeKeys, type KeyDetails } from "./key-details.js";
-import type { KeySecrets } from "./key-secrets.js";
-import { keyNotFound, type LiveKeys } from "./live-keys.js";
+import { describeKeys, type KeyDetails, type KeyDetailsDeps } from "./key-details.js";
+import type { CreateKeyInput, IssuedKey, KeyIssuanceDeps } from "./key-issuance.js";
+import * as issuance from "./key-issuance.js";
+import { keyNotFound } from "./live-keys.js";
 
 export type { KeyDetails } from "./key-details.js";
-
-export interface CreateKeyInput {
-  apiId: string;
-  prefix?: string;
-  name?: string;
-  byteLength: number;
-  externalId?: string;
-  meta?: Record<string, unknown>;
-  roles?: string[];
-  permissions?: string[];
-  expires?: number;
-  credits?: CreditsInput;
-  ratelimits?: NamedLimitInput[];
-  enabled: boolean;
-  recoverable: boolean;
-}
+export type { CreateKeyInput, IssuedKey } from "./key-issuance.js";
 
 /** updateKey: an omitted field stays as it is, null clears it, a value sets it. */
 export interface UpdateKeyInput {
@@ -60,24 +31,13 @@ export interface UpdateKeyInput {
   permissions?: string[];
 }
 
-export interface KeyServiceDeps {
-  keys: KeyStore;
-  live: LiveKeys;
-  apis: ApiService;
-  rbac: RbacService;
-  identities: IdentityService;
-  secrets: KeySecrets;
-  invalidator: CacheInvalidator;
-  clock: Clock;
-  generateKey: (prefix: string | undefined, byteLength: number) => { key: string; start: string };
-}
-
-const MS_PER_MINUTE = 60_000;
+/** What KeyService needs: what issuing a key needs, and what showing one does. */
+export type KeyServiceDeps = KeyIssuanceDeps & KeyDetailsDeps;
 
 /**
- * The keys.* procedures and apis.listKeys that issue, read, change and revoke end-user keys. What a key may do
- * (its permissions and roles) is KeyAccessService's; how a key is shown, key-details.ts; recoverable keys,
- * KeySecrets.
+ * The keys.* procedures and apis.listKeys that issue, read, change and revoke end-user keys. Issuing a new key
+ * (createKey, rerollKey) is key-issuance.ts's; what a key may do (its permissions and roles) is KeyAccessService's;
+ * how a key is shown, key-details.ts; recoverable keys, KeySecrets.
  */
 export class KeyService {
   private readonly deps: KeyServiceDeps;
@@ -86,48 +46,8 @@ export class KeyService {
     this.deps = deps;
   }
 
-  async createKey(caller: Caller, input: CreateKeyInput): Promise<{ keyId: string; key: string }> {
-    caller.authorize(requireApi("create_key", input.apiId));
-    if (input.recoverable) caller.authorize(requireApi("encrypt_key", input.apiId));
-    const workspaceId = caller.workspaceId;
-    const api = await this.deps.apis.findLive(workspaceId, input.apiId);
-    if (input.recoverable) this.deps.secrets.require("store recoverable keys");
-    checkMeta(input.meta, MAX_KEY_META_BYTES, "body.meta");
-    const now = this.deps.clock.now();
-    const ratelimits = replaceNamedLimits([], input.ratelimits ?? [], "body.ratelimits", now);
-    const credits = creditsForNewKey(input.credits, now);
-    const roles = await this.deps.rbac.existingRoles(workspaceId, input.roles ?? []);
-    const permissions = await this.deps.rbac.permissionsForSlugs(workspaceId, input.permissions ?? [], null);
-    const identity = input.externalId === undefined ? undefined : await this.deps.identities.findOrCreate(workspaceId, input.externalId);
-
-    const id = newId("key", now);
-    const { key, start } = this.deps.generateKey(input.prefix, input.byteLength);
-    const record: KeyRecord = {
-      id,
-      workspaceId,
-      apiId: api.id,
-      keySpaceId: api.keySpaceId,
-      hash: hashKey(key),
-      start,
-      byteLength: input.byteLength,
-      enabled: input.enabled,
-      permissionIds: permissions.map((p) => p.id),
-      roleIds: roles.map((r) => r.id),
-      ratelimits,
-      createdAt: now,
-      ...defined({
-        prefix: input.prefix,
-        name: input.name,
-        identityId: identity?.id,
-        meta: input.meta,
-        expires: input.expires,
-        encrypted: input.recoverable ? this.deps.secrets.encrypt(key, workspaceId, id) : undefined,
-      }),
-    };
-    if (!(await this.deps.keys.create(record, credits))) throw idCollision();
-    // An instance may remember this hash as unknown from an earlier attempt; it is known now.
-    await this.deps.invalidator.keyChanged(workspaceId, record.hash);
-    return { keyId: id, key };
+  createKey(caller: Caller, input: CreateKeyInput): Promise<IssuedKey> {
+    return issuance.createKey(this.deps, caller, input);
   }
 
   async getKey(caller: Caller, input: { keyId: string; decrypt: boolean }): Promise<KeyDetails> {
@@ -247,48 +167,9 @@ export class KeyService {
     await this.deps.invalidator.keyChanged(caller.workspaceId, key.hash);
   }
 
-  /**
-   * A new key with the old one's settings (credits, identity, meta, expiry, key limits, roles, permissions,
-   * recoverability). The old key expires `expiration` ms from now, rounded up to a whole minute (0: now), and
-   * never later than it would have anyway.
-   */
-  async rerollKey(caller: Caller, input: { keyId: string; expiration: number }): Promise<{ keyId: string; key: string }> {
-    const workspaceId = caller.workspaceId;
-    const old = await this.deps.live.find(workspaceId, input.keyId);
-    caller.authorize(requireApi("create_key", old.apiId));
-    if (old.encrypted) {
-      caller.authorize(requireApi("encrypt_key", old.apiId));
-      this.deps.secrets.require("store recoverable keys");
-    }
-    const now = this.deps.clock.now();
-    const id = newId("key", now);
-    const { key, start } = this.deps.generateKey(old.prefix, old.byteLength);
-    const { deletedAt: _deleted, updatedAt: _updated, pendingMigrationId: _pending, encrypted, ...kept } = old;
-    const record: KeyRecord = {
-      ...kept,
-      id,
-      hash: hashKey(key),
-      start,
-      ratelimits: old.ratelimits.map((limit) => ({ ...limit, id: newId("rl", now) })),
-      ...(encrypted ? { encrypted: this.deps.secrets.encrypt(key, workspaceId, id) } : {}),
-      createdAt: now,
-    };
-    const oldCredits = await this.deps.keys.getCredits(workspaceId, old.id);
-    const credits: CreditRecord | null = oldCredits ? withRefills(oldCredits, now) : null;
-    if (!(await this.deps.keys.create(record, credits))) throw idCollision();
-
-    const expiresAt = input.expiration === 0 ? now : Math.ceil((now + input.expiration) / MS_PER_MINUTE) * MS_PER_MINUTE;
-    await this.deps.keys.update(workspaceId, old.id, (current) =>
-      current.deletedAt !== undefined
-        ? { result: undefined }
-        : {
-            key: { ...current, expires: Math.min(current.expires ?? Number.POSITIVE_INFINITY, expiresAt), updatedAt: now },
-            result: undefined,
-          },
-    );
-    await this.deps.invalidator.keyChanged(workspaceId, old.hash);
-    await this.deps.invalidator.keyChanged(workspaceId, record.hash);
-    return { keyId: id, key };
+  /** A new key with the old one's settings, the old one expiring `expiration` ms from now (key-issuance.ts says how). */
+  rerollKey(caller: Caller, input: { keyId: string; expiration: number }): Promise<IssuedKey> {
+    return issuance.rerollKey(this.deps, caller, input);
   }
 
   private describe(workspaceId: string, keys: readonly KeyRecord[], decrypt: boolean): Promise<KeyDetails[]> {
@@ -303,9 +184,4 @@ function setOrClear<K extends "name" | "meta" | "expires" | "identityId">(
 ): void {
   if (value === null) delete record[field];
   else if (value !== undefined) record[field] = value;
-}
-
-/** Two random ids (or hashes) met: practically impossible, and safe to retry. */
-function idCollision(): KeygateError {
-  return new KeygateError("err:unkey:application:unexpected_error", "A new key collided with an existing one. Try again.");
 }

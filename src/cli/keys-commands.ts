@@ -1,0 +1,51 @@
+import { type CommandGroup, parseCommandArgs, type Run, UsageError, WORKSPACE_PATTERN } from "./command.js";
+
+/** `keygate keys migrate`: keys imported from another system (the file is read by key-import.ts). */
+export const KEYS_COMMANDS: CommandGroup = {
+  commands: {
+    migrate: {
+      synopsis: "keys migrate --workspace <ws> --api <apiId> --migration <id> --file <keys.jsonl> [--batch <n>]",
+      description:
+        'Imports keys from another system, as keys.migrateKeys does: one key a line, as JSON ({"hash": ...} and\n' +
+        "createKey's fields), under a migration of the configuration. Every line is checked before anything is stored;\n" +
+        "then batches of --batch keys (default 1000) are stored, with progress on stderr. stdout gets one JSON line a\n" +
+        'key: {"line", "hash", "keyId"}, or {"line", "hash", "failed": "exists"} when a key already holds the hash.',
+    },
+  },
+  parse: keysCommand,
+};
+
+/** Keys per keys.migrateKeys call of `keys migrate`: big enough to be quick, small enough to report progress often. */
+const DEFAULT_IMPORT_BATCH = 1_000;
+
+/** Checks the arguments of a keys command (a UsageError when they are wrong) and returns what it does. */
+function keysCommand(_command: string, rest: string[], usage: string): Run {
+  const fail = (message: string) => new UsageError(message, usage);
+  const { values } = parseCommandArgs(usage, {
+    args: rest,
+    options: {
+      workspace: { type: "string" },
+      api: { type: "string" },
+      migration: { type: "string" },
+      file: { type: "string" },
+      batch: { type: "string" },
+    },
+    strict: true,
+  });
+  const { workspace: workspaceId, api: apiId, migration: migrationId, file: path } = values;
+  if (!workspaceId || !WORKSPACE_PATTERN.test(workspaceId)) throw fail("--workspace is required and may hold letters, digits and _ only");
+  if (!apiId || !WORKSPACE_PATTERN.test(apiId)) throw fail("--api is required: the id of the API the keys join (api_...)");
+  if (!migrationId) throw fail("--migration is required: the id of a migration declared in the configuration");
+  if (!path) throw fail("--file is required: a file of one JSON key a line");
+  const batchSize = values.batch === undefined ? DEFAULT_IMPORT_BATCH : Number(values.batch);
+  if (!Number.isInteger(batchSize) || batchSize < 1) throw fail("--batch must be a whole number of keys, at least 1");
+  return async (services) => {
+    const [{ importKeys }, { MAX_MIGRATED_KEYS_PER_REQUEST }] = await Promise.all([
+      import("./key-import.js"),
+      import("../routes/v2/keys/migrate-keys.js"),
+    ]);
+    if (batchSize > MAX_MIGRATED_KEYS_PER_REQUEST)
+      throw fail(`--batch may be at most ${MAX_MIGRATED_KEYS_PER_REQUEST}, as keys.migrateKeys takes`);
+    await importKeys(services, { workspaceId, apiId, migrationId, path, batchSize });
+  };
+}

@@ -1,0 +1,50 @@
+import { Type } from "typebox";
+import { Strict, StringEnum } from "../http/schemas.js";
+import { DEFAULTS } from "./defaults.js";
+import { EMPTY } from "./schema-parts.js";
+
+// The sections about the process itself: server (listening, timeouts, workers), logging and metrics.
+
+export const ServerConfigSchema = Strict(
+  {
+    host: Type.String({ minLength: 1, default: DEFAULTS.host }),
+    port: Type.Integer({ minimum: 0, maximum: 65535, default: DEFAULTS.port }),
+    bodyLimit: Type.Integer({ minimum: 1024, maximum: 1024 * 1024 * 1024, default: DEFAULTS.bodyLimitBytes }),
+    /** How long a /v2 request's body may take to arrive (408 and closed after that). The gateway's uploads have no such limit. */
+    requestTimeoutMs: Type.Integer({ minimum: 100, maximum: 3_600_000, default: DEFAULTS.requestTimeoutMs }),
+    /** How long any request's headers may take to arrive (408 and closed after that), on /v2 and the gateway alike. */
+    headersTimeoutMs: Type.Integer({ minimum: 100, maximum: 3_600_000, default: DEFAULTS.headersTimeoutMs }),
+    /**
+     * Processes serving requests (node:cluster): a number, or "auto" for one per available core (one with in-memory
+     * stores). More than one needs Redis stores: in-memory stores would be per process.
+     */
+    // Checked after the schema (checkConsistency), for one clear message rather than one per branch of a union.
+    workers: Type.Unsafe<number | "auto">(Type.Union([Type.Integer(), Type.String()], { default: 1 })),
+  },
+  EMPTY,
+);
+
+export const LoggingConfigSchema = Strict(
+  {
+    level: StringEnum(["fatal", "error", "warn", "info", "debug", "trace", "silent"], { default: DEFAULTS.logLevel }),
+    /**
+     * The access log: one structured line per request (request id, face, route or procedure, status, duration, key
+     * id, client address). false (the default: the gateway's hot path does not pay for it unasked), true, or the
+     * fraction of requests to log (0.01: one in a hundred, chosen at random).
+     */
+    requests: Type.Union([Type.Boolean(), Type.Number({ exclusiveMinimum: 0, maximum: 1 })], { default: false }),
+  },
+  EMPTY,
+);
+
+export const MetricsConfigSchema = Strict(
+  {
+    /** Prometheus metrics at GET /metrics; false serves none and counts nothing. */
+    enabled: Type.Boolean({ default: true }),
+    /** When set, GET /metrics needs `Authorization: Bearer <token>`. */
+    token: Type.Optional(Type.String({ minLength: 16 })),
+    /** When set, /metrics is served on this port of server.host only, and not on the main port. */
+    port: Type.Optional(Type.Integer({ minimum: 0, maximum: 65_535 })),
+  },
+  EMPTY,
+);
