@@ -4,6 +4,25 @@
  * (read again from GET session after a reload); the root key is sent once, to sign in, and never kept.
  */
 
+// Types only, erased from the bundle: every /v2 procedure's body and answer, from the schemas the server validates
+// and serialises with, so a change to a schema the dashboard relies on fails the dashboard's type check.
+import type { PROCEDURES } from "../../src/routes/v2/index.js";
+
+/** Each procedure by name: `{ body, answer: { data, pagination? } }` (see Procedure in src/routes/v2/procedure.ts). */
+type Wire = { [P in (typeof PROCEDURES)[number] as P["name"]]: NonNullable<P["~wire"]> };
+export type ProcedureName = keyof Wire;
+/**
+ * A procedure's body as its handler sees it (TypeBox's Static): a field with a default is required here, so the
+ * dashboard sends it rather than rely on the server filling it in.
+ */
+export type BodyOf<N extends ProcedureName> = Wire[N]["body"];
+/** What a procedure answers in `data`. */
+export type DataOf<N extends ProcedureName> = Wire[N]["answer"]["data"];
+/** The procedures that answer a page of a list: `data` an array, with `pagination`. */
+export type ListName = {
+  [N in ProcedureName]: Wire[N]["answer"] extends { data: unknown[]; pagination: unknown } ? N : never;
+}[ProcedureName];
+
 export interface Session {
   workspaceId: string;
   rootKeyId: string;
@@ -95,12 +114,12 @@ export async function signOut(): Promise<void> {
 }
 
 /** Calls a /v2 procedure as the session's root key and answers its `data`. */
-export async function call<T = unknown>(procedure: string, body: unknown): Promise<T> {
-  return ((await send("POST", `v2/${procedure}`, body)) as { data: T }).data;
+export async function call<N extends ProcedureName>(procedure: N, body: BodyOf<N>): Promise<DataOf<N>> {
+  return ((await send("POST", `v2/${procedure}`, body)) as Wire[N]["answer"]).data;
 }
 
 /** A list procedure: its items and the cursor of the next page, if any. */
-export async function callPage<T = unknown>(procedure: string, body: unknown): Promise<{ items: T[]; cursor?: string }> {
-  const answer = (await send("POST", `v2/${procedure}`, body)) as { data: T[]; pagination?: { cursor?: string } };
-  return { items: answer.data, ...(answer.pagination?.cursor ? { cursor: answer.pagination.cursor } : {}) };
+export async function callPage<N extends ListName>(procedure: N, body: BodyOf<N>): Promise<{ items: DataOf<N>; cursor?: string }> {
+  const answer = (await send("POST", `v2/${procedure}`, body)) as Wire[N]["answer"];
+  return { items: answer.data, ...(answer.pagination.cursor ? { cursor: answer.pagination.cursor } : {}) };
 }

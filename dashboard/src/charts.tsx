@@ -2,10 +2,11 @@ import type { ComponentChildren } from "preact";
 import { useEffect, useRef } from "preact/hooks";
 import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
+import type { DataOf } from "./api.js";
 import { DataTable, Field } from "./ui.js";
 
 /** One row of an analytics answer. */
-export type Row = Record<string, unknown>;
+export type Row = DataOf<"analytics.getVerifications">[number];
 
 /**
  * The time ranges every analytics chart offers, each with the bucket that suits it: the aggregate table of that

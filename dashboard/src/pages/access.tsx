@@ -1,34 +1,20 @@
 import { useEffect, useState } from "preact/hooks";
-import { call, callPage } from "../api.js";
+import { type BodyOf, call, callPage, type DataOf, type ProcedureName } from "../api.js";
 import { DataTable, ErrorNote, FormError, fieldError, splitList, TextField, useAction } from "../ui.js";
-
-interface Permission {
-  id: string;
-  name: string;
-  slug: string;
-  description?: string;
-}
-
-interface Role {
-  id: string;
-  name: string;
-  description?: string;
-  permissions?: Permission[];
-}
 
 /** Permissions and roles of the workspace: list, create, delete (the API has no update for either). */
 export function AccessPage() {
-  const [permissions, setPermissions] = useState<Permission[]>([]);
-  const [roles, setRoles] = useState<Role[]>([]);
+  const [permissions, setPermissions] = useState<DataOf<"permissions.listPermissions">>([]);
+  const [roles, setRoles] = useState<DataOf<"permissions.listRoles">>([]);
   const { error, run } = useAction();
   const load = async () => {
-    setPermissions((await callPage<Permission>("permissions.listPermissions", { limit: 100 })).items);
-    setRoles((await callPage<Role>("permissions.listRoles", { limit: 100 })).items);
+    setPermissions((await callPage("permissions.listPermissions", { limit: 100 })).items);
+    setRoles((await callPage("permissions.listRoles", { limit: 100 })).items);
   };
   useEffect(() => {
     run(load);
   }, []);
-  const remove = (procedure: string, body: unknown) =>
+  const remove = <N extends ProcedureName>(procedure: N, body: BodyOf<N>) =>
     run(async () => {
       await call(procedure, body);
       await load();

@@ -1,5 +1,5 @@
 import { useEffect, useState } from "preact/hooks";
-import { call } from "../api.js";
+import { call, type DataOf } from "../api.js";
 import { filterOn, RANGES, type Range, RangeForm, ResultTable, type Row, seriesOf, TimeChart } from "../charts.js";
 import { ErrorNote, Field, fieldError, TextField, useAction } from "../ui.js";
 
@@ -18,7 +18,7 @@ export function AnalyticsPage() {
   const [range, setRange] = useState<Range>("hour");
   const [keyId, setKeyId] = useState("");
   const [keySpaceId, setKeySpaceId] = useState("");
-  const [apis, setApis] = useState<{ id: string; name: string; keySpaceId: string }[]>([]);
+  const [apis, setApis] = useState<DataOf<"keygate.listApis">>([]);
   const [over, setOver] = useState<{ total: number; chart: ReturnType<typeof seriesOf> } | null>(null);
   const [topKeys, setTopKeys] = useState<Row[]>([]);
   const [denials, setDenials] = useState<Row[]>([]);
@@ -30,13 +30,13 @@ export function AnalyticsPage() {
       const table = `key_verifications_per_${RANGES[range].granularity}_v1`;
       const where = `time >= now() - ${interval}${filterOn("key_space_id", keySpaceId)}${filterOn("key_id", keyId)}`;
       const [byOutcome, top, denied] = await Promise.all([
-        call<Row[]>("analytics.getVerifications", {
+        call("analytics.getVerifications", {
           query: `SELECT toUnixTimestamp64Milli(toDateTime64(time, 3)) AS t, outcome, SUM(count) AS total FROM ${table} WHERE ${where} GROUP BY t, outcome ORDER BY t`,
         }),
-        call<Row[]>("analytics.getVerifications", {
+        call("analytics.getVerifications", {
           query: `SELECT key_id, SUM(count) AS total, sumIf(count, outcome = 'VALID') AS valid FROM ${table} WHERE ${where} AND key_id != '' GROUP BY key_id ORDER BY total DESC LIMIT 10`,
         }),
-        call<Row[]>("analytics.getVerifications", {
+        call("analytics.getVerifications", {
           query: `SELECT outcome, SUM(count) AS total FROM ${table} WHERE ${where} AND outcome != 'VALID' GROUP BY outcome ORDER BY total DESC`,
         }),
       ]);
@@ -51,7 +51,7 @@ export function AnalyticsPage() {
   }, [range, keySpaceId]);
   useEffect(() => {
     // Without read_api the API filter is simply not offered; the charts still work.
-    call<{ id: string; name: string; keySpaceId: string }[]>("keygate.listApis", {}).then(setApis, () => setApis([]));
+    call("keygate.listApis", {}).then(setApis, () => setApis([]));
   }, []);
 
   return (
@@ -102,7 +102,7 @@ function SqlConsole() {
   const submit = (event: Event) => {
     event.preventDefault();
     setRows(null);
-    run(async () => setRows(await call<Row[]>("analytics.getVerifications", { query })));
+    run(async () => setRows(await call("analytics.getVerifications", { query })));
   };
   const queryError = fieldError(error, "body.query");
   return (

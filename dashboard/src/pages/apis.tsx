@@ -1,20 +1,15 @@
 import { useEffect, useState } from "preact/hooks";
-import { call } from "../api.js";
+import { call, type DataOf } from "../api.js";
 import { DataTable, ErrorNote, fieldError, TextField, useAction } from "../ui.js";
 
-interface Api {
-  id: string;
-  name: string;
-}
-
 export function ApisPage() {
-  const [apis, setApis] = useState<Api[] | null>(null);
+  const [apis, setApis] = useState<DataOf<"keygate.listApis"> | null>(null);
   const [name, setName] = useState("");
   const { error, run } = useAction();
   const creation = useAction();
   const [confirming, setConfirming] = useState<string | null>(null);
 
-  const load = async () => setApis(await call<Api[]>("keygate.listApis", {}));
+  const load = async () => setApis(await call("keygate.listApis", {}));
   useEffect(() => {
     run(load);
   }, []);

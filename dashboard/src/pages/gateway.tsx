@@ -1,27 +1,16 @@
 import { useEffect, useState } from "preact/hooks";
-import { call } from "../api.js";
+import { call, type DataOf } from "../api.js";
 import { bucketsOf, RANGES, type Range, RangeForm, ResultTable, type Row, seriesOf, TimeChart } from "../charts.js";
 import { DataTable, ErrorNote, useAction } from "../ui.js";
 
-interface Route {
-  name: string;
-  match: { prefix: string; methods?: string[] };
-  upstream: string;
-  apiId: string;
-  key?: { header?: string; scheme?: string; query?: string };
-  permissions?: string;
-  ratelimits?: { name: string; cost: number }[];
-  credits?: { cost: number };
-  namespaceLimits?: { namespace: string; identifier: string; limit: number; duration: number }[];
-  timeoutMs?: number;
-}
+type Route = DataOf<"keygate.listRoutes">[number];
 
 /** The gateway's routes in front of this workspace's APIs, as configured (read-only: routes live in the configuration). */
 export function GatewayPage() {
   const [routes, setRoutes] = useState<Route[] | null>(null);
   const [error, setError] = useState<unknown>(null);
   useEffect(() => {
-    call<Route[]>("keygate.listRoutes", {}).then(setRoutes, setError);
+    call("keygate.listRoutes", {}).then(setRoutes, setError);
   }, []);
   return (
     <>
@@ -87,10 +76,10 @@ function GatewayTraffic() {
       const { since, bucket, fill } = bucketsOf(range);
       const from = `FROM gateway_requests_v1 WHERE time >= ${since}`;
       const [overTime, perRoute] = await Promise.all([
-        call<Row[]>("analytics.getGatewayRequests", {
+        call("analytics.getGatewayRequests", {
           query: `SELECT ${bucket} AS t, app_id AS route, count() AS requests, countIf(response_status >= 500) AS errors, countIf(${REFUSED}) AS refusals, quantile(0.5)(total_latency) AS p50, quantile(0.99)(total_latency) AS p99, quantile(0.5)(gateway_latency) AS keygate_p50, quantile(0.99)(gateway_latency) AS keygate_p99 ${from} GROUP BY t, route ORDER BY t ${fill}`,
         }),
-        call<Row[]>("analytics.getGatewayRequests", {
+        call("analytics.getGatewayRequests", {
           query: `SELECT app_id AS route, count() AS requests, countIf(response_status >= 500) AS errors_5xx, countIf(${REFUSED}) AS refusals_4xx, round(quantile(0.5)(total_latency), 1) AS p50_ms, round(quantile(0.99)(total_latency), 1) AS p99_ms, round(quantile(0.5)(gateway_latency), 2) AS keygate_p50_ms, round(quantile(0.99)(gateway_latency), 2) AS keygate_p99_ms ${from} GROUP BY route ORDER BY requests DESC`,
         }),
       ]);

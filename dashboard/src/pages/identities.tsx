@@ -1,14 +1,7 @@
 import { useEffect, useState } from "preact/hooks";
-import { ApiError, call, callPage } from "../api.js";
+import { ApiError, call, callPage, type DataOf } from "../api.js";
 import { DataTable, ErrorNote, FormError, fieldError, Pager, TextField, useAction, useCursorPages } from "../ui.js";
 import { type LimitDraft, limitsBody, RateLimitsEditor } from "./key-form.js";
-
-interface Identity {
-  id: string;
-  externalId: string;
-  meta?: Record<string, unknown>;
-  ratelimits?: { name: string; limit: number; duration: number; autoApply?: boolean }[];
-}
 
 function parseMeta(text: string): Record<string, unknown> | undefined {
   if (text.trim() === "") return undefined;
@@ -21,7 +14,7 @@ function parseMeta(text: string): Record<string, unknown> | undefined {
 
 /** Identities: list (search, pages), create, edit meta and rate limits, delete. */
 export function IdentitiesPage() {
-  const [identities, setIdentities] = useState<Identity[]>([]);
+  const [identities, setIdentities] = useState<DataOf<"identities.listIdentities">>([]);
   const pages = useCursorPages();
   const [search, setSearch] = useState("");
   const [externalId, setExternalId] = useState("");
@@ -32,7 +25,7 @@ export function IdentitiesPage() {
   const edit = useAction();
 
   const load = async (cursor: string | undefined) => {
-    const page = await callPage<Identity>("identities.listIdentities", {
+    const page = await callPage("identities.listIdentities", {
       limit: 25,
       ...(cursor ? { cursor } : {}),
       ...(search ? { search } : {}),
@@ -131,7 +124,7 @@ export function IdentitiesPage() {
                       name: limit.name,
                       limit: String(limit.limit),
                       duration: String(limit.duration),
-                      autoApply: limit.autoApply ?? false,
+                      autoApply: limit.autoApply,
                     })),
                   })
                 }

@@ -1,5 +1,5 @@
 import type { ComponentChildren } from "preact";
-import { ApiError } from "../api.js";
+import { ApiError, type BodyOf, type DataOf } from "../api.js";
 import { Field, fieldError, fromDateTimeInput, splitList, TextField, toDateTimeInput } from "../ui.js";
 
 /** What the create and edit forms share: the fields of spec table 2.2 a key keeps after it is made. */
@@ -33,21 +33,8 @@ export const EMPTY_KEY_FIELDS: KeyFields = {
   roles: "",
 };
 
-export interface KeyAsShown {
-  keyId: string;
-  start: string;
-  enabled: boolean;
-  name?: string;
-  meta?: Record<string, unknown>;
-  createdAt: number;
-  expires?: number;
-  permissions?: string[];
-  roles?: string[];
-  credits?: { remaining: number | null; refill?: { interval: string; amount: number; refillDay?: number } };
-  identity?: { externalId: string };
-  ratelimits?: { name: string; limit: number; duration: number; autoApply: boolean }[];
-  plaintext?: string;
-}
+/** A key as getKey and listKeys show it. */
+export type KeyAsShown = DataOf<"keys.getKey">;
 
 export function fieldsOf(key: KeyAsShown): KeyFields {
   return {
@@ -71,50 +58,64 @@ export function fieldsOf(key: KeyAsShown): KeyFields {
   };
 }
 
-/** A number typed in a field: sent as typed when it is one, else as the text, for the API to name the field. */
-function numberOr(text: string): number | string {
+/**
+ * A number typed in a field, sent as a number when it is one. Anything else goes as typed, for the API's 400 to name
+ * the field: the one place a body leaves its type on purpose, so it is typed as the number the API asks for.
+ */
+function numberOr(text: string): number {
   const value = Number(text);
-  return text.trim() !== "" && Number.isFinite(value) ? value : text;
+  return text.trim() !== "" && Number.isFinite(value) ? value : (text as unknown as number);
 }
 
-/** The request fields for these form values; `clearing` sends null for emptied fields (updateKey), else leaves them out. */
-export function requestFields(fields: KeyFields, clearing: boolean): Record<string, unknown> {
-  const body: Record<string, unknown> = {};
-  const optional = (name: string, value: unknown) => {
-    if (value !== undefined && value !== "") body[name] = value;
-    else if (clearing) body[name] = null;
+/** The form's values as the API takes them, an emptied field as null. */
+function requestValues(fields: KeyFields) {
+  return {
+    name: fields.name || null,
+    externalId: fields.externalId || null,
+    meta: metaOf(fields.meta),
+    expires: fromDateTimeInput(fields.expires) ?? null,
+    enabled: fields.enabled,
+    remaining: fields.creditsRemaining === "" ? null : numberOr(fields.creditsRemaining),
+    refill:
+      fields.refillInterval === ""
+        ? null
+        : {
+            interval: fields.refillInterval,
+            amount: numberOr(fields.refillAmount),
+            ...(fields.refillDay !== "" ? { refillDay: numberOr(fields.refillDay) } : {}),
+          },
+    ratelimits: limitsBody(fields.ratelimits),
+    permissions: splitList(fields.permissions),
+    roles: splitList(fields.roles),
   };
-  optional("name", fields.name);
-  optional("externalId", fields.externalId);
-  if (fields.meta.trim() !== "") {
-    try {
-      body.meta = JSON.parse(fields.meta);
-    } catch {
-      throw new ApiError(400, "invalid_input", "Meta is not valid JSON.", [{ location: "body.meta", message: "must be a JSON object" }]);
-    }
-  } else if (clearing) body.meta = null;
-  optional("expires", fromDateTimeInput(fields.expires));
-  body.enabled = fields.enabled;
-  if (fields.creditsRemaining !== "" || fields.refillInterval !== "") {
-    body.credits = {
-      remaining: fields.creditsRemaining === "" ? null : numberOr(fields.creditsRemaining),
-      ...(fields.refillInterval !== ""
-        ? {
-            refill: {
-              interval: fields.refillInterval,
-              amount: numberOr(fields.refillAmount),
-              ...(fields.refillDay !== "" ? { refillDay: numberOr(fields.refillDay) } : {}),
-            },
-          }
-        : clearing
-          ? { refill: null }
-          : {}),
-    };
-  } else if (clearing) body.credits = null;
-  body.ratelimits = limitsBody(fields.ratelimits);
-  body.permissions = splitList(fields.permissions);
-  body.roles = splitList(fields.roles);
-  return body;
+}
+
+function metaOf(text: string): Record<string, unknown> | null {
+  if (text.trim() === "") return null;
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new ApiError(400, "invalid_input", "Meta is not valid JSON.", [{ location: "body.meta", message: "must be a JSON object" }]);
+  }
+}
+
+/** keys.createKey's fields for these form values: an emptied field is left out. */
+export function createFields(fields: KeyFields): Omit<BodyOf<"keys.createKey">, "apiId" | "prefix" | "byteLength" | "recoverable"> {
+  const { name, externalId, meta, expires, remaining, refill, ...always } = requestValues(fields);
+  return {
+    ...always,
+    ...(name !== null ? { name } : {}),
+    ...(externalId !== null ? { externalId } : {}),
+    ...(meta !== null ? { meta } : {}),
+    ...(expires !== null ? { expires } : {}),
+    ...(remaining !== null || refill !== null ? { credits: { remaining, ...(refill !== null ? { refill } : {}) } } : {}),
+  };
+}
+
+/** keys.updateKey's fields for these form values: an emptied field is null, which clears it. */
+export function updateFields(fields: KeyFields): Omit<BodyOf<"keys.updateKey">, "keyId"> {
+  const { remaining, refill, ...values } = requestValues(fields);
+  return { ...values, credits: remaining === null && refill === null ? null : { remaining, refill } };
 }
 
 /** The controls for KeyFields, each labelled, each showing the API's message for its field. */

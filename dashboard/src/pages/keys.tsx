@@ -1,14 +1,14 @@
 import { useEffect, useState } from "preact/hooks";
-import { call, callPage } from "../api.js";
+import { call, callPage, type DataOf } from "../api.js";
 import { DataTable, ErrorNote, FormError, fieldError, formatTime, Pager, ShownOnce, TextField, useAction, useCursorPages } from "../ui.js";
-import { EMPTY_KEY_FIELDS, fieldsOf, type KeyAsShown, KeyFieldControls, type KeyFields, requestFields } from "./key-form.js";
+import { createFields, EMPTY_KEY_FIELDS, fieldsOf, type KeyAsShown, KeyFieldControls, type KeyFields, updateFields } from "./key-form.js";
 
 const PAGE_SIZE = 25;
 
 /** The keys of one API: list (paginated, by external id), create, edit, reroll, reveal, delete. */
 export function KeysPage(props: { apiId: string }) {
   const { apiId } = props;
-  const [api, setApi] = useState<{ id: string; name: string } | null>(null);
+  const [api, setApi] = useState<DataOf<"apis.getApi"> | null>(null);
   const [keys, setKeys] = useState<KeyAsShown[]>([]);
   const pages = useCursorPages();
   const [filter, setFilter] = useState("");
@@ -18,9 +18,11 @@ export function KeysPage(props: { apiId: string }) {
 
   const load = (cursor: string | undefined) =>
     run(async () => {
-      const page = await callPage<KeyAsShown>("apis.listKeys", {
+      const page = await callPage("apis.listKeys", {
         apiId,
         limit: PAGE_SIZE,
+        decrypt: false,
+        revalidateKeysCache: false,
         ...(cursor ? { cursor } : {}),
         ...(filter ? { externalId: filter } : {}),
       });
@@ -28,7 +30,7 @@ export function KeysPage(props: { apiId: string }) {
       pages.setNext(page.cursor);
     });
   useEffect(() => {
-    call<{ id: string; name: string }>("apis.getApi", { apiId }).then(setApi, setError);
+    call("apis.getApi", { apiId }).then(setApi, setError);
     load(undefined);
   }, [apiId]);
 
@@ -111,12 +113,12 @@ function CreateKey(props: { apiId: string; onCreated: (key: string) => void }) {
     run(async () => {
       const body = {
         apiId: props.apiId,
-        ...requestFields(fields, false),
+        ...createFields(fields),
         ...(prefix ? { prefix } : {}),
         byteLength: Number(byteLength),
         recoverable,
       };
-      const created = await call<{ keyId: string; key: string }>("keys.createKey", body);
+      const created = await call("keys.createKey", body);
       setFields(EMPTY_KEY_FIELDS);
       props.onCreated(created.key);
     });
@@ -162,7 +164,7 @@ function EditKey(props: { keyId: string; onDone: (secret?: { label: string; valu
   const [confirmDelete, setConfirmDelete] = useState(false);
   const [revealed, setRevealed] = useState<string | null>(null);
   useEffect(() => {
-    call<KeyAsShown>("keys.getKey", { keyId: props.keyId }).then((read) => {
+    call("keys.getKey", { keyId: props.keyId, decrypt: false }).then((read) => {
       setKey(read);
       setFields(fieldsOf(read));
     }, setError);
@@ -171,7 +173,7 @@ function EditKey(props: { keyId: string; onDone: (secret?: { label: string; valu
   const save = (event: Event) => {
     event.preventDefault();
     act(async () => {
-      await call("keys.updateKey", { keyId: props.keyId, ...requestFields(fields, true) });
+      await call("keys.updateKey", { keyId: props.keyId, ...updateFields(fields) });
       props.onDone();
     });
   };
@@ -192,7 +194,7 @@ function EditKey(props: { keyId: string; onDone: (secret?: { label: string; valu
           type="button"
           onClick={() =>
             act(async () => {
-              const rerolled = await call<{ keyId: string; key: string }>("keys.rerollKey", { keyId: props.keyId, expiration: 0 });
+              const rerolled = await call("keys.rerollKey", { keyId: props.keyId, expiration: 0 });
               props.onDone({ label: "New key", value: rerolled.key });
             })
           }
@@ -203,7 +205,7 @@ function EditKey(props: { keyId: string; onDone: (secret?: { label: string; valu
           type="button"
           onClick={() =>
             act(async () => {
-              const read = await call<KeyAsShown>("keys.getKey", { keyId: props.keyId, decrypt: true });
+              const read = await call("keys.getKey", { keyId: props.keyId, decrypt: true });
               setRevealed(read.plaintext ?? "This key is not recoverable.");
             })
           }
@@ -216,7 +218,7 @@ function EditKey(props: { keyId: string; onDone: (secret?: { label: string; valu
             class="danger"
             onClick={() =>
               act(async () => {
-                await call("keys.deleteKey", { keyId: props.keyId });
+                await call("keys.deleteKey", { keyId: props.keyId, permanent: false });
                 props.onDone();
               })
             }

@@ -1,14 +1,9 @@
 import { useEffect, useState } from "preact/hooks";
-import { call } from "../api.js";
+import { call, type DataOf } from "../api.js";
 import { bucketsOf, RANGES, type Range, RangeForm, ResultTable, type Row, seriesOf, TimeChart } from "../charts.js";
 import { DataTable, ErrorNote, FormError, fieldError, TextField, useAction } from "../ui.js";
 
-interface Override {
-  overrideId: string;
-  identifier: string;
-  limit: number;
-  duration: number;
-}
+type Override = DataOf<"ratelimit.listOverrides">["overrides"][number];
 
 /** Rate limit decisions over time, then the overrides of a namespace. */
 export function RatelimitsPage() {
@@ -39,13 +34,13 @@ function RatelimitDecisions() {
       // Aliases differ from the columns: an alias `passed` would stand for sum(passed) inside sum(passed) too.
       const decided = "sum(passed) AS total_passed, sum(total) - sum(passed) AS total_blocked";
       const [overTime, perNamespace, topBlocked] = await Promise.all([
-        call<Row[]>("analytics.getRatelimits", {
+        call("analytics.getRatelimits", {
           query: `SELECT toUnixTimestamp64Milli(toDateTime64(time, 3)) AS t, namespace_id, ${decided} ${from} GROUP BY t, namespace_id ORDER BY t ${fill}`,
         }),
-        call<Row[]>("analytics.getRatelimits", {
+        call("analytics.getRatelimits", {
           query: `SELECT namespace_id, ${decided} ${from} GROUP BY namespace_id ORDER BY total_blocked DESC, total_passed DESC`,
         }),
-        call<Row[]>("analytics.getRatelimits", {
+        call("analytics.getRatelimits", {
           query: `SELECT namespace_id, identifier, sum(total) - sum(passed) AS blocked, sum(total) AS decisions ${from} GROUP BY namespace_id, identifier HAVING blocked > 0 ORDER BY blocked DESC LIMIT 10`,
         }),
       ]);
@@ -102,7 +97,7 @@ function Overrides() {
   const setting = useAction();
 
   const load = async (name: string) => {
-    const { overrides: listed } = await call<{ overrides: Override[] }>("ratelimit.listOverrides", { namespace: name, limit: 100 });
+    const { overrides: listed } = await call("ratelimit.listOverrides", { namespace: name, limit: 100 });
     setOverrides(listed);
     setShown(name);
   };

@@ -1,19 +1,10 @@
 import { useEffect, useState } from "preact/hooks";
-import { call } from "../api.js";
+import { call, type DataOf } from "../api.js";
 import { DataTable, ErrorNote, fieldError, formatTime, fromDateTimeInput, ShownOnce, splitList, TextField, useAction } from "../ui.js";
-
-interface RootKey {
-  rootKeyId: string;
-  name?: string;
-  permissions: string[];
-  createdAt: number;
-  expires?: number;
-  revokedAt?: number;
-}
 
 /** The workspace's stored root keys: create (never with more than the session's root key holds), list, revoke. */
 export function RootKeysPage() {
-  const [rootKeys, setRootKeys] = useState<RootKey[] | null>(null);
+  const [rootKeys, setRootKeys] = useState<DataOf<"keygate.listRootKeys"> | null>(null);
   const [name, setName] = useState("");
   const [permissions, setPermissions] = useState("");
   const [expires, setExpires] = useState("");
@@ -21,7 +12,7 @@ export function RootKeysPage() {
   const creation = useAction();
   const [shown, setShown] = useState<string | null>(null);
 
-  const load = async () => setRootKeys(await call<RootKey[]>("keygate.listRootKeys", {}));
+  const load = async () => setRootKeys(await call("keygate.listRootKeys", {}));
   useEffect(() => {
     run(load);
   }, []);
@@ -30,7 +21,7 @@ export function RootKeysPage() {
     event.preventDefault();
     creation.run(async () => {
       const at = fromDateTimeInput(expires);
-      const created = await call<{ rootKeyId: string; key: string }>("keygate.createRootKey", {
+      const created = await call("keygate.createRootKey", {
         permissions: splitList(permissions),
         ...(name ? { name } : {}),
         ...(at !== undefined ? { expires: at } : {}),

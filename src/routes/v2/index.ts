@@ -60,7 +60,8 @@ declare module "fastify" {
   }
 }
 
-export const PROCEDURES: readonly AnyProcedure[] = [
+/** Every /v2 procedure; its type keeps each one's name and wire types (see Procedure), which the dashboard imports. */
+export const PROCEDURES = [
   createApi,
   getApi,
   deleteApi,
@@ -110,7 +111,7 @@ export const PROCEDURES: readonly AnyProcedure[] = [
   deleteRootKey,
   listApis,
   listRoutes,
-];
+] as const satisfies readonly AnyProcedure[];
 
 export interface V2Options {
   /** How long a request's body may take to arrive (server.requestTimeoutMs). */

@@ -59,8 +59,20 @@ export type AnyProcedure = {
   run(context: ProcedureContext<unknown>): Promise<{ data: unknown; pagination?: PaginationData }>;
 };
 
+/**
+ * A procedure as the define functions make it: at run time an AnyProcedure; its type also keeps the name and what
+ * goes over the wire (the body, and the answer's `data` and `pagination`) for readers that import types only, such
+ * as the dashboard's api.ts. `~wire` is never set.
+ */
+export interface Procedure<Name extends string, Body, Answer> extends AnyProcedure {
+  name: Name;
+  "~wire"?: { body: Body; answer: Answer };
+}
+
 /** Name, aliases and error media type, as every kind of procedure declares them. */
-function basics(definition: BaseDefinition<TSchema>): Pick<AnyProcedure, "name" | "aliases" | "problemJsonErrors"> {
+function basics<N extends string>(
+  definition: BaseDefinition<TSchema> & { name: N },
+): { name: N } & Pick<AnyProcedure, "aliases" | "problemJsonErrors"> {
   return {
     name: definition.name,
     ...defined({ aliases: definition.aliases, problemJsonErrors: definition.problemJsonErrors || undefined }),
@@ -68,7 +80,9 @@ function basics(definition: BaseDefinition<TSchema>): Pick<AnyProcedure, "name" 
 }
 
 /** A procedure whose answer is `{ meta, data }`. */
-export function defineProcedure<B extends TSchema, D extends TSchema>(definition: ProcedureDefinition<B, D>): AnyProcedure {
+export function defineProcedure<N extends string, B extends TSchema, D extends TSchema>(
+  definition: ProcedureDefinition<B, D> & { name: N },
+): Procedure<N, Static<B>, { data: Static<D> }> {
   return {
     ...basics(definition),
     body: definition.body,
@@ -78,9 +92,9 @@ export function defineProcedure<B extends TSchema, D extends TSchema>(definition
 }
 
 /** A procedure whose answer is `{ meta, data, pagination }`, whatever the shape of `data`. */
-export function definePaginatedProcedure<B extends TSchema, D extends TSchema>(
-  definition: PaginatedProcedureDefinition<B, D>,
-): AnyProcedure {
+export function definePaginatedProcedure<N extends string, B extends TSchema, D extends TSchema>(
+  definition: PaginatedProcedureDefinition<B, D> & { name: N },
+): Procedure<N, Static<B>, { data: Static<D>; pagination: PaginationData }> {
   return {
     ...basics(definition),
     body: definition.body,
@@ -90,7 +104,9 @@ export function definePaginatedProcedure<B extends TSchema, D extends TSchema>(
 }
 
 /** A list procedure whose answer is `{ meta, data: [...], pagination }`. */
-export function defineListProcedure<B extends TSchema, I extends TSchema>(definition: ListProcedureDefinition<B, I>): AnyProcedure {
+export function defineListProcedure<N extends string, B extends TSchema, I extends TSchema>(
+  definition: ListProcedureDefinition<B, I> & { name: N },
+): Procedure<N, Static<B>, { data: Static<I>[]; pagination: PaginationData }> {
   return definePaginatedProcedure({
     ...basics(definition),
     body: definition.body,

@@ -9,7 +9,7 @@ import { defined } from "../../../lib/defined.js";
  */
 
 /** Every procedure is served under both spellings: `ratelimit.<name>` and `ratelimits.<name>`. */
-export function ratelimitProcedure(name: string): { name: string; aliases: string[] } {
+export function ratelimitProcedure<N extends string>(name: N): { name: `ratelimit.${N}`; aliases: string[] } {
   return { name: `ratelimit.${name}`, aliases: [`ratelimits.${name}`] };
 }
 
