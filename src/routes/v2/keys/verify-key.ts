@@ -3,7 +3,7 @@ import { Strict } from "../../../http/schemas.js";
 import { defineProcedure } from "../procedure.js";
 import { IdentityResponse, Meta, TAG_PATTERN } from "../schemas.js";
 
-/** A failed check is still a 200: the answer is in data.valid and data.code (spec §4.2). */
+/** A failed check is still a 200: the answer is in data.valid and data.code (docs/decisions.md#verification-codes). */
 export default defineProcedure({
   name: "keys.verifyKey",
   body: Strict({
