@@ -1,10 +1,11 @@
 import type { RetentionDays } from "../domain/analytics/tables.js";
 
 /**
- * The analytics schema (reference §8, and Unkey's rate limit and gateway request tables): for each kind of event a
- * raw table, and for verifications and rate limits four aggregates kept by materialized views, each with a
- * retention TTL. Every statement is idempotent, so start-up runs them all on every start and on every instance; the
- * TTLs are re-applied so a changed retention setting takes effect.
+ * The analytics schema (docs/decisions.md#analytics: Unkey's verification tables, and keygate's rate limit and
+ * gateway request tables): for each kind of event a raw table, and for verifications and rate limits four
+ * aggregates kept by materialized views, each with a retention TTL. Every statement is idempotent, so start-up
+ * runs them all on every start and on every instance; the TTLs are re-applied so a changed retention setting takes
+ * effect.
  *
  * Table names are the public ones; the views live in the same database under names no query may read (the query
  * guard allows public tables only). Times are UTC. Aggregates keep every dimension in their sorting key, so rows

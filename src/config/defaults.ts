@@ -30,7 +30,7 @@ export const DEFAULTS = {
 } as const;
 
 /**
- * Analytics defaults. Retention follows Unkey's tables (reference §8); query limits follow its per-workspace
+ * Analytics defaults. Retention follows the hosted Unkey tables' TTLs; query limits follow its per-workspace
  * ClickHouse user, except the result rows, which are returned in one JSON response here and so are kept modest.
  */
 export const ANALYTICS_DEFAULTS = {

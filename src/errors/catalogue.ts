@@ -2,7 +2,7 @@
  * Every error keygate can answer with: code → HTTP status, title and a one-line meaning.
  * Nothing else in the code invents a status or a title. Codes follow Unkey's `err:{system}:{category}:{specific}`
  * so clients written for the hosted service keep working; `docs/errors.md` lists the same rows (a test checks it).
- * Statuses follow api-decisions.md where it differs from the hosted service (authentication failures are 401).
+ * Statuses differ from the hosted service's only where docs/decisions.md says so (authentication failures are 401).
  */
 export interface CatalogueEntry {
   readonly status: number;
@@ -72,7 +72,7 @@ export const ERROR_CATALOGUE = {
     meaning: "The request URL cannot be decoded (e.g. a '%' not followed by two hex digits).",
   },
 
-  // 401: who is calling is not established (api-decisions.md: all of these are 401)
+  // 401: who is calling is not established (all of these are 401: docs/decisions.md#root-keys)
   "err:unkey:authentication:missing": { status: 401, title: "Unauthorized", meaning: "No Authorization header was sent." },
   "err:unkey:authentication:malformed": {
     status: 401,

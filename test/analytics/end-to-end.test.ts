@@ -7,7 +7,7 @@ import { type Harness, harness, STORAGE_KINDS } from "../helpers/harness.js";
 import { startUpstream } from "../helpers/upstream.js";
 
 /**
- * Issue 7, end to end: a known mix of verifications, made through POST /v2/keys.verifyKey and through the gateway,
+ * Analytics end to end: a known mix of verifications, made through POST /v2/keys.verifyKey and through the gateway,
  * must come back from analytics.getVerifications exactly: per outcome in the raw table and in every aggregate,
  * per key with the credits spent, with the tags sent, one row per request id, and for a per-API root key only
  * the rows of its API.
@@ -268,7 +268,7 @@ for (const storage of STORAGE_KINDS) {
           "SELECT SUM(count) AS total, sumIf(count, outcome = 'VALID') AS valid FROM key_verifications_per_day_v1 WHERE time >= now() - INTERVAL 7 DAY",
         ),
         [{ total: made.length, valid: made.filter((m) => m.outcome === "VALID").length }],
-        "the spec's kind of query",
+        "the example query's kind (docs/decisions.md#analytics)",
       );
       t.same(
         await rows("SELECT DISTINCT time FROM key_verifications_per_day_v1"),

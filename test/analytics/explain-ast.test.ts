@@ -6,8 +6,9 @@ import { KeygateError } from "../../src/errors/keygate-error.js";
 
 const inspect = (root: Parameters<typeof inspectAst>[0]) => inspectAst(root, VERIFICATION_TABLES);
 
-// EXPLAIN AST output of ClickHouse 26.7 (chDB) for the spec's query, as the engine prints it.
-const SPEC_QUERY_AST = `SelectWithUnionQuery (children 1)
+// EXPLAIN AST output of ClickHouse 26.7 (chDB) for the example query of docs/decisions.md#analytics, as the engine
+// prints it.
+const EXAMPLE_QUERY_AST = `SelectWithUnionQuery (children 1)
  ExpressionList (children 1)
   SelectQuery (children 6)
    ExpressionList (children 3)
@@ -53,14 +54,14 @@ function codeOf(fn: () => unknown): string | undefined {
   }
 }
 
-t.test("reads the spec query's tree: types, names, aliases and children", async (t) => {
-  const root = parseExplainAst(SPEC_QUERY_AST);
+t.test("reads the example query's tree: types, names, aliases and children", async (t) => {
+  const root = parseExplainAst(EXAMPLE_QUERY_AST);
   t.equal(root.type, "SelectWithUnionQuery");
   const select = root.children[0]?.children[0];
   t.equal(select?.children.length, 6);
   const sum = select?.children[0]?.children[1];
   t.same({ type: sum?.type, name: sum?.name, alias: sum?.alias }, { type: "Function", name: "SUM", alias: "total" });
-  t.equal(printAst(root), SPEC_QUERY_AST.trimEnd(), "printing it back gives the engine's text");
+  t.equal(printAst(root), EXAMPLE_QUERY_AST.trimEnd(), "printing it back gives the engine's text");
   t.same(inspect(root), [], "allowed, and it names no key space");
 });
 

@@ -16,7 +16,7 @@ import { harness, OTHER_ROOT_KEY, OTHER_WORKSPACE } from "../helpers/harness.js"
  * hook over chDB. That hook cannot switch databases, so the analytics database here is `default`.
  */
 
-t.test("the clickhouse adapter against a real engine: schema, inserts, the spec query, confinement, errors", async (t) => {
+t.test("the clickhouse adapter against a real engine: schema, inserts, the example query, confinement, errors", async (t) => {
   const dir = analyticsDir(t);
   const raw = { analytics: { engine: "clickhouse", clickhouse: { url: "http://chdb.invalid:8123", database: "default" } } };
   const config = validateConfig(raw);

@@ -247,7 +247,7 @@ t.test("ratelimit.fail defaults to local and accepts only closed, open or local"
   );
 });
 
-t.test("analytics defaults to the embedded engine in ./data/analytics, with the reference's retention", async (t) => {
+t.test("analytics defaults to the embedded engine in ./data/analytics, with Unkey's retention", async (t) => {
   const config = loadConfig({ env: {}, cwd: directoryWith({}) });
   t.equal(config.analytics.engine, "embedded");
   t.equal(config.analytics.path, "./data/analytics");

@@ -39,8 +39,8 @@ const MINUTE = 60_000;
 /** 2099-01-01, inside the accepted range. */
 const FAR_FUTURE = Date.UTC(2099, 0, 1);
 
-/** The spec's example query (spec §4.5): the per-day table, SUM, sumIf, now() - INTERVAL, GROUP BY, ORDER BY, LIMIT. */
-const SPEC_QUERY =
+/** The example query of docs/decisions.md#analytics: the per-day table, SUM, sumIf, now() - INTERVAL, GROUP BY, ORDER BY, LIMIT. */
+const EXAMPLE_QUERY =
   "SELECT external_id, SUM(count) AS total, sumIf(count, outcome = 'VALID') AS valid FROM key_verifications_per_day_v1 WHERE time >= now() - INTERVAL 7 DAY GROUP BY external_id ORDER BY total DESC LIMIT 10";
 
 /** Analytics queries a workspace may make per minute here; the quota test spends one workspace's allowance. */
@@ -222,7 +222,7 @@ for (const storage of STORAGE_KINDS) {
         "verifyKey with an unbalanced parenthesis",
       );
       if (error) t.match(error.error.type, /permissions_query_syntax_error$/);
-      // The SDK's BadRequestErrorDetails requires errors[] on every 400 (reference §4, "Body").
+      // The SDK's BadRequestErrorDetails requires errors[] on every 400 (docs/decisions.md#errors).
       const raw = await postRaw(app, "keys.verifyKey", { key, permissions: "a AND (b OR" });
       t.equal(raw.status, 400);
       t.match(asRecord(asRecord(raw.body).error).type, /permissions_query_syntax_error$/);
@@ -519,14 +519,13 @@ for (const storage of STORAGE_KINDS) {
       );
     });
 
-    await t.test("listOverrides: the SDK rejects the spec's data.overrides shape, which keygate answers by decision", async (t) => {
+    await t.test("listOverrides: the SDK rejects keygate's data.overrides shape, a decided difference", async (t) => {
       const name = await namespace("listed");
       const identifiers = ["alpha", "bravo", "charlie", "delta", "echo"];
       for (const identifier of identifiers) await unkey.ratelimit.setOverride({ namespace: name, identifier, limit: 5, duration: MINUTE });
 
-      // Decided incompatibility (/work/shared/docs/api-decisions.md, "Rate limiting", listOverrides): keygate
-      // answers `data: { overrides: [...] }` as spec §4.4 says; the SDK, made for the hosted service's bare array,
-      // fails to parse the 200 and throws a ResponseValidationError.
+      // A decided difference (docs/decisions.md#overrides): keygate answers `data: { overrides: [...] }`; the SDK,
+      // made for the hosted service's bare array, fails to parse the 200 and throws a ResponseValidationError.
       const error = await rejectsWith(
         t,
         unkey.ratelimit.listOverrides({ namespace: name, limit: 2 }),
@@ -586,7 +585,7 @@ for (const storage of STORAGE_KINDS) {
       );
     });
 
-    await t.test("analytics.getVerifications: the spec's query runs through the SDK after verifications and its rows parse", async (t) => {
+    await t.test("analytics.getVerifications: the example query runs through the SDK after verifications and its rows parse", async (t) => {
       // A workspace of its own: the other store's app writes to the same engine directory.
       const workspace = `ws_sdk_analytics_${storage}`;
       const analyst = app.client(await h.rootKey(["*"], workspace));
@@ -610,7 +609,7 @@ for (const storage of STORAGE_KINDS) {
       t.same(codes, ["VALID", "VALID", "VALID", "INSUFFICIENT_PERMISSIONS", "INSUFFICIENT_PERMISSIONS", "VALID"], "the verifications made");
       await h.app.analytics.flush();
 
-      const spec = await sdk.call("analytics.getVerifications", () => analyst.analytics.getVerifications({ query: SPEC_QUERY }));
+      const spec = await sdk.call("analytics.getVerifications", () => analyst.analytics.getVerifications({ query: EXAMPLE_QUERY }));
       t.match(spec.meta.requestId, /^req_/);
       t.same(spec.data, [
         { external_id: "sdk_alice", total: 5, valid: 3 },
@@ -648,7 +647,7 @@ for (const storage of STORAGE_KINDS) {
 
       const forbidden = await rejectsWith(
         t,
-        (await weakClient(["api.*.read_api"])).analytics.getVerifications({ query: SPEC_QUERY }),
+        (await weakClient(["api.*.read_api"])).analytics.getVerifications({ query: EXAMPLE_QUERY }),
         ForbiddenErrorResponse,
         403,
         "a root key without read_analytics",
@@ -666,8 +665,8 @@ for (const storage of STORAGE_KINDS) {
       );
       t.match(tooMany?.error.type, /query_rows_limit_exceeded$/);
 
-      // The SDK (2.5.1) declares no 404 for analytics.getVerifications, though keygate, like Unkey S25, answers one
-      // for an unknown key space: it falls to the generic APIError.
+      // The SDK (2.5.1) declares no 404 for analytics.getVerifications, though keygate answers one for an unknown key
+      // space (docs/decisions.md#analytics): it falls to the generic APIError.
       const unknownSpace = await rejectsWith(
         t,
         analyst.analytics.getVerifications({
@@ -684,7 +683,7 @@ for (const storage of STORAGE_KINDS) {
       const off = await sdkApp(t, { storage });
       const disabled = await rejectsWith(
         t,
-        off.unkey.analytics.getVerifications({ query: SPEC_QUERY }),
+        off.unkey.analytics.getVerifications({ query: EXAMPLE_QUERY }),
         APIError,
         412,
         "getVerifications with analytics off",
@@ -716,7 +715,7 @@ for (const storage of STORAGE_KINDS) {
         t.same(
           sdk.missing(),
           ["ratelimit.listOverrides"],
-          "methods without a parsed success (listOverrides: decided, see api-decisions.md)",
+          "methods without a parsed success (listOverrides: decided, see docs/decisions.md#overrides)",
         );
         t.comment(`SDK methods passing on ${storage}: ${sdk.passed.size} of ${VERIFICATION_SDK_METHODS.length}`);
       },
@@ -736,7 +735,7 @@ await t.test("the SDK's verification, rate limit and analytics methods on every 
   t.same(
     VERIFICATION_SDK_METHODS.filter((method) => !passingEverywhere.includes(method)),
     ["ratelimit.listOverrides"],
-    "not conforming: ratelimit.listOverrides (data.overrides per spec §4.4 and api-decisions.md; the SDK wants a bare array)",
+    "not conforming: ratelimit.listOverrides (data.overrides, docs/decisions.md#overrides; the SDK wants a bare array)",
   );
   t.comment(`SDK methods passing: ${passingEverywhere.length} of ${VERIFICATION_SDK_METHODS.length}`);
 });

@@ -19,8 +19,9 @@ export async function launchBrowser(t: Test): Promise<Browser> {
 }
 
 /**
- * The flows of issue 29's Tests section, through the dashboard in a real browser, on a keygate listening on a
- * real port with the embedded analytics engine. Elements are found by role and label, as a user finds them.
+ * What a dashboard user does (sign in, keys, credits and limits, root keys, analytics, the gateway and rate limit
+ * pages, sign out), through the dashboard in a real browser, on a keygate listening on a real port with the
+ * embedded analytics engine. Elements are found by role and label, as a user finds them.
  */
 export async function dashboardFlows(t: Test, storage: StorageKind): Promise<void> {
   const upstream = await startUpstream(t);

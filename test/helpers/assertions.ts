@@ -4,7 +4,7 @@ import type { CallResult, Harness } from "./harness.js";
 
 type Asserts = Test;
 
-/** The response is the error envelope of spec §7 for `code`, with the catalogue's status and title. */
+/** The response is the error envelope (docs/decisions.md#errors) for `code`, with the catalogue's status and title. */
 export function assertError(t: Asserts, result: CallResult, code: ErrorCode, detailPattern?: RegExp): void {
   const entry = ERROR_CATALOGUE[code];
   t.equal(result.status, entry.status, `status ${entry.status} for ${code} (detail: ${result.body?.error?.detail})`);

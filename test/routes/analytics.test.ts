@@ -7,7 +7,8 @@ import { assertError, assertInvalidAt, checkPermissions, checkUnauthenticated } 
 import { ManualClock } from "../helpers/clock.js";
 import { type Harness, harness, OTHER_ROOT_KEY, OTHER_WORKSPACE, STORAGE_KINDS, WORKSPACE } from "../helpers/harness.js";
 
-const SPEC_QUERY =
+/** The example query of docs/decisions.md#analytics. */
+const EXAMPLE_QUERY =
   "SELECT external_id, SUM(count) AS total, sumIf(count, outcome = 'VALID') AS valid FROM key_verifications_per_day_v1 WHERE time >= now() - INTERVAL 7 DAY GROUP BY external_id ORDER BY total DESC LIMIT 10";
 
 const NOW = Date.now();
@@ -98,8 +99,8 @@ const within = (days: number) => (e: VerificationEvent) => e.time >= NOW - days 
 
 const rows = (query: string, rootKey?: string, on: Harness = h) => analyticsRows(on, "analytics.getVerifications", query, rootKey);
 
-t.test("the spec's query works as written: rows of exactly the selected fields, numbers as JSON numbers", async (t) => {
-  const result = await h.call("analytics.getVerifications", { query: SPEC_QUERY });
+t.test("the example query works as written: rows of exactly the selected fields, numbers as JSON numbers", async (t) => {
+  const result = await h.call("analytics.getVerifications", { query: EXAMPLE_QUERY });
   t.equal(result.status, 200);
   t.same(Object.keys(result.body), ["meta", "data"]);
   const data: Record<string, unknown>[] = result.body.data;
@@ -205,14 +206,14 @@ t.test("read_analytics is its own permission: read_api is not enough", async (t)
   const readApi = await h.rootKey(["api.*.read_api", `api.${apiA}.read_api`]);
   assertError(
     t,
-    await h.call("analytics.getVerifications", { query: SPEC_QUERY }, { rootKey: readApi }),
+    await h.call("analytics.getVerifications", { query: EXAMPLE_QUERY }, { rootKey: readApi }),
     "err:unkey:authorization:insufficient_permissions",
     /api\.\*\.read_analytics/,
   );
 });
 
-await checkUnauthenticated(t, h, "analytics.getVerifications", { query: SPEC_QUERY });
-await checkPermissions(t, h, "analytics.getVerifications", () => ({ query: SPEC_QUERY }), {
+await checkUnauthenticated(t, h, "analytics.getVerifications", { query: EXAMPLE_QUERY });
+await checkPermissions(t, h, "analytics.getVerifications", () => ({ query: EXAMPLE_QUERY }), {
   missing: ["api.*.read_analytics", "api.<apiId>.read_analytics"],
   accepted: [["api.*.read_analytics"], [`api.${apiA}.read_analytics`], ["api.*"], ["*"]],
 });
@@ -298,7 +299,12 @@ t.test("the body is validated: query is a non-empty string of at most MAX_ANALYT
     `must be at most ${MAX_ANALYTICS_QUERY_LENGTH} characters long`,
   );
   assertInvalidAt(t, await h.call("analytics.getVerifications", { query: 42 }), "body.query", "must be a string");
-  assertInvalidAt(t, await h.call("analytics.getVerifications", { query: SPEC_QUERY, apiId: apiA }), "body.apiId", "is not a known field");
+  assertInvalidAt(
+    t,
+    await h.call("analytics.getVerifications", { query: EXAMPLE_QUERY, apiId: apiA }),
+    "body.apiId",
+    "is not a known field",
+  );
 });
 
 t.test("engine errors come back as 400s in plain words, without keygate's own settings", async (t) => {
@@ -444,7 +450,7 @@ for (const storage of STORAGE_KINDS) {
 
 t.test("with analytics off, getVerifications answers 412 and the sink drops events, counted", async (t) => {
   const off = await harness(t);
-  assertError(t, await off.call("analytics.getVerifications", { query: SPEC_QUERY }), "err:unkey:data:analytics_not_configured", /off/);
+  assertError(t, await off.call("analytics.getVerifications", { query: EXAMPLE_QUERY }), "err:unkey:data:analytics_not_configured", /off/);
   off.app.services.analytics.sinks.verifications.record(event());
   t.match(off.app.analytics.stats(), { recorded: 1, written: 0, dropped: { disabled: 1 } });
   t.match((await off.app.inject("/metrics")).body, /keygate_analytics_events_dropped_total\{reason="analytics_off"\} 1/);

@@ -6,7 +6,7 @@ import { harness, STORAGE_KINDS } from "../helpers/harness.js";
 
 /**
  * `ratelimits[].autoApply` is required in the official request schema (with `default: false`); keygate takes its
- * absence as false, as spec §2.4 (only `name` required) allows. docs/api.md lists the difference.
+ * absence as false, its default. docs/api.md lists the difference.
  */
 
 const WITHOUT_AUTO_APPLY = { name: "tokens", limit: 2, duration: 60_000 };

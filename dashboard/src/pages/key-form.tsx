@@ -2,7 +2,7 @@ import type { ComponentChildren } from "preact";
 import { ApiError, type BodyOf, type DataOf } from "../api.js";
 import { Field, fieldError, fromDateTimeInput, splitList, TextField, toDateTimeInput } from "../ui.js";
 
-/** What the create and edit forms share: the fields of spec table 2.2 a key keeps after it is made. */
+/** What the create and edit forms share: the fields of keys.createKey that a key keeps after it is made. */
 export interface KeyFields {
   name: string;
   externalId: string;

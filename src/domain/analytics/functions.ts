@@ -1,8 +1,9 @@
 /**
  * Functions an analytics query may call, by the name ClickHouse's parser gives them (compared case-insensitively,
- * as ClickHouse resolves case variants of a name to the same function or to none). The public list is reference §8's
- * allow-list; the operators are what the parser turns SQL syntax into (`a = b` is `equals`, `CASE` is `multiIf`, …);
- * the `-Merge` functions read the latency states of the aggregate tables. Table functions are never allowed.
+ * as ClickHouse resolves case variants of a name to the same function or to none). The public list is the one
+ * Unkey documents for its analytics queries; the operators are what the parser turns SQL syntax into (`a = b` is
+ * `equals`, `CASE` is `multiIf`, …); the `-Merge` functions read the latency states of the aggregate tables.
+ * Table functions are never allowed.
  */
 export const ALLOWED_FUNCTIONS: readonly string[] = [
   // aggregates

@@ -210,7 +210,7 @@ export class QueryGuard {
     }
   }
 
-  /** An engine failure in the customer's terms (reference §8: 400 for the query, 422 for limits, 503 for the engine). */
+  /** An engine failure in the customer's terms: 400 for the query, 422 for limits, 503 for the engine (docs/decisions.md#analytics). */
   failure(error: unknown): KeygateError {
     if (error instanceof KeygateError) return error;
     if (!(error instanceof AnalyticsEngineError))

@@ -1,7 +1,7 @@
 /**
- * The tables analytics queries may read (reference §8, and Unkey's getRatelimits and getGatewayRequests). They are
- * real tables of the analytics database under these names: the raw tables receive the events, materialized views
- * keep the aggregates.
+ * The tables analytics queries may read (docs/decisions.md#analytics): Unkey's verification tables, and keygate's
+ * rate limit and gateway request tables. They are real tables of the analytics database under these names: the raw
+ * tables receive the events, materialized views keep the aggregates.
  */
 
 /** How a table's `time` column counts: unix milliseconds (raw), a DateTime bucket, or a Date bucket. */

@@ -1,9 +1,10 @@
 import type { PermissionQuery } from "./query.js";
 
 /**
- * The permissions a key (or root key) holds, with the spec's wildcards: a held name ending in `.*` grants every
- * name below that prefix at any depth (`documents.*` grants `documents.read` and `documents.a.b`, not
- * `documents`), and a held `*` grants everything. Built once per key and cached, so checks are set lookups.
+ * The permissions a key (or root key) holds, with wildcards (docs/decisions.md#permission-queries): a held name
+ * ending in `.*` grants every name below that prefix at any depth (`documents.*` grants `documents.read` and
+ * `documents.a.b`, not `documents`), and a held `*` grants everything. Built once per key and cached, so checks
+ * are set lookups.
  */
 export class PermissionSet {
   private readonly exact: ReadonlySet<string>;

@@ -1,6 +1,7 @@
 /**
- * The permission query language of spec §4.2: permission names combined with AND, OR and parentheses.
- * AND binds tighter than OR; keywords are accepted in any case; at most MAX_QUERY_LENGTH characters.
+ * The permission query language (docs/decisions.md#permission-queries): permission names combined with AND, OR
+ * and parentheses. AND binds tighter than OR; keywords are accepted in any case; at most MAX_QUERY_LENGTH
+ * characters.
  */
 export type PermissionQuery =
   | { readonly kind: "permission"; readonly name: string }

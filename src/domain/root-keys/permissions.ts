@@ -1,8 +1,8 @@
 import { anyOf, type PermissionQuery } from "../permissions/query.js";
 
 /**
- * The root-key permissions each operation asks for (reference §9): `resource.<id|*>.action`. An operation on one
- * resource accepts the wildcard form or the form naming that resource.
+ * The root-key permissions each operation asks for (docs/api.md#root-key-permissions): `resource.<id|*>.action`.
+ * An operation on one resource accepts the wildcard form or the form naming that resource.
  */
 export type ApiAction =
   | "create_api"
@@ -75,7 +75,7 @@ export function grantRequirement(permission: string): PermissionQuery {
   return anyOf(normalised);
 }
 
-/** Spec §4.1 also writes the resource type as `apis.`; a held `apis.…` counts the same as `api.…`. */
+/** The resource type is also written `apis.` (`apis.*.create_key`); a held `apis.…` counts the same as `api.…`. */
 export function normaliseRootPermission(held: string): string {
   return held.startsWith("apis.") ? `api.${held.slice("apis.".length)}` : held;
 }

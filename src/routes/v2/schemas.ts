@@ -4,7 +4,8 @@ import { EXTERNAL_ID_PATTERN, ID_PATTERN, JsonObject, Nullable, Strict, StringEn
 
 /**
  * Schemas several procedures share: what a named rate limit, credits, a key, a permission, a role and an
- * identity look like on the wire (reference §2.8, the SDK's models). Bounds come from spec §8 and reference §2.
+ * identity look like on the wire (the SDK's models). Bounds are the official schemas', except where docs/api.md
+ * lists a difference.
  */
 
 /** Characters of permission slugs; the same as the permission query language accepts in a name. */
@@ -26,7 +27,7 @@ export const Search = Type.String({ minLength: 1, maxLength: 256 });
 export const PageLimit = Type.Integer({ minimum: 1, maximum: 100, default: 100 });
 export const Meta = JsonObject;
 
-/** A permission slug as keys.* take it: each 1-100 characters (spec §8). */
+/** A permission slug as keys.* take it: each 1-100 characters. */
 export const PermissionSlug = Type.String({ minLength: 1, maxLength: 100, pattern: PERMISSION_SLUG_PATTERN });
 /**
  * A permission slug (or, where the procedure says so, a `perm_` id) as the permissions.* procedures take it: up to

@@ -208,7 +208,7 @@ for (const storage of STORAGE_KINDS) {
       }
     });
 
-    await t.test("rejects invalid bodies with located messages (spec: limit below 1 is 400 at body.limit)", async (t) => {
+    await t.test("rejects invalid bodies with located messages (limit below 1 is 400 at body.limit)", async (t) => {
       const valid = { namespace: "api", identifier: "x", limit: 3, duration: DURATION };
       assertInvalidAt(t, await h.call("ratelimit.limit", { ...valid, limit: 0 }), "body.limit", "must be greater than or equal to 1");
       assertInvalidAt(

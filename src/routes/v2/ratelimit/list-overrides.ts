@@ -4,7 +4,7 @@ import { defined } from "../../../lib/defined.js";
 import { definePaginatedProcedure } from "../procedure.js";
 import { NamespaceField, OverrideData, overrideData, ratelimitProcedure } from "./wire.js";
 
-/** Spec §4.4: `data` is an object holding `overrides` (the hosted service sends a bare array here). */
+/** `data` is an object holding `overrides`; the hosted service sends a bare array here (docs/decisions.md#overrides). */
 export default definePaginatedProcedure({
   ...ratelimitProcedure("listOverrides"),
   body: Strict({

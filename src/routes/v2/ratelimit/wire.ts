@@ -4,7 +4,7 @@ import { Strict } from "../../../http/schemas.js";
 import { defined } from "../../../lib/defined.js";
 
 /**
- * Fields and shapes shared by the ratelimit procedures (reference §2.3, api-decisions.md "Rate limiting"), and the
+ * Fields and shapes shared by the ratelimit procedures (docs/decisions.md#rate-limits and #overrides), and the
  * translation between their wire names (`duration`, `reset`, `success`) and the domain's (`durationMs`, ...).
  */
 
