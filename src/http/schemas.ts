@@ -2,8 +2,8 @@ import { type Static, type TObject, type TObjectOptions, type TProperties, type 
 import { describedPattern } from "./patterns.js";
 
 /**
- * Schema building blocks shared by every procedure. Objects are strict (unknown fields are rejected, as
- * api-decisions.md requires); the schema of a procedure and its TypeScript type come from the same declaration.
+ * Schema building blocks shared by every procedure. Objects are strict (unknown fields are rejected:
+ * docs/decisions.md#validation); the schema of a procedure and its TypeScript type come from the same declaration.
  */
 export function Strict<P extends TProperties>(properties: P, options: TObjectOptions = {}): TObject<P> {
   return Type.Object(properties, { ...options, additionalProperties: false });
@@ -39,7 +39,7 @@ export const Pagination = Type.Object({
 
 export type PaginationData = Static<typeof Pagination>;
 
-/** The success envelope around a procedure's data schema (spec §2.1), with `pagination` for list procedures. */
+/** The success envelope around a procedure's data schema (docs/decisions.md#envelope), with `pagination` for list procedures. */
 export function Envelope(data: TSchema, options: { paginated?: boolean } = {}): TSchema {
   return Type.Object({
     meta: Meta,

@@ -36,7 +36,7 @@ export interface KeyView {
   autoApplied: readonly KeyLimitCheck[];
 }
 
-/** What keys.verifyKey shows of a key once it is known to exist (spec §2.5, reference §3), each field only when set. */
+/** What keys.verifyKey shows of a key once it is known to exist (docs/decisions.md#verification-order), each field only when set. */
 export interface KeyDescription {
   keyId: string;
   name?: string;

@@ -83,7 +83,7 @@ export type ValidVerification = Extract<Verification, { valid: true }>;
 /** A key that exists but failed a check. */
 export type KeyDenial = Extract<Verification, { code: KeyDenialCode }>;
 
-/** keys.verifyKey's body (reference §2.1). */
+/** keys.verifyKey's body (docs/api.md#keysverifykey). */
 export interface VerifyKeyInput {
   key: string;
   tags?: string[];
