@@ -6,7 +6,7 @@ import { ApiError } from "./api.js";
 export function Field(props: {
   label: string;
   error?: string | undefined;
-  hint?: string;
+  hint?: string | undefined;
   children: (id: string, describedBy: string | undefined) => ComponentChildren;
 }) {
   const id = useId();

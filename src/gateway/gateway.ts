@@ -171,18 +171,21 @@ export class Gateway {
 
   /** A request the gateway took, as it arrived; `match` names its route when one takes it. */
   private arrived(raw: IncomingMessage, target: RequestTarget, snapshot: GatewayRequest["snapshot"], match: RouteMatch): GatewayRequest {
-    return {
+    // Written out, not spread: an object literal that adds properties after a spread costs microseconds.
+    const request: GatewayRequest = {
       id: newId("req"),
       raw,
       method: raw.method ?? "GET",
       url: raw.url ?? "/",
-      ...target,
+      path: target.path,
+      query: target.query,
       remoteAddress: raw.socket.remoteAddress,
       time: this.events.now(),
       startedAt: performance.now(),
       snapshot,
-      ...(match.kind === "route" ? { route: match.route } : {}),
     };
+    if (match.kind === "route") request.route = match.route;
+    return request;
   }
 
   /** Answers a refusal at the door or of the route match; a 5xx has its cause logged. */

@@ -54,22 +54,18 @@ export class RequestTelemetry {
   /** `log` carries the request id (a request's child logger, or a line field). */
   answered(request: AnsweredRequest, log: FastifyBaseLogger, requestId?: string): void {
     this.metrics?.request(request.face, request.route, request.status, request.durationMs / 1000);
-    if (this.sampled()) {
-      log.info(
-        {
-          ...(requestId !== undefined ? { requestId } : {}),
-          face: request.face,
-          route: request.route,
-          method: request.method,
-          url: request.url,
-          status: request.status,
-          durationMs: Math.round(request.durationMs * 1000) / 1000,
-          keyId: request.keyId,
-          client: request.client,
-        },
-        "request",
-      );
-    }
+    if (!this.sampled()) return;
+    const line = {
+      face: request.face,
+      route: request.route,
+      method: request.method,
+      url: request.url,
+      status: request.status,
+      durationMs: Math.round(request.durationMs * 1000) / 1000,
+      keyId: request.keyId,
+      client: request.client,
+    };
+    log.info(requestId === undefined ? line : { requestId, ...line }, "request");
   }
 }
 

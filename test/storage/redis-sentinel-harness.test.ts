@@ -8,7 +8,7 @@ import { type RedisSentinel, startRedisSentinel } from "../helpers/redis-sentine
 const sentinel: RedisSentinel = await startRedisSentinel(t);
 
 /** An ioredis client that asks the test's sentinels for `role` (the master by default), closed when the test ends. */
-function sentinelClient(t: Test, options: RedisOptions = {}): Redis {
+function sentinelClient(t: Test, options: Pick<RedisOptions, "role"> = {}): Redis {
   const client = new Redis({ sentinels: [...sentinel.sentinels], name: sentinel.name, commandTimeout: 2_000, ...options });
   client.on("error", () => {});
   t.teardown(() => client.disconnect());

@@ -47,7 +47,7 @@ export function createRedisClient(target: RedisTarget, settings: ConnectionSetti
   if (target.cluster) {
     const [first] = target.cluster.nodes;
     const { enableAutoPipelining, autoPipeliningIgnoredCommands, ...perNode } = common;
-    const options: ClusterOptions = {
+    const options = {
       lazyConnect: true,
       enableAutoPipelining,
       // A Cluster auto-pipeline is grouped by the slot of a command's first argument, which for these scripts is
@@ -62,7 +62,7 @@ export function createRedisClient(target: RedisTarget, settings: ConnectionSetti
       slotsRefreshTimeout: settings.connectTimeoutMs,
       scaleReads: "master",
       redisOptions: { ...perNode, ...(first ? access(first) : {}) },
-    };
+    } satisfies ClusterOptions;
     return new Cluster(target.cluster.nodes.map(hostAndPort), options);
   }
   if (target.sentinel) {
