@@ -6,6 +6,7 @@ import { gatewayFirst, type ServerLogOptions, serverOptions } from "./fastify-se
 import { TRUST_EVERY_HOP_WARNING } from "./gateway/client-address.js";
 import { Gateway, type GatewayOptions } from "./gateway/gateway.js";
 import { CurrentGatewaySnapshot, compileGatewaySnapshot } from "./gateway/gateway-snapshot.js";
+import { RouteSync } from "./gateway/route-sync.js";
 import { addRequestIdHeader, errorHandling } from "./http/error-handler.js";
 import { Metrics, UNOBSERVED_UPSTREAMS } from "./http/metrics.js";
 import { refuseAtTheDoor } from "./http/protocol-checks.js";
@@ -65,15 +66,24 @@ export async function buildApp(config: KeygateConfig, options: BuildOptions = {}
   app.decorate("gatewaySnapshot", snapshot);
 
   const runtime = await openRuntime(app, config, clock, options);
+  const routeSync = syncRoutes(app, snapshot, runtime);
   // An injected clock (tests) also drives rate limit windows; otherwise they follow the store's shared clock.
   const services = createServices(runtime.stores, config, clock, {
     windowsFollowClock: options.clock !== undefined,
     invalidations: runtime.invalidations,
     analytics: runtime.analytics,
-    currentRoutes: () => snapshot.current.table.routes.map((route) => route.config),
+    configRoutes: () => snapshot.current.table.routes.filter((route) => route.definition.source === "config"),
+    // A change written here is in force on this instance before its procedure answers.
+    routeNotifier: {
+      routesChanged: async (version) => {
+        await runtime.invalidations.routesChanged(version);
+        await routeSync.refresh();
+      },
+    },
     ...defined({ observer: runtime.metrics }),
   });
   app.decorate("services", services);
+  await routeSync.start();
 
   const telemetry = new RequestTelemetry({ metrics: runtime.metrics, accessLog: config.logging.requests });
   await registerHttpFace(app, config, { ...runtime, telemetry }, options);
@@ -134,6 +144,20 @@ async function openRuntime(app: FastifyInstance, config: KeygateConfig, clock: C
   app.decorate("analytics", analytics);
   app.decorate("metrics", metrics);
   return { stores, analytics, invalidations, metrics };
+}
+
+/**
+ * Keeps the snapshot's stored routes current: every change announced on the invalidation bus (after a gap in its
+ * messages, the table is read again), and the version checked every second.
+ */
+function syncRoutes(app: FastifyInstance, snapshot: CurrentGatewaySnapshot, runtime: Runtime): RouteSync {
+  const sync = new RouteSync({ snapshot, store: runtime.stores.routes, log: app.log });
+  runtime.invalidations.listen((message) => {
+    if (message.kind === "routes") sync.announced(message.version);
+    else if (message.kind === "everything") sync.announced();
+  });
+  app.addHook("onClose", async () => sync.stop());
+  return sync;
 }
 
 /** What Fastify serves: the door's refusals and errors, /v2, the OpenAPI document, health, the dashboard, metrics. */

@@ -94,7 +94,7 @@ function redactionFollowing(snapshot: CurrentGatewaySnapshot): (line: string) =>
   return (line) => {
     const table = snapshot.current.table;
     if (table !== learntFrom) {
-      redaction.learn(table.routes.map((route) => route.keySource));
+      redaction.learn(table.routes.flatMap((route) => route.keySources));
       learntFrom = table;
     }
     return redaction.redact(line);

@@ -7,7 +7,6 @@ import { SwrCache } from "./cache/swr-cache.js";
 import type { KeygateConfig } from "./config/schema.js";
 import { AnalyticsService } from "./domain/analytics/analytics-service.js";
 import { ApiService } from "./domain/apis/api-service.js";
-import { GatewayRouteCatalogue } from "./domain/apis/gateway-route-catalogue.js";
 import { DashboardSessionService } from "./domain/dashboard/session-service.js";
 import { IdentityService } from "./domain/identities/identity-service.js";
 import { KeyAccessService } from "./domain/keys/key-access-service.js";
@@ -21,9 +20,12 @@ import { Limiter } from "./domain/ratelimit/limiter.js";
 import { RatelimitService } from "./domain/ratelimit/ratelimit-service.js";
 import { RbacService } from "./domain/rbac/rbac-service.js";
 import { RootKeyService } from "./domain/root-keys/root-key-service.js";
+import type { CompiledRoute } from "./domain/routes/route-compiler.js";
+import { type RouteChangeNotifier, RouteService } from "./domain/routes/route-service.js";
 import { loadKeyView } from "./domain/verification/key-view.js";
 import { VerificationService } from "./domain/verification/verification-service.js";
-import type { RouteConfig } from "./gateway/route-config.js";
+import { openApiDocumentProblems } from "./gateway/openapi-documents.js";
+import { ROUTE_RULES } from "./gateway/route-table.js";
 import type { Clock } from "./lib/clock.js";
 import { Vault } from "./lib/vault.js";
 import type { Stores } from "./storage/interfaces.js";
@@ -38,8 +40,8 @@ export interface Services {
   readonly rootKeys: RootKeyService;
   readonly dashboardSessions: DashboardSessionService;
   readonly apis: ApiService;
-  /** The gateway's routes as keygate.listRoutes shows them to a root key. */
-  readonly routeCatalogue: GatewayRouteCatalogue<RouteConfig>;
+  /** The gateway's routes and their policies, as data (keygate.*Route, gateway.*). */
+  readonly routes: RouteService;
   readonly keys: KeyService;
   /** keys.migrateKeys and the CLI's import: keys brought from another system, under the migrations configured. */
   readonly keyMigrations: KeyMigrationService;
@@ -67,8 +69,10 @@ export interface ServiceOptions {
   analytics?: AnalyticsRuntime;
   /** Told what the services decide, for metrics; nothing by default. */
   observer?: Observer;
-  /** The gateway's current routes (keygate.listRoutes); none without a gateway (the CLI). */
-  currentRoutes?: () => readonly RouteConfig[];
+  /** The gateway's routes from the configuration file, compiled; none without a gateway (the CLI). */
+  configRoutes?: () => readonly CompiledRoute[];
+  /** Told once a change of the stored routes is written; the invalidation bus alone by default. */
+  routeNotifier?: RouteChangeNotifier;
 }
 
 /**
@@ -109,7 +113,15 @@ export function createServices(stores: Stores, config: KeygateConfig, clock: Clo
   return {
     invalidations,
     rootKeys,
-    routeCatalogue: new GatewayRouteCatalogue(options.currentRoutes ?? (() => []), apis),
+    routes: new RouteService({
+      store: stores.routes,
+      configRoutes: options.configRoutes ?? (() => []),
+      isApiOf: (workspaceId, id) => apis.isLiveApiOrKeySpace(workspaceId, id),
+      openApiProblems: openApiDocumentProblems,
+      notifier: options.routeNotifier ?? invalidations,
+      rules: ROUTE_RULES,
+      clock,
+    }),
     dashboardSessions: new DashboardSessionService(stores.dashboardSessions, rootKeys, clock, {
       idleMs: config.dashboard.sessionIdleTimeoutMs,
       absoluteMs: config.dashboard.sessionAbsoluteTimeoutMs,

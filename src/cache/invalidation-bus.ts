@@ -6,6 +6,8 @@ export type InvalidationMessage =
   | { kind: "key"; workspaceId: string; hash: string }
   | { kind: "workspace"; workspaceId: string }
   | { kind: "rootKey"; hash: string }
+  /** The gateway's stored routes changed: the table is at `version` now. */
+  | { kind: "routes"; version: number }
   /** Sent to local listeners only, after a gap in which messages may have been missed (a reconnect). */
   | { kind: "everything" };
 
@@ -55,6 +57,10 @@ export class InvalidationBus implements CacheInvalidator {
 
   async rootKeyChanged(hash: string): Promise<void> {
     await this.send({ kind: "rootKey", hash });
+  }
+
+  async routesChanged(version: number): Promise<void> {
+    await this.send({ kind: "routes", version });
   }
 
   async close(): Promise<void> {

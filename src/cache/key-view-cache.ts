@@ -49,7 +49,7 @@ export class KeyViewCache {
   invalidate(message: InvalidationMessage): void {
     if (message.kind === "key") this.cache.delete(this.cacheKey(message.workspaceId, message.hash));
     else if (message.kind === "workspace") this.epochs.set(message.workspaceId, (this.epochs.get(message.workspaceId) ?? 0) + 1);
-    else this.cache.revalidateAll();
+    else if (message.kind === "everything") this.cache.revalidateAll();
   }
 
   private cacheKey(workspaceId: string, hash: string): string {

@@ -2,7 +2,7 @@ import { type FSWatcher, watch } from "node:fs";
 import { basename, dirname } from "node:path";
 import { isDeepStrictEqual } from "node:util";
 import { TRUST_EVERY_HOP_WARNING } from "../gateway/client-address.js";
-import { type CurrentGatewaySnapshot, compileGatewaySnapshot } from "../gateway/gateway-snapshot.js";
+import type { CurrentGatewaySnapshot } from "../gateway/gateway-snapshot.js";
 import type { KeygateConfig } from "./schema.js";
 
 export interface ReloadLog {
@@ -31,7 +31,12 @@ export function reloadRoutes(snapshot: CurrentGatewaySnapshot, running: KeygateC
       !RELOADABLE.has(section) && !isDeepStrictEqual(next[section as keyof KeygateConfig], running[section as keyof KeygateConfig]),
   );
   if (ignored.length > 0) log.warn({ sections: ignored }, "changes to these sections take effect after a restart");
-  snapshot.replace(compileGatewaySnapshot(next));
+  try {
+    snapshot.applyConfig(next);
+  } catch (error) {
+    log.error({ err: error }, "the configuration's routes are invalid; the routes in force stay as they are");
+    return false;
+  }
   log.info({ routes: next.routes.map((route) => route.name) }, "routes reloaded");
   if (next.gateway.trustProxy === true) log.warn({}, TRUST_EVERY_HOP_WARNING);
   return true;

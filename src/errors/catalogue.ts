@@ -118,6 +118,12 @@ export const ERROR_CATALOGUE = {
     meaning: "No migration with this id is configured for the workspace.",
   },
   "err:keygate:data:root_key_not_found": { status: 404, title: NOT_FOUND, meaning: "The root key does not exist or was revoked." },
+  "err:keygate:data:route_not_found": {
+    status: 404,
+    title: NOT_FOUND,
+    meaning: "The gateway route does not exist, or not for this workspace.",
+  },
+  "err:keygate:data:policy_not_found": { status: 404, title: NOT_FOUND, meaning: "The route has no policy with this id." },
 
   // 405, 408, 409, 410
   "err:user:bad_request:method_not_allowed": {
@@ -133,6 +139,16 @@ export const ERROR_CATALOGUE = {
   "err:unkey:data:identity_already_exists": { status: 409, title: CONFLICT, meaning: "An identity with this externalId already exists." },
   "err:unkey:data:role_already_exists": { status: 409, title: CONFLICT, meaning: "A role with this name already exists." },
   "err:unkey:data:permission_already_exists": { status: 409, title: CONFLICT, meaning: "A permission with this slug already exists." },
+  "err:keygate:data:route_conflict": {
+    status: 409,
+    title: CONFLICT,
+    meaning: "Another route has this name, or already takes this prefix for these methods.",
+  },
+  "err:keygate:data:route_owned_by_config": {
+    status: 409,
+    title: CONFLICT,
+    meaning: "The route comes from the configuration file: change it there, not through the API.",
+  },
   "err:unkey:data:ratelimit_namespace_gone": { status: 410, title: "Resource Gone", meaning: "The rate limit namespace was deleted." },
 
   // 412, 413, 415
@@ -216,6 +232,11 @@ export const ERROR_CATALOGUE = {
     status: 403,
     title: "Forbidden",
     meaning: "The client's address is outside the IP allowlist of the route's API.",
+  },
+  "err:keygate:gateway:request_denied": {
+    status: 403,
+    title: "Forbidden",
+    meaning: "A firewall policy of the route denies the request (its path, method, headers or client address).",
   },
   "err:keygate:gateway:key_disabled": { status: 401, title: "Unauthorized", meaning: "The API key is disabled." },
   "err:keygate:gateway:key_expired": { status: 401, title: "Unauthorized", meaning: "The API key has expired." },

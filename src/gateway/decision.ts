@@ -1,7 +1,8 @@
 import type { FastifyBaseLogger } from "fastify";
 import type { ApiService } from "../domain/apis/api-service.js";
 import { formatQuery } from "../domain/permissions/query.js";
-import type { NamespaceLimitCheck, RatelimitService } from "../domain/ratelimit/ratelimit-service.js";
+import type { LimitRequest, NamespaceLimitCheck, RatelimitService } from "../domain/ratelimit/ratelimit-service.js";
+import type { CompiledKeyauth, CompiledRatelimit, IdentifierSource } from "../domain/routes/policy-compiler.js";
 import type { KeyView } from "../domain/verification/key-view.js";
 import type { ValidVerification, Verification, VerificationCode, VerifyRequest } from "../domain/verification/verification.js";
 import type { VerificationService } from "../domain/verification/verification-service.js";
@@ -13,8 +14,10 @@ import { pathRefusal } from "./forwarding.js";
 import type { GatewayRequest } from "./gateway-request.js";
 import type { GatewaySnapshot } from "./gateway-snapshot.js";
 import { extractKey } from "./key-extraction.js";
+import { type ApplicablePolicies, applicablePolicies } from "./policy-plan.js";
+import { principalValue } from "./principal.js";
 import { ratelimitHeaders } from "./ratelimit-headers.js";
-import type { CompiledRoute, IdentifierSource } from "./route-table.js";
+import type { CompiledRoute } from "./route-table.js";
 
 /** Denials of verification as the gateway answers them: status through the catalogue code, and why. */
 const DENIALS: Record<Exclude<VerificationCode, "VALID">, { code: ErrorCode; detail: string }> = {
@@ -43,13 +46,15 @@ export type RouteMatch =
 /** An allowed request: what forwarding it needs. */
 export interface Allowed {
   kind: "allow";
-  workspaceId: string;
-  verification: ValidVerification;
+  /** The route's workspace (absent: a configuration route with no API to say it). */
+  workspaceId?: string;
+  /** The key's verification, when a keyauth policy applied. */
+  verification?: ValidVerification;
   /** The rate limit headers of the answer. */
   ratelimitHeaders: Record<string, string>;
 }
 
-/** A refusal; `workspaceId` is the route's API's workspace once looked up, `verification` the one that refused, if any. */
+/** A refusal; `workspaceId` is the route's workspace once looked up, `verification` the one that refused, if any. */
 export interface Denied {
   kind: "deny";
   error: KeygateError;
@@ -62,18 +67,20 @@ export type Decision = Allowed | Denied;
 /** The services a gateway decision uses. */
 export interface DecisionServices {
   readonly apis: Pick<ApiService, "workspaceOf">;
-  readonly ratelimit: Pick<RatelimitService, "resolve">;
+  readonly ratelimit: Pick<RatelimitService, "resolve" | "check">;
   readonly verification: Pick<VerificationService, "verify">;
 }
 
 /**
- * What the gateway does with a request, short of talking to the upstream: match a route, extract the key and
- * verify it on the one verification path.
+ * What the gateway does with a request, short of talking to the upstream: match a route, then run its policies.
+ * What needs no store is decided first, in policy order (a firewall, where the key is); then the key, its limits,
+ * the route's rate limits and the credits are decided in one all-or-nothing step on the one verification path, so
+ * a refused request consumes nothing.
  */
 export class GatewayDecider {
   private readonly services: DecisionServices;
   private readonly log: FastifyBaseLogger;
-  /** The workspace of each route's API, kept once found (API ids are never reused); absences are not kept. */
+  /** The workspace of each API, kept once found (API ids are never reused); absences are not kept. */
   private readonly workspaces = new Map<string, string>();
 
   constructor(services: DecisionServices, log: FastifyBaseLogger) {
@@ -91,7 +98,10 @@ export class GatewayDecider {
     const refusal = pathRefusal(path);
     if (refusal === "undecodable") return UNDECODABLE;
     if (refusal) {
-      const error = new KeygateError("err:keygate:gateway:invalid_path", `The request path ${refusal}; keygate does not forward it.`);
+      const error = new KeygateError(
+        "err:keygate:gateway:invalid_path",
+        `The request path has a ${refusal} ('.' or '..', also percent-encoded or between backslashes); keygate does not forward it.`,
+      );
       return { kind: "refused", error };
     }
     const route = snapshot.table.match(method, path);
@@ -103,35 +113,56 @@ export class GatewayDecider {
     return { kind: "refused", error: new KeygateError("err:user:bad_request:method_not_allowed", detail, { headers }) };
   }
 
-  /** Verifies the key of a request `route` took, on the one verification path: allowed, or denied with the reason. */
-  async verify(request: GatewayRequest, route: CompiledRoute): Promise<Decision> {
-    const key = extractKey(route.keySource, request.raw.headers, request.query);
-    if (key === undefined) return deny(route, "err:keygate:gateway:missing_key", missingKeyDetail(route));
-    const workspaceId = await this.workspaceOf(route.config.apiId);
-    if (workspaceId === null) {
-      this.log.warn({ route: route.name, apiId: route.config.apiId }, "the route's API does not exist; every key is refused");
-      return deny(route, DENIALS.NOT_FOUND.code, DENIALS.NOT_FOUND.detail);
-    }
-
-    // The client as the trusted proxies in front of keygate report it (`gateway.trustProxy`), for identifier `ip`.
+  /** Runs the policies of the route that took `request`: allowed, or denied with the reason. */
+  async decide(request: GatewayRequest, route: CompiledRoute): Promise<Decision> {
+    // The client as the trusted proxies in front of keygate report it (`gateway.trustProxy`).
     const ip = () => clientAddress(request.remoteAddress, request.raw.headers["x-forwarded-for"], request.snapshot.trust);
+    const applicable = applicablePolicies(route, request, ip);
+    if (applicable.capture) request.capture = applicable.capture;
+    if (applicable.refusal) return { kind: "deny", error: applicable.refusal };
+    const { keyauth } = applicable;
+    const key = keyauth && extractKey(keyauth.keySources, request.raw.headers, request.query);
+    if (keyauth && key === undefined) return deny(keyauth, route, "err:keygate:gateway:missing_key", missingKeyDetail(keyauth));
+
+    const workspaceId = await this.workspaceOfRoute(route);
+    if (workspaceId === undefined) {
+      this.log.warn({ route: route.name, apiId: route.workspaceApiId }, "the route's API does not exist; every request is refused");
+      return keyauth
+        ? deny(keyauth, route, DENIALS.NOT_FOUND.code, DENIALS.NOT_FOUND.detail)
+        : { kind: "deny", error: new KeygateError("err:keygate:gateway:invalid_key", DENIALS.NOT_FOUND.detail) };
+    }
+    if (keyauth && key !== undefined) return this.verified(request, route, workspaceId, keyauth, key, applicable, ip);
+    return this.counted(request, workspaceId, applicable.ratelimits, ip);
+  }
+
+  /** The key verified on the one verification path, the route's rate limits joining its atomic step. */
+  private async verified(
+    request: GatewayRequest,
+    route: CompiledRoute,
+    workspaceId: string,
+    keyauth: CompiledKeyauth,
+    key: string,
+    applicable: ApplicablePolicies,
+    ip: () => string,
+  ): Promise<Decision> {
     const asked: VerifyRequest = {
       requestId: request.id,
       source: "gateway",
       workspaceId,
       key,
-      apiId: route.config.apiId,
+      keyspaces: keyauth.keyspaces,
       clientAddress: ip,
     };
-    // Each optional field is set only when the route has it (a spread here would cost every request microseconds).
-    if (route.permissionQuery) asked.permissions = route.permissionQuery;
-    if (route.config.credits) asked.credits = route.config.credits;
-    if (route.config.ratelimits) asked.ratelimits = route.config.ratelimits;
-    if (route.namespaceLimits.length > 0) {
-      asked.extraLimits = (view: KeyView) => namespaceChecks(this.services, workspaceId, route, view, request, ip);
+    // Each optional field is set only when the policy has it (a spread here would cost every request microseconds).
+    if (keyauth.permissionQuery) asked.permissions = keyauth.permissionQuery;
+    if (keyauth.credits) asked.credits = keyauth.credits;
+    if (keyauth.ratelimits) asked.ratelimits = keyauth.ratelimits;
+    const ratelimits = applicable.ratelimits;
+    if (ratelimits.length > 0) {
+      asked.extraLimits = (view: KeyView) => this.resolveLimits(workspaceId, ratelimits, request, ip, view);
     }
     const verification = await this.services.verification.verify(asked);
-    if (!verification.valid) return verificationDenial(route, workspaceId, verification);
+    if (!verification.valid) return verificationDenial(keyauth, route, workspaceId, verification);
     return {
       kind: "allow",
       workspaceId,
@@ -140,12 +171,47 @@ export class GatewayDecider {
     };
   }
 
-  /** The workspace of a route's API when this decider has looked it up before. */
+  /** A request without a key: the route's rate limits, all or nothing (a public route). */
+  private async counted(
+    request: GatewayRequest,
+    workspaceId: string,
+    ratelimits: readonly CompiledRatelimit[],
+    ip: () => string,
+  ): Promise<Decision> {
+    if (ratelimits.length === 0) return { kind: "allow", workspaceId, ratelimitHeaders: {} };
+    const requests = ratelimits.map((policy) => limitRequest(policy, request, ip, undefined));
+    const outcome = await this.services.ratelimit.check(workspaceId, requests, { createMissingNamespaces: true, requestId: request.id });
+    const headers = ratelimitHeaders(outcome.decisions, outcome.decidedAt);
+    if (outcome.passed) return { kind: "allow", workspaceId, ratelimitHeaders: headers };
+    const detail = "Too many requests: a rate limit of this route is exhausted.";
+    return { kind: "deny", workspaceId, error: new KeygateError("err:keygate:gateway:rate_limited", detail, { headers }) };
+  }
+
+  /** The route's rate limits for this request and key, resolved (overrides applied) to join the key's atomic step. */
+  private resolveLimits(
+    workspaceId: string,
+    ratelimits: readonly CompiledRatelimit[],
+    request: GatewayRequest,
+    ip: () => string,
+    view: KeyView,
+  ): Promise<NamespaceLimitCheck[]> {
+    const requests = ratelimits.map((policy) => limitRequest(policy, request, ip, view));
+    return this.services.ratelimit.resolve(workspaceId, requests, { createMissingNamespaces: true });
+  }
+
+  /** The workspace a route serves: a stored route's own, a configuration route's API's (undefined: it does not exist). */
+  private async workspaceOfRoute(route: CompiledRoute): Promise<string | undefined> {
+    if (route.definition.workspaceId !== undefined) return route.definition.workspaceId;
+    if (route.workspaceApiId === undefined) return undefined;
+    return (await this.workspaceOf(route.workspaceApiId)) ?? undefined;
+  }
+
+  /** The workspace of an API when this decider has looked it up before. */
   knownWorkspace(apiId: string): string | undefined {
     return this.workspaces.get(apiId);
   }
 
-  /** The workspace of a route's API, looked up once; null when the API does not exist. */
+  /** The workspace of an API, looked up once; null when the API does not exist. */
   async workspaceOf(apiId: string): Promise<string | null> {
     const known = this.workspaces.get(apiId);
     if (known !== undefined) return known;
@@ -159,79 +225,94 @@ const NO_ROUTE: RouteMatch = { kind: "none" };
 const UNDECODABLE: RouteMatch = { kind: "undecodable" };
 
 /** A verification that was not VALID, as the gateway answers it. */
-function verificationDenial(route: CompiledRoute, workspaceId: string, verification: Exclude<Verification, ValidVerification>): Denied {
+function verificationDenial(
+  keyauth: CompiledKeyauth,
+  route: CompiledRoute,
+  workspaceId: string,
+  verification: Exclude<Verification, ValidVerification>,
+): Denied {
   const code = verification.code;
   const denial = DENIALS[code];
   const detail =
-    code === "INSUFFICIENT_PERMISSIONS" && route.permissionQuery
-      ? `${denial.detail} It needs: ${formatQuery(route.permissionQuery)}.`
+    code === "INSUFFICIENT_PERMISSIONS" && keyauth.permissionQuery
+      ? `${denial.detail} It needs: ${formatQuery(keyauth.permissionQuery)}.`
       : denial.detail;
   const headers = code === "RATE_LIMITED" ? ratelimitHeaders(verification.limits, verification.decidedAt) : {};
   if (verification.code === "USAGE_EXCEEDED" && verification.nextRefillAt !== undefined) {
     headers["retry-after"] = String(Math.max(1, Math.ceil((verification.nextRefillAt - verification.decidedAt) / 1000)));
   }
-  const denied = deny(route, denial.code, detail, headers);
+  const denied = deny(keyauth, route, denial.code, detail, headers);
   denied.workspaceId = workspaceId;
   denied.verification = verification;
   return denied;
 }
 
-function deny(route: CompiledRoute, code: ErrorCode, detail: string, headers: Record<string, string> = {}): Denied {
+function deny(
+  keyauth: CompiledKeyauth,
+  route: CompiledRoute,
+  code: ErrorCode,
+  detail: string,
+  headers: Record<string, string> = {},
+): Denied {
   // Every 401 says where the key goes (RFC 9110).
-  if (ERROR_CATALOGUE[code].status === 401) headers["www-authenticate"] = wwwAuthenticate(route);
+  if (ERROR_CATALOGUE[code].status === 401) headers["www-authenticate"] = wwwAuthenticate(keyauth, route);
   return { kind: "deny", error: new KeygateError(code, detail, { headers }) };
 }
 
-/** The route's namespace limits for this request, resolved (overrides applied) to join the key's atomic step. */
-async function namespaceChecks(
-  services: DecisionServices,
-  workspaceId: string,
-  route: CompiledRoute,
-  view: KeyView,
-  request: GatewayRequest,
-  ip: () => string,
-): Promise<NamespaceLimitCheck[]> {
-  const requests = route.namespaceLimits.map((limit) => ({
-    namespace: limit.namespace,
-    identifier: identifierFor(limit.identifier, view, request, ip),
-    limit: limit.limit,
-    durationMs: limit.durationMs,
-    cost: limit.cost,
-  }));
-  return services.ratelimit.resolve(workspaceId, requests, { createMissingNamespaces: true });
+/** One rate limit policy's check for this request: its namespace, and the identifier its sources make. */
+function limitRequest(policy: CompiledRatelimit, request: GatewayRequest, ip: () => string, view: KeyView | undefined): LimitRequest {
+  const values = policy.identifiers.map((source) => identifierValue(source, request, ip, view));
+  return {
+    namespace: policy.namespace,
+    // One source counts under its value as it is; several under all of them, in order, as a JSON array.
+    identifier: values.length === 1 ? (values[0] as string) : JSON.stringify(values),
+    limit: policy.limit,
+    durationMs: policy.durationMs,
+    cost: policy.cost,
+  };
 }
 
 /**
- * What a namespace limit counts for this request. A key without an identity counts as itself; a request without
- * the named header counts in one shared bucket, "-". `ip` gives the client address, worked out only when asked.
+ * What one identifier source reads from this request. A key without an identity is its own subject; what cannot be
+ * read (no such header, no key, no such principal field) counts in one shared bucket, "-", rather than in none.
  */
-function identifierFor(source: IdentifierSource, view: KeyView, request: GatewayRequest, ip: () => string): string {
+function identifierValue(source: IdentifierSource, request: GatewayRequest, ip: () => string, view: KeyView | undefined): string {
   switch (source.kind) {
-    case "key":
-      return view.keyId;
-    case "identity":
-      return view.identity?.id ?? view.keyId;
-    case "ip":
+    case "remoteIp":
       return ip();
+    case "path":
+      return request.path;
+    case "keyId":
+      return view?.keyId ?? UNKNOWN;
+    case "subject":
+      return view ? (view.identity?.id ?? view.keyId) : UNKNOWN;
+    case "principalField": {
+      const value = view && principalValue(view, source.path);
+      return value === undefined ? UNKNOWN : value.slice(0, 255);
+    }
     case "header": {
       const value = request.raw.headers[source.header];
       const text = (Array.isArray(value) ? value[0] : value)?.trim();
-      return text ? text.slice(0, 255) : "-";
+      return text ? text.slice(0, 255) : UNKNOWN;
     }
   }
 }
 
-function missingKeyDetail(route: CompiledRoute): string {
-  const source = route.keySource;
+const UNKNOWN = "-";
+
+function missingKeyDetail(keyauth: CompiledKeyauth): string {
+  const source = keyauth.keySources[0];
+  if (source === undefined) return "This API needs an API key.";
   if (source.kind === "query") return `This API needs an API key in the '${source.parameter}' query parameter.`;
   if (source.scheme) return `This API needs an API key: send '${source.header}: ${source.scheme} <key>'.`;
   return `This API needs an API key in the '${source.header}' header.`;
 }
 
 /** RFC 9110 challenge naming where the key goes. */
-function wwwAuthenticate(route: CompiledRoute): string {
-  const source = route.keySource;
-  if (source.kind === "header" && source.header === "authorization" && source.scheme) return `${source.scheme} realm="${route.name}"`;
-  const where = source.kind === "query" ? `in="query", name="${source.parameter}"` : `in="header", name="${source.header}"`;
+function wwwAuthenticate(keyauth: CompiledKeyauth, route: CompiledRoute): string {
+  const source = keyauth.keySources[0];
+  if (source?.kind === "header" && source.header === "authorization" && source.scheme) return `${source.scheme} realm="${route.name}"`;
+  const where =
+    source?.kind === "query" ? `in="query", name="${source.parameter}"` : `in="header", name="${source?.header ?? "authorization"}"`;
   return `ApiKey realm="${route.name}", ${where}`;
 }

@@ -1,7 +1,7 @@
 import type { IncomingHttpHeaders } from "node:http";
-import type { KeyView } from "../domain/verification/key-view.js";
 import type { RequestTarget } from "../http/request-target.js";
 import { endToEndHeaders } from "./hop-by-hop.js";
+import { principalHeader, type VerifiedKey } from "./principal.js";
 import type { CompiledRoute } from "./route-table.js";
 
 /**
@@ -9,9 +9,9 @@ import type { CompiledRoute } from "./route-table.js";
  * query string minus the key when the key came in a query parameter. The path must have passed pathRefusal.
  */
 export function upstreamPath(route: CompiledRoute, { path, query }: RequestTarget): string {
-  if (route.keySource.kind === "query" && query !== "") {
+  if (query !== "" && route.keySources.some((source) => source.kind === "query")) {
     const params = new URLSearchParams(query);
-    params.delete(route.keySource.parameter);
+    for (const source of route.keySources) if (source.kind === "query") params.delete(source.parameter);
     query = params.toString();
   }
   return `${route.upstreamBase}${path}${query === "" ? "" : `?${query}`}`;
@@ -50,22 +50,26 @@ export function pathRefusal(path: string): PathProblem | undefined {
 /**
  * The headers the upstream gets: the client's end-to-end headers (hop-by-hop ones stop here), without the key and
  * without any header the route forwards itself (a client cannot forge `x-keygate-key-id`), plus the identity
- * headers and X-Forwarded-For/Proto/Host. X-Forwarded-For gets the address keygate's connection came from
+ * headers (for a verified key) and X-Forwarded-For/Proto/Host. X-Forwarded-For gets the address keygate's connection came from
  * (`client.peer`, the socket's remote address; nothing when the socket is gone), as every proxy appends its peer.
  */
 export function upstreamHeaders(
   route: CompiledRoute,
   incoming: IncomingHttpHeaders,
-  key: Pick<KeyView, "keyId" | "identity">,
+  verification: VerifiedKey | undefined,
   client: { peer: string | undefined; protocol: string; host: string | undefined },
 ): IncomingHttpHeaders {
   const headers = endToEndHeaders(incoming, "request");
-  if (route.keySource.kind === "header") delete headers[route.keySource.header];
-  const forward = route.config.forward ?? {};
+  for (const source of route.keySources) if (source.kind === "header") delete headers[source.header];
+  const forward = route.forward;
   for (const header of Object.values(forward)) delete headers[header.toLowerCase()];
-  if (forward.keyId) headers[forward.keyId.toLowerCase()] = key.keyId;
-  if (forward.identity && key.identity) headers[forward.identity.toLowerCase()] = key.identity.id;
-  if (forward.externalId && key.identity) headers[forward.externalId.toLowerCase()] = key.identity.externalId;
+  const key = verification?.key;
+  if (key) {
+    if (forward.keyId) headers[forward.keyId.toLowerCase()] = key.keyId;
+    if (forward.identity && key.identity) headers[forward.identity.toLowerCase()] = key.identity.id;
+    if (forward.externalId && key.identity) headers[forward.externalId.toLowerCase()] = key.identity.externalId;
+    if (forward.principal) headers[forward.principal.toLowerCase()] = principalHeader(verification);
+  }
 
   const prior = headers["x-forwarded-for"];
   const entries = [Array.isArray(prior) ? prior.join(", ") : prior, client.peer].filter((entry) => entry !== undefined && entry !== "");

@@ -1,6 +1,7 @@
 import type { IncomingMessage, OutgoingHttpHeaders } from "node:http";
 import type { VerificationCode } from "../domain/verification/codes.js";
 import type { RequestTarget } from "../http/request-target.js";
+import type { LoggingPolicy } from "../storage/records.js";
 import type { GatewaySnapshot } from "./gateway-snapshot.js";
 import type { CompiledRoute } from "./route-table.js";
 import type { UpstreamAbort } from "./upstream-client.js";
@@ -28,8 +29,10 @@ export interface GatewayRequest extends RequestTarget {
   readonly snapshot: GatewaySnapshot;
   /** The route that took it; absent for a request refused before any route could take it. */
   route?: CompiledRoute;
-  /** Its route's API's workspace, once looked up. */
+  /** Its route's workspace, once looked up. */
   workspaceId?: string;
+  /** The API of its verified key. */
+  apiId?: string;
   keyId?: string;
   /** The verification's code, once one was decided. */
   outcome?: VerificationCode;
@@ -40,6 +43,8 @@ export interface GatewayRequest extends RequestTarget {
   status?: number;
   /** The head of its answer as written. */
   head?: AnswerHeaders;
+  /** What its analytics event captures beyond the basics (the route's logging policies that applied). */
+  capture?: LoggingPolicy;
   /** A plain request's call to its upstream, once sent: aborted when the client goes away before the answer ends. */
   upstreamCall?: UpstreamAbort;
 }

@@ -1,6 +1,15 @@
+import type { RouteDefinition } from "../domain/routes/route-compiler.js";
+import type { StoredRouteTable } from "../storage/interfaces.js";
+import type { RouteRecord } from "../storage/records.js";
 import { compileTrust, type ProxyTrust } from "./client-address.js";
 import type { GatewaySettings, RouteConfig } from "./route-config.js";
 import { RouteTable } from "./route-table.js";
+
+/** The configuration file's part of the gateway: its routes and settings. */
+export interface GatewayConfig {
+  routes: readonly RouteConfig[];
+  gateway: GatewaySettings;
+}
 
 /** The routes and settings a request is served with: one immutable snapshot. */
 export interface GatewaySnapshot {
@@ -8,16 +17,36 @@ export interface GatewaySnapshot {
   readonly settings: GatewaySettings;
   /** `settings.trustProxy`, compiled. */
   readonly trust: ProxyTrust;
+  /** What it was compiled from: the configuration, and the stored routes at their version. */
+  readonly config: GatewayConfig;
+  readonly stored: StoredRouteTable;
 }
 
-/** Compiles a validated configuration's routes and gateway settings (throws RouteTableError for bad routes). */
-export function compileGatewaySnapshot(config: { routes: readonly RouteConfig[]; gateway: GatewaySettings }): GatewaySnapshot {
-  return { table: RouteTable.compile(config.routes), settings: config.gateway, trust: compileTrust(config.gateway.trustProxy) };
+const NO_STORED_ROUTES: StoredRouteTable = { version: 0, routes: [] };
+
+/**
+ * Compiles the configuration's routes and gateway settings with the stored routes (throws RouteTableError for bad
+ * routes of the configuration; a stored route that clashes with them is left out, see RouteTable.skipped).
+ */
+export function compileGatewaySnapshot(config: GatewayConfig, stored: StoredRouteTable = NO_STORED_ROUTES): GatewaySnapshot {
+  return {
+    table: RouteTable.compile(config.routes, stored.routes.map(storedDefinition)),
+    settings: config.gateway,
+    trust: compileTrust(config.gateway.trustProxy),
+    config: { routes: config.routes, gateway: config.gateway },
+    stored,
+  };
+}
+
+function storedDefinition(route: RouteRecord): RouteDefinition {
+  const { createdAt: _createdAt, updatedAt: _updatedAt, ...definition } = route;
+  return { ...definition, source: "api" };
 }
 
 /**
- * The snapshot the gateway serves new requests with. A reload replaces it in one assignment; a request reads it
- * once when it starts, so requests in flight finish on the routes they began with.
+ * The snapshot the gateway serves new requests with. A change (a configuration reload, a newer stored table)
+ * replaces it in one assignment; a request reads it once when it starts, so requests in flight finish on the routes
+ * they began with, and none sees part of a change.
  */
 export class CurrentGatewaySnapshot {
   private snapshot: GatewaySnapshot;
@@ -32,5 +61,18 @@ export class CurrentGatewaySnapshot {
 
   replace(next: GatewaySnapshot): void {
     this.snapshot = next;
+  }
+
+  /** A new configuration, with the stored routes in force. Throws RouteTableError (nothing changes then). */
+  applyConfig(config: GatewayConfig): GatewaySnapshot {
+    this.snapshot = compileGatewaySnapshot(config, this.snapshot.stored);
+    return this.snapshot;
+  }
+
+  /** A stored table newer than the one in force (an older one, arriving late, changes nothing). Returns whether it applied. */
+  applyStored(stored: StoredRouteTable): boolean {
+    if (stored.version <= this.snapshot.stored.version) return false;
+    this.snapshot = compileGatewaySnapshot(this.snapshot.config, stored);
+    return true;
   }
 }

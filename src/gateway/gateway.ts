@@ -137,12 +137,12 @@ export class Gateway {
       request.upstreamSentAt = performance.now();
       relayUpgrade(raw, socket, head, {
         target: upstreamUrl(route, request),
-        headers: upstreamHeaders(route, raw.headers, decision.verification.key, {
+        headers: upstreamHeaders(route, raw.headers, decision.verification, {
           peer: request.remoteAddress,
           protocol: "encrypted" in socket ? "https" : "http",
           host: raw.headers.host,
         }),
-        timeoutMs: route.config.timeoutMs ?? request.snapshot.settings.upstreamTimeoutMs,
+        timeoutMs: route.definition.timeoutMs ?? request.snapshot.settings.upstreamTimeoutMs,
         requestId: request.id,
         onAnswer: (status, lines) => {
           [request.status, request.head] = [status, lines];
@@ -201,7 +201,7 @@ export class Gateway {
   private async decide(request: GatewayRequest, route: CompiledRoute): Promise<Decision> {
     let decision: Decision;
     try {
-      decision = await this.decider.verify(request, route);
+      decision = await this.decider.decide(request, route);
     } catch (error) {
       if (isKeygateError(error)) logServerError(this.options.log, error, request.id);
       else this.options.log.error({ err: error, requestId: request.id }, "unexpected error");

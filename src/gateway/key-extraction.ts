@@ -1,20 +1,39 @@
-import type { KeySource } from "./route-table.js";
+import type { KeySource } from "../domain/routes/policy-compiler.js";
 
 /**
- * The API key of a request, from the route's header (after its scheme, matched ignoring case) or query parameter
- * (read from `query`, the request's query string, parsed only for a query parameter); undefined when absent or empty.
+ * The API key of a request, from the first of `sources` that holds one: a header (after its required scheme,
+ * matched ignoring case, or with its optional prefix stripped) or a query parameter of `query` (the request's query
+ * string, parsed only for a query parameter). Undefined when none holds a non-empty key.
  */
-export function extractKey(source: KeySource, headers: Record<string, string | string[] | undefined>, query: string): string | undefined {
-  if (source.kind === "query") {
-    const value = query === "" ? undefined : new URLSearchParams(query).get(source.parameter)?.trim();
-    return value ? value : undefined;
+export function extractKey(
+  sources: readonly KeySource[],
+  headers: Record<string, string | string[] | undefined>,
+  query: string,
+): string | undefined {
+  for (const source of sources) {
+    const key = source.kind === "query" ? fromQuery(source.parameter, query) : fromHeader(source, headers);
+    if (key) return key;
   }
+  return undefined;
+}
+
+function fromQuery(parameter: string, query: string): string | undefined {
+  return query === "" ? undefined : new URLSearchParams(query).get(parameter)?.trim();
+}
+
+function fromHeader(
+  source: Extract<KeySource, { kind: "header" }>,
+  headers: Record<string, string | string[] | undefined>,
+): string | undefined {
   const raw = headers[source.header];
   const value = (Array.isArray(raw) ? raw[0] : raw)?.trim();
   if (!value) return undefined;
-  if (source.scheme === undefined) return value;
-  const space = value.indexOf(" ");
-  if (space <= 0 || value.slice(0, space).toLowerCase() !== source.scheme.toLowerCase()) return undefined;
-  const key = value.slice(space + 1).trim();
-  return key ? key : undefined;
+  if (source.scheme !== undefined) {
+    const space = value.indexOf(" ");
+    if (space <= 0 || value.slice(0, space).toLowerCase() !== source.scheme.toLowerCase()) return undefined;
+    return value.slice(space + 1).trim();
+  }
+  const prefix = source.stripPrefix;
+  if (prefix !== undefined && value.toLowerCase().startsWith(prefix.toLowerCase())) return value.slice(prefix.length).trim();
+  return value;
 }

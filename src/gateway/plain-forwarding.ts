@@ -43,7 +43,7 @@ export class PlainForwarding {
     request.upstreamSentAt = startedAt;
     const signal = new UpstreamAbort();
     request.upstreamCall = signal;
-    const headers = upstreamHeaders(route, raw.headers, decision.verification.key, {
+    const headers = upstreamHeaders(route, raw.headers, decision.verification, {
       peer: request.remoteAddress,
       protocol: "encrypted" in raw.socket ? "https" : "http",
       host: raw.headers.host,
@@ -54,7 +54,7 @@ export class PlainForwarding {
       method: request.method,
       headers,
       body: hasBody(raw) ? raw : null,
-      timeoutMs: route.config.timeoutMs ?? request.snapshot.settings.upstreamTimeoutMs,
+      timeoutMs: route.definition.timeoutMs ?? request.snapshot.settings.upstreamTimeoutMs,
       signal,
     };
     this.upstream

@@ -1,10 +1,11 @@
 import type { IncomingMessage, OutgoingHttpHeaders } from "node:http";
 import type { EventSink, GatewayRequestEvent } from "../domain/analytics/events.js";
+import type { KeySource } from "../domain/routes/policy-compiler.js";
 import type { Clock } from "../lib/clock.js";
 import { clientAddress } from "./client-address.js";
 import type { Decision } from "./decision.js";
 import type { AnswerHeaders, GatewayRequest } from "./gateway-request.js";
-import type { CompiledRoute, KeySource } from "./route-table.js";
+import type { CompiledRoute } from "./route-table.js";
 
 /** What stands in for a key, and for the values of the secret headers, in an event. */
 export const REDACTED = "REDACTED";
@@ -18,7 +19,10 @@ export function noteDecision(request: GatewayRequest, decision: Decision): void 
   const verification = decision.verification;
   if (verification === undefined) return;
   request.outcome = verification.code;
-  if (verification.key !== undefined) request.keyId = verification.key.keyId;
+  if (verification.key !== undefined) {
+    request.keyId = verification.key.keyId;
+    request.apiId = verification.key.apiId;
+  }
 }
 
 /** Where the gateway looks up its routes' workspaces: at once when it already knows one, else from the store. */
@@ -54,15 +58,15 @@ export class GatewayRequestEvents {
    */
   record(request: GatewayRequest, route: CompiledRoute): void {
     const event = this.event(request, route, performance.now());
-    const apiId = route.config.apiId;
-    const known = request.workspaceId ?? this.workspaces.knownWorkspace(apiId);
-    if (known !== undefined) {
-      event.workspaceId = known;
+    const apiId = route.workspaceApiId;
+    const known = request.workspaceId ?? route.definition.workspaceId ?? (apiId && this.workspaces.knownWorkspace(apiId));
+    if (known !== undefined || apiId === undefined) {
+      event.workspaceId = known ?? "";
       this.sink.record(event);
       return;
     }
-    // Only a request refused before its key was verified (no key), on a route whose API this process has not looked
-    // up yet: its event waits for that one lookup ("" when the API does not exist or the store cannot say).
+    // Only a request refused before its key was verified (no key), on a configuration route whose API this process
+    // has not looked up yet: its event waits for that one lookup ("" when the API does not exist or the store cannot say).
     this.workspaces.workspaceOf(apiId).then(
       (workspaceId) => this.sink.record({ ...event, workspaceId: workspaceId ?? "" }),
       () => this.sink.record(event),
@@ -71,58 +75,65 @@ export class GatewayRequestEvents {
 
   private event(request: GatewayRequest, route: CompiledRoute, now: number): GatewayRequestEvent {
     const { raw } = request;
-    const keySource = route.keySource;
-    const keyHeader = keySource.kind === "header" ? keySource.header : undefined;
+    const keyHeaders = keyHeaderNames(route);
     const totalLatencyMs = now - request.startedAt;
     const upstreamLatencyMs =
       request.upstreamSentAt === undefined ? 0 : Math.max(0, (request.upstreamEndedAt ?? now) - request.upstreamSentAt);
-    const withHeaders = route.config.analytics?.headers === true;
+    const capture = request.capture;
     return {
       requestId: request.id,
       time: request.time,
       workspaceId: request.workspaceId ?? "",
-      apiId: route.config.apiId,
+      apiId: request.apiId ?? route.workspaceApiId ?? "",
       route: route.name,
       method: request.method,
-      host: headerText(raw, "host", keyHeader),
+      host: headerText(raw, "host", keyHeaders),
       path: request.path,
-      queryString: redactedQuery(request.query, keySource),
+      queryString: redactedQuery(request.query, route.keySources),
       responseStatus: request.status ?? 499,
-      userAgent: headerText(raw, "user-agent", keyHeader),
+      userAgent: headerText(raw, "user-agent", keyHeaders),
       ipAddress: clientAddress(request.remoteAddress, raw.headers["x-forwarded-for"], request.snapshot.trust),
       totalLatencyMs,
       upstreamLatencyMs,
       gatewayLatencyMs: totalLatencyMs - upstreamLatencyMs,
       keyId: request.keyId ?? "",
       outcome: request.outcome ?? "",
-      requestHeaders: withHeaders ? headerLines(rawPairs(raw.rawHeaders), keyHeader) : [],
-      responseHeaders: withHeaders && request.head !== undefined ? headerLines(answerPairs(request.head), keyHeader) : [],
+      requestHeaders: capture?.requestHeaders ? headerLines(rawPairs(raw.rawHeaders), keyHeaders) : [],
+      responseHeaders: capture?.responseHeaders && request.head !== undefined ? headerLines(answerPairs(request.head), keyHeaders) : [],
     };
   }
 }
 
-/** A request header's value ("" when absent); the route's key header is never read out. */
-function headerText(request: IncomingMessage, name: string, keyHeader: string | undefined): string {
+/** The names of the headers a route reads keys from (lower case). */
+function keyHeaderNames(route: CompiledRoute): ReadonlySet<string> {
+  const names = new Set<string>();
+  for (const source of route.keySources) if (source.kind === "header") names.add(source.header);
+  return names;
+}
+
+/** A request header's value ("" when absent); a header keys are read from is never read out. */
+function headerText(request: IncomingMessage, name: string, keyHeaders: ReadonlySet<string>): string {
   const value = request.headers[name];
   if (value === undefined) return "";
-  return name === keyHeader ? REDACTED : Array.isArray(value) ? value.join(", ") : value;
+  return keyHeaders.has(name) ? REDACTED : Array.isArray(value) ? value.join(", ") : value;
 }
 
 /**
- * The raw query string with the value of the route's key parameter replaced by REDACTED, wherever it appears and
- * however its name is escaped (names are compared decoded, as the key was read); everything else stays as sent.
+ * The raw query string with the value of each key parameter of `sources` replaced by REDACTED, wherever it appears
+ * and however its name is escaped (names are compared decoded, as the key was read); everything else stays as sent.
  */
-export function redactedQuery(query: string, source: KeySource): string {
-  if (source.kind !== "query" || query === "") return query;
-  const parameter = source.parameter;
+export function redactedQuery(query: string, sources: readonly KeySource[]): string {
+  const parameters = new Set<string>();
+  for (const source of sources) if (source.kind === "query") parameters.add(source.parameter);
+  if (parameters.size === 0 || query === "") return query;
   return query
     .split("&")
     .map((pair) => {
       const equals = pair.indexOf("=");
       if (equals === -1) return pair;
       const name = pair.slice(0, equals);
-      const decoded = name === parameter || !/[%+]/.test(name) ? name : [...new URLSearchParams(`${name}=`).keys()][0];
-      return decoded === parameter ? `${name}=${REDACTED}` : pair;
+      const decoded = parameters.has(name) || !/[%+]/.test(name) ? name : ([...new URLSearchParams(`${name}=`).keys()][0] ?? name);
+      return parameters.has(decoded) ? `${name}=${REDACTED}` : pair;
     })
     .join("&");
 }
@@ -140,12 +151,12 @@ function* answerPairs(headers: AnswerHeaders): Iterable<readonly [string, string
   }
 }
 
-/** `Name: value` lines, the values of secret headers and of the route's key header redacted. */
-function headerLines(pairs: Iterable<readonly [string, string]>, keyHeader: string | undefined): string[] {
+/** `Name: value` lines, the values of secret headers and of the route's key headers redacted. */
+function headerLines(pairs: Iterable<readonly [string, string]>, keyHeaders: ReadonlySet<string>): string[] {
   const lines: string[] = [];
   for (const [name, value] of pairs) {
     const lower = name.toLowerCase();
-    lines.push(`${name}: ${SECRET_HEADERS.has(lower) || lower === keyHeader ? REDACTED : value}`);
+    lines.push(`${name}: ${SECRET_HEADERS.has(lower) || keyHeaders.has(lower) ? REDACTED : value}`);
   }
   return lines;
 }

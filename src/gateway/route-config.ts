@@ -1,9 +1,10 @@
 import { type Static, Type } from "typebox";
 import { describedPattern } from "../http/patterns.js";
 import { ID_PATTERN, Strict, StringEnum } from "../http/schemas.js";
+import { HTTP_METHODS } from "../storage/records.js";
 
 /** HTTP methods a route can be limited to. */
-export const ROUTE_METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"] as const;
+export const ROUTE_METHODS = HTTP_METHODS;
 
 /** The characters of an HTTP header name (an RFC 9110 token). */
 const TOKEN_CHARACTERS = "A-Za-z0-9!#$%&'*+.^_`|~-";
@@ -34,15 +35,29 @@ export const NamespaceLimitSchema = Strict({
   cost: Type.Integer({ minimum: 0, maximum: 1_000, default: 1 }),
 });
 
+export const RouteNameSchema = Type.String({ minLength: 1, maxLength: 100, pattern: LABEL_PATTERN });
+/** A path prefix on segment boundaries: `/orders` matches `/orders` and `/orders/1`, not `/orders-old`. */
+export const RoutePrefixSchema = Type.String({ minLength: 1, maxLength: 1024, pattern: describedPattern("^/", "start with /") });
+/** Where allowed requests go; the request path is appended to the upstream's own path. */
+export const RouteUpstreamSchema = Type.String({
+  pattern: describedPattern("^https?://[^\\s/?#]+[^\\s]*$", "be an http:// or https:// URL with a host"),
+});
+/** Headers added to the upstream request (any incoming header of the same name is dropped first). */
+export const RouteForwardSchema = Strict({
+  /** A JSON description of the verified key (docs/gateway.md#the-principal). */
+  principal: Type.Optional(HEADER_NAME),
+  keyId: Type.Optional(HEADER_NAME),
+  identity: Type.Optional(HEADER_NAME),
+  externalId: Type.Optional(HEADER_NAME),
+});
+
 export const RouteSchema = Strict({
-  name: Type.String({ minLength: 1, maxLength: 100, pattern: LABEL_PATTERN }),
+  name: RouteNameSchema,
   match: Strict({
-    /** A path prefix on segment boundaries: `/orders` matches `/orders` and `/orders/1`, not `/orders-old`. */
-    prefix: Type.String({ minLength: 1, maxLength: 1024, pattern: describedPattern("^/", "start with /") }),
+    prefix: RoutePrefixSchema,
     methods: Type.Optional(Type.Array(StringEnum(ROUTE_METHODS), { minItems: 1, uniqueItems: true })),
   }),
-  /** Where allowed requests go; the request path is appended to the upstream's own path. */
-  upstream: Type.String({ pattern: describedPattern("^https?://[^\\s/?#]+[^\\s]*$", "be an http:// or https:// URL with a host") }),
+  upstream: RouteUpstreamSchema,
   /** Keys of other APIs are refused. */
   apiId: Type.String({ minLength: 3, maxLength: 255, pattern: ID_PATTERN }),
   key: Type.Optional(RouteKeySchema),
@@ -57,14 +72,7 @@ export const RouteSchema = Strict({
   ),
   credits: Type.Optional(Strict({ cost: Type.Integer({ minimum: 0, maximum: 1_000_000_000 }) })),
   namespaceLimits: Type.Optional(Type.Array(NamespaceLimitSchema, { maxItems: 20 })),
-  /** Headers added to the upstream request (any incoming header of the same name is dropped first). */
-  forward: Type.Optional(
-    Strict({
-      keyId: Type.Optional(HEADER_NAME),
-      identity: Type.Optional(HEADER_NAME),
-      externalId: Type.Optional(HEADER_NAME),
-    }),
-  ),
+  forward: Type.Optional(RouteForwardSchema),
   /** Overrides gateway.upstreamTimeoutMs for this route. */
   timeoutMs: Type.Optional(Type.Integer({ minimum: 100, maximum: 3_600_000 })),
   /** What the route's analytics events hold besides the defaults: `headers` records request and response headers. */

@@ -1,58 +1,65 @@
-import { type PermissionQuery, PermissionQuerySyntaxError, parsePermissionQuery } from "../domain/permissions/query.js";
-import { isManagementPath, MANAGEMENT_PREFIX, samePath } from "../http/request-target.js";
+import { PermissionQuerySyntaxError, parsePermissionQuery } from "../domain/permissions/query.js";
+import type { Problem } from "../domain/routes/policy-compiler.js";
+import { type CompiledRoute, compileRoute, type RouteCompileRules, type RouteDefinition } from "../domain/routes/route-compiler.js";
+import { isManagementPath, samePath } from "../http/request-target.js";
+import { configRouteDefinition } from "./config-routes.js";
 import type { RouteConfig } from "./route-config.js";
 
-export type KeySource = { kind: "header"; header: string; scheme?: string } | { kind: "query"; parameter: string };
+export type { CompiledRoute } from "../domain/routes/route-compiler.js";
 
-export type IdentifierSource = { kind: "key" } | { kind: "identity" } | { kind: "ip" } | { kind: "header"; header: string };
+/** How the gateway compiles routes: prefixes compared as requests are, /v2 reserved. */
+export const ROUTE_RULES: RouteCompileRules = { reserved: isManagementPath, samePath };
 
-/** A route ready to serve: its configuration, parsed once. Immutable; a reload builds a new table. */
-export interface CompiledRoute {
-  readonly config: RouteConfig;
-  readonly name: string;
-  /** Without a trailing slash ("" for "/"), escaped unreserved characters decoded (see samePath). */
-  readonly prefix: string;
-  readonly methods: ReadonlySet<string> | undefined;
-  readonly upstream: URL;
-  /** The upstream's path without trailing slashes ("" for none): request paths are appended to it. */
-  readonly upstreamBase: string;
-  readonly keySource: KeySource;
-  readonly permissionQuery: PermissionQuery | undefined;
-  readonly namespaceLimits: readonly { namespace: string; identifier: IdentifierSource; limit: number; durationMs: number; cost: number }[];
+/** A stored route left out of the table, and why (it clashes with a route of the configuration file). */
+export interface SkippedRoute {
+  route: RouteDefinition;
+  problems: readonly Problem[];
 }
 
-/** Routes compiled for matching, longest prefix first. */
+/** Routes compiled for matching, longest prefix first: those of the configuration file, then the stored ones. */
 export class RouteTable {
   readonly routes: readonly CompiledRoute[];
+  /** Stored routes that could not join the table. */
+  readonly skipped: readonly SkippedRoute[];
 
-  private constructor(routes: CompiledRoute[]) {
+  private constructor(routes: CompiledRoute[], skipped: SkippedRoute[]) {
     this.routes = routes;
+    this.skipped = skipped;
   }
 
   static empty(): RouteTable {
-    return new RouteTable([]);
+    return new RouteTable([], []);
   }
 
   /**
-   * Compiles route configurations. Throws RouteTableError listing every problem (each naming `routes[i]...`)
-   * when one is invalid in a way the schema cannot see.
+   * Compiles the configuration file's routes and the stored ones. Throws RouteTableError listing every problem of
+   * the configuration's routes (each naming `routes[i]...`). A stored route was valid when it was written, but may
+   * clash with the configuration (a name or a prefix and method taken since): it is left out, in `skipped`.
    */
-  static compile(configs: readonly RouteConfig[]): RouteTable {
-    const problems: string[] = [];
+  static compile(configs: readonly RouteConfig[], stored: readonly RouteDefinition[] = []): RouteTable {
+    const problems: Problem[] = [];
     const compiled: CompiledRoute[] = [];
-    const names = new Map<string, number>();
     configs.forEach((config, index) => {
       const at = `routes[${index}]`;
-      const earlier = names.get(config.name);
-      if (earlier !== undefined) problems.push(`${at}.name: '${config.name}' is also the name of routes[${earlier}]`);
-      names.set(config.name, index);
-      const route = compileRoute(config, at, problems);
+      const before = problems.length;
+      problems.push(...configRouteProblems(config, at));
+      if (problems.length > before) return;
+      const route = compileRoute(configRouteDefinition(config), at, ROUTE_RULES, problems);
       if (route) compiled.push(route);
     });
-    findOverlaps(compiled, configs, problems);
-    if (problems.length > 0) throw new RouteTableError(problems);
+    problems.push(...clashes(compiled, (index) => `routes[${index}]`));
+    if (problems.length > 0) throw new RouteTableError(problems.map(({ at, message }) => `${at}: ${message}`));
+
+    const skipped: SkippedRoute[] = [];
+    for (const definition of stored) {
+      const routeProblems: Problem[] = [];
+      const route = compileRoute(definition, "", ROUTE_RULES, routeProblems);
+      if (route) routeProblems.push(...clashWith(route, compiled));
+      if (route && routeProblems.length === 0) compiled.push(route);
+      else skipped.push({ route: definition, problems: routeProblems });
+    }
     compiled.sort((a, b) => b.prefix.length - a.prefix.length);
-    return new RouteTable(compiled);
+    return new RouteTable(compiled, skipped);
   }
 
   /** Methods some route takes for this path (for a 405's Allow); empty when no route's prefix matches it. */
@@ -95,95 +102,78 @@ function prefixMatches(prefix: string, path: string): boolean {
   return path.startsWith(prefix) && (path.length === prefix.length || path[prefix.length] === "/");
 }
 
-function compileRoute(config: RouteConfig, at: string, problems: string[]): CompiledRoute | undefined {
-  const prefix = samePath(config.match.prefix.replace(/\/+$/, ""));
-  if (isManagementPath(prefix)) {
-    problems.push(`${at}.match.prefix: '${config.match.prefix}' is reserved for the management API (${MANAGEMENT_PREFIX})`);
+/** Problems of the configuration file's own fields, which its route's policies are made from. */
+function configRouteProblems(config: RouteConfig, at: string): Problem[] {
+  const problems: Problem[] = [];
+  const key = config.key;
+  if (key !== undefined) {
+    if ((key.header === undefined) === (key.query === undefined))
+      problems.push({ at: `${at}.key`, message: "give exactly one of 'header' or 'query'" });
+    else if (key.query !== undefined && key.scheme !== undefined)
+      problems.push({ at: `${at}.key.scheme`, message: "only applies to a header" });
   }
-  if (/[?#]/.test(config.match.prefix)) problems.push(`${at}.match.prefix: must be a path, without '?' or '#'`);
-
-  let upstream: URL | undefined;
-  try {
-    upstream = new URL(config.upstream);
-    if (upstream.search || upstream.hash) problems.push(`${at}.upstream: must not have a query string or fragment`);
-  } catch {
-    problems.push(`${at}.upstream: '${config.upstream}' is not a valid URL`);
-  }
-
-  const key = config.key ?? { header: "authorization", scheme: "Bearer" };
-  let keySource: KeySource | undefined;
-  if ((key.header === undefined) === (key.query === undefined)) problems.push(`${at}.key: give exactly one of 'header' or 'query'`);
-  else if (key.query !== undefined) {
-    if (key.scheme !== undefined) problems.push(`${at}.key.scheme: only applies to a header`);
-    keySource = { kind: "query", parameter: key.query };
-  } else
-    keySource = {
-      kind: "header",
-      header: (key.header as string).toLowerCase(),
-      ...(key.scheme !== undefined ? { scheme: key.scheme } : {}),
-    };
-
-  let permissionQuery: PermissionQuery | undefined;
   if (config.permissions !== undefined) {
-    try {
-      permissionQuery = parsePermissionQuery(config.permissions);
-    } catch (error) {
-      if (!(error instanceof PermissionQuerySyntaxError)) throw error;
-      problems.push(`${at}.permissions: ${error.message}`);
-    }
+    const error = permissionQueryError(config.permissions);
+    if (error) problems.push({ at: `${at}.permissions`, message: error });
   }
-
-  const forward = config.forward ?? {};
-  const forwarded = Object.values(forward).map((header) => header.toLowerCase());
-  if (new Set(forwarded).size !== forwarded.length) problems.push(`${at}.forward: two values share a header name`);
-  if (keySource?.kind === "header" && forwarded.includes(keySource.header))
-    problems.push(`${at}.forward: '${keySource.header}' is the header the key is read from`);
-
   const limitNames = new Set<string>();
   (config.ratelimits ?? []).forEach((limit, index) => {
-    if (limitNames.has(limit.name)) problems.push(`${at}.ratelimits[${index}].name: '${limit.name}' is listed twice`);
+    if (limitNames.has(limit.name)) problems.push({ at: `${at}.ratelimits[${index}].name`, message: `'${limit.name}' is listed twice` });
     limitNames.add(limit.name);
   });
-
-  if (!upstream || !keySource) return undefined;
-  return {
-    config,
-    name: config.name,
-    prefix,
-    methods: config.match.methods ? new Set(config.match.methods) : undefined,
-    upstream,
-    upstreamBase: upstream.pathname.replace(/\/+$/, ""),
-    keySource,
-    permissionQuery,
-    namespaceLimits: (config.namespaceLimits ?? []).map((limit) => ({
-      namespace: limit.namespace,
-      identifier: parseIdentifier(limit.identifier),
-      limit: limit.limit,
-      durationMs: limit.duration,
-      cost: limit.cost,
-    })),
-  };
+  return problems;
 }
 
-function parseIdentifier(identifier: string): IdentifierSource {
-  if (identifier.startsWith("header:")) return { kind: "header", header: identifier.slice("header:".length).toLowerCase() };
-  return { kind: identifier as "key" | "identity" | "ip" };
+function permissionQueryError(text: string): string | undefined {
+  try {
+    parsePermissionQuery(text);
+    return undefined;
+  } catch (error) {
+    if (error instanceof PermissionQuerySyntaxError) return error.message;
+    throw error;
+  }
 }
 
-/** Two routes with the same prefix must not both take a method: which one answers would be arbitrary. */
-function findOverlaps(routes: readonly CompiledRoute[], configs: readonly RouteConfig[], problems: string[]): void {
+/** Routes of the same name, or of the same prefix sharing a method (which one answers would be arbitrary). */
+function clashes(routes: readonly CompiledRoute[], at: (index: number) => string): Problem[] {
+  const problems: Problem[] = [];
+  const names = new Map<string, number>();
+  routes.forEach((route, index) => {
+    const earlier = names.get(route.name);
+    if (earlier !== undefined) problems.push({ at: `${at(index)}.name`, message: `'${route.name}' is also the name of ${at(earlier)}` });
+    else names.set(route.name, index);
+  });
   for (let i = 0; i < routes.length; i++) {
     for (let j = i + 1; j < routes.length; j++) {
       const a = routes[i] as CompiledRoute;
       const b = routes[j] as CompiledRoute;
-      if (a.prefix !== b.prefix) continue;
-      const shared = !a.methods || !b.methods || [...a.methods].some((method) => b.methods?.has(method));
-      if (shared) {
-        const index = (route: CompiledRoute) => configs.indexOf(route.config);
-        problems.push(
-          `routes[${index(b)}].match: same prefix '${b.config.match.prefix}' and methods as routes[${index(a)}]; give them different methods`,
-        );
+      if (sharesRequests(a, b)) {
+        problems.push({
+          at: `${at(j)}.match`,
+          message: `same prefix '${b.definition.match.prefix}' and methods as ${at(i)}; give them different methods`,
+        });
       }
     }
   }
+  return problems;
+}
+
+/** Why `route` cannot join `routes`: a name taken, or a prefix and method taken. */
+export function clashWith(route: CompiledRoute, routes: readonly CompiledRoute[]): Problem[] {
+  const problems: Problem[] = [];
+  for (const other of routes) {
+    if (other.id === route.id) continue;
+    if (other.name === route.name) problems.push({ at: "name", message: `'${route.name}' is the name of another route` });
+    if (sharesRequests(route, other)) {
+      problems.push({
+        at: "match",
+        message: `route '${other.name}' already takes the prefix '${other.definition.match.prefix}' for these methods; give this one other methods or another prefix`,
+      });
+    }
+  }
+  return problems;
+}
+
+function sharesRequests(a: CompiledRoute, b: CompiledRoute): boolean {
+  return a.prefix === b.prefix && (!a.methods || !b.methods || [...a.methods].some((method) => b.methods?.has(method)));
 }

@@ -23,8 +23,8 @@ export async function refundCredits(
   request: GatewayRequest,
   decision: Allowed,
 ): Promise<void> {
-  if (!refundDue(request, decision)) return;
   const { workspaceId, verification } = decision;
+  if (!refundDue(request, decision) || !verification || workspaceId === undefined) return;
   try {
     await keys.refundCredits(workspaceId, verification.key.keyId, verification.spentCredits);
   } catch (error) {
@@ -34,5 +34,5 @@ export async function refundCredits(
 
 /** Whether an allowed request spent credits that its upstream's failure gives back (`refundCreditsOnUpstreamFailure`). */
 export function refundDue(request: GatewayRequest, decision: Allowed): boolean {
-  return request.snapshot.settings.refundCreditsOnUpstreamFailure && decision.verification.spentCredits > 0;
+  return request.snapshot.settings.refundCreditsOnUpstreamFailure && (decision.verification?.spentCredits ?? 0) > 0;
 }

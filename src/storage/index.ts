@@ -12,6 +12,7 @@ import { MemoryRatelimitCounterStore } from "./memory/ratelimit-counter-store.js
 import { MemoryRatelimitNamespaceStore } from "./memory/ratelimit-namespace-store.js";
 import { MemoryRoleStore } from "./memory/role-store.js";
 import { MemoryRootKeyStore } from "./memory/root-key-store.js";
+import { MemoryRouteStore } from "./memory/route-store.js";
 import { SharedCounters } from "./ratelimit/shared-counters.js";
 import { RedisAnalyticsQuotaStore } from "./redis/analytics-quota-store.js";
 import { RedisApiStore } from "./redis/api-store.js";
@@ -30,6 +31,7 @@ import { RedisRatelimitNamespaceStore } from "./redis/ratelimit-namespace-store.
 import { type ReplicaWaitSettings, waitingForReplicas } from "./redis/replica-wait.js";
 import { RedisRoleStore } from "./redis/role-store.js";
 import { RedisRootKeyStore } from "./redis/root-key-store.js";
+import { RedisRouteStore } from "./redis/route-store.js";
 import { type ConnectionSettings, closeClient, type RedisClient, type RedisTarget } from "./redis/topology.js";
 
 export interface StoreOptions {
@@ -56,6 +58,7 @@ export function createMemoryStores(options: StoreOptions = {}): Stores {
     ratelimitCounters: new MemoryRatelimitCounterStore(options.clock ?? systemClock, keys),
     analyticsQuota: new MemoryAnalyticsQuotaStore(),
     dashboardSessions: new MemoryDashboardSessionStore(options.clock ?? systemClock),
+    routes: new MemoryRouteStore(),
     health: MEMORY_HEALTH,
     broadcast: NO_OTHER_INSTANCES,
     close: async () => {},
@@ -144,6 +147,7 @@ export function createRedisStores(
     breaker: guard.breaker,
     analyticsQuota: new RedisAnalyticsQuotaStore(guarded, keys),
     dashboardSessions: new RedisDashboardSessionStore(guarded, keys),
+    routes: new RedisRouteStore(guarded, keys),
     health: redisHealth(redis, guard),
     broadcast: new RedisBroadcast(redis, prefix),
     close: async () => {

@@ -11,6 +11,7 @@ import type {
   RatelimitOverrideRecord,
   RoleRecord,
   RootKeyRecord,
+  RouteRecord,
 } from "./records.js";
 
 /**
@@ -223,6 +224,37 @@ export interface RatelimitNamespaceStore {
   allOverrides(workspaceId: string, namespaceId: string): Promise<RatelimitOverrideRecord[]>;
 }
 
+/** The stored gateway routes as of one instant: `version` grows by one with every write. */
+export interface StoredRouteTable {
+  version: number;
+  routes: RouteRecord[];
+}
+
+/** What a change of the route table writes: the next routes, and an OpenAPI document stored (text) or removed (null). */
+export interface RouteTableChange<R> {
+  result: R;
+  /** Absent: nothing is written and the version stays. */
+  routes?: RouteRecord[];
+  openApi?: { routeId: string; text: string | null };
+}
+
+/**
+ * The gateway routes managed through the API: one table every instance reads, changed atomically. A route's
+ * OpenAPI document is kept apart (it may be large) and read when the route table is compiled.
+ */
+export interface RouteStore {
+  table(): Promise<StoredRouteTable>;
+  /** The version alone: instances poll it to learn of changes they missed. */
+  version(): Promise<number>;
+  /**
+   * Changes the table atomically: `change` gets the current table and says what to write; when another writer got
+   * there first it is called again with the newer table. Returns `change`'s result.
+   */
+  update<R>(change: (current: StoredRouteTable) => RouteTableChange<R>): Promise<R>;
+  /** A route's OpenAPI document as uploaded; null when it has none. */
+  openApi(routeId: string): Promise<string | null>;
+}
+
 export type CommandListener = (command: string, seconds: number) => void;
 
 /** Whether the shared store answers, for readiness, metrics and the caches that must revalidate after an outage. */
@@ -270,6 +302,7 @@ export interface Stores {
   readonly ratelimitCounters: RatelimitCounterStore;
   readonly analyticsQuota: AnalyticsQuotaStore;
   readonly dashboardSessions: DashboardSessionStore;
+  readonly routes: RouteStore;
   readonly health: StoreHealth;
   /** Carries cache invalidations (and any other news every instance must hear) between instances. */
   readonly broadcast: Broadcast;

@@ -66,7 +66,7 @@ t.test("upstream headers drop the key and forged identity headers, and add the r
       accept: "application/json",
       "x-forwarded-for": "10.0.0.1",
     },
-    { keyId: "key_real", identity: { id: "id_real", externalId: "customer_7" } },
+    { key: { keyId: "key_real", identity: { id: "id_real", externalId: "customer_7" }, shown: { keyId: "key_real", enabled: true } } },
     { peer: "192.0.2.7", protocol: "https", host: "api.example.com" },
   );
   t.equal(headers.authorization, undefined, "the key does not reach the upstream");
@@ -76,7 +76,7 @@ t.test("upstream headers drop the key and forged identity headers, and add the r
   const withoutIdentity = upstreamHeaders(
     route,
     { "x-keygate-identity": "id_forged", "x-keygate-external-id": "forged" },
-    { keyId: "key_real" },
+    { key: { keyId: "key_real", shown: { keyId: "key_real", enabled: true } } },
     { peer: "192.0.2.7", protocol: "https", host: "api.example.com" },
   );
   t.equal(withoutIdentity["x-keygate-identity"], undefined, "a forged header is dropped even when there is no real value");

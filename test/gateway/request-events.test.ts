@@ -40,12 +40,12 @@ async function startCookieUpstream(t: Test): Promise<{ url: string; held: () => 
 
 t.test("the key's query parameter is redacted however it is written; the rest stays as sent", async (t) => {
   const source = { kind: "query", parameter: "api_key" } as const;
-  t.equal(redactedQuery("api_key=sk_1&x=%41+b", source), "api_key=REDACTED&x=%41+b");
-  t.equal(redactedQuery("x=1&api_key=sk_1&api_key=sk_2", source), "x=1&api_key=REDACTED&api_key=REDACTED", "every occurrence");
-  t.equal(redactedQuery("api%5fkey=sk_1&api_key", source), "api%5fkey=REDACTED&api_key", "an escaped name; a name alone has no value");
-  t.equal(redactedQuery("api+key=sk_1", { kind: "query", parameter: "api key" }), "api+key=REDACTED", "+ is a space in a name");
-  t.equal(redactedQuery("api_keys=not-the-key&", source), "api_keys=not-the-key&", "other names, and empty pairs, as they are");
-  t.equal(redactedQuery("api_key=sk_1", { kind: "header", header: "authorization" }), "api_key=sk_1", "a header route reads no query");
+  t.equal(redactedQuery("api_key=sk_1&x=%41+b", [source]), "api_key=REDACTED&x=%41+b");
+  t.equal(redactedQuery("x=1&api_key=sk_1&api_key=sk_2", [source]), "x=1&api_key=REDACTED&api_key=REDACTED", "every occurrence");
+  t.equal(redactedQuery("api%5fkey=sk_1&api_key", [source]), "api%5fkey=REDACTED&api_key", "an escaped name; a name alone has no value");
+  t.equal(redactedQuery("api+key=sk_1", [{ kind: "query", parameter: "api key" }]), "api+key=REDACTED", "+ is a space in a name");
+  t.equal(redactedQuery("api_keys=not-the-key&", [source]), "api_keys=not-the-key&", "other names, and empty pairs, as they are");
+  t.equal(redactedQuery("api_key=sk_1", [{ kind: "header", header: "authorization" }]), "api_key=sk_1", "a header route reads no query");
 });
 
 for (const storage of STORAGE_KINDS) {

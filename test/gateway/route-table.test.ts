@@ -112,15 +112,15 @@ t.test("an invalid route stops the configuration with path-qualified messages", 
 t.test("keys come from a header after its scheme, a whole header, or a query parameter", async (t) => {
   const query = "api_key=sk_query&other=1";
   const bearer = { kind: "header" as const, header: "authorization", scheme: "Bearer" };
-  t.equal(extractKey(bearer, { authorization: "Bearer sk_123" }, query), "sk_123");
-  t.equal(extractKey(bearer, { authorization: "bearer   sk_123  " }, query), "sk_123", "scheme ignoring case, spaces trimmed");
-  t.equal(extractKey(bearer, { authorization: "Basic abc" }, query), undefined);
-  t.equal(extractKey(bearer, { authorization: "Bearer" }, query), undefined);
-  t.equal(extractKey(bearer, {}, query), undefined);
-  t.equal(extractKey({ kind: "header", header: "x-api-key" }, { "x-api-key": " sk_header " }, query), "sk_header");
-  t.equal(extractKey({ kind: "header", header: "x-api-key" }, { "x-api-key": "" }, query), undefined);
-  t.equal(extractKey({ kind: "query", parameter: "api_key" }, {}, query), "sk_query");
-  t.equal(extractKey({ kind: "query", parameter: "missing" }, {}, query), undefined);
-  t.equal(extractKey({ kind: "query", parameter: "api_key" }, {}, ""), undefined, "no query at all");
-  t.equal(extractKey({ kind: "query", parameter: "api_key" }, {}, "api_key=sk%2Fx%20y"), "sk/x y", "decoded");
+  t.equal(extractKey([bearer], { authorization: "Bearer sk_123" }, query), "sk_123");
+  t.equal(extractKey([bearer], { authorization: "bearer   sk_123  " }, query), "sk_123", "scheme ignoring case, spaces trimmed");
+  t.equal(extractKey([bearer], { authorization: "Basic abc" }, query), undefined);
+  t.equal(extractKey([bearer], { authorization: "Bearer" }, query), undefined);
+  t.equal(extractKey([bearer], {}, query), undefined);
+  t.equal(extractKey([{ kind: "header", header: "x-api-key" }], { "x-api-key": " sk_header " }, query), "sk_header");
+  t.equal(extractKey([{ kind: "header", header: "x-api-key" }], { "x-api-key": "" }, query), undefined);
+  t.equal(extractKey([{ kind: "query", parameter: "api_key" }], {}, query), "sk_query");
+  t.equal(extractKey([{ kind: "query", parameter: "missing" }], {}, query), undefined);
+  t.equal(extractKey([{ kind: "query", parameter: "api_key" }], {}, ""), undefined, "no query at all");
+  t.equal(extractKey([{ kind: "query", parameter: "api_key" }], {}, "api_key=sk%2Fx%20y"), "sk/x y", "decoded");
 });

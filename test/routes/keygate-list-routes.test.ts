@@ -32,11 +32,22 @@ t.test("keygate.listRoutes", async (t) => {
     const byName = new Map(listed.body.data.map((route: { name: string }) => [route.name, route]));
     t.same([...byName.keys()].sort(), ["billing", "orders"]);
     t.match(byName.get("orders"), {
+      id: "config_route_orders",
+      source: "config",
       match: { prefix: "/orders", methods: ["GET", "POST"] },
-      apiId: "api_orders",
-      permissions: "orders.read",
-      credits: { cost: 2 },
-      ratelimits: [{ name: "requests", cost: 1 }],
+      policies: [
+        {
+          name: "keyauth",
+          enabled: true,
+          keyauth: {
+            keyspaces: ["api_orders"],
+            locations: [{ bearer: {} }],
+            permissionQuery: "orders.read",
+            credits: 2,
+            ratelimits: [{ name: "requests", cost: 1 }],
+          },
+        },
+      ],
     });
     t.equal((byName.get("orders") as { upstream: string }).upstream, "http://user:***@127.0.0.1:9/base");
     t.notMatch(JSON.stringify(listed.body), "secret");
@@ -52,8 +63,8 @@ t.test("keygate.listRoutes", async (t) => {
     );
   });
 
-  await t.test("a root key reading one API sees its routes; one reading none is refused", async (t) => {
-    const one = await h.rootKey(["api.api_billing.read_api"]);
+  await t.test("a root key reading one route sees it alone; one reading none is refused", async (t) => {
+    const one = await h.rootKey(["gateway.config_route_billing.read_route"]);
     t.same(
       (await h.call("keygate.listRoutes", {}, { rootKey: one })).body.data.map((route: { name: string }) => route.name),
       ["billing"],

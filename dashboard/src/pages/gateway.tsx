@@ -5,7 +5,7 @@ import { DataTable, ErrorNote, useAction } from "../ui.js";
 
 type Route = DataOf<"keygate.listRoutes">[number];
 
-/** The gateway's routes in front of this workspace's APIs, as configured (read-only: routes live in the configuration). */
+/** The gateway's routes this workspace may read: its own, and the configuration file's in front of its APIs. */
 export function GatewayPage() {
   const [routes, setRoutes] = useState<Route[] | null>(null);
   const [error, setError] = useState<unknown>(null);
@@ -15,34 +15,21 @@ export function GatewayPage() {
   return (
     <>
       <h1>Gateway routes</h1>
-      <p>Read-only: routes are set in keygate's configuration file and reloaded from it.</p>
       <ErrorNote error={error} />
       {routes && (
         <DataTable
           label="Gateway routes"
-          columns={["Route", "Matches", "Key from", "Permission query", "Limits", "Credits", "API", "Upstream"]}
-          empty="No routes in front of this workspace's APIs."
+          columns={["Route", "Source", "Matches", "Policies", "Upstream"]}
+          empty="No routes for this workspace."
           items={routes}
           row={(route) => (
-            <tr key={route.name}>
+            <tr key={route.id}>
               <td>{route.name}</td>
+              <td>{route.source === "config" ? "configuration file" : "API"}</td>
               <td>
                 {(route.match.methods ?? ["any method"]).join(", ")} <code>{route.match.prefix}</code>
               </td>
-              <td>{keyLocation(route.key)}</td>
-              <td>{route.permissions ?? ""}</td>
-              <td>
-                {[
-                  ...(route.ratelimits ?? []).map((limit) => `${limit.name} (cost ${limit.cost})`),
-                  ...(route.namespaceLimits ?? []).map(
-                    (limit) => `${limit.namespace}: ${limit.limit} per ${limit.duration} ms by ${limit.identifier}`,
-                  ),
-                ].join("; ")}
-              </td>
-              <td>{route.credits ? route.credits.cost : ""}</td>
-              <td>
-                <code>{route.apiId}</code>
-              </td>
+              <td>{route.policies.map(policySummary).join("; ")}</td>
               <td>
                 <code>{route.upstream}</code>
                 {route.timeoutMs !== undefined ? ` (timeout ${route.timeoutMs} ms)` : ""}
@@ -132,9 +119,8 @@ function GatewayTraffic() {
   );
 }
 
-function keyLocation(key: Route["key"]): string {
-  if (key?.query) return `query parameter ${key.query}`;
-  const header = key?.header ?? "Authorization";
-  const scheme = key?.header === undefined ? (key?.scheme ?? "Bearer") : key.scheme;
-  return scheme ? `${header}: ${scheme} <key>` : `${header}: <key>`;
+/** One policy in a few words: its name, its kind, and whether it is off. */
+function policySummary(policy: Route["policies"][number]): string {
+  const kind = (["keyauth", "ratelimit", "firewall", "openapi", "logging"] as const).find((field) => policy[field] !== undefined) ?? "?";
+  return `${policy.name} (${kind}${policy.enabled ? "" : ", disabled"})`;
 }

@@ -125,6 +125,13 @@ export class ApiService {
     return api !== null && api.deletedAt === undefined;
   }
 
+  /** Whether a live API of the workspace has this id, or this key space id (`ks_…`). */
+  async isLiveApiOrKeySpace(workspaceId: string, id: string): Promise<boolean> {
+    if (!id.startsWith("ks_")) return this.isLive(workspaceId, id);
+    const api = await this.apis.findByKeySpace(workspaceId, id);
+    return api !== null && api.deletedAt === undefined;
+  }
+
   /**
    * Creates an API declared in the configuration unless it exists. Idempotent across restarts and instances;
    * an id taken by another workspace is a configuration error.

@@ -24,6 +24,8 @@ export interface LimitOutcome {
   passed: boolean;
   /** One per request, in order. */
   decisions: NamespaceLimitDecision[];
+  /** Unix ms of the decision (the clock the decisions' `resetAt` are on). */
+  decidedAt: number;
   /** See LimiterOutcome.degraded: the shared counters were unavailable and `ratelimit.fail` answered. */
   degraded?: "open" | "local";
 }
@@ -231,7 +233,7 @@ export class RatelimitService {
     const latencyMs = performance.now() - startedAt;
     const decisions = limits.map((limit, index) => decided(limit, outcome.results[index] as WindowResult));
     recordRatelimitDecision(this.events, { requestId, workspaceId, time: outcome.now, latencyMs }, decisions);
-    return { passed: outcome.passed, decisions, ...defined({ degraded: outcome.degraded }) };
+    return { passed: outcome.passed, decisions, decidedAt: outcome.now, ...defined({ degraded: outcome.degraded }) };
   }
 
   /**

@@ -47,6 +47,9 @@ export type RbacAction =
 
 export type IdentityAction = "create_identity" | "read_identity" | "update_identity" | "delete_identity";
 
+/** The gateway's routes (keygate.*Route and gateway.* procedures): `gateway.*.<action>` or `gateway.<routeId>.<action>`. */
+export type GatewayAction = "create_route" | "read_route" | "update_route" | "delete_route";
+
 /** keygate's own root-key management (keygate.*RootKey procedures); always workspace-wide (`root_key.*`). */
 export type RootKeyAction = "create_root_key" | "read_root_key" | "delete_root_key";
 
@@ -60,6 +63,7 @@ export const requireRatelimit = (action: RatelimitAction, namespaceId?: string):
 export const requireRbac = (action: RbacAction): PermissionQuery => scoped("rbac", action);
 export const requireIdentity = (action: IdentityAction, identityId?: string): PermissionQuery => scoped("identity", action, identityId);
 export const requireRootKey = (action: RootKeyAction): PermissionQuery => scoped("root_key", action);
+export const requireGateway = (action: GatewayAction, routeId?: string): PermissionQuery => scoped("gateway", action, routeId);
 
 /**
  * The query a root key must satisfy to hand `permission` on to a new root key: the permission itself (held

@@ -132,7 +132,7 @@ export class VerificationService {
   /** The checks before the counters, in order; the counters (limits and credits) only when there is something to count. */
   private async decideFor(view: KeyView | null, request: VerifyRequest): Promise<Verification> {
     const now = this.clock.now();
-    if (!view || (request.apiId !== undefined && view.apiId !== request.apiId) || (request.mayVerify && !request.mayVerify(view.apiId))) {
+    if (!view || (request.keyspaces && !acceptedBy(request.keyspaces, view)) || (request.mayVerify && !request.mayVerify(view.apiId))) {
       return { valid: false, code: "NOT_FOUND", limits: NO_DECISIONS, spentCredits: 0, decidedAt: now };
     }
     if (view.ipAllowlist && !view.ipAllowlist.allows(addressOf(request))) return decidedBeforeCounters(view, "FORBIDDEN", now);
@@ -226,6 +226,11 @@ function decidedBeforeCounters(view: KeyView, code: KeyDenialCode | "VALID", now
   return code === "VALID"
     ? { valid: true, code, key: view, limits: NO_DECISIONS, spentCredits: 0, decidedAt: now }
     : { valid: false, code, key: view, limits: NO_DECISIONS, spentCredits: 0, decidedAt: now };
+}
+
+/** Whether a key belongs to one of `keyspaces`, named by API id or key space id. */
+function acceptedBy(keyspaces: ReadonlySet<string>, view: KeyView): boolean {
+  return keyspaces.has(view.apiId) || keyspaces.has(view.keySpaceId);
 }
 
 function addressOf(request: VerifyRequest): string | undefined {

@@ -25,8 +25,8 @@ export interface VerifyRequest {
   workspaceId: string;
   /** The key as presented. */
   key: string;
-  /** Only keys of this API are found (the gateway's route); other keys are NOT_FOUND. */
-  apiId?: string;
+  /** Only keys of these APIs, by API id or key space id, are found (the gateway's keyauth policy); others are NOT_FOUND. */
+  keyspaces?: ReadonlySet<string>;
   /** Whether the caller may verify keys of an API (keys.verifyKey's root key); when not, the key is NOT_FOUND. */
   mayVerify?: (apiId: string) => boolean;
   /** A permission query: text is parsed only once the key is known to exist (a syntax error is then a 400). */

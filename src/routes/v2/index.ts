@@ -9,18 +9,29 @@ import createApi from "./apis/create-api.js";
 import deleteApi from "./apis/delete-api.js";
 import getApi from "./apis/get-api.js";
 import listKeys from "./apis/list-keys.js";
+import listPolicies from "./gateway/list-policies.js";
+import setPolicies from "./gateway/set-policies.js";
+import updatePolicy from "./gateway/update-policy.js";
 import createIdentity from "./identities/create-identity.js";
 import deleteIdentity from "./identities/delete-identity.js";
 import getIdentity from "./identities/get-identity.js";
 import listIdentities from "./identities/list-identities.js";
 import updateIdentity from "./identities/update-identity.js";
 import createRootKey from "./keygate/create-root-key.js";
+import createRoute from "./keygate/create-route.js";
 import deleteRootKey from "./keygate/delete-root-key.js";
+import deleteRoute from "./keygate/delete-route.js";
 import getApiIpAllowlist from "./keygate/get-api-ip-allowlist.js";
+import getRoute from "./keygate/get-route.js";
+import getRouteOpenApi from "./keygate/get-route-open-api.js";
 import listApis from "./keygate/list-apis.js";
 import listRootKeys from "./keygate/list-root-keys.js";
 import listRoutes from "./keygate/list-routes.js";
 import setApiIpAllowlist from "./keygate/set-api-ip-allowlist.js";
+import setRouteOpenApi from "./keygate/set-route-open-api.js";
+import setRoutePolicies from "./keygate/set-route-policies.js";
+import updateRoute from "./keygate/update-route.js";
+import updateRoutePolicy from "./keygate/update-route-policy.js";
 import addPermissions from "./keys/add-permissions.js";
 import addRoles from "./keys/add-roles.js";
 import createKey from "./keys/create-key.js";
@@ -111,6 +122,17 @@ export const PROCEDURES = [
   deleteRootKey,
   listApis,
   listRoutes,
+  createRoute,
+  getRoute,
+  updateRoute,
+  deleteRoute,
+  setRoutePolicies,
+  updateRoutePolicy,
+  setRouteOpenApi,
+  getRouteOpenApi,
+  listPolicies,
+  setPolicies,
+  updatePolicy,
 ] as const satisfies readonly AnyProcedure[];
 
 export interface V2Options {

@@ -61,6 +61,10 @@ export function createRedisKeys(prefix: string) {
     creditReceipt: (workspaceId: string, executionId: string) => `${workspace(workspaceId)}:credit-receipt:${executionId}`,
     /** key space id → API id, written with the API record (same hash tag). */
     apiByKeySpace: (workspaceId: string, keySpaceId: string) => `${workspace(workspaceId)}:keyspace:${keySpaceId}`,
+    /** The gateway's stored routes (one JSON table), its version and each route's OpenAPI document: one tag, one slot. */
+    routeTable: () => `${prefix}:{routes}:table`,
+    routeTableVersion: () => `${prefix}:{routes}:version`,
+    routeOpenApi: (routeId: string) => `${prefix}:{routes}:openapi:${routeId}`,
     /** Hash of one analytics quota window: fields `queries` and `executionMs`; expires after the window. */
     analyticsQuota: (workspaceId: string, windowStart: number) => `${workspace(workspaceId)}:analytics-quota:${windowStart}`,
   };

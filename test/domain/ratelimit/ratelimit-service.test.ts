@@ -46,6 +46,7 @@ t.test("check applies namespace limits with overrides, all-or-nothing, without a
           passed: true,
         },
       ],
+      decidedAt: 5_000 * 60_000,
     });
     t.equal((await check([["gateway", "1.2.3.4", 2]])).decisions[0]?.remaining, 0, "once it exists");
     t.match(events, [

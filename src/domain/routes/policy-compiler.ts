@@ -1,0 +1,328 @@
+import { RE2JS } from "re2js";
+import { IpAllowlist, ipEntryProblem, MAX_IP_ALLOWLIST_ENTRIES } from "../../lib/ip-allowlist.js";
+import type {
+  FieldMatch,
+  KeyauthPolicy,
+  KeyLocation,
+  LoggingPolicy,
+  MatchExpr,
+  PolicyRecord,
+  RatelimitIdentifier,
+  RatelimitPolicy,
+  StringMatch,
+} from "../../storage/records.js";
+import { type PermissionQuery, PermissionQuerySyntaxError, parsePermissionQuery } from "../permissions/query.js";
+import type { RequestedLimit } from "../verification/verification.js";
+
+/** Where a request's key is read from: a header (after a required scheme, or with an optional prefix stripped), or a query parameter. */
+export type KeySource = { kind: "header"; header: string; scheme?: string; stripPrefix?: string } | { kind: "query"; parameter: string };
+
+/**
+ * One source of a rate limit identifier. `subject`: the key's identity, or the key when it has none. `keyId`: the
+ * key. `principalField`: a field of the principal (docs/gateway.md#the-principal), by its dotted path.
+ */
+export type IdentifierSource =
+  | { kind: "remoteIp" }
+  | { kind: "header"; header: string }
+  | { kind: "subject" }
+  | { kind: "keyId" }
+  | { kind: "path" }
+  | { kind: "principalField"; path: readonly string[] };
+
+/** The parts of a request a policy's match expressions read. Header names are lower case. */
+export interface MatchedRequest {
+  method: string;
+  /** The path with escaped unreserved characters decoded (samePath). */
+  path: string;
+  header(name: string): string | undefined;
+  /** A query parameter's first value; undefined when absent. */
+  queryParam(name: string): string | undefined;
+}
+
+export type RequestPredicate = (request: MatchedRequest) => boolean;
+
+interface CompiledPolicyBase {
+  id: string;
+  name: string;
+  /** Every one must hold for the policy to apply (none: every request). */
+  matches: readonly RequestPredicate[];
+}
+
+export interface CompiledKeyauth extends CompiledPolicyBase {
+  kind: "keyauth";
+  /** API ids or key space ids: a key of another API is NOT_FOUND. */
+  keyspaces: ReadonlySet<string>;
+  /** Tried in order; the first that holds a key is the one verified. */
+  keySources: readonly KeySource[];
+  permissionQuery?: PermissionQuery;
+  ratelimits?: readonly RequestedLimit[];
+  credits?: { cost: number };
+}
+
+export interface CompiledRatelimit extends CompiledPolicyBase {
+  kind: "ratelimit";
+  namespace: string;
+  limit: number;
+  durationMs: number;
+  cost: number;
+  identifiers: readonly IdentifierSource[];
+}
+
+export interface CompiledFirewall extends CompiledPolicyBase {
+  kind: "firewall";
+  /** Clients outside it are denied; absent: no client is spared for being in a list. */
+  allow?: IpAllowlist;
+  /** Clients within it are denied. */
+  deny?: IpAllowlist;
+}
+
+export type CompiledPolicy =
+  | CompiledKeyauth
+  | CompiledRatelimit
+  | CompiledFirewall
+  | (CompiledPolicyBase & { kind: "openapi" })
+  | (CompiledPolicyBase & { kind: "logging"; capture: LoggingPolicy });
+
+export const POLICY_KINDS = ["keyauth", "ratelimit", "firewall", "openapi", "logging"] as const;
+export type PolicyKind = (typeof POLICY_KINDS)[number];
+
+export const MAX_POLICIES = 50;
+export const MAX_MATCH_EXPRESSIONS = 10;
+
+/** A problem found while compiling: the field (`policies[2].match[0]`) and what is wrong with it. */
+export interface Problem {
+  at: string;
+  message: string;
+}
+
+/** Problems found while compiling, in the order found. */
+export type Problems = Problem[];
+
+/** The kind of a policy: which one of its five rule fields is set (undefined when not exactly one is). */
+export function policyKind(policy: Pick<PolicyRecord, PolicyKind>): PolicyKind | undefined {
+  const set = POLICY_KINDS.filter((kind) => policy[kind] !== undefined);
+  return set.length === 1 ? set[0] : undefined;
+}
+
+/**
+ * The enabled policies of a route, compiled for the gateway, in order; each problem is pushed to `problems` with
+ * its field under `at` (e.g. `policies`). `routeName` names the default namespace of its rate limit policies.
+ */
+export function compilePolicies(policies: readonly PolicyRecord[], routeName: string, at: string, problems: Problems): CompiledPolicy[] {
+  if (policies.length > MAX_POLICIES) problems.push({ at: at, message: `must hold at most ${MAX_POLICIES} policies` });
+  const compiled: CompiledPolicy[] = [];
+  const names = new Map<string, number>();
+  policies.forEach((policy, index) => {
+    const where = `${at}[${index}]`;
+    const earlier = names.get(policy.name);
+    if (earlier !== undefined) problems.push({ at: `${where}.name`, message: `'${policy.name}' is also the name of ${at}[${earlier}]` });
+    names.set(policy.name, index);
+    const one = compilePolicy(policy, routeName, where, problems);
+    if (one && policy.enabled) compiled.push(one);
+  });
+  return compiled;
+}
+
+function compilePolicy(policy: PolicyRecord, routeName: string, at: string, problems: Problems): CompiledPolicy | undefined {
+  const before = problems.length;
+  const matches = compileMatches(policy.match ?? [], `${at}.match`, problems);
+  const kind = policyKind(policy);
+  if (kind === undefined) {
+    problems.push({ at: at, message: `must set exactly one of ${POLICY_KINDS.join(", ")}` });
+    return undefined;
+  }
+  const base = { id: policy.id, name: policy.name, matches };
+  let compiled: CompiledPolicy | undefined;
+  if (policy.keyauth) compiled = compileKeyauth(policy.keyauth, base, `${at}.keyauth`, problems);
+  else if (policy.ratelimit)
+    compiled = compileRatelimit(policy.ratelimit, base, `${routeName}.${policy.name}`, `${at}.ratelimit`, problems);
+  else if (policy.firewall) compiled = compileFirewall(policy.firewall, base, `${at}.firewall`, problems);
+  else if (policy.openapi) compiled = { ...base, kind: "openapi" };
+  else if (policy.logging) compiled = { ...base, kind: "logging", capture: policy.logging };
+  return problems.length === before ? compiled : undefined;
+}
+
+function compileMatches(expressions: readonly MatchExpr[], at: string, problems: Problems): RequestPredicate[] {
+  if (expressions.length > MAX_MATCH_EXPRESSIONS)
+    problems.push({ at: at, message: `must hold at most ${MAX_MATCH_EXPRESSIONS} expressions` });
+  const predicates: RequestPredicate[] = [];
+  for (const [index, expression] of expressions.entries()) {
+    const where = `${at}[${index}]`;
+    const set = (["path", "method", "header", "queryParam"] as const).filter((kind) => expression[kind] !== undefined);
+    if (set.length !== 1) {
+      problems.push({ at: where, message: "must set exactly one of path, method, header or queryParam" });
+      continue;
+    }
+    if (expression.path) {
+      const test = compileStringMatch(expression.path.path, `${where}.path.path`, problems);
+      if (test) predicates.push((request) => test(request.path));
+    } else if (expression.method) {
+      const methods = new Set<string>(expression.method.methods);
+      predicates.push((request) => methods.has(request.method));
+    } else if (expression.header) {
+      const name = expression.header.name.toLowerCase();
+      const test = compileFieldMatch(expression.header, `${where}.header`, problems);
+      if (test) predicates.push((request) => test(request.header(name)));
+    } else if (expression.queryParam) {
+      const name = expression.queryParam.name;
+      const test = compileFieldMatch(expression.queryParam, `${where}.queryParam`, problems);
+      if (test) predicates.push((request) => test(request.queryParam(name)));
+    }
+  }
+  return predicates;
+}
+
+/** A header or query parameter: `present`, or a value that matches; an absent field matches neither. */
+function compileFieldMatch(field: FieldMatch, at: string, problems: Problems): ((value: string | undefined) => boolean) | undefined {
+  if ((field.present === undefined) === (field.value === undefined)) {
+    problems.push({ at: at, message: "must set exactly one of present or value" });
+    return undefined;
+  }
+  if (field.present) return (value) => value !== undefined;
+  const test = compileStringMatch(field.value as StringMatch, `${at}.value`, problems);
+  return test && ((value) => value !== undefined && test(value));
+}
+
+/** A string matcher; a regex is RE2 (linear-time matching, no backtracking) and matches anywhere in the input. */
+export function compileStringMatch(match: StringMatch, at: string, problems: Problems): ((input: string) => boolean) | undefined {
+  const set = (["exact", "prefix", "regex"] as const).filter((mode) => match[mode] !== undefined);
+  if (set.length !== 1) {
+    problems.push({ at: at, message: "must set exactly one of exact, prefix or regex" });
+    return undefined;
+  }
+  const ignoreCase = match.ignoreCase === true;
+  if (match.regex !== undefined) {
+    let pattern: RE2JS;
+    try {
+      pattern = RE2JS.compile(match.regex, ignoreCase ? RE2JS.CASE_INSENSITIVE : 0);
+    } catch (error) {
+      problems.push({
+        at: `${at}.regex`,
+        message: `is not a valid RE2 regular expression: ${error instanceof Error ? error.message : String(error)}`,
+      });
+      return undefined;
+    }
+    return (input) => pattern.matcher(input).find();
+  }
+  const expected = ignoreCase ? (match.exact ?? match.prefix ?? "").toLowerCase() : (match.exact ?? match.prefix ?? "");
+  const fold = ignoreCase ? (input: string) => input.toLowerCase() : (input: string) => input;
+  return match.exact !== undefined ? (input) => fold(input) === expected : (input) => fold(input).startsWith(expected);
+}
+
+function compileKeyauth(policy: KeyauthPolicy, base: CompiledPolicyBase, at: string, problems: Problems): CompiledKeyauth | undefined {
+  if (policy.keyspaces.length === 0 || policy.keyspaces.length > 5)
+    problems.push({ at: `${at}.keyspaces`, message: "must name 1 to 5 APIs" });
+  const keySources = (policy.locations ?? [{ bearer: {} }]).map((location, index) =>
+    keySource(location, `${at}.locations[${index}]`, problems),
+  );
+  let permissionQuery: PermissionQuery | undefined;
+  if (policy.permissionQuery !== undefined) {
+    try {
+      permissionQuery = parsePermissionQuery(policy.permissionQuery);
+    } catch (error) {
+      if (!(error instanceof PermissionQuerySyntaxError)) throw error;
+      problems.push({ at: `${at}.permissionQuery`, message: `${error.message}` });
+    }
+  }
+  const limitNames = new Set<string>();
+  (policy.ratelimits ?? []).forEach((limit, index) => {
+    const where = `${at}.ratelimits[${index}]`;
+    if (limitNames.has(limit.name)) problems.push({ at: `${where}.name`, message: `'${limit.name}' is listed twice` });
+    limitNames.add(limit.name);
+    if ((limit.limit === undefined) !== (limit.duration === undefined))
+      problems.push({ at: where, message: "must set limit and duration together, or neither" });
+  });
+  if (keySources.some((source) => source === undefined)) return undefined;
+  const compiled: CompiledKeyauth = {
+    ...base,
+    kind: "keyauth",
+    keyspaces: new Set(policy.keyspaces),
+    keySources: keySources as KeySource[],
+  };
+  if (permissionQuery) compiled.permissionQuery = permissionQuery;
+  if (policy.ratelimits) compiled.ratelimits = policy.ratelimits;
+  if (policy.credits !== undefined) compiled.credits = { cost: policy.credits };
+  return compiled;
+}
+
+function keySource(location: KeyLocation, at: string, problems: Problems): KeySource | undefined {
+  const set = (["bearer", "header", "queryParam"] as const).filter((kind) => location[kind] !== undefined);
+  if (set.length !== 1) {
+    problems.push({ at: at, message: "must set exactly one of bearer, header or queryParam" });
+    return undefined;
+  }
+  if (location.bearer) return { kind: "header", header: "authorization", scheme: "Bearer" };
+  if (location.queryParam) return { kind: "query", parameter: location.queryParam.name };
+  const header = location.header as NonNullable<KeyLocation["header"]>;
+  const source: KeySource = { kind: "header", header: header.name.toLowerCase() };
+  if (header.scheme) source.scheme = header.scheme;
+  if (header.stripPrefix) source.stripPrefix = header.stripPrefix;
+  return source;
+}
+
+function compileRatelimit(
+  policy: RatelimitPolicy,
+  base: CompiledPolicyBase,
+  defaultNamespace: string,
+  at: string,
+  problems: Problems,
+): CompiledRatelimit | undefined {
+  if (policy.identifiers.length === 0 || policy.identifiers.length > 5)
+    problems.push({ at: `${at}.identifiers`, message: "must hold 1 to 5 sources" });
+  const identifiers = policy.identifiers.map((identifier, index) => identifierSource(identifier, `${at}.identifiers[${index}]`, problems));
+  if (identifiers.some((identifier) => identifier === undefined)) return undefined;
+  return {
+    ...base,
+    kind: "ratelimit",
+    namespace: policy.namespace ?? defaultNamespace,
+    limit: policy.limit,
+    durationMs: policy.windowMs,
+    cost: policy.cost ?? 1,
+    identifiers: identifiers as IdentifierSource[],
+  };
+}
+
+function identifierSource(identifier: RatelimitIdentifier, at: string, problems: Problems): IdentifierSource | undefined {
+  const set = (["remoteIp", "header", "authenticatedSubject", "path", "principalField"] as const).filter(
+    (kind) => identifier[kind] !== undefined,
+  );
+  if (set.length !== 1) {
+    problems.push({ at: at, message: "must set exactly one of remoteIp, header, authenticatedSubject, path or principalField" });
+    return undefined;
+  }
+  if (identifier.remoteIp) return { kind: "remoteIp" };
+  if (identifier.header) return { kind: "header", header: identifier.header.name.toLowerCase() };
+  if (identifier.authenticatedSubject) return { kind: "subject" };
+  if (identifier.path) return { kind: "path" };
+  const path = (identifier.principalField as { path: string }).path;
+  // The principal's own key id counts as the key itself (the configuration file's identifier `key`).
+  return path === "keyId" ? { kind: "keyId" } : { kind: "principalField", path: path.split(".") };
+}
+
+function compileFirewall(
+  policy: NonNullable<PolicyRecord["firewall"]>,
+  base: CompiledPolicyBase,
+  at: string,
+  problems: Problems,
+): CompiledFirewall | undefined {
+  const allow = addressList(policy.ipAllow, `${at}.ipAllow`, problems);
+  const deny = addressList(policy.ipDeny, `${at}.ipDeny`, problems);
+  const compiled: CompiledFirewall = { ...base, kind: "firewall" };
+  if (allow) compiled.allow = allow;
+  if (deny) compiled.deny = deny;
+  return compiled;
+}
+
+function addressList(entries: readonly string[] | undefined, at: string, problems: Problems): IpAllowlist | undefined {
+  if (entries === undefined) return undefined;
+  if (entries.length === 0 || entries.length > MAX_IP_ALLOWLIST_ENTRIES) {
+    problems.push({ at: at, message: `must hold 1 to ${MAX_IP_ALLOWLIST_ENTRIES} addresses or CIDR ranges` });
+    return undefined;
+  }
+  const before = problems.length;
+  entries.forEach((entry, index) => {
+    const problem = ipEntryProblem(entry);
+    if (problem) problems.push({ at: `${at}[${index}]`, message: `'${entry}' ${problem}` });
+  });
+  return problems.length === before ? new IpAllowlist(entries) : undefined;
+}

@@ -1,0 +1,94 @@
+import type { HttpMethod, RouteForward, RouteRecord } from "../../storage/records.js";
+import { type CompiledPolicy, compilePolicies, type KeySource, type Problems } from "./policy-compiler.js";
+
+/** Where a route comes from: the configuration file (read-only through the API), or the API (stored). */
+export type RouteSource = "config" | "api";
+
+/** A route as the route table is built from it: a stored one, or one of the configuration file made into the same shape. */
+export interface RouteDefinition extends Omit<RouteRecord, "createdAt" | "updatedAt" | "workspaceId"> {
+  source: RouteSource;
+  /** A stored route's workspace; absent for a configuration route (the workspace of its keyauth's first API). */
+  workspaceId?: string;
+}
+
+/** A route ready to serve: its definition, parsed once. Immutable; a change builds a new table. */
+export interface CompiledRoute {
+  readonly definition: RouteDefinition;
+  readonly id: string;
+  readonly name: string;
+  /** Without a trailing slash ("" for "/"), escaped unreserved characters decoded (see samePath). */
+  readonly prefix: string;
+  readonly methods: ReadonlySet<string> | undefined;
+  readonly upstream: URL;
+  /** The upstream's path without trailing slashes ("" for none): request paths are appended to it. */
+  readonly upstreamBase: string;
+  /** The enabled policies, in order. */
+  readonly policies: readonly CompiledPolicy[];
+  /** Every place a key may come in, across its keyauth policies: never forwarded, never recorded. */
+  readonly keySources: readonly KeySource[];
+  /** The API whose workspace a configuration route belongs to (its first keyauth policy's first API). */
+  readonly workspaceApiId: string | undefined;
+  readonly forward: RouteForward;
+}
+
+/** Normalises a path prefix the way requests are compared with it; see samePath. */
+export type PathNormaliser = (path: string) => string;
+
+export interface RouteCompileRules {
+  /** Whether a prefix is reserved (the management API's). */
+  reserved(prefix: string): boolean;
+  samePath: PathNormaliser;
+}
+
+/**
+ * Compiles one route, pushing each problem with its field under `at` (`routes[3]`, or "" for a route of the API);
+ * undefined when there was any.
+ */
+export function compileRoute(
+  definition: RouteDefinition,
+  at: string,
+  rules: RouteCompileRules,
+  problems: Problems,
+): CompiledRoute | undefined {
+  const before = problems.length;
+  const field = (name: string) => (at === "" ? name : `${at}.${name}`);
+  const prefix = rules.samePath(definition.match.prefix.replace(/\/+$/, ""));
+  // The schema has made sure the prefix starts with '/' and the upstream is an http(s) URL with a host.
+  if (rules.reserved(prefix))
+    problems.push({ at: field("match.prefix"), message: `'${definition.match.prefix}' is reserved for the management API (/v2)` });
+  if (/[?#]/.test(definition.match.prefix)) problems.push({ at: field("match.prefix"), message: "must be a path, without '?' or '#'" });
+
+  let upstream: URL | undefined;
+  try {
+    upstream = new URL(definition.upstream);
+    if (upstream.search || upstream.hash) problems.push({ at: field("upstream"), message: "must not have a query string or fragment" });
+  } catch {
+    problems.push({ at: field("upstream"), message: `'${definition.upstream}' is not a valid URL` });
+  }
+
+  const policies = compilePolicies(definition.policies, definition.name, field("policies"), problems);
+  const keySources = policies.flatMap((policy) => (policy.kind === "keyauth" ? policy.keySources : []));
+  const forward = definition.forward ?? {};
+  const forwarded = Object.values(forward).map((header) => header.toLowerCase());
+  if (new Set(forwarded).size !== forwarded.length) problems.push({ at: field("forward"), message: "two values share a header name" });
+  for (const source of keySources) {
+    if (source.kind === "header" && forwarded.includes(source.header)) {
+      problems.push({ at: field("forward"), message: `'${source.header}' is a header a key is read from` });
+    }
+  }
+  if (problems.length > before || !upstream) return undefined;
+  const firstKeyauth = definition.policies.find((policy) => policy.keyauth !== undefined)?.keyauth;
+  return {
+    definition,
+    id: definition.id,
+    name: definition.name,
+    prefix,
+    methods: definition.match.methods ? new Set<HttpMethod>(definition.match.methods) : undefined,
+    upstream,
+    upstreamBase: upstream.pathname.replace(/\/+$/, ""),
+    policies,
+    keySources,
+    workspaceApiId: firstKeyauth?.keyspaces[0],
+    forward,
+  };
+}

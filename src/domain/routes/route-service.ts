@@ -1,0 +1,350 @@
+import { invalidInput, KeygateError } from "../../errors/keygate-error.js";
+import type { Clock } from "../../lib/clock.js";
+import { newId } from "../../lib/ids.js";
+import type { RouteStore, StoredRouteTable } from "../../storage/interfaces.js";
+import type { PolicyRecord, RouteForward, RouteMatchRecord, RouteRecord } from "../../storage/records.js";
+import type { Caller } from "../caller.js";
+import { requireGateway } from "../root-keys/permissions.js";
+import { compilePolicies, type Problem, type Problems } from "./policy-compiler.js";
+import { type CompiledRoute, compileRoute, type RouteCompileRules, type RouteDefinition } from "./route-compiler.js";
+
+/** A policy as a client writes it: its id is keygate's to give. */
+export type PolicyInput = Omit<PolicyRecord, "id">;
+
+export interface RouteInput {
+  name: string;
+  match: RouteMatchRecord;
+  upstream: string;
+  policies?: PolicyInput[];
+  forward?: RouteForward;
+  timeoutMs?: number;
+}
+
+/** A partial update of a route: what is given replaces what is stored; null removes an optional field. */
+export interface RouteChange {
+  name?: string;
+  match?: RouteMatchRecord;
+  upstream?: string;
+  policies?: PolicyInput[];
+  forward?: RouteForward | null;
+  timeoutMs?: number | null;
+}
+
+/** A partial update of one policy: what is given replaces what is stored (a rule replaces the rule); null `match` removes it. */
+export type PolicyChange = Partial<Omit<PolicyInput, "match">> & { match?: PolicyRecord["match"] | null };
+
+/** A route as the API shows it. Routes of the configuration file have no timestamps and cannot be changed here. */
+export interface RouteView extends Omit<RouteDefinition, "workspaceId"> {
+  createdAt?: number;
+  updatedAt?: number;
+}
+
+/** Tells every instance the stored routes changed (the invalidation bus). */
+export interface RouteChangeNotifier {
+  routesChanged(version: number): Promise<void>;
+}
+
+export interface RouteServiceOptions {
+  store: RouteStore;
+  /** The routes of the configuration file in force, compiled: they are listed, read-only, and no route may clash with them. */
+  configRoutes: () => readonly CompiledRoute[];
+  /** Whether an API id or key space id names a live API of the workspace. */
+  isApiOf: (workspaceId: string, apiOrKeySpaceId: string) => Promise<boolean>;
+  /** What is wrong with an OpenAPI document's text (empty when it can validate requests). */
+  openApiProblems: (text: string) => string[];
+  notifier: RouteChangeNotifier;
+  rules: RouteCompileRules;
+  clock: Clock;
+}
+
+/** Largest OpenAPI document a route may have, in characters. */
+export const MAX_OPENAPI_DOCUMENT = 1_000_000;
+
+/**
+ * The gateway's routes as data (keygate.*Route procedures, and Unkey's gateway.* on top): each write is validated in
+ * full (its policies compiled, its APIs checked, no clash with another route) before anything is stored, then
+ * stored as one new version of the route table that every instance takes up. Routes of the configuration file are
+ * listed with `source: "config"` and refused by every write.
+ */
+export class RouteService {
+  private readonly options: RouteServiceOptions;
+
+  constructor(options: RouteServiceOptions) {
+    this.options = options;
+  }
+
+  async createRoute(caller: Caller, input: RouteInput): Promise<RouteView> {
+    caller.authorize(requireGateway("create_route"));
+    const now = this.options.clock.now();
+    const route: RouteRecord = {
+      id: newId("rt", now),
+      workspaceId: caller.workspaceId,
+      name: input.name,
+      match: input.match,
+      upstream: input.upstream,
+      policies: (input.policies ?? []).map((policy) => withId(policy, now)),
+      createdAt: now,
+      updatedAt: now,
+    };
+    if (input.forward !== undefined) route.forward = input.forward;
+    if (input.timeoutMs !== undefined) route.timeoutMs = input.timeoutMs;
+    await this.validate(route);
+    return this.write(
+      () => storedView(route),
+      (table) => [...table.routes, route],
+    );
+  }
+
+  async getRoute(caller: Caller, input: { route: string }): Promise<RouteView> {
+    const found = await this.find(caller, input.route, "read_route");
+    return found.stored ? storedView(found.stored) : configView(found.config);
+  }
+
+  /** The routes the caller may read: its workspace's stored ones, and those of the configuration in front of its APIs. */
+  async listRoutes(caller: Caller): Promise<RouteView[]> {
+    const readable = (id: string) => caller.can(requireGateway("read_route", id));
+    if (!caller.can(requireGateway("read_route")) && caller.namedResourceIds("gateway").length === 0) {
+      caller.authorize(requireGateway("read_route"));
+    }
+    const views: RouteView[] = [];
+    for (const route of this.options.configRoutes()) {
+      if (readable(route.id) && (await this.configRouteOf(caller.workspaceId, route))) views.push(configView(route));
+    }
+    for (const route of (await this.options.store.table()).routes) {
+      if (route.workspaceId === caller.workspaceId && readable(route.id)) views.push(storedView(route));
+    }
+    return views;
+  }
+
+  async updateRoute(caller: Caller, input: { route: string } & RouteChange): Promise<RouteView> {
+    const current = await this.stored(caller, input.route, "update_route");
+    const now = this.options.clock.now();
+    const next: RouteRecord = { ...current, updatedAt: now };
+    if (input.name !== undefined) next.name = input.name;
+    if (input.match !== undefined) next.match = input.match;
+    if (input.upstream !== undefined) next.upstream = input.upstream;
+    if (input.policies !== undefined) next.policies = keepingIds(current.policies, input.policies, now);
+    if (input.forward === null) delete next.forward;
+    else if (input.forward !== undefined) next.forward = input.forward;
+    if (input.timeoutMs === null) delete next.timeoutMs;
+    else if (input.timeoutMs !== undefined) next.timeoutMs = input.timeoutMs;
+    return this.replace(current, next);
+  }
+
+  async deleteRoute(caller: Caller, input: { route: string }): Promise<void> {
+    const current = await this.stored(caller, input.route, "delete_route");
+    await this.write(
+      () => undefined,
+      (table) => table.routes.filter((route) => route.id !== current.id),
+    );
+  }
+
+  /**
+   * Replaces a route's policies, all at once: a policy whose name stays keeps its id (and its rate limit counts,
+   * which are kept by route and policy name).
+   */
+  async setRoutePolicies(caller: Caller, input: { route: string; policies: PolicyInput[] }): Promise<RouteView> {
+    const current = await this.stored(caller, input.route, "update_route");
+    const now = this.options.clock.now();
+    return this.replace(current, { ...current, policies: keepingIds(current.policies, input.policies, now), updatedAt: now });
+  }
+
+  /** Changes one policy, keeping its id and its place; a rule given replaces the policy's rule, whatever its kind. */
+  async updateRoutePolicy(caller: Caller, input: { route: string; policyId: string } & PolicyChange): Promise<RouteView> {
+    const current = await this.stored(caller, input.route, "update_route");
+    const index = current.policies.findIndex((policy) => policy.id === input.policyId);
+    const policy = current.policies[index];
+    if (!policy) {
+      throw new KeygateError("err:keygate:data:policy_not_found", `The route '${current.name}' has no policy '${input.policyId}'.`);
+    }
+    const { route: _route, policyId: _policyId, match, ...change } = input;
+    const rules = RULE_FIELDS.filter((field) => change[field] !== undefined);
+    if (rules.length > 1) throw invalidInput([{ location: "body", message: `must set at most one of ${RULE_FIELDS.join(", ")}` }]);
+    const next: PolicyRecord = { ...policy };
+    if (rules.length === 1) for (const field of RULE_FIELDS) delete next[field];
+    Object.assign(next, change);
+    if (match === null) delete next.match;
+    else if (match !== undefined) next.match = match;
+    const policies = current.policies.map((each, at) => (at === index ? next : each));
+    // The policy's own problems are named as the fields of this body (`match[0]`, not `policies[3].match[0]`).
+    const problems: Problems = [];
+    compilePolicies([next], current.name, "policy", problems);
+    if (problems.length > 0) throw invalid(problems.map((problem) => ({ ...problem, at: problem.at.replace(/^policy\[0\]\.?/, "") })));
+    return this.replace(current, { ...current, policies, updatedAt: this.options.clock.now() });
+  }
+
+  /** Stores the OpenAPI document a route's openapi policies validate requests against (null removes it). */
+  async setRouteOpenApi(caller: Caller, input: { route: string; document: string | null }): Promise<RouteView> {
+    const current = await this.stored(caller, input.route, "update_route");
+    const { document } = input;
+    if (document !== null) {
+      if (document.length > MAX_OPENAPI_DOCUMENT) {
+        throw invalid([{ at: "document", message: `must be at most ${MAX_OPENAPI_DOCUMENT} characters` }]);
+      }
+      const problems = this.options.openApiProblems(document);
+      if (problems.length > 0) throw invalid(problems.map((message) => ({ at: "document", message })));
+    }
+    const now = this.options.clock.now();
+    const next: RouteRecord = { ...current, updatedAt: now };
+    if (document === null) delete next.openApi;
+    else next.openApi = { uploadedAt: now };
+    return this.write(
+      () => storedView(next),
+      (table) => swapped(table, current, next),
+      { routeId: current.id, text: document },
+    );
+  }
+
+  /** The document a route's openapi policies use; null when it has none. */
+  async getRouteOpenApi(caller: Caller, input: { route: string }): Promise<string | null> {
+    const current = await this.stored(caller, input.route, "read_route");
+    return this.options.store.openApi(current.id);
+  }
+
+  private async replace(current: RouteRecord, next: RouteRecord): Promise<RouteView> {
+    await this.validate(next);
+    return this.write(
+      () => storedView(next),
+      (table) => swapped(table, current, next),
+    );
+  }
+
+  /**
+   * Writes the table `next` makes of the current one, unless the route changed meanwhile or now clashes (409), and
+   * tells every instance. Returns `result()`.
+   */
+  private async write<R>(
+    result: () => R,
+    next: (table: StoredRouteTable) => RouteRecord[],
+    openApi?: { routeId: string; text: string | null },
+  ): Promise<R> {
+    const version = await this.options.store.update((table) => {
+      const routes = next(table);
+      const clash = clashIn(routes, this.options.configRoutes(), this.options.rules);
+      if (clash) throw clash;
+      return openApi ? { result: table.version + 1, routes, openApi } : { result: table.version + 1, routes };
+    });
+    await this.options.notifier.routesChanged(version);
+    return result();
+  }
+
+  /** Every problem of a route, each named by its field in the request body (`body.policies[2].match[0]`). */
+  private async validate(route: RouteRecord): Promise<void> {
+    const problems: Problems = [];
+    compileRoute(definitionOf(route), "", this.options.rules, problems);
+    for (const [index, policy] of route.policies.entries()) {
+      for (const [position, keyspace] of (policy.keyauth?.keyspaces ?? []).entries()) {
+        if (!(await this.options.isApiOf(route.workspaceId, keyspace))) {
+          problems.push({
+            at: `policies[${index}].keyauth.keyspaces[${position}]`,
+            message: `'${keyspace}' is not an API of this workspace`,
+          });
+        }
+      }
+    }
+    if (problems.length > 0) throw invalid(problems);
+  }
+
+  /** A stored route of the caller's workspace it may `action`; a route of the configuration file is 409. */
+  private async stored(caller: Caller, route: string, action: "read_route" | "update_route" | "delete_route"): Promise<RouteRecord> {
+    const found = await this.find(caller, route, action);
+    if (found.stored) return found.stored;
+    throw new KeygateError(
+      "err:keygate:data:route_owned_by_config",
+      `The route '${found.config.name}' comes from the configuration file; change it in the file (a reload takes it up), not through the API.`,
+    );
+  }
+
+  /** The route named `route` (id or name) as the caller sees it; 404 unless it is its workspace's and it may `action`. */
+  private async find(
+    caller: Caller,
+    route: string,
+    action: "read_route" | "update_route" | "delete_route",
+  ): Promise<{ stored: RouteRecord; config?: undefined } | { stored?: undefined; config: CompiledRoute }> {
+    const named = (candidate: { id: string; name: string }) => candidate.id === route || candidate.name === route;
+    const stored = (await this.options.store.table()).routes.find(
+      (candidate) => named(candidate) && candidate.workspaceId === caller.workspaceId,
+    );
+    if (stored) {
+      caller.authorize(requireGateway(action, stored.id));
+      return { stored };
+    }
+    const config = this.options.configRoutes().find(named);
+    if (config && (await this.configRouteOf(caller.workspaceId, config))) {
+      caller.authorize(requireGateway(action, config.id));
+      return { config };
+    }
+    throw new KeygateError("err:keygate:data:route_not_found", `The route '${route}' does not exist.`);
+  }
+
+  /** Whether a route of the configuration file serves this workspace (through the API of its first keyauth policy). */
+  private async configRouteOf(workspaceId: string, route: CompiledRoute): Promise<boolean> {
+    return route.workspaceApiId !== undefined && this.options.isApiOf(workspaceId, route.workspaceApiId);
+  }
+}
+
+const RULE_FIELDS = ["keyauth", "ratelimit", "firewall", "openapi", "logging"] as const;
+
+function withId(policy: PolicyInput, now: number): PolicyRecord {
+  return { id: newId("pol", now), ...policy };
+}
+
+/** The new policies, each keeping the id of the current policy of its name. */
+function keepingIds(current: readonly PolicyRecord[], next: readonly PolicyInput[], now: number): PolicyRecord[] {
+  const ids = new Map(current.map((policy) => [policy.name, policy.id]));
+  return next.map((policy) => ({ id: ids.get(policy.name) ?? newId("pol", now), ...policy }));
+}
+
+function swapped(table: StoredRouteTable, current: RouteRecord, next: RouteRecord): RouteRecord[] {
+  const stale = () => new KeygateError("err:keygate:data:route_not_found", `The route '${current.name}' was deleted meanwhile.`);
+  if (!table.routes.some((route) => route.id === current.id)) throw stale();
+  return table.routes.map((route) => (route.id === current.id ? next : route));
+}
+
+function definitionOf(route: RouteRecord): RouteDefinition {
+  const { createdAt: _createdAt, updatedAt: _updatedAt, ...definition } = route;
+  return { ...definition, source: "api" };
+}
+
+/** A clash among the stored routes, or with the configuration file's: the first found, as a 409. */
+function clashIn(routes: readonly RouteRecord[], config: readonly CompiledRoute[], rules: RouteCompileRules): KeygateError | undefined {
+  const seen: { name: string; prefix: string; methods: ReadonlySet<string> | undefined }[] = config.map((route) => ({
+    name: route.name,
+    prefix: route.prefix,
+    methods: route.methods,
+  }));
+  for (const route of routes) {
+    const prefix = rules.samePath(route.match.prefix.replace(/\/+$/, ""));
+    const methods = route.match.methods ? new Set<string>(route.match.methods) : undefined;
+    for (const other of seen) {
+      if (other.name === route.name) return conflict(`A route named '${route.name}' exists already.`);
+      const shared = !methods || !other.methods || [...methods].some((method) => other.methods?.has(method));
+      if (other.prefix === prefix && shared) {
+        return conflict(
+          `The route '${other.name}' already takes the prefix '${route.match.prefix}' for these methods; give this route other methods or another prefix.`,
+        );
+      }
+    }
+    seen.push({ name: route.name, prefix, methods });
+  }
+  return undefined;
+}
+
+function conflict(detail: string): KeygateError {
+  return new KeygateError("err:keygate:data:route_conflict", detail);
+}
+
+/** A 400 naming each problem's field in the request body. */
+function invalid(problems: readonly Problem[]): KeygateError {
+  return invalidInput(problems.map(({ at, message }) => ({ location: at === "" ? "body" : `body.${at}`, message })));
+}
+
+function storedView(route: RouteRecord): RouteView {
+  const { workspaceId: _workspaceId, ...view } = route;
+  return { ...view, source: "api" };
+}
+
+function configView(route: CompiledRoute): RouteView {
+  const { workspaceId: _workspaceId, ...view } = route.definition;
+  return view;
+}

@@ -1,0 +1,65 @@
+import type { RouteDefinition } from "../domain/routes/route-compiler.js";
+import type { KeyLocation, PolicyRecord, RatelimitIdentifier } from "../storage/records.js";
+import type { RouteConfig } from "./route-config.js";
+
+/**
+ * A route of the configuration file in the shape of a stored one: its API, key, permissions, named limits and
+ * credits become one keyauth policy, each namespace limit a rate limit policy counting in that namespace, and
+ * `analytics.headers` a logging policy; `policies` follow as written. Ids are fixed by the route's name.
+ */
+export function configRouteDefinition(config: RouteConfig): RouteDefinition {
+  const policies: PolicyRecord[] = [];
+  const id = (name: string) => `config_policy_${config.name}_${name}`;
+  if (config.apiId !== undefined) {
+    const keyauth: NonNullable<PolicyRecord["keyauth"]> = { keyspaces: [config.apiId], locations: [keyLocation(config.key)] };
+    if (config.permissions !== undefined) keyauth.permissionQuery = config.permissions;
+    if (config.ratelimits !== undefined) keyauth.ratelimits = config.ratelimits;
+    if (config.credits !== undefined) keyauth.credits = config.credits.cost;
+    policies.push({ id: id("keyauth"), name: "keyauth", enabled: true, keyauth });
+  }
+  (config.namespaceLimits ?? []).forEach((limit, index) => {
+    const name = `namespaceLimits[${index}]`;
+    policies.push({
+      id: id(name),
+      name,
+      enabled: true,
+      ratelimit: {
+        limit: limit.limit,
+        windowMs: limit.duration,
+        cost: limit.cost,
+        namespace: limit.namespace,
+        identifiers: [identifier(limit.identifier)],
+      },
+    });
+  });
+  if (config.analytics?.headers) {
+    policies.push({ id: id("analytics"), name: "analytics", enabled: true, logging: { requestHeaders: true, responseHeaders: true } });
+  }
+  const definition: RouteDefinition = {
+    source: "config",
+    id: `config_route_${config.name}`,
+    name: config.name,
+    match: config.match,
+    upstream: config.upstream,
+    policies,
+  };
+  if (config.forward !== undefined) definition.forward = config.forward;
+  if (config.timeoutMs !== undefined) definition.timeoutMs = config.timeoutMs;
+  return definition;
+}
+
+function keyLocation(key: RouteConfig["key"]): KeyLocation {
+  if (key?.query !== undefined) return { queryParam: { name: key.query } };
+  const header = key?.header ?? "authorization";
+  const scheme = key === undefined ? "Bearer" : key.scheme;
+  if (header.toLowerCase() === "authorization" && scheme?.toLowerCase() === "bearer") return { bearer: {} };
+  return { header: scheme === undefined ? { name: header } : { name: header, scheme } };
+}
+
+/** `key`, `identity`, `ip` or `header:<name>`, as a rate limit identifier source. */
+function identifier(text: string): RatelimitIdentifier {
+  if (text.startsWith("header:")) return { header: { name: text.slice("header:".length) } };
+  if (text === "ip") return { remoteIp: {} };
+  if (text === "identity") return { authenticatedSubject: {} };
+  return { principalField: { path: "keyId" } };
+}

@@ -1,0 +1,79 @@
+import type { CompiledKeyauth, CompiledRatelimit, MatchedRequest } from "../domain/routes/policy-compiler.js";
+import { KeygateError } from "../errors/keygate-error.js";
+import { samePath } from "../http/request-target.js";
+import type { LoggingPolicy } from "../storage/records.js";
+import type { GatewayRequest } from "./gateway-request.js";
+import type { CompiledRoute } from "./route-table.js";
+
+/** What a route's policies come to for one request, before anything is asked of a store. */
+export interface ApplicablePolicies {
+  /** The first refusal that needs no store (a firewall), in policy order. */
+  refusal?: KeygateError;
+  /** The first keyauth policy that applies; later ones are skipped. */
+  keyauth?: CompiledKeyauth;
+  /** Every rate limit policy that applies, in order. */
+  ratelimits: readonly CompiledRatelimit[];
+  /** What the request's analytics event captures, every logging policy that applies combined. */
+  capture?: LoggingPolicy;
+}
+
+/**
+ * The policies of `route` that apply to `request`: each one enabled whose match expressions all hold, in order,
+ * up to the first refusal. `ip` gives the client address, worked out only when a firewall asks.
+ */
+export function applicablePolicies(route: CompiledRoute, request: GatewayRequest, ip: () => string): ApplicablePolicies {
+  const ratelimits: CompiledRatelimit[] = [];
+  const applicable: ApplicablePolicies = { ratelimits };
+  let matched: MatchedRequest | undefined;
+  for (const policy of route.policies) {
+    if (policy.matches.length > 0) {
+      matched ??= matchedRequest(request);
+      const view = matched;
+      if (!policy.matches.every((holds) => holds(view))) continue;
+    }
+    switch (policy.kind) {
+      case "firewall": {
+        const address = policy.allow || policy.deny ? ip() : "";
+        const denied = (!policy.allow && !policy.deny) || policy.deny?.allows(address) === true || policy.allow?.allows(address) === false;
+        if (denied) {
+          applicable.refusal = new KeygateError(
+            "err:keygate:gateway:request_denied",
+            `The route's policy '${policy.name}' denies this request.`,
+          );
+          return applicable;
+        }
+        break;
+      }
+      case "keyauth":
+        applicable.keyauth ??= policy;
+        break;
+      case "ratelimit":
+        ratelimits.push(policy);
+        break;
+      case "logging":
+        applicable.capture = { ...applicable.capture, ...policy.capture };
+        break;
+      case "openapi":
+        break;
+    }
+  }
+  return applicable;
+}
+
+/** The parts of a request match expressions read; the query string is parsed only when one asks for a parameter. */
+function matchedRequest(request: GatewayRequest): MatchedRequest {
+  let query: URLSearchParams | undefined;
+  const headers = request.raw.headers;
+  return {
+    method: request.method,
+    path: samePath(request.path),
+    header: (name) => {
+      const value = headers[name];
+      return Array.isArray(value) ? value[0] : value;
+    },
+    queryParam: (name) => {
+      query ??= new URLSearchParams(request.query);
+      return query.get(name) ?? undefined;
+    },
+  };
+}

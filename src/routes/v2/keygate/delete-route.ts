@@ -1,0 +1,14 @@
+import { Type } from "typebox";
+import { Strict } from "../../../http/schemas.js";
+import { defineProcedure } from "../procedure.js";
+import { RouteTarget } from "./route-wire.js";
+
+export default defineProcedure({
+  name: "keygate.deleteRoute",
+  body: Strict(RouteTarget),
+  data: Type.Object({}),
+  handler: async ({ body, caller, services }) => {
+    await services.routes.deleteRoute(caller, body);
+    return {};
+  },
+});
