@@ -4,7 +4,8 @@ import { fileURLToPath } from "node:url";
 import t from "tap";
 
 // Imports run one way: a module imports only from its own layer or a lower one (docs/architecture.md draws the
-// same picture). Read from the TypeScript sources, so a new file is checked without being listed.
+// same picture), and the domain and the layers below it import no infrastructure package. Read from the TypeScript
+// sources, so a new file is checked without being listed.
 
 const SOURCE = join(dirname(fileURLToPath(import.meta.url)), "../../../src");
 
@@ -53,6 +54,34 @@ function importsOf(file: string): { target: string; typeOnly: boolean }[] {
   return found;
 }
 
+/**
+ * The packages of the HTTP server, the Redis client, the upstream client and the caches (and every `@fastify/`
+ * one): the domain and the layers below it get stores, a clock and plain options instead, so they import none.
+ */
+const INFRASTRUCTURE_PACKAGES: ReadonlySet<string> = new Set(["fastify", "fastify-plugin", "ioredis", "undici", "lru-cache"]);
+
+function infrastructurePackage(name: string): boolean {
+  return INFRASTRUCTURE_PACKAGES.has(name) || name.startsWith("@fastify/");
+}
+
+/** The packages a module's text imports (static, type-only, side-effect and dynamic imports, and re-exports), by name. */
+function packagesIn(text: string): string[] {
+  const specifiers = [
+    ...text.matchAll(/^(?:import|export)\b[^;]*?from\s+"([^"]+)";/gms),
+    ...text.matchAll(/^import\s+"([^"]+)";/gm),
+    ...text.matchAll(/\bimport\(\s*"([^"]+)"\s*\)/g),
+  ].map((match) => match[1] as string);
+  return specifiers.filter((specifier) => !specifier.startsWith(".") && !specifier.startsWith("node:")).map(packageName);
+}
+
+/** A package import's package: `name` or `@scope/name`, without the path into it. */
+function packageName(specifier: string): string {
+  return specifier
+    .split("/")
+    .slice(0, specifier.startsWith("@") ? 2 : 1)
+    .join("/");
+}
+
 t.test("every import in src/ points to the importer's own layer or a lower one", async (t) => {
   const files = sourceFiles(SOURCE);
   t.ok(files.length > 100, `${files.length} source files read`);
@@ -80,4 +109,37 @@ t.test("the check sees an upward import when there is one", async (t) => {
     keyService.some((entry) => entry.target === "lib/defined.ts"),
     "imports are read with their paths resolved from src/",
   );
+});
+
+t.test("the domain and the layers below it import no Fastify, ioredis, undici or lru-cache package", async (t) => {
+  const domain = LAYERS.findIndex((layer) => layer.name === "domain");
+  const files = sourceFiles(SOURCE).filter((file) => layerOf(relative(SOURCE, file)) <= domain);
+  t.ok(files.length > 50, `${files.length} source files of the domain and below read`);
+  const violations: string[] = [];
+  for (const file of files) {
+    for (const name of packagesIn(readFileSync(file, "utf8"))) {
+      if (infrastructurePackage(name)) violations.push(`${relative(SOURCE, file)} imports ${name}`);
+    }
+  }
+  t.same(violations, [], "no infrastructure package below the infrastructure layer");
+});
+
+t.test("the package check sees every form of import", async (t) => {
+  const text = [
+    'import type { FastifyInstance } from "fastify";',
+    'import { Redis,\n  type RedisOptions } from "ioredis";',
+    'export { request } from "undici/types";',
+    'import "@fastify/static/dist/index.js";',
+    'const { LRUCache } = await import("lru-cache");',
+    'import { readFileSync } from "node:fs";',
+    'import { defined } from "../lib/defined.js";',
+  ].join("\n");
+  const packages = packagesIn(text);
+  t.same(
+    packages,
+    ["fastify", "ioredis", "undici", "@fastify/static", "lru-cache"],
+    "each package by its name; node: and relative imports left out",
+  );
+  t.ok(packages.every(infrastructurePackage), "each of them is one the domain may not import");
+  t.notOk(infrastructurePackage("typebox"), "other packages are left alone");
 });

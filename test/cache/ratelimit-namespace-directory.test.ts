@@ -8,6 +8,7 @@ import { StoreUnavailableError } from "../../src/storage/unavailable.js";
 import { ManualClock } from "../helpers/clock.js";
 import { REDIS_URL, uniquePrefix } from "../helpers/redis.js";
 import { privateRedis } from "../helpers/redis-server.js";
+import { waitFor } from "../helpers/wait.js";
 
 const override = (id: string, identifier: string, limit: number) => ({
   id,
@@ -162,11 +163,11 @@ t.test(
 
     await server.start(); // empty: it lost its data
     directory.revalidateAll();
-    let found: Awaited<ReturnType<typeof directory.find>> | undefined;
-    for (let attempt = 0; attempt < 100 && found !== null; attempt++) {
-      found = await directory.find("ws_a", "emails");
-      if (found !== null) await new Promise((resolve) => setTimeout(resolve, 50));
-    }
+    const found = await waitFor("the directory finds nothing in the restarted, empty store", 10_000, async (because) => {
+      const namespace = await directory.find("ws_a", "emails");
+      if (namespace !== null) because(`it still answers ${namespace.namespace.id}`);
+      return namespace === null ? null : undefined;
+    });
     t.equal(found, null, "the store answers again: what it says (nothing) wins over what was known");
   },
 );

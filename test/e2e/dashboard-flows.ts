@@ -6,11 +6,19 @@ import type { Test } from "tap";
 import { analyticsDir } from "../helpers/analytics.js";
 import { harness, ROOT_KEY, type StorageKind } from "../helpers/harness.js";
 import { startUpstream } from "../helpers/upstream.js";
+import { waitFor } from "../helpers/wait.js";
 
 /** Debian's Chromium unless CHROMIUM_PATH names another; a test fails, rather than passes over its steps, when it cannot start. */
 export const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 /** Screenshots of failed steps go here (and the README's, unless KEYGATE_WRITE_SCREENSHOT asks for docs/). */
 const RESULTS = join(process.cwd(), "test-results");
+
+/** Clicks a Refresh button and waits until the first query it sends is answered, so that refreshes do not pile up. */
+async function refresh(button: Locator): Promise<void> {
+  const answered = button.page().waitForResponse((response) => response.url().includes("/api/analytics."), { timeout: 10_000 });
+  await button.click();
+  await answered;
+}
 
 export async function launchBrowser(t: Test): Promise<Browser> {
   const browser = await chromium.launch({ executablePath: CHROMIUM_PATH, headless: true, args: ["--no-sandbox"] });
@@ -135,12 +143,12 @@ export async function dashboardFlows(t: Test, storage: StorageKind): Promise<voi
     for (let i = 0; i < 25; i++) t.equal((await h.call("keys.createKey", { apiId, name: `paged key ${i}` })).status, 200);
     const rows = page.getByRole("table", { name: "Keys" }).getByRole("row");
     const pager = page.getByRole("navigation", { name: "Pages of keys" });
-    const rowsBecome = async (count: number) => {
-      for (let tries = 0; (await rows.count()) !== count; tries++) {
-        if (tries > 100) throw new Error(`the table shows ${await rows.count()} rows, not ${count}`);
-        await page.waitForTimeout(50);
-      }
-    };
+    const rowsBecome = (count: number) =>
+      waitFor(`the keys table shows ${count} rows`, 10_000, async (because) => {
+        const shown = await rows.count();
+        because(`it shows ${shown}`);
+        return shown === count ? true : undefined;
+      });
     await page.getByLabel("Filter by external id").fill("");
     await page.getByRole("button", { name: "Filter" }).click();
     await rowsBecome(26);
@@ -220,14 +228,15 @@ export async function dashboardFlows(t: Test, storage: StorageKind): Promise<voi
   await step("the analytics chart shows the verifications just made; the SQL console answers in a table", async () => {
     await signIn(ROOT_KEY);
     await page.getByRole("link", { name: "Analytics" }).click();
-    // Events reach the engine in batches: refresh until they are there (the step's own timeout bounds it).
+    // Events reach the engine in batches: refresh until they are there.
     const summary = page.getByRole("region", { name: "Verifications over time" }).locator("p");
-    for (let attempt = 0; attempt < 100; attempt++) {
+    await waitFor("the chart counts the 6 verifications", 30_000, async (because) => {
       const text = (await summary.textContent()) ?? "";
-      if (/^(\d+) verifications/.test(text) && Number(text.split(" ")[0]) >= 6) break;
-      await page.getByRole("button", { name: "Refresh" }).click();
-      await page.waitForTimeout(200);
-    }
+      if (/^(\d+) verifications/.test(text) && Number(text.split(" ")[0]) >= 6) return true;
+      because(`it says "${text}"`);
+      await refresh(page.getByRole("button", { name: "Refresh" }));
+      return undefined;
+    });
     t.match(await summary.textContent(), /^6 verifications in range$/);
     await page.getByLabel("Only API").selectOption({ label: "gateway-api" });
     await page.getByText("0 verifications in range").waitFor();
@@ -344,14 +353,14 @@ export async function dashboardFlows(t: Test, storage: StorageKind): Promise<voi
     const cellsOf = async (row: Locator) => ((await row.count()) === 0 ? [] : row.getByRole("cell").allTextContents());
     /**
      * Events reach the engine in batches, and a page's queries run side by side, so one may see a batch another
-     * did not: refresh until `ready` holds for all of them (the step's own timeout bounds it).
+     * did not: refresh until `ready` holds for all of them.
      */
-    const refreshUntil = async (region: string, ready: () => Promise<boolean>) => {
-      while (!(await ready())) {
-        await page.getByRole("region", { name: region }).getByRole("button", { name: "Refresh" }).click();
-        await page.waitForTimeout(200);
-      }
-    };
+    const refreshUntil = (region: string, ready: () => Promise<boolean>) =>
+      waitFor(`the ${region} region shows every event`, 30_000, async () => {
+        if (await ready()) return true;
+        await refresh(page.getByRole("region", { name: region }).getByRole("button", { name: "Refresh" }));
+        return undefined;
+      });
 
     await page.getByRole("link", { name: "Gateway" }).click();
     const byRoute = page.getByRole("table", { name: "Requests by route" });

@@ -1,11 +1,11 @@
 import type { AddressInfo } from "node:net";
 import { connect } from "node:net";
-import { setTimeout as sleep } from "node:timers/promises";
 import t, { type Test } from "tap";
 import { DEFAULT_DOCS_URL, ERROR_CATALOGUE, type ErrorCode, errorTypeUrl } from "../../src/errors/catalogue.js";
 import { harness, ROOT_KEY, WORKSPACE } from "../helpers/harness.js";
 import { type CapturedLog, captureLog, LEVELS } from "../helpers/log.js";
 import { startUpstream } from "../helpers/upstream.js";
+import { waitFor } from "../helpers/wait.js";
 
 interface RawAnswer {
   status: number;
@@ -105,7 +105,9 @@ t.test("bytes that are not HTTP get 400 malformed_request in the envelope, with 
 
 t.test("a client that aborts its /v2 body is logged at info as client_closed_request, not as an error", async (t) => {
   const log = captureLog();
-  const { port } = await listening(t, log);
+  const { h, port } = await listening(t, log);
+  let arrived = 0;
+  h.app.server.on("request", () => arrived++);
   const aborts = 5;
   for (let i = 0; i < aborts; i++) {
     const socket = connect(port, "127.0.0.1");
@@ -114,14 +116,15 @@ t.test("a client that aborts its /v2 body is logged at info as client_closed_req
     socket.write(
       `POST /v2/keys.verifyKey HTTP/1.1\r\nHost: keygate\r\nAuthorization: Bearer ${ROOT_KEY}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"key":"sk_`,
     );
-    // The request is under way once keygate logged it; then the client goes.
-    const started = Date.now();
-    while (log.lines().filter((line) => line.msg === "incoming request").length <= i && Date.now() - started < 5_000) await sleep(10);
+    // The request is under way once the server has read its head; then the client goes.
+    await waitFor(`request ${i + 1} reaches the server`, 10_000, () => (arrived > i ? true : undefined));
     socket.destroy();
   }
   const closed = () => log.lines().filter((line) => line.code === "err:user:bad_request:client_closed_request");
-  const started = Date.now();
-  while (closed().length < aborts && Date.now() - started < 5_000) await sleep(10);
+  await waitFor(`keygate logs ${aborts} closed requests`, 10_000, (because) => {
+    because(`${closed().length} logged`);
+    return closed().length >= aborts ? true : undefined;
+  });
   t.equal(closed().length, aborts, "one line per aborted request");
   for (const line of closed()) {
     t.equal(line.level, LEVELS.info, "at info");
@@ -155,11 +158,10 @@ t.test("a client that aborts its upload through the gateway is client_closed_req
     `POST /svc/echo HTTP/1.1\r\nHost: keygate\r\nAuthorization: Bearer ${key}\r\nContent-Length: 100000\r\n\r\n${"x".repeat(1000)}`,
   );
   // The upload is under way once the upstream has some of it; then the client goes.
-  const started = Date.now();
-  while (upstream.progress.received === 0 && Date.now() - started < 5_000) await sleep(10);
+  await waitFor("the upstream receives some of the upload", 10_000, () => (upstream.progress.received > 0 ? true : undefined));
   socket.destroy();
   const closed = () => log.lines().filter((line) => line.code === "err:user:bad_request:client_closed_request");
-  while (closed().length === 0 && Date.now() - started < 5_000) await sleep(10);
+  await waitFor("keygate logs the closed request", 10_000, () => (closed().length > 0 ? true : undefined));
   t.equal(closed().length, 1, "one line for the aborted upload");
   t.equal(closed()[0]?.level, LEVELS.info);
   t.same(
@@ -191,11 +193,12 @@ t.test("a request that arrives while keygate closes gets 503 shutting_down in th
   // Two requests on one connection: the first is in flight when the close begins, the second comes after.
   const request = (path: string) => `GET ${path} HTTP/1.1\r\nHost: keygate\r\nAuthorization: Bearer ${key}\r\n\r\n`;
   socket.write(request("/svc/slow/1000"));
-  const started = Date.now();
-  while (!upstream.seen.some((seen) => seen.url === "/svc/slow/1000") && Date.now() - started < 5_000) await sleep(10);
+  await waitFor("the upstream has the first request", 10_000, () =>
+    upstream.seen.some((seen) => seen.url === "/svc/slow/1000") ? true : undefined,
+  );
   const closed = h.app.close();
   // The server stops listening after keygate's close hooks ran.
-  while (h.app.server.listening && Date.now() - started < 5_000) await sleep(5);
+  await waitFor("the server stops listening", 10_000, () => (h.app.server.listening ? undefined : true));
   socket.write(request("/v2/liveness"));
   await ended;
   await closed;

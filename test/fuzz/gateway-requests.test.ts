@@ -7,6 +7,7 @@ import { fuzzSeed, Random } from "../helpers/fuzz.js";
 import { harness } from "../helpers/harness.js";
 import { type RawExchange, type RawResponse, rawExchange } from "../helpers/raw-http.js";
 import { type SeenRequest, startUpstream, type Upstream } from "../helpers/upstream.js";
+import { waitFor } from "../helpers/wait.js";
 
 /*
  * Requests of every shape through the gateway, over real sockets: odd paths (dot segments, encodings, NUL,
@@ -362,16 +363,6 @@ function answerProblems(requests: Plan[], exchange: RawExchange, label: string):
   return problems;
 }
 
-/** Polls `value` every 20 ms until it equals `expected` or `boundMs` has passed; returns the last value. */
-async function settled(value: () => Promise<number>, expected: (current: number) => boolean, boundMs: number): Promise<number> {
-  let current = await value();
-  for (let waited = 0; !expected(current) && waited < boundMs; waited += 20) {
-    await new Promise((resolve) => setTimeout(resolve, 20));
-    current = await value();
-  }
-  return current;
-}
-
 /** Requests an upstream got outside the routes that lead to it. */
 function strayRequests(creditsUpstream: Upstream, otherUpstream: Upstream): string[] {
   return [
@@ -460,20 +451,24 @@ t.test(
       problems.push(...answerProblems(requests, exchange, label));
 
       // The main key's credits follow what reached the upstreams; a request still under way settles within the
-      // bound. Each request that changes the difference is named (the difference is then carried forward).
-      const difference = await settled(
-        async () => (await spent(main.keyId)) - received(main.keyId),
-        (current) => current === drift,
-        500,
-      );
-      // A malformed or truncated body can break the forwarding after the upstream saw the request: its credits are
-      // given back, so it may cost less than it reached, never more.
+      // bound. A malformed or truncated body can break the forwarding after the upstream saw the request: its
+      // credits are given back, so it may cost less than it reached, never more.
       const brokenBody = requests.some((request) => request.malformed || request.truncated);
-      if (difference < drift && brokenBody) drift = difference;
-      if (difference !== drift) {
-        balanceProblems.push(`${difference - drift} credits charged beyond the requests the upstreams received: ${label}`);
-        drift = difference;
-      }
+      const difference = async () => (await spent(main.keyId)) - received(main.keyId);
+      const settled = await waitFor(
+        `the main key's credits spent minus the requests the upstreams received with it is ${drift}${brokenBody ? " or less" : ""}`,
+        5_000,
+        async (because) => {
+          const current = await difference();
+          because(`it is ${current}`);
+          return current === drift || (brokenBody && current < drift) ? current : undefined;
+        },
+      ).catch((error: Error) => {
+        balanceProblems.push(`${error.message}: ${label}`);
+        return undefined;
+      });
+      // Each request that changes the difference is named once: the difference is then carried forward.
+      drift = settled ?? (await difference());
     }
 
     report(t, problems, `${sent} requests (${answered} answers), none a 5xx, every answer keygate made in the envelope`);
@@ -484,11 +479,11 @@ t.test(
     );
     // A request abandoned mid-body races the upstream's answer: it stays paid for when the upstream answered first
     // and is given back when the forwarding failed first. Either way it never costs more than what was received.
-    const abandonedSpent = await settled(
-      () => spent(abandoning.keyId),
-      (current) => current <= received(abandoning.keyId),
-      2_000,
-    );
+    const abandonedSpent = await waitFor("requests abandoned mid-body cost at most what reached the upstreams", 10_000, async (because) => {
+      const current = await spent(abandoning.keyId);
+      because(`${current} spent, ${received(abandoning.keyId)} received`);
+      return current <= received(abandoning.keyId) ? current : undefined;
+    });
     t.ok(
       abandonedSpent <= received(abandoning.keyId),
       `requests abandoned mid-body cost at most what reached the upstreams (${abandonedSpent} spent, ${received(abandoning.keyId)} received)`,

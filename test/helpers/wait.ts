@@ -15,7 +15,8 @@ export function within<T>(ms: number, what: string, promise: Promise<T>): Promis
 /**
  * Polls `check` every 50 ms until it returns something other than undefined, and returns that (false too: a check
  * may end the wait with a no); a check that throws counts as not yet. After `timeoutMs` it rejects naming `what`,
- * the last reason the check gave (a thrown error or the text it passed to `because`) and what `diagnostics()` adds.
+ * how often it checked, the last reason the check gave (a thrown error or the text it passed to `because`) and what
+ * `diagnostics()` adds.
  */
 export async function waitFor<T>(
   what: string,
@@ -24,11 +25,13 @@ export async function waitFor<T>(
   diagnostics: () => Promise<string> = async () => "",
 ): Promise<T> {
   const deadline = Date.now() + timeoutMs;
-  let reason = "not checked yet";
+  let checks = 0;
+  let reason: string | undefined;
   const because = (text: string) => {
     reason = text;
   };
   for (;;) {
+    checks++;
     try {
       const result = await check(because);
       if (result !== undefined) return result;
@@ -42,7 +45,10 @@ export async function waitFor<T>(
       } catch (error) {
         details = `(diagnostics failed: ${(error as Error).message})`;
       }
-      throw new Error(`timed out after ${timeoutMs} ms waiting until ${what}; last: ${reason}${details ? `\n${details}` : ""}`);
+      const last = reason === undefined ? "" : `; last: ${reason}`;
+      throw new Error(
+        `timed out after ${timeoutMs} ms waiting until ${what} (checked ${checks} times)${last}${details ? `\n${details}` : ""}`,
+      );
     }
     await new Promise((resolve) => setTimeout(resolve, 50));
   }

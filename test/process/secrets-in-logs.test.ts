@@ -7,6 +7,7 @@ import WebSocket from "ws";
 import { freePort } from "../helpers/ports.js";
 import { post, startServer } from "../helpers/process.js";
 import { startUpstream } from "../helpers/upstream.js";
+import { waitFor } from "../helpers/wait.js";
 
 const ROOT_KEY = "root_logs_configured_Zq7Lk2Vx9";
 const WRONG_ROOT_KEY = "root_logs_wrong_Mw3Pq8Tr5";
@@ -116,9 +117,9 @@ t.test("no API key or root key reaches the log, at level trace with request logg
 
   writeFileSync(path, configuration(route("late", "/late", upstream.url, ", key: { query: late_key }")));
   server.child.kill("SIGHUP");
-  const started = Date.now();
-  while (!server.stdout().includes("routes reloaded") && Date.now() - started < 5_000)
-    await new Promise((resolve) => setTimeout(resolve, 20));
+  await waitFor("keygate logs that the routes were reloaded", 10_000, () =>
+    server.stdout().includes("routes reloaded") ? true : undefined,
+  );
   t.equal(await get(`/late/a?late_key=${key}`), 200, "a key location added by a reload");
 
   t.equal(await server.stop(), 0);

@@ -2,10 +2,10 @@ import { spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { setTimeout as sleep } from "node:timers/promises";
 import t from "tap";
 import { post, type RunningServer, run, SERVER_ENTRY, startServer, workingDirectory } from "../helpers/process.js";
 import { REDIS_URL, uniquePrefix } from "../helpers/redis.js";
+import { waitFor } from "../helpers/wait.js";
 
 function configFile(yaml: string): string {
   const path = join(mkdtempSync(join(tmpdir(), "keygate-server-")), "keygate.yaml");
@@ -77,8 +77,12 @@ t.test("on a terminal, the key is shown on stderr once; stdout stays JSON lines 
           .split("\n")
           .filter((line) => line !== "")
       : [];
-  const started = Date.now();
-  while (!/root_[1-9A-HJ-NP-Za-km-z]{20,}\s/.test(terminal) && Date.now() - started < 15_000) await sleep(50);
+  await waitFor(
+    "the terminal shows a root key",
+    15_000,
+    () => (/root_[1-9A-HJ-NP-Za-km-z]{20,}\s/.test(terminal) ? true : undefined),
+    async () => `the terminal so far:\n${terminal}`,
+  );
 
   const rootKey = /ROOT KEY \(workspace ws_default, every permission\)[^\n]*\n\s*\n\s+(root_[1-9A-HJ-NP-Za-km-z]+)/.exec(terminal)?.[1];
   t.ok(rootKey, "the terminal shows the key");

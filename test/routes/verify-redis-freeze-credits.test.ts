@@ -1,21 +1,12 @@
-import { setTimeout as sleep } from "node:timers/promises";
 import t from "tap";
 import type { RedisBackedStores } from "../../src/storage/index.js";
 import { createApi, createKey, getKey } from "../helpers/fixtures.js";
 import { type Harness, harness } from "../helpers/harness.js";
 import { privateRedis } from "../helpers/redis-server.js";
+import { waitFor } from "../helpers/wait.js";
 
 const BALANCE = 1_000_000;
 const WORKERS = 20;
-
-/** Waits for `condition`, polling, at most `ms`; throws naming `what` when it never held. */
-async function until(condition: () => boolean | Promise<boolean>, ms: number, what: string): Promise<void> {
-  const started = Date.now();
-  while (!(await condition())) {
-    if (Date.now() - started > ms) throw new Error(`gave up waiting ${ms} ms for ${what}`);
-    await sleep(20);
-  }
-}
 
 interface Tally {
   /** VALID answers decided on Redis (they report the balance). */
@@ -79,19 +70,17 @@ for (const fail of ["closed", "open", "local"]) {
       const counters = (h.app.stores as RedisBackedStores).ratelimitBatches;
 
       const { tally, stop } = load(h, key);
-      await until(() => tally.decided >= 200, 30_000, "verifications before the freeze");
+      await waitFor("200 verifications are decided before the freeze", 30_000, () => (tally.decided >= 200 ? true : undefined));
       server.hang();
       t.teardown(() => server.resume());
-      await until(() => breaker?.state !== "closed", 30_000, "the breaker to open");
+      await waitFor("the breaker opens", 30_000, () => (breaker?.state !== "closed" ? true : undefined));
       const decidedBeforeResume = tally.decided;
       server.resume();
-      await until(
-        () => breaker?.state === "closed" && tally.decided >= decidedBeforeResume + 200,
-        30_000,
-        "verifications decided on Redis again",
+      await waitFor("200 more verifications are decided on Redis again", 30_000, () =>
+        breaker?.state === "closed" && tally.decided >= decidedBeforeResume + 200 ? true : undefined,
       );
       await stop();
-      await until(() => counters.pendingReconciliations === 0, 30_000, "every missed call to be reconciled");
+      await waitFor("every missed call is reconciled", 30_000, () => (counters.pendingReconciliations === 0 ? true : undefined));
 
       const spent = BALANCE - 1 - (await getKey(h, keyId)).credits.remaining;
       const others = [...tally.other].map(([kind, count]) => `${count} × ${kind}`).join(", ");

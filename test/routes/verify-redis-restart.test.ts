@@ -1,22 +1,13 @@
 import type { AddressInfo } from "node:net";
-import { setTimeout as sleep } from "node:timers/promises";
 import t from "tap";
 import { createKey } from "../helpers/fixtures.js";
 import { harness } from "../helpers/harness.js";
 import { privateRedis } from "../helpers/redis-server.js";
 import { startUpstream } from "../helpers/upstream.js";
+import { waitFor } from "../helpers/wait.js";
 
 const API = "api_restart_verify";
 const CYCLES = 3;
-
-/** Polls `condition` every 10 ms until it holds; fails after `ms`. */
-async function until(condition: () => boolean, what: string, ms = 10_000): Promise<void> {
-  const started = Date.now();
-  while (!condition()) {
-    if (Date.now() - started > ms) throw new Error(`gave up waiting until ${what}`);
-    await sleep(10);
-  }
-}
 
 t.test(
   "a cached key with nothing to count verifies throughout Redis being killed and restarted, through keys.verifyKey and the gateway",
@@ -87,15 +78,21 @@ t.test(
       for (let cycle = 1; cycle <= CYCLES; cycle++) {
         await server.stop();
         // Other traffic during the outage (management requests) opens the breaker, as it would in production.
-        while (breaker.state === "closed") await h.call("apis.createApi", { name: "during" });
+        await waitFor("management requests open the breaker", 10_000, async () => {
+          if (breaker.state !== "closed") return true;
+          await h.call("apis.createApi", { name: "during" });
+          return undefined;
+        });
         const before = total;
-        await until(() => total >= before + 20, "the cached key was served during the outage");
+        await waitFor("the cached key is served 20 more times during the outage", 10_000, () => (total >= before + 20 ? true : undefined));
         const resyncsBefore = resyncs;
         await server.start();
-        await until(() => resyncs > resyncsBefore, "the invalidation subscriber is back (it resyncs the caches)");
-        await until(() => breaker.state === "closed", "the breaker closed again");
+        await waitFor("the invalidation subscriber is back (it resyncs the caches)", 10_000, () =>
+          resyncs > resyncsBefore ? true : undefined,
+        );
+        await waitFor("the breaker closes again", 10_000, () => (breaker.state === "closed" ? true : undefined));
         const after = total;
-        await until(() => total >= after + 40, "requests were answered after Redis came back");
+        await waitFor("40 more requests are answered after Redis came back", 10_000, () => (total >= after + 40 ? true : undefined));
         t.pass(`cycle ${cycle}: ${total} answers so far`);
       }
     } finally {

@@ -8,6 +8,7 @@ import {
   slotOf,
   startRedisCluster,
 } from "../helpers/redis-cluster.js";
+import { waitFor } from "../helpers/wait.js";
 
 // The Redis Cluster test infrastructure (test/helpers/redis-cluster.ts), proven with a plain ioredis Cluster client:
 // one cluster for the file, changed by each test in turn (a failover, a restart, a reshard).
@@ -77,13 +78,14 @@ t.test("a master killed under a write loop: its replica takes over, writes succe
   let running = true;
   let rounds = 0;
   let failedWrites = 0;
-  let lastRoundFailed = false;
+  /** Rounds in a row that wrote every key. */
+  let cleanRounds = 0;
   const loop = (async () => {
     while (running) {
       const results = await Promise.allSettled(keys.slice(1).map((key) => client.set(key, String(rounds))));
       const failed = results.filter((result) => result.status === "rejected").length;
       failedWrites += failed;
-      lastRoundFailed = failed > 0;
+      cleanRounds = failed > 0 ? 0 : cleanRounds + 1;
       rounds++;
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
@@ -99,17 +101,19 @@ t.test("a master killed under a write loop: its replica takes over, writes succe
     `failover took ${ms} ms (cluster-node-timeout ${cluster.nodeTimeoutMs} ms); ${failedWrites} writes failed in ${rounds} rounds so far`,
   );
 
-  // The client needs a moment after the cluster is healthy again: it learns the new master from a refresh.
-  const deadline = Date.now() + 30_000;
-  let recoveredRounds = 0;
-  while (recoveredRounds < 3 && Date.now() < deadline) {
-    const before = rounds;
-    while (rounds === before) await new Promise((resolve) => setTimeout(resolve, 20));
-    recoveredRounds = lastRoundFailed ? 0 : recoveredRounds + 1;
+  // The client needs a moment after the cluster is healthy again: it learns the new master from a refresh. Only
+  // rounds after the failover count.
+  cleanRounds = 0;
+  try {
+    await waitFor("three rounds in a row write every key after the failover", 30_000, (because) => {
+      because(`${cleanRounds} clean rounds in a row; ${failedWrites} writes failed in ${rounds} rounds`);
+      return cleanRounds >= 3 ? true : undefined;
+    });
+  } finally {
+    running = false;
+    await loop;
   }
-  running = false;
-  await loop;
-  t.equal(recoveredRounds, 3, "three rounds in a row wrote every key without an error");
+  t.pass("three rounds in a row wrote every key without an error");
   t.equal(await client.get(keys[0] as string), "replicated", "the write acknowledged by the replica is on the new master");
 
   const { ms: rejoinMs } = await cluster.restart(killed);
@@ -168,10 +172,15 @@ t.test("a reshard moves slots under a read/write loop: ioredis follows the redir
   reshardRunning = false;
   // A few more rounds after the move, on the new owner.
   const after = operations;
-  const deadline = Date.now() + 10_000;
-  while (operations < after + 50 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
-  running = false;
-  await Promise.all(workers);
+  try {
+    await waitFor("50 more operations succeed after the reshard", 10_000, (because) => {
+      because(`${operations - after} so far; failures: ${failures.slice(-3).join("; ") || "none"}`);
+      return operations >= after + 50 ? true : undefined;
+    });
+  } finally {
+    running = false;
+    await Promise.all(workers);
+  }
 
   t.comment(`reshard of ${moving.length} slots took ${ms} ms; ${operationsWhileMoving} operations ran during it, ${operations} in all`);
   t.same(failures, [], "no operation failed");
@@ -196,9 +205,6 @@ t.test("a frozen node answers nothing until it is resumed", async (t) => {
   cluster.freeze(replica);
   await t.rejects(direct.ping(), /timed out/i);
   cluster.resume(replica);
-  const deadline = Date.now() + 10_000;
-  let answer: string | undefined;
-  while (answer === undefined && Date.now() < deadline) answer = await direct.ping().catch(() => undefined);
-  t.equal(answer, "PONG");
+  t.equal(await waitFor("the resumed replica answers PING", 10_000, () => direct.ping()), "PONG");
   await cluster.waitUntilHealthy();
 });

@@ -1,4 +1,3 @@
-import { setTimeout as sleep } from "node:timers/promises";
 import t, { type Test } from "tap";
 import { createRedisStores } from "../../src/storage/index.js";
 import { connectRedis } from "../../src/storage/redis/connection.js";
@@ -10,17 +9,9 @@ import { isStoreUnavailable } from "../../src/storage/unavailable.js";
 import { keyRecord } from "../helpers/records.js";
 import { REDIS_URL, redisClient, uniquePrefix } from "../helpers/redis.js";
 import { privateRedis } from "../helpers/redis-server.js";
+import { waitFor } from "../helpers/wait.js";
 
 const minute = { bucket: "b", limit: 1_000, durationMs: 60_000, cost: 1 };
-
-/** Waits for `condition`, polling, at most `ms`; throws naming `what` when it never held. */
-async function until(condition: () => boolean | Promise<boolean>, ms: number, what: string): Promise<void> {
-  const started = Date.now();
-  while (!(await condition())) {
-    if (Date.now() - started > ms) throw new Error(`gave up waiting ${ms} ms for ${what}`);
-    await sleep(20);
-  }
-}
 
 /** Every line a store logs, as "level: message". */
 function capturedLog(): StoreLog & { lines: string[] } {
@@ -117,11 +108,13 @@ t.test("a call whose answer never came is reconciled once Redis answers again, t
   );
   t.ok(isStoreUnavailable(missed), "the call fails as the store being unavailable");
   t.equal(stores.ratelimitBatches.pendingReconciliations, 1, "and waits to be reconciled");
-  await until(() => stores.ratelimitBatches.reconciliation.attempts >= 3, 10_000, "attempts while Redis is frozen");
+  await waitFor("three reconciliation attempts fail while Redis is frozen", 10_000, () =>
+    stores.ratelimitBatches.reconciliation.attempts >= 3 ? true : undefined,
+  );
   t.equal(stores.ratelimitBatches.pendingReconciliations, 1, "failed attempts keep it waiting");
 
   server.resume();
-  await until(() => stores.ratelimitBatches.pendingReconciliations === 0, 10_000, "the reconciliation");
+  await waitFor("the reconciliation is done", 10_000, () => (stores.ratelimitBatches.pendingReconciliations === 0 ? true : undefined));
   t.equal((await stores.keys.getCredits("ws_a", "key_1"))?.remaining, 9, "the 2 credits the late execution took are back");
   t.same(stores.ratelimitBatches.reconciliation.creditsGivenBack, 2, "counted as given back");
   t.match(
@@ -198,7 +191,7 @@ t.test(
       (failure: unknown) => failure,
     );
     t.ok(isStoreUnavailable(error), "its calls fail as the store being unavailable: their answer is gone");
-    await until(() => stores.ratelimitBatches.pendingReconciliations === 0, 10_000, "the reconciliation");
+    await waitFor("the reconciliation is done", 10_000, () => (stores.ratelimitBatches.pendingReconciliations === 0 ? true : undefined));
     t.equal((await stores.keys.getCredits("ws_a", "key_1"))?.remaining, 10, "what the first run took is given back");
     t.equal(await inspect.get(receipt(0)), "x3");
   },
