@@ -195,6 +195,15 @@ function typesOf(schema: JsonSchema): string[] {
   return Array.isArray(schema.type) ? schema.type : [schema.type];
 }
 
+/**
+ * The patterns parsePattern cannot generate from (a route's path prefix, an upstream URL): a valid value, which may
+ * be cut or padded with "x" and still match, and a value that does not match.
+ */
+const PATTERN_EXAMPLES: Readonly<Record<string, { valid: string; mismatch: string }>> = {
+  "^/": { valid: "/fuzzed", mismatch: "fuzzed" },
+  "^https?://[^\\s/?#]+[^\\s]*$": { valid: "http://127.0.0.1:9/fuzzed", mismatch: "ftp://127.0.0.1/fuzzed" },
+};
+
 /** One `[class]` of a pattern of the form `^[class]quantifier...$`, and how many characters it takes. */
 interface PatternPart {
   chars: string[];
@@ -244,6 +253,12 @@ function stringOfLength(random: Random, schema: JsonSchema, length: number): str
     for (let i = 0; i < length; i++)
       text += random.chance(0.9) ? String.fromCharCode(random.int(0x61, 0x7a)) : random.pick([" ", "é", "-", ".", "_", "0"]);
     return text;
+  }
+  const example = PATTERN_EXAMPLES[schema.pattern]?.valid;
+  if (example !== undefined) {
+    // Shorter than the example only when asked for a value too short to be valid; then the example cut.
+    if (length < (schema.minLength ?? 0)) return example.slice(0, length);
+    return example + "x".repeat(Math.max(0, length - example.length));
   }
   const parts = parsePattern(schema.pattern);
   const fixed = parts.reduce((sum, part) => sum + part.min, 0);
@@ -382,7 +397,10 @@ export function violations(random: Random, schema: JsonSchema, hints: Hints = {}
       if (node.minLength !== undefined && node.minLength > 0) add("too short", stringOfLength(random, node, node.minLength - 1));
       if (node.maxLength !== undefined)
         add("too long", node.pattern ? stringOfLength(random, node, node.maxLength + 1) : "x".repeat(node.maxLength + 1));
-      if (node.pattern) add("does not match the pattern", valid.slice(0, -1) + outsidePattern(node.pattern));
+      if (node.pattern) {
+        const mismatch = PATTERN_EXAMPLES[node.pattern]?.mismatch ?? valid.slice(0, -1) + outsidePattern(node.pattern);
+        add("does not match the pattern", mismatch);
+      }
     } else if (types.includes("array")) {
       const item = () => validValue(random, node.items ?? {}, { full: true, hints });
       if (node.maxItems !== undefined) add("too many items", Array.from({ length: node.maxItems + 1 }, item));
