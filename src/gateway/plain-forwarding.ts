@@ -1,5 +1,5 @@
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from "node:http";
-import { PassThrough, pipeline, type Writable } from "node:stream";
+import { PassThrough, pipeline, type Readable, type Writable } from "node:stream";
 import type { FastifyBaseLogger } from "fastify";
 import type { KeygateError } from "../errors/keygate-error.js";
 import { clientGone } from "../http/error-handler.js";
@@ -53,7 +53,7 @@ export class PlainForwarding {
       path: upstreamPath(route, request),
       method: request.method,
       headers,
-      body: hasBody(raw) ? raw : null,
+      body: hasBody(raw) ? upstreamBody(raw) : null,
       timeoutMs: route.definition.timeoutMs ?? request.snapshot.settings.upstreamTimeoutMs,
       signal,
     };
@@ -110,8 +110,8 @@ export class PlainForwarding {
     // aborts the call): not the upstream's failure.
     if (clientGone(request.raw)) return void this.clientLeft(request, response, decision, request.upstreamCall?.sent === true);
     const { log, upstreams } = this.options;
-    log.warn({ err: error, requestId: request.id, route: route.name, upstream: route.upstream.origin }, "upstream failed");
     const kind = upstreamErrorKind(error);
+    log.warn({ err: error, requestId: request.id, route: route.name, upstream: route.upstream.origin, kind }, "upstream failed");
     upstreams.upstreamFailed(route.name, kind);
     void this.options
       .refund(request, decision)
@@ -130,6 +130,21 @@ export class PlainForwarding {
     if (delivered) return void response.destroy();
     void this.options.refund(request, decision).then(() => response.destroy());
   }
+}
+
+/**
+ * The body the upstream is sent: the client's, through a stream of its own. undici destroys the body of a call that
+ * fails (an upstream that resets the connection once it has read the body, say), and destroying the client's
+ * request would close the client's connection before it could be answered; a client that leaves mid-upload still
+ * fails the call.
+ */
+function upstreamBody(raw: IncomingMessage): Readable {
+  const body = new PassThrough();
+  raw.pipe(body);
+  raw.once("close", () => {
+    if (!raw.complete) body.destroy(new Error("the client closed the connection before its whole body arrived"));
+  });
+  return body;
 }
 
 /** Whether part of a request's body has yet to arrive (`complete` alone is false for a bodyless request at first). */
