@@ -2,9 +2,10 @@
  * The gateway against a bare @fastify/http-proxy and the Node floor (node:http + undici, no checks), side by side in
  * one run, all in front of the same upstream: the upstream directly, through each, and through keygate with a
  * cached key, a permission query and one Redis-backed named limit. --workers n adds keygate as a server process
- * with one worker and with n.
+ * with one worker and with n. --policies on adds, on the same keygate, a route managed through the API whose five
+ * policies do the same and more: keyauth, a compound rate limit, a firewall, OpenAPI validation, logging off.
  *
- *   npm run bench:gateway -- [--duration 30] [--slice 2] [--connections 50] [--generator autocannon|wrk] [--analytics embedded|off] [--reservations on|off] [--metrics-cost off|on] [--workers 0|n]
+ *   npm run bench:gateway -- [--duration 30] [--slice 2] [--connections 50] [--generator autocannon|wrk] [--analytics embedded|off] [--reservations on|off] [--metrics-cost off|on] [--workers 0|n] [--policies off|on]
  *
  * Four processes: the upstream, the bare proxy, keygate, and the load generator (this one). See bench/README.md.
  */
@@ -16,7 +17,7 @@ import { type Dispatcher, Pool } from "undici";
 import { callKeygate, startKeygate, startKeygateWorkers } from "./side-by-side/keygate.js";
 import { interleave, type Target } from "./side-by-side/load.js";
 import { nginxInstalled, startNginx } from "./side-by-side/nginx.js";
-import { describeRun, metricsCostOption, reservationsOption, runOptions, workersOption } from "./side-by-side/options.js";
+import { describeRun, metricsCostOption, policiesOption, reservationsOption, runOptions, workersOption } from "./side-by-side/options.js";
 import { benchmark, forkServing, stopAll } from "./side-by-side/processes.js";
 import { deleteByPrefix, REDIS_URL } from "./side-by-side/redis.js";
 import { printRatio, printTargets } from "./side-by-side/report.js";
@@ -158,6 +159,15 @@ async function drive(): Promise<void> {
       `reservations ${reservationsOption() ? "on" : "off"}`,
     ]),
   );
+  // --policies: the same checks and more as policies of a route managed through the API, on the same keygate.
+  const policies: Target | undefined = policiesOption()
+    ? {
+        label: "keygate, stored route with 5 policies",
+        url: `${await createPoliciesRoute(keygate)}/orders/7`,
+        servedBy: keygateChild,
+        headers: { authorization: `Bearer ${key}`, "x-tenant": "acme" },
+      }
+    : undefined;
   // --metrics-cost: the same keygate with metrics off, to see what counting costs.
   const unmeteredChild = metricsCostOption() ? await forkServing(import.meta.url, "keygate-without-metrics") : undefined;
   const unmetered: Target | undefined = unmeteredChild && {
@@ -181,7 +191,16 @@ async function drive(): Promise<void> {
     });
   }
   const runs = await interleave(
-    [direct, floor, ...(nginx ? [nginx] : []), bareProxy, gateway, ...(unmetered ? [unmetered] : []), ...servers],
+    [
+      direct,
+      floor,
+      ...(nginx ? [nginx] : []),
+      bareProxy,
+      gateway,
+      ...(policies ? [policies] : []),
+      ...(unmetered ? [unmetered] : []),
+      ...servers,
+    ],
     options,
   );
   printTargets(runs);
@@ -191,6 +210,7 @@ async function drive(): Promise<void> {
   printRatio(runs, bareProxy, direct);
   if (nginx) printRatio(runs, gateway, nginx);
   if (unmetered) printRatio(runs, gateway, unmetered, 0.95);
+  if (policies) printRatio(runs, policies, gateway, 0.9);
   if (servers.length === 2) printRatio(runs, servers[1] as Target, servers[0] as Target);
 
   await stopAll(
@@ -205,6 +225,53 @@ async function drive(): Promise<void> {
   await deleteByPrefix(prefix);
   if (unmeteredChild) await deleteByPrefix(unmeteredChild.served.prefix as string);
   for (const child of serverChildren) await deleteByPrefix(child.served.prefix as string);
+}
+
+/**
+ * A route managed through the API at /policies, to the same upstream: keyauth with the same permission query and
+ * named limit, a rate limit by client address and tenant header, a firewall for a path no request takes, OpenAPI
+ * validation against a small document, and logging that captures nothing more. Returns the prefix to send requests to.
+ */
+async function createPoliciesRoute(keygate: string): Promise<string> {
+  await callKeygate(keygate, "keygate.createRoute", {
+    name: "orders-policies",
+    match: { prefix: "/policies" },
+    upstream: upstreamUrl(),
+    policies: [
+      {
+        name: "internal",
+        enabled: true,
+        match: [{ path: { path: { prefix: "/policies/internal/" } } }],
+        firewall: { action: "ACTION_DENY" },
+      },
+      { name: "openapi", enabled: true, openapi: {} },
+      {
+        name: "api keys",
+        enabled: true,
+        keyauth: { keyspaces: [API_ID], permissionQuery: "orders.read OR admin", ratelimits: [{ name: "requests", cost: 1 }] },
+      },
+      {
+        name: "per tenant",
+        enabled: true,
+        ratelimit: { limit: 1_000_000, windowMs: 60_000, identifiers: [{ remoteIp: {} }, { header: { name: "x-tenant" } }] },
+      },
+      { name: "log", enabled: true, logging: {} },
+    ],
+  });
+  const document = {
+    openapi: "3.0.3",
+    info: { title: "orders", version: "1" },
+    paths: {
+      "/policies/orders/{id}": {
+        get: {
+          parameters: [{ name: "id", in: "path", required: true, schema: { type: "integer" } }],
+          responses: { 200: { description: "an order" } },
+        },
+      },
+    },
+  };
+  await callKeygate(keygate, "keygate.setRouteOpenApi", { route: "orders-policies", document: JSON.stringify(document) });
+  return `${keygate}/policies`;
 }
 
 /** The key the load uses, made through keygate's API as a client would. */

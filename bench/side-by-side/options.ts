@@ -67,6 +67,11 @@ export function metricsCostOption(): boolean {
   return choiceOption("metrics-cost", ["off", "on"]) === "on";
 }
 
+/** gateway: `--policies on` adds a route managed through the API with five policies, on the same keygate. */
+export function policiesOption(): boolean {
+  return choiceOption("policies", ["off", "on"]) === "on";
+}
+
 /** The line a benchmark prints before it starts: what it compares and how it is run. */
 export function describeRun(what: string, options: RunOptions, settings: string[]): string {
   const how = `${options.generator}, ${options.connections} connections, ${options.duration} s per target in ${options.slice} s slices, interleaved`;
