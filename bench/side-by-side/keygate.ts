@@ -71,13 +71,13 @@ export async function callKeygate(url: string, procedure: string, body: object):
 /**
  * keygate as `npm start` runs it (build/src/server.js) with `workers` worker processes, configured as startKeygate
  * does, in a process tree of its own. Its CPU time is that of the primary and every worker, read from /proc.
+ * `prefix` puts it on the Redis keys of another keygate started with the same (a fresh prefix otherwise).
  */
 export async function startKeygateWorkers(
   workers: number,
-  settings: { apiId?: string } & Record<string, unknown>,
+  settings: { apiId?: string; prefix?: string } & Record<string, unknown>,
 ): Promise<BenchKeygate & { cpuMicros(): number }> {
-  const { apiId, ...rest } = settings;
-  const prefix = `kgbench:${randomBytes(4).toString("hex")}`;
+  const { apiId, prefix = `kgbench:${randomBytes(4).toString("hex")}`, ...rest } = settings;
   const dataDir = await mkdtemp(join(tmpdir(), "keygate-bench-"));
   const config = {
     server: { host: "127.0.0.1", port: 0, workers },

@@ -130,6 +130,54 @@ t.test("keygate with two workers on Redis", async (t) => {
     t.equal(await counted("analytics.getGatewayRequests", "SELECT count() AS n FROM gateway_requests_v1 WHERE app_id = 'svc'", 6), 6);
   });
 
+  await t.test(
+    "a route created through /v2 on one worker is served by every worker, and its deletion taken up by every worker",
+    async (t) => {
+      const key = (await call(server, "keys.createKey", { apiId: API })).body.data.key as string;
+      const get = async (path: string) => {
+        const response = await fetch(`${server.baseUrl}${path}`, { headers: { authorization: `Bearer ${key}`, connection: "close" } });
+        await response.arrayBuffer();
+        return response.status;
+      };
+      /** The pids that answered a request under /stored as `route` with `status`, in the log lines from `from` on. */
+      const answeredBy = (route: string, status: number, from: number) =>
+        new Set(
+          server
+            .logLines()
+            .slice(from)
+            .filter(
+              (line) => line.msg === "request" && line.route === route && line.status === status && String(line.url).startsWith("/stored"),
+            )
+            .map((line) => line.pid),
+        );
+      const created = await call(server, "keygate.createRoute", {
+        name: "stored",
+        match: { prefix: "/stored" },
+        upstream: upstream.url,
+        policies: [{ name: "auth", enabled: true, keyauth: { keyspaces: [API] } }],
+      });
+      t.equal(created.status, 200, created.status === 200 ? "created through /v2" : JSON.stringify(created.body));
+      // One worker wrote it; the other learns of it from Redis. A worker that serves the route once serves it from then on.
+      await waitFor("both workers serve the stored route", 20_000, async (because) => {
+        const status = await get("/stored/x");
+        const pids = answeredBy("stored", 200, 0);
+        because(`last answer ${status}; served by ${pids.size} worker(s)`);
+        return pids.size === 2 ? true : undefined;
+      });
+      for (let i = 0; i < 4; i++) t.equal(await get("/stored/x"), 200, `request ${i + 1} served, whichever worker takes it`);
+
+      const before = server.logLines().length;
+      t.equal((await call(server, "keygate.deleteRoute", { route: "stored" })).status, 200, "deleted through /v2");
+      await waitFor("neither worker takes the deleted route", 20_000, async (because) => {
+        const status = await get("/stored/x");
+        const pids = answeredBy("unmatched", 404, before);
+        because(`last answer ${status}; 404 from ${pids.size} worker(s)`);
+        return pids.size === 2 ? true : undefined;
+      });
+      for (let i = 0; i < 4; i++) t.equal(await get("/stored/x"), 404, `request ${i + 1} unmatched, whichever worker takes it`);
+    },
+  );
+
   await t.test("SIGHUP reloads the routes of every worker", async (t) => {
     configWith("/moved");
     server.child.kill("SIGHUP");

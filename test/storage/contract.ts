@@ -13,10 +13,12 @@ import type {
   RootKeyRecord,
 } from "../../src/storage/records.js";
 import { keyRecord } from "../helpers/records.js";
+import { routeStoreContract } from "./route-store-contract.js";
 
 /**
- * The behaviour every Stores implementation must have. Run by memory.test.ts and redis.test.ts; a store is
- * correct when it passes here, whatever it keeps underneath.
+ * The behaviour every Stores implementation must have. Run by memory.test.ts, redis-store-contract.test.ts,
+ * redis-cluster-stores.test.ts and redis-sentinel-stores.test.ts; a store is correct when it passes here, whatever
+ * it keeps underneath. The route store's part is in route-store-contract.ts.
  */
 export async function storeContract(t: Test, open: (t: Test) => Promise<Stores>): Promise<void> {
   const rootKey = (id: string, hash: string, workspaceId = "ws_a"): RootKeyRecord => ({
@@ -475,6 +477,7 @@ export async function storeContract(t: Test, open: (t: Test) => Promise<Stores>)
   await ratelimitNamespaceContract(t, open);
   await ratelimitCounterContract(t, open);
   await creditContract(t, open);
+  await routeStoreContract(t, open);
 }
 
 async function ratelimitNamespaceContract(t: Test, open: (t: Test) => Promise<Stores>): Promise<void> {

@@ -3,7 +3,10 @@ import { Batch, readJson } from "./atomic.js";
 import type { RedisKeys } from "./keys.js";
 import type { RedisClient } from "./topology.js";
 
-const EMPTY: StoredRouteTable = { version: 0, routes: [] };
+/** The table before the first write: a new object each time, as every table read is the caller's own to change. */
+function emptyTable(): StoredRouteTable {
+  return { version: 0, routes: [] };
+}
 
 /**
  * The route table as one JSON value, its version as another and each OpenAPI document as its own key, all under the
@@ -19,7 +22,7 @@ export class RedisRouteStore implements RouteStore {
   }
 
   async table(): Promise<StoredRouteTable> {
-    return (await readJson<StoredRouteTable>(this.redis, this.keys.routeTable()))?.record ?? EMPTY;
+    return (await readJson<StoredRouteTable>(this.redis, this.keys.routeTable()))?.record ?? emptyTable();
   }
 
   async version(): Promise<number> {
@@ -30,7 +33,7 @@ export class RedisRouteStore implements RouteStore {
     const key = this.keys.routeTable();
     for (let attempt = 0; attempt < maxAttempts; attempt++) {
       const read = await readJson<StoredRouteTable>(this.redis, key);
-      const current = read?.record ?? EMPTY;
+      const current = read?.record ?? emptyTable();
       const next = change(structuredClone(current));
       if (next.routes === undefined) return next.result;
       const version = current.version + 1;
