@@ -28,7 +28,9 @@ export async function runPrimary(config: KeygateConfig, count: number): Promise<
   const ownMetrics = analytics && analyticsRegistry(() => ({ ...analytics.stats(), recorded: 0 }));
   const pool = new WorkerPool({ log, analytics, ownMetrics });
   const address = await pool.start(count);
-  log.info({ address, workers: count }, `keygate is listening on ${address} with ${count} workers`);
+  // Written whatever logging.level says (unless silent), as a single process writes its start-up lines.
+  const startup = log.child({}, { level: config.logging.level === "silent" ? "silent" : "info" });
+  startup.info({ address, workers: count }, `keygate is listening on ${address} with ${count} workers`);
 
   process.on("SIGHUP", () => pool.signalAll("SIGHUP"));
   let stopping = false;
