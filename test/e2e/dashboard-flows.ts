@@ -196,7 +196,7 @@ export async function dashboardFlows(t: Test, storage: StorageKind): Promise<voi
   await step("a root key with fewer permissions is created, shown once, and refused what it may not do (charts too)", async () => {
     await page.getByRole("link", { name: "Root keys" }).click();
     await page.getByLabel("Root key name").fill("reader");
-    await page.getByLabel("Root key permissions").fill("api.*.read_api\napi.*.read_key");
+    await page.getByLabel("Root key permissions").fill("api.*.read_api\napi.*.read_key\ngateway.*.read_route");
     await page.getByRole("button", { name: "Create root key" }).click();
     await page.getByText("shown once").waitFor();
     reader = (await page.locator("output[aria-label='New root key']").textContent()) ?? "";
