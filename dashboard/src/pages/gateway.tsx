@@ -2,6 +2,7 @@ import { useEffect, useState } from "preact/hooks";
 import { call, type DataOf } from "../api.js";
 import { DataTable, ErrorNote } from "../ui.js";
 import { GatewayTraffic } from "./gateway-traffic.js";
+import { describePolicy } from "./policy-summary.js";
 
 type Route = DataOf<"keygate.listRoutes">[number];
 
@@ -29,7 +30,17 @@ export function GatewayPage() {
               <td>
                 {(route.match.methods ?? ["any method"]).join(", ")} <code>{route.match.prefix}</code>
               </td>
-              <td>{route.policies.map(policySummary).join("; ")}</td>
+              <td>
+                {route.policies.length === 0 ? (
+                  "none"
+                ) : (
+                  <ol class="policies">
+                    {route.policies.map((policy) => (
+                      <li key={policy.id}>{describePolicy(policy)}</li>
+                    ))}
+                  </ol>
+                )}
+              </td>
               <td>
                 <code>{route.upstream}</code>
                 {route.timeoutMs !== undefined ? ` (timeout ${route.timeoutMs} ms)` : ""}
@@ -41,10 +52,4 @@ export function GatewayPage() {
       <GatewayTraffic />
     </>
   );
-}
-
-/** One policy in a few words: its name, its kind, and whether it is off. */
-function policySummary(policy: Route["policies"][number]): string {
-  const kind = (["keyauth", "ratelimit", "firewall", "openapi", "logging"] as const).find((field) => policy[field] !== undefined) ?? "?";
-  return `${policy.name} (${kind}${policy.enabled ? "" : ", disabled"})`;
 }
