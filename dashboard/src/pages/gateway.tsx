@@ -1,26 +1,52 @@
 import { useEffect, useState } from "preact/hooks";
-import { call, type DataOf } from "../api.js";
-import { DataTable, ErrorNote } from "../ui.js";
+import { call } from "../api.js";
+import { DataTable, ErrorNote, useAction } from "../ui.js";
 import { GatewayTraffic } from "./gateway-traffic.js";
+import type { RouteView } from "./policy-drafts.js";
 import { describePolicy } from "./policy-summary.js";
+import { RouteForm } from "./route-form.js";
 
-type Route = DataOf<"keygate.listRoutes">[number];
-
-/** The gateway's routes this workspace may read: its own, and the configuration file's in front of its APIs. */
+/**
+ * The gateway's routes this workspace may read: its own, created, edited and deleted here, and the configuration
+ * file's in front of its APIs, shown read-only (they change in the file).
+ */
 export function GatewayPage() {
-  const [routes, setRoutes] = useState<Route[] | null>(null);
-  const [error, setError] = useState<unknown>(null);
+  const [routes, setRoutes] = useState<RouteView[] | null>(null);
+  const [editing, setEditing] = useState<string | null>(null);
+  const [confirming, setConfirming] = useState<string | null>(null);
+  const { error, run } = useAction();
+
+  const load = async () => setRoutes(await call("keygate.listRoutes", {}));
   useEffect(() => {
-    call("keygate.listRoutes", {}).then(setRoutes, setError);
+    run(load);
   }, []);
+  const replace = (route: RouteView) => setRoutes((routes ?? []).map((each) => (each.id === route.id ? route : each)));
+  const created = (route: RouteView) =>
+    run(async () => {
+      await load();
+      setEditing(route.id);
+    });
+  const remove = (route: RouteView) =>
+    run(async () => {
+      await call("keygate.deleteRoute", { route: route.id });
+      setConfirming(null);
+      if (editing === route.id) setEditing(null);
+      await load();
+    });
+  const edited = routes?.find((route) => route.id === editing && route.source === "api");
+
   return (
     <>
       <h1>Gateway routes</h1>
       <ErrorNote error={error} />
+      <details>
+        <summary>Create a route</summary>
+        <RouteForm onSaved={created} />
+      </details>
       {routes && (
         <DataTable
           label="Gateway routes"
-          columns={["Route", "Source", "Matches", "Policies", "Upstream"]}
+          columns={["Route", "Source", "Matches", "Policies", "Upstream", "Actions"]}
           empty="No routes for this workspace."
           items={routes}
           row={(route) => (
@@ -45,9 +71,38 @@ export function GatewayPage() {
                 <code>{route.upstream}</code>
                 {route.timeoutMs !== undefined ? ` (timeout ${route.timeoutMs} ms)` : ""}
               </td>
+              <td>
+                {route.source === "config" ? (
+                  <small>Read-only: from the configuration file</small>
+                ) : confirming === route.id ? (
+                  <>
+                    <button type="button" class="danger" onClick={() => remove(route)}>
+                      Confirm deleting {route.name}
+                    </button>{" "}
+                    <button type="button" onClick={() => setConfirming(null)}>
+                      Cancel
+                    </button>
+                  </>
+                ) : (
+                  <>
+                    <button type="button" aria-label={`Edit ${route.name}`} onClick={() => setEditing(route.id)}>
+                      Edit
+                    </button>{" "}
+                    <button type="button" aria-label={`Delete ${route.name}`} onClick={() => setConfirming(route.id)}>
+                      Delete
+                    </button>
+                  </>
+                )}
+              </td>
             </tr>
           )}
         />
+      )}
+      {edited && (
+        <section class="editor" aria-label={`Route ${edited.name}`} key={edited.id}>
+          <h2>Route {edited.name}</h2>
+          <RouteForm route={edited} onSaved={replace} onCancel={() => setEditing(null)} />
+        </section>
       )}
       <GatewayTraffic />
     </>
