@@ -3,6 +3,8 @@ import { call } from "../api.js";
 import { DataTable, ErrorNote, useAction } from "../ui.js";
 import { GatewayTraffic } from "./gateway-traffic.js";
 import type { RouteView } from "./policy-drafts.js";
+import { PolicyEditor } from "./policy-editor.js";
+import type { Api } from "./policy-forms.js";
 import { describePolicy } from "./policy-summary.js";
 import { RouteForm } from "./route-form.js";
 
@@ -12,13 +14,16 @@ import { RouteForm } from "./route-form.js";
  */
 export function GatewayPage() {
   const [routes, setRoutes] = useState<RouteView[] | null>(null);
+  const [apis, setApis] = useState<Api[]>([]);
   const [editing, setEditing] = useState<string | null>(null);
   const [confirming, setConfirming] = useState<string | null>(null);
   const { error, run } = useAction();
+  const apisRead = useAction();
 
   const load = async () => setRoutes(await call("keygate.listRoutes", {}));
   useEffect(() => {
     run(load);
+    apisRead.run(async () => setApis(await call("keygate.listApis", {})));
   }, []);
   const replace = (route: RouteView) => setRoutes((routes ?? []).map((each) => (each.id === route.id ? route : each)));
   const created = (route: RouteView) =>
@@ -102,6 +107,8 @@ export function GatewayPage() {
         <section class="editor" aria-label={`Route ${edited.name}`} key={edited.id}>
           <h2>Route {edited.name}</h2>
           <RouteForm route={edited} onSaved={replace} onCancel={() => setEditing(null)} />
+          <ErrorNote error={apisRead.error} />
+          <PolicyEditor route={edited} apis={apis} onSaved={replace} />
         </section>
       )}
       <GatewayTraffic />
