@@ -25,7 +25,8 @@ export function GatewayPage() {
     run(load);
     apisRead.run(async () => setApis(await call("keygate.listApis", {})));
   }, []);
-  const replace = (route: RouteView) => setRoutes((routes ?? []).map((each) => (each.id === route.id ? route : each)));
+  // Called once a save is answered: the list as it is then, not as it was when the save began.
+  const replace = (route: RouteView) => setRoutes((current) => (current ?? []).map((each) => (each.id === route.id ? route : each)));
   const created = (route: RouteView) =>
     run(async () => {
       await load();

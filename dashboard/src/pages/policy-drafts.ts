@@ -108,8 +108,8 @@ export function kindOf(policy: Pick<PolicyView, PolicyKind>): PolicyKind | undef
   return POLICY_KINDS.find((kind) => policy[kind] !== undefined);
 }
 
-/** The drafts of policies as the API shows them (or as a client writes them, for the JSON editor). */
-export function draftsOf(policies: readonly (PolicyView | PolicyBody)[]): PolicyDraft[] {
+/** The drafts of policies as the API shows them. */
+export function draftsOf(policies: readonly PolicyView[]): PolicyDraft[] {
   return policies.map((policy) => ({
     uid: ++uids,
     name: policy.name,
@@ -119,7 +119,7 @@ export function draftsOf(policies: readonly (PolicyView | PolicyBody)[]): Policy
   }));
 }
 
-function ruleDraft(policy: PolicyView | PolicyBody): RuleDraft {
+function ruleDraft(policy: PolicyView): RuleDraft {
   const { keyauth, ratelimit, firewall, logging } = policy;
   if (keyauth) {
     const rule: RuleDraft = {

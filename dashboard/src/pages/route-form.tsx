@@ -154,7 +154,7 @@ export function RouteForm(props: { route?: RouteView; onSaved: (route: RouteView
           Close
         </button>
       )}
-      <FormError error={error} instead={`Not saved: see the messages beside the fields.`} />
+      <FormError error={error} instead="Not saved: see the messages beside the fields." />
     </form>
   );
 }
