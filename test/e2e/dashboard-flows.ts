@@ -196,7 +196,7 @@ export async function dashboardFlows(t: Test, storage: StorageKind): Promise<voi
   await step("a root key with fewer permissions is created, shown once, and refused what it may not do (charts too)", async () => {
     await page.getByRole("link", { name: "Root keys" }).click();
     await page.getByLabel("Root key name").fill("reader");
-    await page.getByLabel("Root key permissions").fill("api.*.read_api\napi.*.read_key");
+    await page.getByLabel("Root key permissions").fill("api.*.read_api\napi.*.read_key\ngateway.*.read_route");
     await page.getByRole("button", { name: "Create root key" }).click();
     await page.getByText("shown once").waitFor();
     reader = (await page.locator("output[aria-label='New root key']").textContent()) ?? "";
@@ -412,6 +412,155 @@ export async function dashboardFlows(t: Test, storage: StorageKind): Promise<voi
     await page.getByRole("region", { name: "Rate limit decisions" }).getByRole("alert").waitFor({ state: "detached" });
     t.same(await namespace.getByRole("cell").allTextContents(), [namespaceId, "2", "1"], "the same over 30 days");
     await decisionsChart(namespaceId).locator("canvas").waitFor();
+  });
+
+  /** A request through the gateway: its status, the body read to the end. */
+  const through = async (path: string, key?: string, method = "GET") => {
+    const answer = await fetch(`${origin}${path}`, { method, ...(key ? { headers: { authorization: `Bearer ${key}` } } : {}) });
+    await answer.arrayBuffer();
+    return answer.status;
+  };
+  const routeEditor = page.getByRole("region", { name: "Route dash-route" });
+  const policyForm = routeEditor.getByRole("form", { name: "Edit the policies" });
+  const policyGroup = (place: number, name: string) => policyForm.getByRole("group", { name: new RegExp(`^Policy ${place}: ${name} `) });
+  /** Saves the policies once the page has taken up the changes, and waits until the page says they are saved. */
+  const savePolicies = async () => {
+    await policyForm.getByRole("status").filter({ hasText: "Unsaved changes." }).waitFor();
+    await policyForm.getByRole("button", { name: "Save policies" }).click();
+    await policyForm.getByRole("status").filter({ hasText: "Policies saved." }).waitFor();
+  };
+  const routesTable = page.getByRole("table", { name: "Gateway routes" });
+  const routeRow = (name: string) => routesTable.getByRole("row").filter({ has: page.getByRole("cell", { name, exact: true }) });
+  let plainKey = "";
+  let adminKey = "";
+
+  await step("a route is created on the Gateway page; without policies it forwards every request", async () => {
+    await page.getByRole("link", { name: "APIs", exact: true }).click();
+    await page.getByLabel("API name").fill("routes-api");
+    await page.getByRole("button", { name: "Create API" }).click();
+    await page.getByRole("link", { name: "routes-api" }).waitFor();
+    const apis = (await h.call("keygate.listApis", {})).body as { data: { id: string; name: string }[] };
+    const apiId = apis.data.find((api) => api.name === "routes-api")?.id ?? "";
+    plainKey = ((await h.call("keys.createKey", { apiId })).body as { data: { key: string } }).data.key;
+    adminKey = ((await h.call("keys.createKey", { apiId, permissions: ["routes.admin"] })).body as { data: { key: string } }).data.key;
+
+    await page.getByRole("link", { name: "Gateway", exact: true }).click();
+    await page.getByText("Create a route").click();
+    const create = page.getByRole("form", { name: "Create a route" });
+    await create.getByLabel("Route name").fill("dash-route");
+    await create.getByLabel("Path prefix").fill("/dash");
+    await create.getByLabel("Upstream URL").fill("ftp://127.0.0.1");
+    await create.getByLabel("Timeout (ms)").fill("5000");
+    await create.getByLabel("Key id", { exact: true }).fill("x-dash-key-id");
+    await create.getByRole("button", { name: "Create route" }).click();
+    await create.getByText("must be an http:// or https:// URL with a host").waitFor();
+    await create.getByLabel("Upstream URL").fill(upstream.url);
+    await create.getByRole("button", { name: "Create route" }).click();
+    await routeEditor.waitFor();
+    await routeRow("dash-route").getByRole("cell", { name: "none", exact: true }).waitFor();
+    t.equal(await through("/dash/items"), 200, "no policy: forwarded without a key");
+  });
+
+  await step("a keyauth and a ratelimit policy, saved at once: 401 without a key, 200 with one, 429 past the limit", async () => {
+    await policyForm.getByLabel("Kind of policy").selectOption("keyauth");
+    await policyForm.getByRole("button", { name: "Add policy" }).click();
+    await policyGroup(1, "keyauth")
+      .getByRole("checkbox", { name: /^routes-api / })
+      .check();
+    await policyForm.getByLabel("Kind of policy").selectOption("ratelimit");
+    await policyForm.getByRole("button", { name: "Add policy" }).click();
+    const limit = policyGroup(2, "ratelimit");
+    await limit.getByLabel("Limit", { exact: true }).fill("2");
+    await limit.getByLabel("Window (ms)").fill("60000");
+    t.equal(await limit.getByLabel("Identifier 1", { exact: true }).inputValue(), "remoteIp", "counted by the client IP");
+    await savePolicies();
+    const row = (await routeRow("dash-route").textContent()) ?? "";
+    t.match(row, "keyauth (keyauth): APIs api_", "the table shows the keyauth policy");
+    t.match(row, "ratelimit (ratelimit): 2 per 60000 ms by client IP", "and the rate limit");
+
+    t.equal(await through("/dash/items"), 401, "no key");
+    const seen = upstream.seen.length;
+    t.equal(await through("/dash/items", plainKey), 200, "a key of the API");
+    t.match(upstream.seen[seen]?.headers["x-dash-key-id"], /^key_/, "the key id header the route forwards");
+    t.equal(await through("/dash/items", plainKey), 200, "the second request in the window");
+    t.equal(await through("/dash/items", plainKey), 429, "the third is over the limit");
+  });
+
+  await step("a disabled policy stops applying; a keyauth moved first decides; match expressions narrow a policy", async () => {
+    await policyGroup(2, "ratelimit").getByLabel("Enabled").uncheck();
+    await savePolicies();
+    await routeRow("dash-route").getByText("ratelimit (ratelimit, disabled)").waitFor();
+    t.equal(await through("/dash/items", plainKey), 200, "no rate limit once disabled");
+
+    // A second keyauth asking for a permission: after the first one it is never used, moved first it decides.
+    await policyForm.getByLabel("Kind of policy").selectOption("keyauth");
+    await policyForm.getByRole("button", { name: "Add policy" }).click();
+    const admins = policyGroup(3, "keyauth-2");
+    await admins.getByLabel("Policy name").fill("admins");
+    await policyGroup(3, "admins")
+      .getByRole("checkbox", { name: /^routes-api / })
+      .check();
+    await policyGroup(3, "admins").getByLabel("Permission query").fill("routes.admin");
+    await savePolicies();
+    t.equal(await through("/dash/items", plainKey), 200, "the first keyauth takes any key of the API");
+    await policyForm.getByRole("button", { name: "Move policy admins up" }).click();
+    await policyForm.getByRole("button", { name: "Move policy admins up" }).click();
+    await policyGroup(1, "admins").waitFor();
+    await savePolicies();
+    t.match((await routeRow("dash-route").locator("ol li").first().textContent()) ?? "", /^admins \(keyauth\)/, "listed first");
+    t.equal(await through("/dash/items", plainKey), 403, "moved first, it asks for routes.admin");
+    t.equal(await through("/dash/items", adminKey), 200, "which the admin key has");
+
+    // Only under /dash/admin: elsewhere the next keyauth applies.
+    const first = policyGroup(1, "admins");
+    await first.getByRole("button", { name: "Add a condition" }).click();
+    await first.getByLabel("Test", { exact: true }).selectOption("prefix");
+    await first.getByLabel("Path", { exact: true }).fill("/dash/admin");
+    await savePolicies();
+    t.equal(await through("/dash/items", plainKey), 200, "outside /dash/admin any key of the API");
+    t.equal(await through("/dash/admin/users", plainKey), 403, "under /dash/admin the permission is asked for");
+  });
+
+  await step("a 400 names a field of one policy: its message stands beside that field, and nothing is saved", async () => {
+    const first = policyGroup(1, "admins");
+    await first.getByLabel("Test", { exact: true }).selectOption("regex");
+    await first.getByLabel("Path", { exact: true }).fill("(");
+    await policyForm.getByRole("status").filter({ hasText: "Unsaved changes." }).waitFor();
+    await policyForm.getByRole("button", { name: "Save policies" }).click();
+    const message = first.getByText(/is not a valid RE2 regular expression/);
+    await message.waitFor();
+    const describedBy = (await first.getByLabel("Path", { exact: true }).getAttribute("aria-describedby")) ?? "";
+    t.equal(await message.getAttribute("id"), describedBy, "the message is the Path field's description");
+    t.equal(await policyForm.getByText(/is not a valid RE2 regular expression/).count(), 1, "shown once, at that policy");
+    await policyForm.getByRole("alert").filter({ hasText: "The policies were not saved" }).waitFor();
+    t.equal(await through("/dash/admin/users", plainKey), 403, "the saved policies still apply");
+    await first.getByLabel("Path", { exact: true }).fill("^/dash/admin");
+    await policyForm.getByRole("button", { name: "Save policies" }).click();
+    await policyForm.getByRole("status").filter({ hasText: "Policies saved." }).waitFor();
+    await routeRow("dash-route").getByText("when path ~ ^/dash/admin").waitFor();
+    await routeEditor.getByText("Edit as JSON").click();
+    t.match(await routeEditor.getByLabel("Policies (JSON)").inputValue(), '"regex": "^/dash/admin"', "the JSON editor shows the policies");
+  });
+
+  await step("a configuration route is read-only; a route of the API is edited and deleted (with a confirmation)", async () => {
+    const configured = routeRow("e2e-route");
+    await configured.getByText("Read-only: from the configuration file").waitFor();
+    t.equal(await configured.getByRole("button").count(), 0, "no edit controls");
+
+    const edit = routeEditor.getByRole("form", { name: "Edit the route" });
+    await edit.getByLabel("Timeout (ms)").fill("7000");
+    await edit.getByRole("checkbox", { name: "GET", exact: true }).check();
+    await edit.getByRole("button", { name: "Save route" }).click();
+    await routeRow("dash-route").getByText("(timeout 7000 ms)").waitFor();
+    t.match((await routeRow("dash-route").textContent()) ?? "", "GET /dash");
+    t.equal(await through("/dash/items", plainKey), 200, "GET is still taken");
+    t.equal(await through("/dash/items", plainKey, "POST"), 405, "POST no longer is: the path is taken for GET only");
+
+    await page.getByRole("button", { name: "Delete dash-route" }).click();
+    await page.getByRole("button", { name: "Confirm deleting dash-route" }).click();
+    await routeRow("dash-route").waitFor({ state: "detached" });
+    t.equal(await routeEditor.count(), 0, "its editor closed");
+    t.equal(await through("/dash/items", plainKey), 404, "no route takes /dash any more");
   });
 
   await step("revoking a root key in the dashboard refuses it at once", async () => {

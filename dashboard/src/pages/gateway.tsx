@@ -1,25 +1,58 @@
 import { useEffect, useState } from "preact/hooks";
-import { call, type DataOf } from "../api.js";
-import { bucketsOf, RANGES, type Range, RangeForm, ResultTable, type Row, seriesOf, TimeChart } from "../charts.js";
+import { call } from "../api.js";
 import { DataTable, ErrorNote, useAction } from "../ui.js";
+import { GatewayTraffic } from "./gateway-traffic.js";
+import type { RouteView } from "./policy-drafts.js";
+import { PolicyEditor } from "./policy-editor.js";
+import type { Api } from "./policy-forms.js";
+import { describePolicy } from "./policy-summary.js";
+import { RouteForm } from "./route-form.js";
 
-type Route = DataOf<"keygate.listRoutes">[number];
-
-/** The gateway's routes this workspace may read: its own, and the configuration file's in front of its APIs. */
+/**
+ * The gateway's routes this workspace may read: its own, created, edited and deleted here, and the configuration
+ * file's in front of its APIs, shown read-only (they change in the file).
+ */
 export function GatewayPage() {
-  const [routes, setRoutes] = useState<Route[] | null>(null);
-  const [error, setError] = useState<unknown>(null);
+  const [routes, setRoutes] = useState<RouteView[] | null>(null);
+  const [apis, setApis] = useState<Api[]>([]);
+  const [editing, setEditing] = useState<string | null>(null);
+  const [confirming, setConfirming] = useState<string | null>(null);
+  const { error, run } = useAction();
+  const apisRead = useAction();
+
+  const load = async () => setRoutes(await call("keygate.listRoutes", {}));
   useEffect(() => {
-    call("keygate.listRoutes", {}).then(setRoutes, setError);
+    run(load);
+    apisRead.run(async () => setApis(await call("keygate.listApis", {})));
   }, []);
+  // Called once a save is answered: the list as it is then, not as it was when the save began.
+  const replace = (route: RouteView) => setRoutes((current) => (current ?? []).map((each) => (each.id === route.id ? route : each)));
+  const created = (route: RouteView) =>
+    run(async () => {
+      await load();
+      setEditing(route.id);
+    });
+  const remove = (route: RouteView) =>
+    run(async () => {
+      await call("keygate.deleteRoute", { route: route.id });
+      setConfirming(null);
+      if (editing === route.id) setEditing(null);
+      await load();
+    });
+  const edited = routes?.find((route) => route.id === editing && route.source === "api");
+
   return (
     <>
       <h1>Gateway routes</h1>
       <ErrorNote error={error} />
+      <details>
+        <summary>Create a route</summary>
+        <RouteForm onSaved={created} />
+      </details>
       {routes && (
         <DataTable
           label="Gateway routes"
-          columns={["Route", "Source", "Matches", "Policies", "Upstream"]}
+          columns={["Route", "Source", "Matches", "Policies", "Upstream", "Actions"]}
           empty="No routes for this workspace."
           items={routes}
           row={(route) => (
@@ -29,98 +62,57 @@ export function GatewayPage() {
               <td>
                 {(route.match.methods ?? ["any method"]).join(", ")} <code>{route.match.prefix}</code>
               </td>
-              <td>{route.policies.map(policySummary).join("; ")}</td>
+              <td>
+                {route.policies.length === 0 ? (
+                  "none"
+                ) : (
+                  <ol class="policies">
+                    {route.policies.map((policy) => (
+                      <li key={policy.id}>{describePolicy(policy)}</li>
+                    ))}
+                  </ol>
+                )}
+              </td>
               <td>
                 <code>{route.upstream}</code>
                 {route.timeoutMs !== undefined ? ` (timeout ${route.timeoutMs} ms)` : ""}
+              </td>
+              <td>
+                {route.source === "config" ? (
+                  <small>Read-only: from the configuration file</small>
+                ) : confirming === route.id ? (
+                  <>
+                    <button type="button" class="danger" onClick={() => remove(route)}>
+                      Confirm deleting {route.name}
+                    </button>{" "}
+                    <button type="button" onClick={() => setConfirming(null)}>
+                      Cancel
+                    </button>
+                  </>
+                ) : (
+                  <>
+                    <button type="button" aria-label={`Edit ${route.name}`} onClick={() => setEditing(route.id)}>
+                      Edit
+                    </button>{" "}
+                    <button type="button" aria-label={`Delete ${route.name}`} onClick={() => setConfirming(route.id)}>
+                      Delete
+                    </button>
+                  </>
+                )}
               </td>
             </tr>
           )}
         />
       )}
+      {edited && (
+        <section class="editor" aria-label={`Route ${edited.name}`} key={edited.id}>
+          <h2>Route {edited.name}</h2>
+          <RouteForm route={edited} onSaved={replace} onCancel={() => setEditing(null)} />
+          <ErrorNote error={apisRead.error} />
+          <PolicyEditor route={edited} apis={apis} onSaved={replace} />
+        </section>
+      )}
       <GatewayTraffic />
     </>
   );
-}
-
-const REFUSED = "response_status >= 400 AND response_status < 500";
-
-/**
- * The requests the gateway answered (gateway_requests_v1, one row each), per route: counts, server errors and
- * refusals, and latency, total and keygate's own (gateway_latency: total minus the upstream's time).
- */
-function GatewayTraffic() {
-  const [range, setRange] = useState<Range>("hour");
-  const [charts, setCharts] = useState<Record<
-    "requests" | "errors" | "refusals" | "latency" | "keygate",
-    ReturnType<typeof seriesOf>
-  > | null>(null);
-  const [routes, setRoutes] = useState<Row[]>([]);
-  const { error, run } = useAction();
-
-  const refresh = () =>
-    run(async () => {
-      const { since, bucket, fill } = bucketsOf(range);
-      const from = `FROM gateway_requests_v1 WHERE time >= ${since}`;
-      const [overTime, perRoute] = await Promise.all([
-        call("analytics.getGatewayRequests", {
-          query: `SELECT ${bucket} AS t, app_id AS route, count() AS requests, countIf(response_status >= 500) AS errors, countIf(${REFUSED}) AS refusals, quantile(0.5)(total_latency) AS p50, quantile(0.99)(total_latency) AS p99, quantile(0.5)(gateway_latency) AS keygate_p50, quantile(0.99)(gateway_latency) AS keygate_p99 ${from} GROUP BY t, route ORDER BY t ${fill}`,
-        }),
-        call("analytics.getGatewayRequests", {
-          query: `SELECT app_id AS route, count() AS requests, countIf(response_status >= 500) AS errors_5xx, countIf(${REFUSED}) AS refusals_4xx, round(quantile(0.5)(total_latency), 1) AS p50_ms, round(quantile(0.99)(total_latency), 1) AS p99_ms, round(quantile(0.5)(gateway_latency), 2) AS keygate_p50_ms, round(quantile(0.99)(gateway_latency), 2) AS keygate_p99_ms ${from} GROUP BY route ORDER BY requests DESC`,
-        }),
-      ]);
-      const count = (column: string) => seriesOf(overTime, "route", [{ column, label: (route) => route }], 0);
-      const quantiles = (prefix: string) =>
-        seriesOf(
-          overTime,
-          "route",
-          [
-            { column: `${prefix}p50`, label: (route) => `${route} p50` },
-            { column: `${prefix}p99`, label: (route) => `${route} p99`, dash: [6, 4] },
-          ],
-          null,
-        );
-      setCharts({
-        requests: count("requests"),
-        errors: count("errors"),
-        refusals: count("refusals"),
-        latency: quantiles(""),
-        keygate: quantiles("keygate_"),
-      });
-      setRoutes(perRoute);
-    });
-  useEffect(() => {
-    refresh();
-  }, [range]);
-
-  const { seconds } = RANGES[range];
-  return (
-    <section aria-label="Gateway traffic">
-      <h2>Traffic</h2>
-      <RangeForm label="Traffic range" value={range} onChange={setRange} onRefresh={refresh} />
-      <ErrorNote error={error} />
-      <h3>Requests by route</h3>
-      <ResultTable rows={routes} label="Requests by route" />
-      {charts && (
-        <>
-          <TimeChart title="Requests per route" {...charts.requests} seconds={seconds} unit="requests" />
-          <div class="columns">
-            <TimeChart title="Server errors (5xx) per route" {...charts.errors} seconds={seconds} unit="answers ≥ 500" />
-            <TimeChart title="Refusals (4xx) per route" {...charts.refusals} seconds={seconds} unit="answers 400–499" />
-          </div>
-          <div class="columns">
-            <TimeChart title="Latency per route" {...charts.latency} seconds={seconds} unit="total ms" />
-            <TimeChart title="keygate's own latency per route" {...charts.keygate} seconds={seconds} unit="gateway ms" />
-          </div>
-        </>
-      )}
-    </section>
-  );
-}
-
-/** One policy in a few words: its name, its kind, and whether it is off. */
-function policySummary(policy: Route["policies"][number]): string {
-  const kind = (["keyauth", "ratelimit", "firewall", "openapi", "logging"] as const).find((field) => policy[field] !== undefined) ?? "?";
-  return `${policy.name} (${kind}${policy.enabled ? "" : ", disabled"})`;
 }

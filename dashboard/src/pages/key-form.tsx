@@ -1,6 +1,6 @@
 import type { ComponentChildren } from "preact";
 import { ApiError, type BodyOf, type DataOf } from "../api.js";
-import { Field, fieldError, fromDateTimeInput, splitList, TextField, toDateTimeInput } from "../ui.js";
+import { Field, fieldError, fromDateTimeInput, numberOr, splitList, TextField, toDateTimeInput } from "../ui.js";
 
 /** What the create and edit forms share: the fields of keys.createKey that a key keeps after it is made. */
 export interface KeyFields {
@@ -56,15 +56,6 @@ export function fieldsOf(key: KeyAsShown): KeyFields {
     permissions: (key.permissions ?? []).join("\n"),
     roles: (key.roles ?? []).join("\n"),
   };
-}
-
-/**
- * A number typed in a field, sent as a number when it is one. Anything else goes as typed, for the API's 400 to name
- * the field: the one place a body leaves its type on purpose, so it is typed as the number the API asks for.
- */
-function numberOr(text: string): number {
-  const value = Number(text);
-  return text.trim() !== "" && Number.isFinite(value) ? value : (text as unknown as number);
 }
 
 /** The form's values as the API takes them, an emptied field as null. */
