@@ -218,6 +218,12 @@ export const ERROR_CATALOGUE = {
     title: BAD_REQUEST,
     meaning: "The request path has a dot segment ('.' or '..', also percent-encoded or between backslashes); it is not forwarded.",
   },
+  "err:keygate:gateway:request_invalid": {
+    status: 400,
+    title: BAD_REQUEST,
+    meaning:
+      "The request does not match the route's OpenAPI document (an openapi policy): `errors[]` names each failing place (`path.id`, `query.limit`, `header.x-tenant`, `body.items[0].name`).",
+  },
   "err:keygate:gateway:missing_key": {
     status: 401,
     title: "Unauthorized",

@@ -157,7 +157,7 @@ function parseDocument(text: string): Record<string, unknown> | string {
 /** The schema check's problems, each with where in the document (a JSON pointer) and what. */
 function schemaProblems(errors: ErrorObject[] | string | undefined): string[] {
   if (errors === undefined) return ["is not a valid OpenAPI document"];
-  if (typeof errors === "string") return [errors];
+  if (typeof errors === "string") return [errors.replace(/\.$/, "")];
   return errors.slice(0, MAX_DOCUMENT_PROBLEMS).map((error) => `at #${error.instancePath}: ${error.message ?? "is not valid"}`);
 }
 
