@@ -156,6 +156,8 @@ t.test("keygate.setRouteOpenApi refuses a broken document, naming body.document 
   t.type(accepted.body.data.openApi.uploadedAt, "number");
   const read = await gw.h.call("keygate.getRouteOpenApi", { route: "uploads" });
   t.equal(read.body.data.document, toYaml(itemsDocument("3.0.3", "/uploads")), "the document is kept as uploaded");
+  const again = await upload(JSON.stringify(itemsDocument("3.1.0", "/uploads")));
+  t.ok(again.body.data.openApi.uploadedAt > accepted.body.data.openApi.uploadedAt, "each upload is later than the one it replaces");
 });
 
 for (const version of ["3.0.3", "3.1.0"] as const) {
