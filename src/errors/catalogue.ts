@@ -166,7 +166,7 @@ export const ERROR_CATALOGUE = {
   "err:user:bad_request:request_body_too_large": {
     status: 413,
     title: "Request Entity Too Large",
-    meaning: "The body is larger than server.bodyLimit.",
+    meaning: "The body is larger than server.bodyLimit, or than the 1 MiB a gateway route's openapi policy reads to validate it.",
   },
   "err:user:bad_request:unsupported_media_type": {
     status: 415,
@@ -217,6 +217,12 @@ export const ERROR_CATALOGUE = {
     status: 400,
     title: BAD_REQUEST,
     meaning: "The request path has a dot segment ('.' or '..', also percent-encoded or between backslashes); it is not forwarded.",
+  },
+  "err:keygate:gateway:request_invalid": {
+    status: 400,
+    title: BAD_REQUEST,
+    meaning:
+      "The request does not match the route's OpenAPI document (an openapi policy): `errors[]` names each failing place (`path.id`, `query.limit`, `header.x-tenant`, `body.items[0].name`).",
   },
   "err:keygate:gateway:missing_key": {
     status: 401,

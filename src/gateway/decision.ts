@@ -119,6 +119,9 @@ export class GatewayDecider {
     const ip = () => clientAddress(request.remoteAddress, request.raw.headers["x-forwarded-for"], request.snapshot.trust);
     const applicable = applicablePolicies(route, request, ip);
     if (applicable.capture) request.capture = applicable.capture;
+    // An openapi policy's check of the body (read whole) comes before any refusal of a later policy.
+    const bodyRefusal = applicable.openApiBody ? await applicable.openApiBody() : undefined;
+    if (bodyRefusal) return { kind: "deny", error: bodyRefusal };
     if (applicable.refusal) return { kind: "deny", error: applicable.refusal };
     const { keyauth } = applicable;
     const key = keyauth && extractKey(keyauth.keySources, request.raw.headers, request.query);

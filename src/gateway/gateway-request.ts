@@ -45,6 +45,8 @@ export interface GatewayRequest extends RequestTarget {
   head?: AnswerHeaders;
   /** What its analytics event captures beyond the basics (the route's logging policies that applied). */
   capture?: LoggingPolicy;
+  /** The request body, when a policy read it whole (an openapi policy validating it): forwarded from here. */
+  body?: Buffer;
   /** A plain request's call to its upstream, once sent: aborted when the client goes away before the answer ends. */
   upstreamCall?: UpstreamAbort;
 }

@@ -2,6 +2,7 @@ import type { RouteDefinition } from "../domain/routes/route-compiler.js";
 import type { StoredRouteTable } from "../storage/interfaces.js";
 import type { RouteRecord } from "../storage/records.js";
 import { compileTrust, type ProxyTrust } from "./client-address.js";
+import type { OpenApiDocument } from "./openapi-documents.js";
 import type { GatewaySettings, RouteConfig } from "./route-config.js";
 import { RouteTable } from "./route-table.js";
 
@@ -20,21 +21,32 @@ export interface GatewaySnapshot {
   /** What it was compiled from: the configuration, and the stored routes at their version. */
   readonly config: GatewayConfig;
   readonly stored: StoredRouteTable;
+  /**
+   * The OpenAPI documents of the stored routes with an enabled openapi policy, by route id, compiled with the table
+   * (RouteSync); a route without one here is not validated.
+   */
+  readonly openApi: ReadonlyMap<string, OpenApiDocument>;
 }
 
 const NO_STORED_ROUTES: StoredRouteTable = { version: 0, routes: [] };
+const NO_DOCUMENTS: ReadonlyMap<string, OpenApiDocument> = new Map();
 
 /**
  * Compiles the configuration's routes and gateway settings with the stored routes (throws RouteTableError for bad
  * routes of the configuration; a stored route that clashes with them is left out, see RouteTable.skipped).
  */
-export function compileGatewaySnapshot(config: GatewayConfig, stored: StoredRouteTable = NO_STORED_ROUTES): GatewaySnapshot {
+export function compileGatewaySnapshot(
+  config: GatewayConfig,
+  stored: StoredRouteTable = NO_STORED_ROUTES,
+  openApi: ReadonlyMap<string, OpenApiDocument> = NO_DOCUMENTS,
+): GatewaySnapshot {
   return {
     table: RouteTable.compile(config.routes, stored.routes.map(storedDefinition)),
     settings: config.gateway,
     trust: compileTrust(config.gateway.trustProxy),
     config: { routes: config.routes, gateway: config.gateway },
     stored,
+    openApi,
   };
 }
 
@@ -65,14 +77,17 @@ export class CurrentGatewaySnapshot {
 
   /** A new configuration, with the stored routes in force. Throws RouteTableError (nothing changes then). */
   applyConfig(config: GatewayConfig): GatewaySnapshot {
-    this.snapshot = compileGatewaySnapshot(config, this.snapshot.stored);
+    this.snapshot = compileGatewaySnapshot(config, this.snapshot.stored, this.snapshot.openApi);
     return this.snapshot;
   }
 
-  /** A stored table newer than the one in force (an older one, arriving late, changes nothing). Returns whether it applied. */
-  applyStored(stored: StoredRouteTable): boolean {
+  /**
+   * A stored table newer than the one in force, with its routes' compiled OpenAPI documents (an older table,
+   * arriving late, changes nothing). Returns whether it applied.
+   */
+  applyStored(stored: StoredRouteTable, openApi: ReadonlyMap<string, OpenApiDocument> = NO_DOCUMENTS): boolean {
     if (stored.version <= this.snapshot.stored.version) return false;
-    this.snapshot = compileGatewaySnapshot(this.snapshot.config, stored);
+    this.snapshot = compileGatewaySnapshot(this.snapshot.config, stored, openApi);
     return true;
   }
 }

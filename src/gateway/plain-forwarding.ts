@@ -8,6 +8,7 @@ import type { Allowed } from "./decision.js";
 import { upstreamHeaders, upstreamPath } from "./forwarding.js";
 import type { GatewayRequest } from "./gateway-request.js";
 import { endToEndHeaders } from "./hop-by-hop.js";
+import { hasBody } from "./request-body.js";
 import type { CompiledRoute } from "./route-table.js";
 import { UpstreamAbort, UpstreamClient, upstreamErrorKind } from "./upstream-client.js";
 import { refundDue, upstreamFailure } from "./upstream-failure.js";
@@ -53,7 +54,8 @@ export class PlainForwarding {
       path: upstreamPath(route, request),
       method: request.method,
       headers,
-      body: hasBody(raw) ? upstreamBody(raw) : null,
+      // Read whole already when an openapi policy validated it; streamed otherwise.
+      body: request.body ?? (hasBody(raw) ? upstreamBody(raw) : null),
       timeoutMs: route.definition.timeoutMs ?? request.snapshot.settings.upstreamTimeoutMs,
       signal,
     };
@@ -150,10 +152,4 @@ function upstreamBody(raw: IncomingMessage): Readable {
 /** Whether part of a request's body has yet to arrive (`complete` alone is false for a bodyless request at first). */
 export function bodyStillArriving(request: IncomingMessage): boolean {
   return !request.complete && hasBody(request);
-}
-
-/** Whether a request has a body to stream (RFC 9112 §6.3: a length, or a transfer coding). */
-function hasBody(request: IncomingMessage): boolean {
-  const length = request.headers["content-length"];
-  return request.headers["transfer-encoding"] !== undefined || (length !== undefined && length !== "0");
 }

@@ -3,6 +3,7 @@ import { KeygateError } from "../errors/keygate-error.js";
 import { samePath } from "../http/request-target.js";
 import type { LoggingPolicy } from "../storage/records.js";
 import type { GatewayRequest } from "./gateway-request.js";
+import { openApiStep } from "./openapi-policy.js";
 import type { CompiledRoute } from "./route-table.js";
 
 /** What a route's policies come to for one request, before anything is asked of a store. */
@@ -15,6 +16,11 @@ export interface ApplicablePolicies {
   ratelimits: readonly CompiledRatelimit[];
   /** What the request's analytics event captures, every logging policy that applies combined. */
   capture?: LoggingPolicy;
+  /**
+   * The check of the request body by an openapi policy that applies (the body read whole first); it comes before
+   * `refusal` in policy order, so it runs first.
+   */
+  openApiBody?: () => Promise<KeygateError | undefined>;
 }
 
 /**
@@ -25,6 +31,7 @@ export function applicablePolicies(route: CompiledRoute, request: GatewayRequest
   const ratelimits: CompiledRatelimit[] = [];
   const applicable: ApplicablePolicies = { ratelimits };
   let matched: MatchedRequest | undefined;
+  let openApiChecked = false;
   for (const policy of route.policies) {
     if (policy.matches.length > 0) {
       matched ??= matchedRequest(request);
@@ -53,8 +60,21 @@ export function applicablePolicies(route: CompiledRoute, request: GatewayRequest
       case "logging":
         applicable.capture = { ...applicable.capture, ...policy.capture };
         break;
-      case "openapi":
+      case "openapi": {
+        // Every openapi policy validates against the route's one document: the first that applies decides.
+        if (openApiChecked) break;
+        openApiChecked = true;
+        // No document uploaded (or none that compiled): the policy lets requests through.
+        const document = request.snapshot.openApi.get(route.id);
+        const step = document && openApiStep(document, route, request);
+        if (step === undefined) break;
+        if ("refusal" in step) {
+          applicable.refusal = step.refusal;
+          return applicable;
+        }
+        applicable.openApiBody = step.body;
         break;
+      }
     }
   }
   return applicable;

@@ -1,6 +1,8 @@
 import type { FastifyBaseLogger } from "fastify";
-import type { RouteStore } from "../storage/interfaces.js";
+import type { RouteStore, StoredRouteTable } from "../storage/interfaces.js";
+import type { RouteRecord } from "../storage/records.js";
 import type { CurrentGatewaySnapshot } from "./gateway-snapshot.js";
+import { compileOpenApiDocument, type OpenApiDocument } from "./openapi-documents.js";
 
 /** How often an instance asks the store for the route table's version, in case it missed an announcement. */
 export const ROUTE_VERSION_CHECK_MS = 1_000;
@@ -9,7 +11,8 @@ export const ROUTE_VERSION_CHECK_MS = 1_000;
  * Keeps this instance's route table in step with the stored routes: each change is announced on the invalidation
  * bus, and the table's version is checked every `checkMs` as the safety net for an announcement missed. A newer
  * table is read whole and compiled, then swapped in one assignment; reads are serialised, so an older table never
- * replaces a newer one, and one that fails to compile never replaces a working one.
+ * replaces a newer one, and one that fails to compile never replaces a working one. The OpenAPI documents of routes
+ * with an enabled openapi policy are compiled with the table; a route whose upload is unchanged keeps its document.
  */
 export class RouteSync {
   private readonly options: { snapshot: CurrentGatewaySnapshot; store: RouteStore; log: FastifyBaseLogger; checkMs: number };
@@ -17,6 +20,8 @@ export class RouteSync {
   /** Reads run one after another; `queued` is the one that has not started yet (later asks share it). */
   private tail: Promise<void> = Promise.resolve();
   private queued: Promise<void> | undefined;
+  /** The upload (route id → uploadedAt) of each document that failed to compile: not compiled, nor logged, again. */
+  private readonly failedDocuments = new Map<string, number>();
 
   constructor(options: { snapshot: CurrentGatewaySnapshot; store: RouteStore; log: FastifyBaseLogger; checkMs?: number }) {
     this.options = { ...options, checkMs: options.checkMs ?? ROUTE_VERSION_CHECK_MS };
@@ -64,7 +69,8 @@ export class RouteSync {
     const { snapshot, store, log } = this.options;
     try {
       const table = await store.table();
-      if (!snapshot.applyStored(table)) return;
+      if (table.version <= snapshot.current.stored.version) return;
+      if (!snapshot.applyStored(table, await this.documents(table))) return;
       for (const { route, problems } of snapshot.current.table.skipped) {
         log.error({ route: route.name, problems }, "a stored route clashes with the configuration's routes and is left out");
       }
@@ -73,4 +79,43 @@ export class RouteSync {
       log.error({ err: error }, "cannot read or compile the stored routes; the routes in force stay as they are");
     }
   }
+
+  /**
+   * The compiled OpenAPI documents of the table's routes that have one and an enabled openapi policy: the snapshot's
+   * own while the upload is the same, else read and compiled. One that does not compile leaves its route without
+   * validation (it was checked when uploaded), and is logged.
+   */
+  private async documents(table: StoredRouteTable): Promise<ReadonlyMap<string, OpenApiDocument>> {
+    const { snapshot, store, log } = this.options;
+    const documents = new Map<string, OpenApiDocument>();
+    for (const route of table.routes) {
+      const uploadedAt = route.openApi?.uploadedAt;
+      if (uploadedAt === undefined || !validatesRequests(route)) continue;
+      const kept = snapshot.current.openApi.get(route.id);
+      if (kept?.uploadedAt === uploadedAt) {
+        documents.set(route.id, kept);
+        continue;
+      }
+      if (this.failedDocuments.get(route.id) === uploadedAt) continue;
+      const text = await store.openApi(route.id);
+      // Removed since the table was read: the next version says so.
+      if (text === null) continue;
+      try {
+        documents.set(route.id, await compileOpenApiDocument(text, uploadedAt));
+        this.failedDocuments.delete(route.id);
+      } catch (error) {
+        this.failedDocuments.set(route.id, uploadedAt);
+        log.error(
+          { err: error, route: route.name },
+          "the route's OpenAPI document does not compile; its openapi policies validate nothing",
+        );
+      }
+    }
+    return documents;
+  }
+}
+
+/** Whether a route has an enabled openapi policy. */
+function validatesRequests(route: RouteRecord): boolean {
+  return route.policies.some((policy) => policy.enabled && policy.openapi !== undefined);
 }

@@ -14,8 +14,8 @@ export interface UpstreamCall {
   path: string;
   method: string;
   headers: IncomingHttpHeaders;
-  /** The request body, streamed; null when the request has none. */
-  body: Readable | null;
+  /** The request body, streamed, or read whole already; null when the request has none. */
+  body: Readable | Buffer | null;
   /** For the answer's headers, and then between two chunks of its body. */
   timeoutMs: number;
   /** Aborts the call (the client went away before the answer ended). */

@@ -51,7 +51,7 @@ export interface RouteServiceOptions {
   /** Whether an API id or key space id names a live API of the workspace. */
   isApiOf: (workspaceId: string, apiOrKeySpaceId: string) => Promise<boolean>;
   /** What is wrong with an OpenAPI document's text (empty when it can validate requests). */
-  openApiProblems: (text: string) => string[];
+  openApiProblems: (text: string) => Promise<string[]>;
   notifier: RouteChangeNotifier;
   rules: RouteCompileRules;
   clock: Clock;
@@ -181,13 +181,14 @@ export class RouteService {
       if (document.length > MAX_OPENAPI_DOCUMENT) {
         throw invalid([{ at: "document", message: `must be at most ${MAX_OPENAPI_DOCUMENT} characters` }]);
       }
-      const problems = this.options.openApiProblems(document);
+      const problems = await this.options.openApiProblems(document);
       if (problems.length > 0) throw invalid(problems.map((message) => ({ at: "document", message })));
     }
     const now = this.options.clock.now();
     const next: RouteRecord = { ...current, updatedAt: now };
     if (document === null) delete next.openApi;
-    else next.openApi = { uploadedAt: now };
+    // Later than the upload it replaces, even within one millisecond: instances keep a document while it is the same.
+    else next.openApi = { uploadedAt: Math.max(now, (current.openApi?.uploadedAt ?? 0) + 1) };
     return this.write(
       () => storedView(next),
       (table) => swapped(table, current, next),
