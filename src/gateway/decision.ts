@@ -1,8 +1,8 @@
 import type { FastifyBaseLogger } from "fastify";
 import type { ApiService } from "../domain/apis/api-service.js";
 import { formatQuery } from "../domain/permissions/query.js";
-import type { LimitRequest, NamespaceLimitCheck, RatelimitService } from "../domain/ratelimit/ratelimit-service.js";
-import type { CompiledKeyauth, CompiledRatelimit, IdentifierSource } from "../domain/routes/policy-compiler.js";
+import type { NamespaceLimitCheck, RatelimitService } from "../domain/ratelimit/ratelimit-service.js";
+import type { CompiledKeyauth, CompiledRatelimit } from "../domain/routes/policy-compiler.js";
 import type { KeyView } from "../domain/verification/key-view.js";
 import type { ValidVerification, Verification, VerificationCode, VerifyRequest } from "../domain/verification/verification.js";
 import type { VerificationService } from "../domain/verification/verification-service.js";
@@ -15,8 +15,8 @@ import type { GatewayRequest } from "./gateway-request.js";
 import type { GatewaySnapshot } from "./gateway-snapshot.js";
 import { extractKey } from "./key-extraction.js";
 import { type ApplicablePolicies, applicablePolicies } from "./policy-plan.js";
-import { principalValue } from "./principal.js";
 import { ratelimitHeaders } from "./ratelimit-headers.js";
+import { limitRequest } from "./ratelimit-identifiers.js";
 import type { CompiledRoute } from "./route-table.js";
 
 /** Denials of verification as the gateway answers them: status through the catalogue code, and why. */
@@ -261,47 +261,6 @@ function deny(
   if (ERROR_CATALOGUE[code].status === 401) headers["www-authenticate"] = wwwAuthenticate(keyauth, route);
   return { kind: "deny", error: new KeygateError(code, detail, { headers }) };
 }
-
-/** One rate limit policy's check for this request: its namespace, and the identifier its sources make. */
-function limitRequest(policy: CompiledRatelimit, request: GatewayRequest, ip: () => string, view: KeyView | undefined): LimitRequest {
-  const values = policy.identifiers.map((source) => identifierValue(source, request, ip, view));
-  return {
-    namespace: policy.namespace,
-    // One source counts under its value as it is; several under all of them, in order, as a JSON array.
-    identifier: values.length === 1 ? (values[0] as string) : JSON.stringify(values),
-    limit: policy.limit,
-    durationMs: policy.durationMs,
-    cost: policy.cost,
-  };
-}
-
-/**
- * What one identifier source reads from this request. A key without an identity is its own subject; what cannot be
- * read (no such header, no key, no such principal field) counts in one shared bucket, "-", rather than in none.
- */
-function identifierValue(source: IdentifierSource, request: GatewayRequest, ip: () => string, view: KeyView | undefined): string {
-  switch (source.kind) {
-    case "remoteIp":
-      return ip();
-    case "path":
-      return request.path;
-    case "keyId":
-      return view?.keyId ?? UNKNOWN;
-    case "subject":
-      return view ? (view.identity?.id ?? view.keyId) : UNKNOWN;
-    case "principalField": {
-      const value = view && principalValue(view, source.path);
-      return value === undefined ? UNKNOWN : value.slice(0, 255);
-    }
-    case "header": {
-      const value = request.raw.headers[source.header];
-      const text = (Array.isArray(value) ? value[0] : value)?.trim();
-      return text ? text.slice(0, 255) : UNKNOWN;
-    }
-  }
-}
-
-const UNKNOWN = "-";
 
 function missingKeyDetail(keyauth: CompiledKeyauth): string {
   const source = keyauth.keySources[0];

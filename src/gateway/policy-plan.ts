@@ -1,4 +1,5 @@
-import type { CompiledKeyauth, CompiledRatelimit, MatchedRequest } from "../domain/routes/policy-compiler.js";
+import type { MatchedRequest } from "../domain/routes/match-expressions.js";
+import type { CompiledKeyauth, CompiledRatelimit } from "../domain/routes/policy-compiler.js";
 import { KeygateError } from "../errors/keygate-error.js";
 import { samePath } from "../http/request-target.js";
 import type { LoggingPolicy } from "../storage/records.js";

@@ -1,5 +1,5 @@
 import { PermissionQuerySyntaxError, parsePermissionQuery } from "../domain/permissions/query.js";
-import type { Problem } from "../domain/routes/policy-compiler.js";
+import type { Problem } from "../domain/routes/problems.js";
 import { type CompiledRoute, compileRoute, type RouteCompileRules, type RouteDefinition } from "../domain/routes/route-compiler.js";
 import { isManagementPath, samePath } from "../http/request-target.js";
 import { configRouteDefinition } from "./config-routes.js";

@@ -3,11 +3,11 @@ import { validateConfig } from "../../src/config/load.js";
 import { CurrentGatewaySnapshot, compileGatewaySnapshot } from "../../src/gateway/gateway-snapshot.js";
 import {
   compileOpenApiDocument,
-  locationOf,
   type OpenApiDocument,
   openApiDocumentProblems,
   type RequestParts,
 } from "../../src/gateway/openapi-documents.js";
+import { locationOf } from "../../src/gateway/openapi-issues.js";
 import { RouteSync } from "../../src/gateway/route-sync.js";
 import { MemoryRouteStore } from "../../src/storage/memory/route-store.js";
 import type { RouteRecord } from "../../src/storage/records.js";

@@ -1,18 +1,16 @@
-import { RE2JS } from "re2js";
 import { IpAllowlist, ipEntryProblem, MAX_IP_ALLOWLIST_ENTRIES } from "../../lib/ip-allowlist.js";
 import type {
-  FieldMatch,
   KeyauthPolicy,
   KeyLocation,
   LoggingPolicy,
-  MatchExpr,
   PolicyRecord,
   RatelimitIdentifier,
   RatelimitPolicy,
-  StringMatch,
 } from "../../storage/records.js";
 import { type PermissionQuery, PermissionQuerySyntaxError, parsePermissionQuery } from "../permissions/query.js";
 import type { RequestedLimit } from "../verification/verification.js";
+import { compileMatches, type RequestPredicate } from "./match-expressions.js";
+import type { Problems } from "./problems.js";
 
 /** Where a request's key is read from: a header (after a required scheme, or with an optional prefix stripped), or a query parameter. */
 export type KeySource = { kind: "header"; header: string; scheme?: string; stripPrefix?: string } | { kind: "query"; parameter: string };
@@ -28,18 +26,6 @@ export type IdentifierSource =
   | { kind: "keyId" }
   | { kind: "path" }
   | { kind: "principalField"; path: readonly string[] };
-
-/** The parts of a request a policy's match expressions read. Header names are lower case. */
-export interface MatchedRequest {
-  method: string;
-  /** The path with escaped unreserved characters decoded (samePath). */
-  path: string;
-  header(name: string): string | undefined;
-  /** A query parameter's first value; undefined when absent. */
-  queryParam(name: string): string | undefined;
-}
-
-export type RequestPredicate = (request: MatchedRequest) => boolean;
 
 interface CompiledPolicyBase {
   id: string;
@@ -87,16 +73,6 @@ export const POLICY_KINDS = ["keyauth", "ratelimit", "firewall", "openapi", "log
 export type PolicyKind = (typeof POLICY_KINDS)[number];
 
 export const MAX_POLICIES = 50;
-export const MAX_MATCH_EXPRESSIONS = 10;
-
-/** A problem found while compiling: the field (`policies[2].match[0]`) and what is wrong with it. */
-export interface Problem {
-  at: string;
-  message: string;
-}
-
-/** Problems found while compiling, in the order found. */
-export type Problems = Problem[];
 
 /** The kind of a policy: which one of its five rule fields is set (undefined when not exactly one is). */
 export function policyKind(policy: Pick<PolicyRecord, PolicyKind>): PolicyKind | undefined {
@@ -140,73 +116,6 @@ function compilePolicy(policy: PolicyRecord, routeName: string, at: string, prob
   else if (policy.openapi) compiled = { ...base, kind: "openapi" };
   else if (policy.logging) compiled = { ...base, kind: "logging", capture: policy.logging };
   return problems.length === before ? compiled : undefined;
-}
-
-function compileMatches(expressions: readonly MatchExpr[], at: string, problems: Problems): RequestPredicate[] {
-  if (expressions.length > MAX_MATCH_EXPRESSIONS)
-    problems.push({ at: at, message: `must hold at most ${MAX_MATCH_EXPRESSIONS} expressions` });
-  const predicates: RequestPredicate[] = [];
-  for (const [index, expression] of expressions.entries()) {
-    const where = `${at}[${index}]`;
-    const set = (["path", "method", "header", "queryParam"] as const).filter((kind) => expression[kind] !== undefined);
-    if (set.length !== 1) {
-      problems.push({ at: where, message: "must set exactly one of path, method, header or queryParam" });
-      continue;
-    }
-    if (expression.path) {
-      const test = compileStringMatch(expression.path.path, `${where}.path.path`, problems);
-      if (test) predicates.push((request) => test(request.path));
-    } else if (expression.method) {
-      const methods = new Set<string>(expression.method.methods);
-      predicates.push((request) => methods.has(request.method));
-    } else if (expression.header) {
-      const name = expression.header.name.toLowerCase();
-      const test = compileFieldMatch(expression.header, `${where}.header`, problems);
-      if (test) predicates.push((request) => test(request.header(name)));
-    } else if (expression.queryParam) {
-      const name = expression.queryParam.name;
-      const test = compileFieldMatch(expression.queryParam, `${where}.queryParam`, problems);
-      if (test) predicates.push((request) => test(request.queryParam(name)));
-    }
-  }
-  return predicates;
-}
-
-/** A header or query parameter: `present`, or a value that matches; an absent field matches neither. */
-function compileFieldMatch(field: FieldMatch, at: string, problems: Problems): ((value: string | undefined) => boolean) | undefined {
-  if ((field.present === undefined) === (field.value === undefined)) {
-    problems.push({ at: at, message: "must set exactly one of present or value" });
-    return undefined;
-  }
-  if (field.present) return (value) => value !== undefined;
-  const test = compileStringMatch(field.value as StringMatch, `${at}.value`, problems);
-  return test && ((value) => value !== undefined && test(value));
-}
-
-/** A string matcher; a regex is RE2 (linear-time matching, no backtracking) and matches anywhere in the input. */
-export function compileStringMatch(match: StringMatch, at: string, problems: Problems): ((input: string) => boolean) | undefined {
-  const set = (["exact", "prefix", "regex"] as const).filter((mode) => match[mode] !== undefined);
-  if (set.length !== 1) {
-    problems.push({ at: at, message: "must set exactly one of exact, prefix or regex" });
-    return undefined;
-  }
-  const ignoreCase = match.ignoreCase === true;
-  if (match.regex !== undefined) {
-    let pattern: RE2JS;
-    try {
-      pattern = RE2JS.compile(match.regex, ignoreCase ? RE2JS.CASE_INSENSITIVE : 0);
-    } catch (error) {
-      problems.push({
-        at: `${at}.regex`,
-        message: `is not a valid RE2 regular expression: ${error instanceof Error ? error.message : String(error)}`,
-      });
-      return undefined;
-    }
-    return (input) => pattern.matcher(input).find();
-  }
-  const expected = ignoreCase ? (match.exact ?? match.prefix ?? "").toLowerCase() : (match.exact ?? match.prefix ?? "");
-  const fold = ignoreCase ? (input: string) => input.toLowerCase() : (input: string) => input;
-  return match.exact !== undefined ? (input) => fold(input) === expected : (input) => fold(input).startsWith(expected);
 }
 
 function compileKeyauth(policy: KeyauthPolicy, base: CompiledPolicyBase, at: string, problems: Problems): CompiledKeyauth | undefined {

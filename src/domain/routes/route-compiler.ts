@@ -1,5 +1,6 @@
 import type { HttpMethod, RouteForward, RouteRecord } from "../../storage/records.js";
-import { type CompiledPolicy, compilePolicies, type KeySource, type Problems } from "./policy-compiler.js";
+import { type CompiledPolicy, compilePolicies, type KeySource } from "./policy-compiler.js";
+import type { Problems } from "./problems.js";
 
 /** Where a route comes from: the configuration file (read-only through the API), or the API (stored). */
 export type RouteSource = "config" | "api";

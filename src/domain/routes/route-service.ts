@@ -5,8 +5,10 @@ import type { RouteStore, StoredRouteTable } from "../../storage/interfaces.js";
 import type { PolicyRecord, RouteForward, RouteMatchRecord, RouteRecord } from "../../storage/records.js";
 import type { Caller } from "../caller.js";
 import { requireGateway } from "../root-keys/permissions.js";
-import { compilePolicies, type Problem, type Problems } from "./policy-compiler.js";
+import { compilePolicies } from "./policy-compiler.js";
+import type { Problem, Problems } from "./problems.js";
 import { type CompiledRoute, compileRoute, type RouteCompileRules, type RouteDefinition } from "./route-compiler.js";
+import { clashIn, definitionOf, keepingIds, swapped, withId } from "./route-writes.js";
 
 /** A policy as a client writes it: its id is keygate's to give. */
 export type PolicyInput = Omit<PolicyRecord, "id">;
@@ -285,55 +287,6 @@ export class RouteService {
 }
 
 const RULE_FIELDS = ["keyauth", "ratelimit", "firewall", "openapi", "logging"] as const;
-
-function withId(policy: PolicyInput, now: number): PolicyRecord {
-  return { id: newId("pol", now), ...policy };
-}
-
-/** The new policies, each keeping the id of the current policy of its name. */
-function keepingIds(current: readonly PolicyRecord[], next: readonly PolicyInput[], now: number): PolicyRecord[] {
-  const ids = new Map(current.map((policy) => [policy.name, policy.id]));
-  return next.map((policy) => ({ id: ids.get(policy.name) ?? newId("pol", now), ...policy }));
-}
-
-function swapped(table: StoredRouteTable, current: RouteRecord, next: RouteRecord): RouteRecord[] {
-  const stale = () => new KeygateError("err:keygate:data:route_not_found", `The route '${current.name}' was deleted meanwhile.`);
-  if (!table.routes.some((route) => route.id === current.id)) throw stale();
-  return table.routes.map((route) => (route.id === current.id ? next : route));
-}
-
-function definitionOf(route: RouteRecord): RouteDefinition {
-  const { createdAt: _createdAt, updatedAt: _updatedAt, ...definition } = route;
-  return { ...definition, source: "api" };
-}
-
-/** A clash among the stored routes, or with the configuration file's: the first found, as a 409. */
-function clashIn(routes: readonly RouteRecord[], config: readonly CompiledRoute[], rules: RouteCompileRules): KeygateError | undefined {
-  const seen: { name: string; prefix: string; methods: ReadonlySet<string> | undefined }[] = config.map((route) => ({
-    name: route.name,
-    prefix: route.prefix,
-    methods: route.methods,
-  }));
-  for (const route of routes) {
-    const prefix = rules.samePath(route.match.prefix.replace(/\/+$/, ""));
-    const methods = route.match.methods ? new Set<string>(route.match.methods) : undefined;
-    for (const other of seen) {
-      if (other.name === route.name) return conflict(`A route named '${route.name}' exists already.`);
-      const shared = !methods || !other.methods || [...methods].some((method) => other.methods?.has(method));
-      if (other.prefix === prefix && shared) {
-        return conflict(
-          `The route '${other.name}' already takes the prefix '${route.match.prefix}' for these methods; give this route other methods or another prefix.`,
-        );
-      }
-    }
-    seen.push({ name: route.name, prefix, methods });
-  }
-  return undefined;
-}
-
-function conflict(detail: string): KeygateError {
-  return new KeygateError("err:keygate:data:route_conflict", detail);
-}
 
 /** A 400 naming each problem's field in the request body. */
 function invalid(problems: readonly Problem[]): KeygateError {

@@ -1,5 +1,7 @@
 import t from "tap";
-import { compilePolicies, compileStringMatch, type MatchedRequest, type Problems } from "../../../src/domain/routes/policy-compiler.js";
+import { compileStringMatch, type MatchedRequest } from "../../../src/domain/routes/match-expressions.js";
+import { compilePolicies } from "../../../src/domain/routes/policy-compiler.js";
+import type { Problems } from "../../../src/domain/routes/problems.js";
 import type { PolicyRecord } from "../../../src/storage/records.js";
 
 const request = (
