@@ -100,6 +100,8 @@ export class GatewayRequestEvents {
       outcome: request.outcome ?? "",
       requestHeaders: capture?.requestHeaders ? headerLines(rawPairs(raw.rawHeaders), keyHeaders) : [],
       responseHeaders: capture?.responseHeaders && request.head !== undefined ? headerLines(answerPairs(request.head), keyHeaders) : [],
+      requestBody: "",
+      responseBody: "",
     };
   }
 }
