@@ -153,9 +153,66 @@ t.test("a logging policy's requestBody and responseBody put the start of each bo
     const down = await send("POST", "/down/x", Buffer.from('{"order":2}'));
     t.equal(down.status, 502);
     const downEvent = await eventOf(down);
-    t.equal(downEvent.requestBody, '{"order":2}', "what was sent before the upstream failed");
+    t.equal(downEvent.requestBody, "", "no connection, so no byte of the body went upstream");
     t.equal(downEvent.responseBody, down.body.toString(), "the refusal in the envelope");
     t.match(JSON.parse(downEvent.responseBody), { error: { type: /upstream_unreachable/ } });
+  });
+
+  await t.test("a body an openapi policy read whole: captured from that buffer; one it refused: not forwarded, not recorded", async (t) => {
+    const document = {
+      openapi: "3.1.0",
+      info: { title: "validated", version: "1" },
+      paths: {
+        "/validated/orders": {
+          post: {
+            requestBody: {
+              required: true,
+              content: {
+                "application/json": {
+                  schema: {
+                    type: "object",
+                    required: ["order"],
+                    properties: { order: { type: "integer" }, padding: { type: "string" } },
+                  },
+                },
+              },
+            },
+            responses: { "200": { description: "ok" } },
+          },
+        },
+      },
+    };
+    const policies = [
+      { name: "log", enabled: true, logging: { requestBody: true, responseBody: true } },
+      { name: "validate", enabled: true, openapi: {} },
+      auth,
+    ];
+    const created = await h.call("keygate.createRoute", {
+      name: "validated",
+      match: { prefix: "/validated" },
+      upstream: echo.url,
+      policies,
+    });
+    t.equal(created.status, 200, JSON.stringify(created.body));
+    const uploaded = await h.call("keygate.setRouteOpenApi", { route: "validated", document: JSON.stringify(document) });
+    t.equal(uploaded.status, 200, JSON.stringify(uploaded.body));
+
+    const big = Buffer.from(JSON.stringify({ order: 1, padding: "p".repeat(20 * 1024) }));
+    const from = echo.received.length;
+    const valid = await send("POST", "/validated/orders", big);
+    t.equal(valid.status, 200);
+    t.same(digest(valid.body), digest(big), "the client got the whole answer");
+    t.same(echo.received.slice(from), [digest(big)], "the upstream got the whole body, from the buffer the policy read");
+    const validEvent = await eventOf(valid);
+    const expected = `${big.subarray(0, CAPTURED_BODY_BYTES).toString()}${TRUNCATED_MARKER}`;
+    t.same([validEvent.requestBody, validEvent.responseBody], [expected, expected]);
+
+    const invalid = await send("POST", "/validated/orders", Buffer.from('{"order":"one"}'));
+    t.equal(invalid.status, 400);
+    t.equal(echo.received.length, from + 1, "not forwarded");
+    const invalidEvent = await eventOf(invalid);
+    t.equal(invalidEvent.requestBody, "", "refused before forwarding: not recorded, though the policy read it");
+    t.equal(invalidEvent.responseBody, invalid.body.toString(), "the refusal the client got");
   });
 
   await t.test("routes that do not ask record no bodies", async (t) => {
