@@ -139,6 +139,8 @@ export const GATEWAY_REQUESTS = eventTable<GatewayRequestEvent>(
     gateway_latency: "Float64",
     key_id: "String",
     outcome: "String",
+    request_body: "String",
+    response_body: "String",
   },
   (event, region) => [
     event.requestId,
@@ -161,6 +163,8 @@ export const GATEWAY_REQUESTS = eventTable<GatewayRequestEvent>(
     finite(event.gatewayLatencyMs),
     event.keyId,
     event.outcome,
+    event.requestBody,
+    event.responseBody,
   ],
 );
 

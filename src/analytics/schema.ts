@@ -18,6 +18,12 @@ interface RawTable {
   name: string;
   /** Column definitions after `request_id`, `time` and `workspace_id`, which every raw table starts with. */
   columns: string;
+  /**
+   * Columns added since the table was first released, after `columns`: a new table is created with them, and a
+   * table created before gets them from an ALTER that every start runs (a no-op once they are there), so that old
+   * and new installations have the same columns in the same order. Rows written before read them as "".
+   */
+  added?: readonly string[];
   /** Sorting key after workspace_id and time. */
   orderBy: string;
 }
@@ -105,6 +111,7 @@ const RAW_TABLES: readonly RawTable[] = [
       gateway_latency Float64,
       key_id String,
       outcome LowCardinality(String)`,
+    added: ["request_body String", "response_body String"],
     orderBy: "api_id, app_id",
   },
 ];
@@ -157,12 +164,13 @@ export function schemaStatements(database: string, retentionDays: RetentionDays)
   const statements = [`CREATE DATABASE IF NOT EXISTS ${db}`];
   for (const raw of RAW_TABLES) {
     const ttl = `${SECONDS} + INTERVAL ${retentionDays.raw} DAY`;
+    const added = raw.added ?? [];
     statements.push(
       `CREATE TABLE IF NOT EXISTS ${db}.${raw.name} (
       request_id String,
       time Int64 CODEC(Delta, ZSTD),
       workspace_id String,
-      ${raw.columns}
+      ${[raw.columns, ...added].join(",\n      ")}
     ) ENGINE = MergeTree
     PARTITION BY toYYYYMMDD(${SECONDS})
     ORDER BY (workspace_id, time, ${raw.orderBy})
@@ -170,6 +178,9 @@ export function schemaStatements(database: string, retentionDays: RetentionDays)
     SETTINGS ttl_only_drop_parts = 1`,
       `ALTER TABLE ${db}.${raw.name} MODIFY TTL ${ttl} SETTINGS materialize_ttl_after_modify = 0`,
     );
+    if (added.length > 0) {
+      statements.push(`ALTER TABLE ${db}.${raw.name} ${added.map((column) => `ADD COLUMN IF NOT EXISTS ${column}`).join(", ")}`);
+    }
   }
   for (const family of AGGREGATED) {
     const dimensions = family.dimensions.map(([name]) => name).join(", ");

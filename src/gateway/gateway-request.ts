@@ -2,6 +2,7 @@ import type { IncomingMessage, OutgoingHttpHeaders } from "node:http";
 import type { VerificationCode } from "../domain/verification/codes.js";
 import type { RequestTarget } from "../http/request-target.js";
 import type { LoggingPolicy } from "../storage/records.js";
+import type { BodyCapture } from "./body-capture.js";
 import type { GatewaySnapshot } from "./gateway-snapshot.js";
 import type { CompiledRoute } from "./route-table.js";
 import type { UpstreamAbort } from "./upstream-client.js";
@@ -47,6 +48,9 @@ export interface GatewayRequest extends RequestTarget {
   capture?: LoggingPolicy;
   /** The request body, when a policy read it whole (an openapi policy validating it): forwarded from here. */
   body?: Buffer;
+  /** Its body as forwarded, and its answer's as the client got it, captured when `capture` asks for them. */
+  requestBody?: BodyCapture;
+  responseBody?: BodyCapture;
   /** A plain request's call to its upstream, once sent: aborted when the client goes away before the answer ends. */
   upstreamCall?: UpstreamAbort;
 }

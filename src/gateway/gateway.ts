@@ -13,6 +13,7 @@ import { type RequestTarget, splitTarget } from "../http/request-target.js";
 import type { RequestTelemetry } from "../http/request-telemetry.js";
 import type { Clock } from "../lib/clock.js";
 import { newId } from "../lib/ids.js";
+import { BodyCapture } from "./body-capture.js";
 import { type Allowed, type Decision, type DecisionServices, GatewayDecider, type RouteMatch } from "./decision.js";
 import { upstreamHeaders, upstreamUrl } from "./forwarding.js";
 import type { GatewayRequest } from "./gateway-request.js";
@@ -223,6 +224,8 @@ export class Gateway {
     // Answered before the request body arrived: the rest of it is not read (see closeWhenAnsweredEarly).
     if (bodyStillArriving(request.raw) || this.closing) headers.connection = "close";
     [request.status, request.head] = [status, headers as OutgoingHttpHeaders];
+    // keygate's own answer is the body the client gets: it replaces what was captured of a failed upstream's.
+    if (request.capture?.responseBody) request.responseBody = BodyCapture.of(body);
     response.writeHead(status, headers).end(body);
   }
 

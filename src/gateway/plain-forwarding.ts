@@ -4,6 +4,7 @@ import type { FastifyBaseLogger } from "fastify";
 import type { KeygateError } from "../errors/keygate-error.js";
 import { clientGone } from "../http/error-handler.js";
 import type { UpstreamObserver } from "../http/metrics.js";
+import { BodyCapture, captureRequestBody } from "./body-capture.js";
 import type { Allowed } from "./decision.js";
 import { upstreamHeaders, upstreamPath } from "./forwarding.js";
 import type { GatewayRequest } from "./gateway-request.js";
@@ -49,13 +50,25 @@ export class PlainForwarding {
       protocol: "encrypted" in raw.socket ? "https" : "http",
       host: raw.headers.host,
     });
+    // Read whole already when an openapi policy validated it; streamed otherwise.
+    const body = request.body ?? (hasBody(raw) ? upstreamBody(raw) : null);
+    // Bodies are captured only when the route's logging policies ask; otherwise nothing is added to either stream.
+    const capture = request.capture;
+    if (capture !== undefined) {
+      if (capture.requestBody && body !== null) {
+        request.requestBody = Buffer.isBuffer(body) ? BodyCapture.of(body) : captureRequestBody(body);
+      }
+      if (capture.responseBody) {
+        request.responseBody = new BodyCapture();
+        signal.answerBody = request.responseBody;
+      }
+    }
     const call = {
       origin: route.upstream.origin,
       path: upstreamPath(route, request),
       method: request.method,
       headers,
-      // Read whole already when an openapi policy validated it; streamed otherwise.
-      body: request.body ?? (hasBody(raw) ? upstreamBody(raw) : null),
+      body,
       timeoutMs: route.definition.timeoutMs ?? request.snapshot.settings.upstreamTimeoutMs,
       signal,
     };

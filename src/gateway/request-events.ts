@@ -33,8 +33,9 @@ export interface WorkspaceLookup {
 
 /**
  * Turns every request a route took into one GatewayRequestEvent for the analytics sink, once its answer ended or
- * its client went away. The event is built then, in one go: nothing is kept or copied while the request is served,
- * and headers are read only for a route that opts in (`analytics.headers`).
+ * its client went away. The event is built then, in one go: nothing is kept or copied while the request is served
+ * but the start of the bodies a route's logging policies ask for (body-capture.ts), and headers are read only for a
+ * route whose logging policies ask for them (or, in the file, `analytics.headers`).
  */
 export class GatewayRequestEvents {
   private readonly sink: EventSink<GatewayRequestEvent>;
@@ -100,6 +101,8 @@ export class GatewayRequestEvents {
       outcome: request.outcome ?? "",
       requestHeaders: capture?.requestHeaders ? headerLines(rawPairs(raw.rawHeaders), keyHeaders) : [],
       responseHeaders: capture?.responseHeaders && request.head !== undefined ? headerLines(answerPairs(request.head), keyHeaders) : [],
+      requestBody: request.requestBody?.text() ?? "",
+      responseBody: request.responseBody?.text() ?? "",
     };
   }
 }

@@ -3,6 +3,7 @@ import type { IncomingHttpHeaders } from "node:http";
 import type { Readable, Writable } from "node:stream";
 import { Agent, type Dispatcher } from "undici";
 import type { UpstreamErrorKind } from "../http/metrics.js";
+import type { BodyCapture } from "./body-capture.js";
 
 /** What the upstream answered, before its body: the writable its body streams into is returned for it. */
 export type UpstreamHead = (statusCode: number, headers: IncomingHttpHeaders) => Writable;
@@ -29,6 +30,8 @@ export interface UpstreamCall {
 export class UpstreamAbort extends EventEmitter {
   /** Whether undici has written the whole request: from then on the upstream may act on it, even if aborted. */
   sent = false;
+  /** Where the answer's body is captured as undici hands it on; set only for a request whose event records it. */
+  declare answerBody?: BodyCapture;
 
   abort(): void {
     this.emit("abort");
@@ -73,11 +76,29 @@ class SentMarker implements Dispatcher.DispatchHandler {
   }
 }
 
-/** undici's Agent, its calls' handlers wrapped in a SentMarker. */
+/** A SentMarker that also shows each chunk of the answer's body to its capture, once handed on. */
+class CapturingMarker extends SentMarker {
+  private readonly capture: BodyCapture;
+
+  constructor(handler: Dispatcher.DispatchHandler, call: UpstreamAbort, capture: BodyCapture) {
+    super(handler, call);
+    this.capture = capture;
+  }
+
+  override onData(chunk: Buffer): boolean {
+    const more = super.onData(chunk);
+    this.capture.add(chunk);
+    return more;
+  }
+}
+
+/** undici's Agent, its calls' handlers wrapped in a SentMarker (a CapturingMarker when the answer's body is captured). */
 class MarkingAgent extends Agent {
   override dispatch(options: Agent.DispatchOptions, handler: Dispatcher.DispatchHandler): boolean {
     const { signal } = options as { signal?: unknown };
-    return super.dispatch(options, signal instanceof UpstreamAbort ? new SentMarker(handler, signal) : handler);
+    if (!(signal instanceof UpstreamAbort)) return super.dispatch(options, handler);
+    const capture = signal.answerBody;
+    return super.dispatch(options, capture ? new CapturingMarker(handler, signal, capture) : new SentMarker(handler, signal));
   }
 }
 

@@ -4,7 +4,7 @@ import t from "tap";
 import { openAnalytics } from "../../src/analytics/index.js";
 import { validateConfig } from "../../src/config/load.js";
 import { systemClock } from "../../src/lib/clock.js";
-import { analyticsDir, event } from "../helpers/analytics.js";
+import { analyticsDir, event, GATEWAY_REQUESTS_BEFORE_BODIES, gatewayRequestEvent } from "../helpers/analytics.js";
 import { assertError } from "../helpers/assertions.js";
 import { harness, OTHER_ROOT_KEY, OTHER_WORKSPACE } from "../helpers/harness.js";
 
@@ -20,6 +20,10 @@ t.test("the clickhouse adapter against a real engine: schema, inserts, the examp
   const dir = analyticsDir(t);
   const raw = { analytics: { engine: "clickhouse", clickhouse: { url: "http://chdb.invalid:8123", database: "default" } } };
   const config = validateConfig(raw);
+  // A server that an older keygate wrote to: its gateway_requests_v1 has no body columns yet.
+  const older = createClient({ connection: createChdbConnection({ path: dir }) as never });
+  await older.command({ query: GATEWAY_REQUESTS_BEFORE_BODIES.replace("keygate.", "default.") });
+  await older.close();
   const runtime = await openAnalytics(config.analytics, {
     clock: systemClock,
     // chdb types the hook against its own copy of @clickhouse/client-common; the shapes are the same.
@@ -72,6 +76,19 @@ t.test("the clickhouse adapter against a real engine: schema, inserts, the examp
   );
   const unknown = await h.call("analytics.getVerifications", { query: "SELECT no_such_column FROM key_verifications_v1" });
   assertError(t, unknown, "err:user:bad_request:invalid_analytics_query", /no_such_column/);
+
+  runtime.sinks.gatewayRequests.record(
+    gatewayRequestEvent({ requestId: "req_server_bodies", requestBody: '{"a":1}', responseBody: "ok 🔑" }),
+  );
+  await runtime.flush();
+  const bodies = await h.call("analytics.getGatewayRequests", {
+    query: "SELECT request_body, response_body FROM gateway_requests_v1 WHERE request_id = 'req_server_bodies'",
+  });
+  t.same(
+    bodies.body.data,
+    [{ request_body: '{"a":1}', response_body: "ok 🔑" }],
+    "the table got its body columns at start; a row as JSON holds them",
+  );
 });
 
 t.test("an unreachable ClickHouse server: keygate starts, queries answer 503, events wait and are counted when lost", async (t) => {

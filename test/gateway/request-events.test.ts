@@ -129,6 +129,8 @@ for (const storage of STORAGE_KINDS) {
         outcome: "VALID",
         requestHeaders: [],
         responseHeaders: [],
+        requestBody: "",
+        responseBody: "",
       });
       t.ok(event.upstreamLatencyMs > 0, "the upstream took some time");
       t.ok(event.totalLatencyMs >= event.upstreamLatencyMs);
@@ -250,6 +252,7 @@ for (const storage of STORAGE_KINDS) {
 
       const plain = await eventOf(t, "/orders/x", { authorization: `Bearer ${key}`, "x-tenant": "acme" });
       t.same([plain.event.requestHeaders, plain.event.responseHeaders], [[], []], "off unless the route opts in");
+      t.same([event.requestBody, event.responseBody], ["", ""], "`analytics.headers` records headers, not bodies");
     });
 
     await t.test("the client is the address the trusted proxies report", async (t) => {

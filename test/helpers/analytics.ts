@@ -83,9 +83,42 @@ export function gatewayRequestEvent(overrides: Partial<GatewayRequestEvent> = {}
     outcome: "VALID",
     requestHeaders: [],
     responseHeaders: [],
+    requestBody: "",
+    responseBody: "",
     ...overrides,
   };
 }
+
+/**
+ * gateway_requests_v1 as keygate created it before it recorded bodies. An installation that has it (a persisted
+ * embedded engine, or a ClickHouse server) gets the new columns at its next start.
+ */
+export const GATEWAY_REQUESTS_BEFORE_BODIES = `CREATE TABLE IF NOT EXISTS keygate.gateway_requests_v1 (
+  request_id String,
+  time Int64 CODEC(Delta, ZSTD),
+  workspace_id String,
+  api_id String,
+  app_id String,
+  region LowCardinality(String),
+  method LowCardinality(String),
+  host String,
+  path String,
+  query_string String,
+  request_headers Array(String),
+  response_status Int32,
+  response_headers Array(String),
+  user_agent String,
+  ip_address String,
+  total_latency Float64,
+  instance_latency Float64,
+  gateway_latency Float64,
+  key_id String,
+  outcome LowCardinality(String)
+) ENGINE = MergeTree
+PARTITION BY toYYYYMMDD(toDateTime(intDiv(time, 1000), 'UTC'))
+ORDER BY (workspace_id, time, api_id, app_id)
+TTL toDateTime(intDiv(time, 1000), 'UTC') + INTERVAL 90 DAY
+SETTINGS ttl_only_drop_parts = 1`;
 
 export type AnalyticsProcedure = "analytics.getVerifications" | "analytics.getRatelimits" | "analytics.getGatewayRequests";
 

@@ -82,6 +82,8 @@ const exact = gatewayRequestEvent({
   outcome: "VALID",
   requestHeaders: ["Accept: application/json", "Authorization: <redacted>"],
   responseHeaders: ["Content-Length: 0"],
+  requestBody: '{"note":"tab\there, new\nline, quote\' and ünïcødé 🔑"}',
+  responseBody: `[${"7,".repeat(4_000)}7]`,
   time: NOW - 3 * DAY,
 });
 recorded.push(exact);
@@ -95,7 +97,7 @@ const rows = (query: string, rootKey?: string) => analyticsRows(h, "analytics.ge
 t.test("a row holds what the gateway recorded, column for column", async (t) => {
   t.same(
     await rows(
-      "SELECT request_id, time, workspace_id, api_id, app_id, method, host, path, query_string, request_headers, response_status, response_headers, user_agent, ip_address, total_latency, instance_latency, gateway_latency, key_id, outcome FROM gateway_requests_v1 WHERE request_id = 'req_exact'",
+      "SELECT request_id, time, workspace_id, api_id, app_id, method, host, path, query_string, request_headers, response_status, response_headers, user_agent, ip_address, total_latency, instance_latency, gateway_latency, key_id, outcome, request_body, response_body FROM gateway_requests_v1 WHERE request_id = 'req_exact'",
     ),
     [
       {
@@ -118,8 +120,15 @@ t.test("a row holds what the gateway recorded, column for column", async (t) => 
         gateway_latency: 2.25,
         key_id: "key_exact",
         outcome: "VALID",
+        request_body: exact.requestBody,
+        response_body: exact.responseBody,
       },
     ],
+  );
+  t.same(
+    (await rows("SELECT * FROM gateway_requests_v1 WHERE request_id = 'req_exact'")).flatMap((row) => Object.keys(row).slice(-3)),
+    ["outcome", "request_body", "response_body"],
+    "the bodies are the table's last columns",
   );
 });
 

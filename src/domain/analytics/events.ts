@@ -37,7 +37,10 @@ export interface RatelimitEvent {
   tokens: number; // the cost asked for
 }
 
-/** One request the gateway answered: forwarded, or refused by keygate. Never a key or a body. */
+/**
+ * One request the gateway answered: forwarded, or refused by keygate. Never a key; bodies only for a route that
+ * opts in.
+ */
 export interface GatewayRequestEvent {
   requestId: string;
   time: number; // unix ms, when the request arrived
@@ -59,6 +62,13 @@ export interface GatewayRequestEvent {
   /** `Name: value` pairs, only for a route that opts in (its `analytics.headers`), secrets redacted; else empty. */
   requestHeaders: string[];
   responseHeaders: string[];
+  /**
+   * The start of the request's body as forwarded and of the answer's body as the client got it, as UTF-8 text, only
+   * for a route whose logging policy asks (`requestBody`, `responseBody`), stored as sent; else "". The gateway
+   * captures a bounded part and marks a body it cut (gateway/body-capture.ts).
+   */
+  requestBody: string;
+  responseBody: string;
 }
 
 /** Where events go. record() never throws and never waits: it is called on the request path. */

@@ -1,0 +1,67 @@
+import t from "tap";
+import { EmbeddedEngine } from "../../src/analytics/embedded-engine.js";
+import { EMBEDDED_DATABASE, openAnalytics } from "../../src/analytics/index.js";
+import { GATEWAY_REQUESTS } from "../../src/analytics/rows.js";
+import { schemaStatements } from "../../src/analytics/schema.js";
+import { validateConfig } from "../../src/config/load.js";
+import type { AnalyticsQueryEngine } from "../../src/domain/analytics/query-engine.js";
+import { analyticsDir, GATEWAY_REQUESTS_BEFORE_BODIES, gatewayRequestEvent } from "../helpers/analytics.js";
+
+const columnsOf = (engine: AnalyticsQueryEngine, table: string) =>
+  engine.withConnection(async (connection) => (await connection.rows(`DESCRIBE TABLE ${table}`)).map((row) => row.name));
+
+t.test("an embedded engine that has the table without bodies gets the columns at start, and keeps its rows", async (t) => {
+  const dir = analyticsDir(t);
+  const before = await EmbeddedEngine.open(dir, EMBEDDED_DATABASE);
+  await before.command(GATEWAY_REQUESTS_BEFORE_BODIES);
+  await before.command(
+    `INSERT INTO ${EMBEDDED_DATABASE}.gateway_requests_v1 (request_id, time, workspace_id, api_id, app_id, path, response_status) ` +
+      `VALUES ('req_before_bodies', ${Date.now()}, 'ws_upgrade', 'api_upgrade', 'orders', '/orders/old', 200)`,
+  );
+  await before.close();
+
+  const config = validateConfig({ analytics: { engine: "embedded", path: dir } });
+  for (const start of ["first start", "second start"]) {
+    const analytics = await openAnalytics(config.analytics, { clock: { now: () => Date.now() } });
+    const engine = analytics.engine;
+    if (!engine) throw new Error("the embedded engine is open");
+    t.same(await columnsOf(engine, "gateway_requests_v1"), [...GATEWAY_REQUESTS.columns], `${start}: the columns events are written with`);
+    analytics.sinks.gatewayRequests.record(
+      gatewayRequestEvent({
+        requestId: `req_${start.replace(" ", "_")}`,
+        workspaceId: "ws_upgrade",
+        requestBody: '{"order":1}',
+        responseBody: "ünïcødé 🔑",
+      }),
+    );
+    await analytics.flush();
+    t.match(analytics.stats(), { written: 1, failedWrites: 0 }, start);
+    const rows = await engine.withConnection((connection) =>
+      connection.rows(
+        "SELECT request_id, path, request_body, response_body FROM gateway_requests_v1 WHERE workspace_id = 'ws_upgrade' ORDER BY request_id",
+      ),
+    );
+    t.same(
+      rows.find((row) => row.request_id === "req_before_bodies"),
+      { request_id: "req_before_bodies", path: "/orders/old", request_body: "", response_body: "" },
+      `${start}: the row written before reads empty bodies`,
+    );
+    t.match(
+      rows.find((row) => row.request_id === `req_${start.replace(" ", "_")}`),
+      { request_body: '{"order":1}', response_body: "ünïcødé 🔑" },
+      `${start}: a new row holds its bodies`,
+    );
+    await analytics.close();
+  }
+
+  // A new installation (another database of the same directory: chDB binds one directory per process).
+  const fresh = await EmbeddedEngine.open(dir, "keygate_fresh");
+  t.teardown(() => fresh.close());
+  for (const statement of schemaStatements("keygate_fresh", { raw: 90, perMinute: 90, perHour: 90, perDay: 365, perMonth: 1_095 }))
+    await fresh.command(statement);
+  t.same(
+    await columnsOf(fresh, "keygate_fresh.gateway_requests_v1"),
+    [...GATEWAY_REQUESTS.columns],
+    "a new table: the same columns, in the same order",
+  );
+});
