@@ -1,3 +1,6 @@
+import { GATEWAY_ERRORS } from "./gateway-errors.js";
+import { BAD_REQUEST, CONFLICT, INTERNAL, NOT_FOUND, PRECONDITION, TOO_MANY, UNPROCESSABLE } from "./titles.js";
+
 /**
  * Every error keygate can answer with: code → HTTP status, title and a one-line meaning.
  * Nothing else in the code invents a status or a title. Codes follow Unkey's `err:{system}:{category}:{specific}`
@@ -9,14 +12,6 @@ export interface CatalogueEntry {
   readonly title: string;
   readonly meaning: string;
 }
-
-const BAD_REQUEST = "Bad Request";
-const NOT_FOUND = "Not Found";
-const CONFLICT = "Conflicting Resource";
-const PRECONDITION = "Precondition Failed";
-const UNPROCESSABLE = "Unprocessable Entity";
-const TOO_MANY = "Too Many Requests";
-const INTERNAL = "Internal Server Error";
 
 export const ERROR_CATALOGUE = {
   // 400: the request itself is wrong
@@ -212,65 +207,7 @@ export const ERROR_CATALOGUE = {
     meaning: "The client went away before its request was read or answered; logged at info, since it is no fault of keygate.",
   },
 
-  // The gateway: answers to requests for an upstream API (the /v2 API never sends these)
-  "err:keygate:gateway:invalid_path": {
-    status: 400,
-    title: BAD_REQUEST,
-    meaning: "The request path has a dot segment ('.' or '..', also percent-encoded or between backslashes); it is not forwarded.",
-  },
-  "err:keygate:gateway:request_invalid": {
-    status: 400,
-    title: BAD_REQUEST,
-    meaning:
-      "The request does not match the route's OpenAPI document (an openapi policy): `errors[]` names each failing place (`path.id`, `query.limit`, `header.x-tenant`, `body.items[0].name`).",
-  },
-  "err:keygate:gateway:missing_key": {
-    status: 401,
-    title: "Unauthorized",
-    meaning: "The request carries no API key where the route expects one; WWW-Authenticate says where.",
-  },
-  "err:keygate:gateway:invalid_key": {
-    status: 401,
-    title: "Unauthorized",
-    meaning: "The API key is unknown, deleted, or belongs to another API.",
-  },
-  "err:keygate:gateway:ip_not_allowed": {
-    status: 403,
-    title: "Forbidden",
-    meaning: "The client's address is outside the IP allowlist of the route's API.",
-  },
-  "err:keygate:gateway:request_denied": {
-    status: 403,
-    title: "Forbidden",
-    meaning: "A firewall policy of the route denies the request (its path, method, headers or client address).",
-  },
-  "err:keygate:gateway:key_disabled": { status: 401, title: "Unauthorized", meaning: "The API key is disabled." },
-  "err:keygate:gateway:key_expired": { status: 401, title: "Unauthorized", meaning: "The API key has expired." },
-  "err:keygate:gateway:insufficient_permissions": {
-    status: 403,
-    title: "Forbidden",
-    meaning: "The API key lacks the permissions the route's permission query needs.",
-  },
-  "err:keygate:gateway:rate_limited": {
-    status: 429,
-    title: TOO_MANY,
-    meaning: "A rate limit of the key or of the route is exhausted; Retry-After and the RateLimit headers say which and until when.",
-  },
-  "err:keygate:gateway:usage_exceeded": {
-    status: 429,
-    title: TOO_MANY,
-    meaning: "The key has no credits left for this request; Retry-After says when they refill, when they do.",
-  },
-  "err:keygate:gateway:upstream_unreachable": {
-    status: 502,
-    title: "Bad Gateway",
-    meaning: "The route's upstream refused the connection, reset it or answered with something that is not HTTP.",
-  },
-  "err:keygate:gateway:upstream_timeout": {
-    status: 504,
-    title: "Gateway Timeout",
-    meaning: "The route's upstream did not answer within the upstream timeout.",
-  },
+  ...GATEWAY_ERRORS,
 
   // 5xx: our side
   "err:unkey:application:unexpected_error": {

@@ -1,5 +1,5 @@
 import type { RouteDefinition } from "../domain/routes/route-compiler.js";
-import type { KeyLocation, PolicyRecord, RatelimitIdentifier } from "../storage/records.js";
+import type { KeyLocation, PolicyRecord, RatelimitIdentifier } from "../storage/route-records.js";
 import type { RouteConfig } from "./route-config.js";
 
 /**

@@ -1,7 +1,7 @@
 import type { IncomingMessage, OutgoingHttpHeaders } from "node:http";
 import type { VerificationCode } from "../domain/verification/codes.js";
 import type { RequestTarget } from "../http/request-target.js";
-import type { LoggingPolicy } from "../storage/records.js";
+import type { LoggingPolicy } from "../storage/route-records.js";
 import type { BodyCapture } from "./body-capture.js";
 import type { GatewaySnapshot } from "./gateway-snapshot.js";
 import type { CompiledRoute } from "./route-table.js";

@@ -1,6 +1,6 @@
 import type { RouteDefinition } from "../domain/routes/route-compiler.js";
-import type { StoredRouteTable } from "../storage/interfaces.js";
-import type { RouteRecord } from "../storage/records.js";
+import type { StoredRouteTable } from "../storage/route-interfaces.js";
+import type { RouteRecord } from "../storage/route-records.js";
 import { compileTrust, type ProxyTrust } from "./client-address.js";
 import type { OpenApiDocument } from "./openapi-documents.js";
 import type { GatewaySettings, RouteConfig } from "./route-config.js";

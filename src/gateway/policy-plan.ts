@@ -2,7 +2,7 @@ import type { MatchedRequest } from "../domain/routes/match-expressions.js";
 import type { CompiledKeyauth, CompiledRatelimit } from "../domain/routes/policy-compiler.js";
 import { KeygateError } from "../errors/keygate-error.js";
 import { samePath } from "../http/request-target.js";
-import type { LoggingPolicy } from "../storage/records.js";
+import type { LoggingPolicy } from "../storage/route-records.js";
 import type { GatewayRequest } from "./gateway-request.js";
 import { openApiStep } from "./openapi-policy.js";
 import type { CompiledRoute } from "./route-table.js";
@@ -59,7 +59,7 @@ export function applicablePolicies(route: CompiledRoute, request: GatewayRequest
         ratelimits.push(policy);
         break;
       case "logging":
-        applicable.capture = { ...applicable.capture, ...policy.capture };
+        applicable.capture = combinedCapture(applicable.capture, policy.capture);
         break;
       case "openapi": {
         // Every openapi policy validates against the route's one document: the first that applies decides.
@@ -97,4 +97,14 @@ function matchedRequest(request: GatewayRequest): MatchedRequest {
       return query.get(name) ?? undefined;
     },
   };
+}
+
+/** What several logging policies capture together: whatever any of them asks for. */
+function combinedCapture(earlier: LoggingPolicy | undefined, next: LoggingPolicy): LoggingPolicy {
+  if (earlier === undefined) return next;
+  const combined: LoggingPolicy = {};
+  for (const field of ["requestHeaders", "responseHeaders", "requestBody", "responseBody", "query"] as const) {
+    if (earlier[field] || next[field]) combined[field] = true;
+  }
+  return combined;
 }

@@ -1,7 +1,7 @@
 import { type Static, Type } from "typebox";
 import { describedPattern } from "../http/patterns.js";
 import { Strict, StringEnum } from "../http/schemas.js";
-import { HTTP_METHODS } from "../storage/records.js";
+import { HTTP_METHODS } from "../storage/route-records.js";
 
 /**
  * Gateway policies and routes as the API takes and answers them. The policy shape is Unkey's gateway `Policy` (field

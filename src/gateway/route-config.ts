@@ -1,7 +1,7 @@
 import { type Static, Type } from "typebox";
 import { describedPattern } from "../http/patterns.js";
 import { ID_PATTERN, Strict, StringEnum } from "../http/schemas.js";
-import { HTTP_METHODS } from "../storage/records.js";
+import { HTTP_METHODS } from "../storage/route-records.js";
 
 /** HTTP methods a route can be limited to. */
 export const ROUTE_METHODS = HTTP_METHODS;

@@ -1,6 +1,6 @@
 import type { FastifyBaseLogger } from "fastify";
-import type { RouteStore, StoredRouteTable } from "../storage/interfaces.js";
-import type { RouteRecord } from "../storage/records.js";
+import type { RouteStore, StoredRouteTable } from "../storage/route-interfaces.js";
+import type { RouteRecord } from "../storage/route-records.js";
 import type { CurrentGatewaySnapshot } from "./gateway-snapshot.js";
 import { compileOpenApiDocument, type OpenApiDocument } from "./openapi-documents.js";
 

@@ -15,7 +15,14 @@ const LAYERS: readonly { name: string; prefixes: readonly string[] }[] = [
   { name: "errors", prefixes: ["errors/"] },
   {
     name: "store ports",
-    prefixes: ["storage/interfaces.ts", "storage/counter-interfaces.ts", "storage/records.ts", "storage/unavailable.ts"],
+    prefixes: [
+      "storage/interfaces.ts",
+      "storage/counter-interfaces.ts",
+      "storage/route-interfaces.ts",
+      "storage/route-records.ts",
+      "storage/records.ts",
+      "storage/unavailable.ts",
+    ],
   },
   { name: "domain", prefixes: ["domain/"] },
   { name: "infrastructure", prefixes: ["storage/", "cache/", "analytics/"] },

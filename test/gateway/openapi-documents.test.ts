@@ -10,7 +10,7 @@ import {
 import { locationOf } from "../../src/gateway/openapi-issues.js";
 import { RouteSync } from "../../src/gateway/route-sync.js";
 import { MemoryRouteStore } from "../../src/storage/memory/route-store.js";
-import type { RouteRecord } from "../../src/storage/records.js";
+import type { RouteRecord } from "../../src/storage/route-records.js";
 
 /** A document of either version with the same operations; `nullable` written each version's way. */
 function itemsDocument(version: "3.0.3" | "3.1.0"): Record<string, unknown> {

@@ -1,7 +1,7 @@
 import type { AddressInfo } from "node:net";
 import t, { type Test } from "tap";
 import { ROUTE_VERSION_CHECK_MS } from "../../src/gateway/route-sync.js";
-import type { RouteRecord } from "../../src/storage/records.js";
+import type { RouteRecord } from "../../src/storage/route-records.js";
 import { createKey } from "../helpers/fixtures.js";
 import { type CallResult, type Harness, harness, WORKSPACE } from "../helpers/harness.js";
 import { REDIS_URL, uniquePrefix } from "../helpers/redis.js";

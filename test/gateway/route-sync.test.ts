@@ -2,9 +2,9 @@ import t from "tap";
 import { validateConfig } from "../../src/config/load.js";
 import { CurrentGatewaySnapshot, compileGatewaySnapshot } from "../../src/gateway/gateway-snapshot.js";
 import { RouteSync } from "../../src/gateway/route-sync.js";
-import type { RouteStore, StoredRouteTable } from "../../src/storage/interfaces.js";
 import { MemoryRouteStore } from "../../src/storage/memory/route-store.js";
-import type { RouteRecord } from "../../src/storage/records.js";
+import type { RouteStore, StoredRouteTable } from "../../src/storage/route-interfaces.js";
+import type { RouteRecord } from "../../src/storage/route-records.js";
 
 const stored = (name: string, prefix: string): RouteRecord => ({
   id: `rt_${name}`,

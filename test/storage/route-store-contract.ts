@@ -1,6 +1,7 @@
 import type { Test } from "tap";
-import type { RouteStore, StoredRouteTable, Stores } from "../../src/storage/interfaces.js";
-import type { RouteRecord } from "../../src/storage/records.js";
+import type { Stores } from "../../src/storage/interfaces.js";
+import type { RouteStore, StoredRouteTable } from "../../src/storage/route-interfaces.js";
+import type { RouteRecord } from "../../src/storage/route-records.js";
 
 /** A stored route with only the fields every route has; `fields` add or override any of it. */
 function route(id: string, fields: Partial<RouteRecord> = {}): RouteRecord {

@@ -1,5 +1,5 @@
 import { RE2JS } from "re2js";
-import type { FieldMatch, MatchExpr, StringMatch } from "../../storage/records.js";
+import type { FieldMatch, MatchExpr, StringMatch } from "../../storage/route-records.js";
 import type { Problems } from "./problems.js";
 
 export const MAX_MATCH_EXPRESSIONS = 10;

@@ -6,7 +6,7 @@ import type {
   PolicyRecord,
   RatelimitIdentifier,
   RatelimitPolicy,
-} from "../../storage/records.js";
+} from "../../storage/route-records.js";
 import { type PermissionQuery, PermissionQuerySyntaxError, parsePermissionQuery } from "../permissions/query.js";
 import type { RequestedLimit } from "../verification/verification.js";
 import { compileMatches, type RequestPredicate } from "./match-expressions.js";

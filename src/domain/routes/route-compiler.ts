@@ -1,4 +1,4 @@
-import type { HttpMethod, RouteForward, RouteRecord } from "../../storage/records.js";
+import type { HttpMethod, RouteForward, RouteRecord } from "../../storage/route-records.js";
 import { type CompiledPolicy, compilePolicies, type KeySource } from "./policy-compiler.js";
 import type { Problems } from "./problems.js";
 

@@ -1,18 +1,18 @@
 import { invalidInput, KeygateError } from "../../errors/keygate-error.js";
 import type { Clock } from "../../lib/clock.js";
 import { newId } from "../../lib/ids.js";
-import type { RouteStore, StoredRouteTable } from "../../storage/interfaces.js";
-import type { PolicyRecord, RouteForward, RouteMatchRecord, RouteRecord } from "../../storage/records.js";
+import type { RouteStore, StoredRouteTable } from "../../storage/route-interfaces.js";
+import type { PolicyRecord, RouteForward, RouteMatchRecord, RouteRecord } from "../../storage/route-records.js";
 import type { Caller } from "../caller.js";
 import { requireGateway } from "../root-keys/permissions.js";
 import { compilePolicies } from "./policy-compiler.js";
 import type { Problem, Problems } from "./problems.js";
-import { type CompiledRoute, compileRoute, type RouteCompileRules, type RouteDefinition } from "./route-compiler.js";
+import { type CompiledRoute, compileRoute, type RouteCompileRules } from "./route-compiler.js";
+import { configView, type RouteView, storedView } from "./route-views.js";
 import { clashIn, definitionOf, keepingIds, swapped, withId } from "./route-writes.js";
 
 /** A policy as a client writes it: its id is keygate's to give. */
 export type PolicyInput = Omit<PolicyRecord, "id">;
-
 export interface RouteInput {
   name: string;
   match: RouteMatchRecord;
@@ -34,12 +34,6 @@ export interface RouteChange {
 
 /** A partial update of one policy: what is given replaces what is stored (a rule replaces the rule); null `match` removes it. */
 export type PolicyChange = Partial<Omit<PolicyInput, "match">> & { match?: PolicyRecord["match"] | null };
-
-/** A route as the API shows it. Routes of the configuration file have no timestamps and cannot be changed here. */
-export interface RouteView extends Omit<RouteDefinition, "workspaceId"> {
-  createdAt?: number;
-  updatedAt?: number;
-}
 
 /** Tells every instance the stored routes changed (the invalidation bus). */
 export interface RouteChangeNotifier {
@@ -291,14 +285,4 @@ const RULE_FIELDS = ["keyauth", "ratelimit", "firewall", "openapi", "logging"] a
 /** A 400 naming each problem's field in the request body. */
 function invalid(problems: readonly Problem[]): KeygateError {
   return invalidInput(problems.map(({ at, message }) => ({ location: at === "" ? "body" : `body.${at}`, message })));
-}
-
-function storedView(route: RouteRecord): RouteView {
-  const { workspaceId: _workspaceId, ...view } = route;
-  return { ...view, source: "api" };
-}
-
-function configView(route: CompiledRoute): RouteView {
-  const { workspaceId: _workspaceId, ...view } = route.definition;
-  return view;
 }

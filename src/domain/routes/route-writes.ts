@@ -1,7 +1,7 @@
 import { KeygateError } from "../../errors/keygate-error.js";
 import { newId } from "../../lib/ids.js";
-import type { StoredRouteTable } from "../../storage/interfaces.js";
-import type { PolicyRecord, RouteRecord } from "../../storage/records.js";
+import type { StoredRouteTable } from "../../storage/route-interfaces.js";
+import type { PolicyRecord, RouteRecord } from "../../storage/route-records.js";
 import type { CompiledRoute, RouteCompileRules, RouteDefinition } from "./route-compiler.js";
 import type { PolicyInput } from "./route-service.js";
 

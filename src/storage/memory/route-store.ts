@@ -1,5 +1,5 @@
-import type { RouteStore, RouteTableChange, StoredRouteTable } from "../interfaces.js";
-import type { RouteRecord } from "../records.js";
+import type { RouteStore, RouteTableChange, StoredRouteTable } from "../route-interfaces.js";
+import type { RouteRecord } from "../route-records.js";
 
 /** The route table in memory: records are copied in and out, as a store would. */
 export class MemoryRouteStore implements RouteStore {

@@ -1,4 +1,4 @@
-import type { RouteStore, RouteTableChange, StoredRouteTable } from "../interfaces.js";
+import type { RouteStore, RouteTableChange, StoredRouteTable } from "../route-interfaces.js";
 import { Batch, readJson } from "./atomic.js";
 import type { RedisKeys } from "./keys.js";
 import type { RedisClient } from "./topology.js";

@@ -2,7 +2,7 @@ import t from "tap";
 import { compileStringMatch, type MatchedRequest } from "../../../src/domain/routes/match-expressions.js";
 import { compilePolicies } from "../../../src/domain/routes/policy-compiler.js";
 import type { Problems } from "../../../src/domain/routes/problems.js";
-import type { PolicyRecord } from "../../../src/storage/records.js";
+import type { PolicyRecord } from "../../../src/storage/route-records.js";
 
 const request = (
   parts: Partial<{ method: string; path: string; headers: Record<string, string>; query: Record<string, string> }>,

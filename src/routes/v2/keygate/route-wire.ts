@@ -1,5 +1,6 @@
 import { type Static, Type } from "typebox";
-import type { PolicyChange, PolicyInput, RouteView } from "../../../domain/routes/route-service.js";
+import type { PolicyChange, PolicyInput } from "../../../domain/routes/route-service.js";
+import type { RouteView } from "../../../domain/routes/route-views.js";
 import { invalidInput } from "../../../errors/keygate-error.js";
 import { MatchExprSchema, POLICY_LIST, type PolicyBody, PolicyResponseSchema, PolicyRuleFields } from "../../../gateway/policy-schema.js";
 import {
@@ -11,7 +12,7 @@ import {
 } from "../../../gateway/route-config.js";
 import { Nullable, Strict, StringEnum } from "../../../http/schemas.js";
 import { redactUrl } from "../../../lib/redact-url.js";
-import type { PolicyRecord } from "../../../storage/records.js";
+import type { PolicyRecord } from "../../../storage/route-records.js";
 
 /** A route by its id or its name. */
 export const RouteTarget = { route: Type.String({ minLength: 1, maxLength: 255 }) };

@@ -1,0 +1,141 @@
+/**
+ * A gateway route managed through the API (keygate.createRoute and friends), in the store every instance reads
+ * its route table from. Its policies follow Unkey's gateway `Policy` shape (docs/gateway.md#policies).
+ */
+export interface RouteRecord {
+  /** `rt_…` */
+  id: string;
+  /** The workspace of the root key that created it: its policies may name that workspace's APIs only. */
+  workspaceId: string;
+  /** Unique among every route, those of the configuration file included. */
+  name: string;
+  match: RouteMatchRecord;
+  upstream: string;
+  /** In evaluation order. */
+  policies: PolicyRecord[];
+  forward?: RouteForward;
+  /** Overrides gateway.upstreamTimeoutMs for this route. */
+  timeoutMs?: number;
+  /** Whether an OpenAPI document was uploaded for the route (keygate.setRouteOpenApi); its text is stored apart. */
+  openApi?: { uploadedAt: number; title?: string };
+  createdAt: number;
+  updatedAt: number;
+}
+
+export const HTTP_METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"] as const;
+export type HttpMethod = (typeof HTTP_METHODS)[number];
+
+/** What a route takes: a path prefix on segment boundaries, and optionally only some methods. */
+export interface RouteMatchRecord {
+  prefix: string;
+  methods?: HttpMethod[];
+}
+
+/** Headers the upstream gets (any the client sent of the same names are dropped first). */
+export interface RouteForward {
+  /** A JSON description of the verified key (docs/gateway.md#the-principal). */
+  principal?: string;
+  keyId?: string;
+  identity?: string;
+  externalId?: string;
+}
+
+/** A setting that holds nothing: what matters is that it is there (`bearer: {}`). */
+export type NoSettings = Record<never, never>;
+
+/** Exactly one of `exact`, `prefix` or `regex` (RE2 syntax). */
+export interface StringMatch {
+  exact?: string;
+  prefix?: string;
+  regex?: string;
+  ignoreCase?: boolean;
+}
+
+/** A header or query parameter: present (`present: true`), or with a value that matches. */
+export interface FieldMatch {
+  name: string;
+  present?: true;
+  value?: StringMatch;
+}
+
+/** Exactly one of the four. */
+export interface MatchExpr {
+  path?: { path: StringMatch };
+  method?: { methods: HttpMethod[] };
+  header?: FieldMatch;
+  queryParam?: FieldMatch;
+}
+
+/** Exactly one of the three. */
+export interface KeyLocation {
+  bearer?: NoSettings;
+  /** keygate: `scheme`, when set, must come first (`Token <key>`, any case); `stripPrefix` is removed when present. */
+  header?: { name: string; stripPrefix?: string; scheme?: string };
+  queryParam?: { name: string };
+}
+
+export interface KeyauthPolicy {
+  /** API ids (or their key space ids, `ks_…`) whose keys are accepted, all of the route's workspace. */
+  keyspaces: string[];
+  /** Tried in order; `Authorization: Bearer` when absent. */
+  locations?: KeyLocation[];
+  permissionQuery?: string;
+  /** The key's (or its identity's) named limits, or limits of their own for the key (`limit` and `duration`). */
+  ratelimits?: { name: string; limit?: number; duration?: number; cost?: number }[];
+  /** Credits each request takes; 1 when absent, 0 verifies without spending. */
+  credits?: number;
+}
+
+/** Exactly one source. */
+export interface RatelimitIdentifier {
+  remoteIp?: NoSettings;
+  header?: { name: string };
+  authenticatedSubject?: NoSettings;
+  path?: NoSettings;
+  principalField?: { path: string };
+}
+
+export interface RatelimitPolicy {
+  limit: number;
+  windowMs: number;
+  /** 1 to 5 sources making one compound identifier. */
+  identifiers: RatelimitIdentifier[];
+  /** keygate: units each request takes (default 1). */
+  cost?: number;
+  /**
+   * keygate: the rate limit namespace it counts in (its overrides apply); by default one of the route's own,
+   * `<route name>.<policy name>`, so that replacing the policies keeps the counts of a policy that stays.
+   */
+  namespace?: string;
+}
+
+export interface FirewallPolicy {
+  action: "ACTION_DENY";
+  /** keygate: deny only clients outside these addresses and CIDR ranges. */
+  ipAllow?: string[];
+  /** keygate: deny only clients within these addresses and CIDR ranges. */
+  ipDeny?: string[];
+}
+
+export interface LoggingPolicy {
+  requestHeaders?: boolean;
+  responseHeaders?: boolean;
+  requestBody?: boolean;
+  responseBody?: boolean;
+  query?: boolean;
+}
+
+/** One gateway policy: exactly one of `keyauth`, `ratelimit`, `firewall`, `openapi` or `logging`. */
+export interface PolicyRecord {
+  /** `pol_…`, kept when the policy is updated on its own (updateRoutePolicy). */
+  id: string;
+  name: string;
+  enabled: boolean;
+  /** Every expression must match for the policy to apply; absent: every request. At most 10. */
+  match?: MatchExpr[];
+  keyauth?: KeyauthPolicy;
+  ratelimit?: RatelimitPolicy;
+  firewall?: FirewallPolicy;
+  openapi?: NoSettings;
+  logging?: LoggingPolicy;
+}
