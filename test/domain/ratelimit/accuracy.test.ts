@@ -8,6 +8,9 @@ import { harness, STORAGE_KINDS, WORKSPACE } from "../../helpers/harness.js";
  * Long windows keep Redis TTLs (real time) far away from this test's simulated time.
  */
 const WINDOWS = 50;
+
+// About a hundred thousand decisions, one after another: more than the default two minutes under coverage on a busy machine.
+t.setTimeout(300_000);
 const DURATION = 60_000;
 
 for (const storage of STORAGE_KINDS) {
