@@ -1,9 +1,10 @@
 import { Type } from "typebox";
 import { defineProcedure } from "../procedure.js";
-import { LimitBody, limitFields, ratelimitProcedure, toLimitRequest } from "./wire.js";
+import { LimitBody, limitFields, toLimitRequest } from "./wire.js";
 
 export default defineProcedure({
-  ...ratelimitProcedure("limit"),
+  name: "ratelimit.limit",
+  aliases: ["ratelimits.limit"],
   body: LimitBody,
   data: Type.Object({
     limit: Type.Integer(),

@@ -2,11 +2,12 @@ import { Type } from "typebox";
 import { Strict } from "../../../http/schemas.js";
 import { defined } from "../../../lib/defined.js";
 import { definePaginatedProcedure } from "../procedure.js";
-import { NamespaceField, OverrideData, overrideData, ratelimitProcedure } from "./wire.js";
+import { NamespaceField, OverrideData, overrideData } from "./wire.js";
 
 /** `data` is an object holding `overrides`; the hosted service sends a bare array here (docs/decisions.md#overrides). */
 export default definePaginatedProcedure({
-  ...ratelimitProcedure("listOverrides"),
+  name: "ratelimit.listOverrides",
+  aliases: ["ratelimits.listOverrides"],
   body: Strict({
     namespace: NamespaceField,
     /** The `pagination.cursor` of the previous page. */

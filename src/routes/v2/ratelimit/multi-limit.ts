@@ -1,9 +1,10 @@
 import { Type } from "typebox";
 import { defineProcedure } from "../procedure.js";
-import { LimitBody, limitFields, ratelimitProcedure, toLimitRequest } from "./wire.js";
+import { LimitBody, limitFields, toLimitRequest } from "./wire.js";
 
 export default defineProcedure({
-  ...ratelimitProcedure("multiLimit"),
+  name: "ratelimit.multiLimit",
+  aliases: ["ratelimits.multiLimit"],
   body: Type.Array(LimitBody, { minItems: 1, maxItems: 100 }),
   data: Type.Object({
     passed: Type.Boolean(),

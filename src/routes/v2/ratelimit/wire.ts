@@ -6,12 +6,8 @@ import { defined } from "../../../lib/defined.js";
 /**
  * Fields and shapes shared by the ratelimit procedures (docs/decisions.md#rate-limits and #overrides), and the
  * translation between their wire names (`duration`, `reset`, `success`) and the domain's (`durationMs`, ...).
+ * Every procedure is served under both spellings, `ratelimit.<name>` and `ratelimits.<name>` (its `aliases`).
  */
-
-/** Every procedure is served under both spellings: `ratelimit.<name>` and `ratelimits.<name>`. */
-export function ratelimitProcedure<N extends string>(name: N): { name: `ratelimit.${N}`; aliases: string[] } {
-  return { name: `ratelimit.${name}`, aliases: [`ratelimits.${name}`] };
-}
 
 /** A namespace name, or its `rlns_` id. Up to 512 characters, as the official schemas allow. */
 export const NamespaceField = Type.String({ minLength: 1, maxLength: 512 });
