@@ -1,6 +1,6 @@
 import { Type } from "typebox";
 import { defineProcedure } from "../procedure.js";
-import { LimitBody, limitFields, toLimitRequest } from "./wire.js";
+import { LimitBody, toLimitRequest, withLimitFields } from "./wire.js";
 
 export default defineProcedure({
   name: "ratelimit.limit",
@@ -15,6 +15,6 @@ export default defineProcedure({
   }),
   handler: async ({ body, caller, services, requestId }) => {
     const result = await services.ratelimit.limit(caller, toLimitRequest(body), requestId);
-    return { success: result.passed, ...limitFields(result) };
+    return withLimitFields({ success: result.passed }, result);
   },
 });

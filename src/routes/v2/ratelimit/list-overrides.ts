@@ -1,6 +1,6 @@
 import { Type } from "typebox";
+import type { ListOverridesInput } from "../../../domain/ratelimit/ratelimit-service.js";
 import { Strict } from "../../../http/schemas.js";
-import { defined } from "../../../lib/defined.js";
 import { definePaginatedProcedure } from "../procedure.js";
 import { NamespaceField, OverrideData, overrideData } from "./wire.js";
 
@@ -17,14 +17,13 @@ export default definePaginatedProcedure({
   }),
   data: Type.Object({ overrides: Type.Array(OverrideData) }),
   handler: async ({ body, caller, services }) => {
-    const page = await services.ratelimit.listOverrides(caller, {
-      namespace: body.namespace,
-      limit: body.limit ?? 10,
-      ...defined({ cursor: body.cursor }),
-    });
+    const input: ListOverridesInput = { namespace: body.namespace, limit: body.limit ?? 10 };
+    if (body.cursor !== undefined) input.cursor = body.cursor;
+    const page = await services.ratelimit.listOverrides(caller, input);
     return {
       data: { overrides: page.overrides.map(overrideData) },
-      pagination: { ...defined({ cursor: page.cursor }), hasMore: page.hasMore },
+      // cursor first, as pagination() in domain/pagination.ts gives it to the other list procedures.
+      pagination: page.cursor === undefined ? { hasMore: page.hasMore } : { cursor: page.cursor, hasMore: page.hasMore },
     };
   },
 });

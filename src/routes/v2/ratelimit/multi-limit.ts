@@ -1,6 +1,6 @@
 import { Type } from "typebox";
 import { defineProcedure } from "../procedure.js";
-import { LimitBody, limitFields, toLimitRequest } from "./wire.js";
+import { LimitBody, toLimitRequest, withLimitFields } from "./wire.js";
 
 export default defineProcedure({
   name: "ratelimit.multiLimit",
@@ -24,12 +24,9 @@ export default defineProcedure({
     const outcome = await services.ratelimit.multiLimit(caller, body.map(toLimitRequest), requestId);
     return {
       passed: outcome.passed,
-      limits: outcome.decisions.map((decision) => ({
-        namespace: decision.name,
-        identifier: decision.identifier,
-        passed: decision.passed,
-        ...limitFields(decision),
-      })),
+      limits: outcome.decisions.map((decision) =>
+        withLimitFields({ namespace: decision.name, identifier: decision.identifier, passed: decision.passed }, decision),
+      ),
     };
   },
 });
