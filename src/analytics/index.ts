@@ -2,6 +2,7 @@ import type { AnalyticsSinks } from "../domain/analytics/events.js";
 import { AnalyticsEngineError, type AnalyticsQueryEngine } from "../domain/analytics/query-engine.js";
 import type { RetentionDays } from "../domain/analytics/tables.js";
 import type { Clock } from "../lib/clock.js";
+import { defined } from "../lib/defined.js";
 import type { AnalyticsEngine, EventBatch } from "./analytics-engine.js";
 import { EmbeddedEngine } from "./embedded-engine.js";
 import { addStats, type BatchIO, EventPipeline, type EventPipelineStats, type PipelineLog, type Scheduler } from "./pipeline.js";
@@ -68,7 +69,7 @@ export async function openAnalytics(config: AnalyticsSettings, options: OpenAnal
           password: config.clickhouse.password,
           requestTimeoutMs: config.clickhouse.requestTimeoutMs,
           maxConcurrentQueries: config.query.maxConcurrent,
-          ...(options.createClickHouseClient ? { createClient: options.createClickHouseClient } : {}),
+          ...defined({ createClient: options.createClickHouseClient }),
         });
   const ready = new SchemaGate(engine, schemaStatements(engine.database, config.retentionDays), engine.kind === "clickhouse");
   if (engine.kind === "embedded") {
@@ -100,8 +101,7 @@ export async function openAnalytics(config: AnalyticsSettings, options: OpenAnal
       { ...config.buffer, maxWriteAttempts: MAX_WRITE_ATTEMPTS },
       {
         clock: options.clock,
-        ...(options.scheduler ? { scheduler: options.scheduler } : {}),
-        ...(options.log ? { log: options.log } : {}),
+        ...defined({ scheduler: options.scheduler, log: options.log }),
       },
     );
   };

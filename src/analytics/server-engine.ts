@@ -1,6 +1,7 @@
 import { type ClickHouseClient, createClient, type DataFormat } from "@clickhouse/client";
 import { type AnalyticsConnection, AnalyticsEngineError } from "../domain/analytics/query-engine.js";
 import { safeId } from "../domain/analytics/sql.js";
+import { defined } from "../lib/defined.js";
 import { redactUrl } from "../lib/redact-url.js";
 import { type AnalyticsEngine, type EventBatch, EventList } from "./analytics-engine.js";
 import { type EventTable, toRow } from "./rows.js";
@@ -79,7 +80,7 @@ export class ServerEngine implements AnalyticsEngine {
       const result = await this.queries.exec({
         query: sql,
         clickhouse_settings: { default_format: format },
-        ...(params ? { query_params: params } : {}),
+        ...defined({ query_params: params }),
       });
       const chunks: Buffer[] = [];
       for await (const chunk of result.stream) chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as string));

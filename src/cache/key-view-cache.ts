@@ -37,8 +37,7 @@ export class KeyViewCache {
       staleMs: options.staleMs,
       negativeMs: options.negativeMs,
       clock: options.clock,
-      ...(options.onRefreshError ? { onRefreshError: options.onRefreshError } : {}),
-      ...defined({ keepServingOn: options.keepServingOn, onLookup: options.onLookup }),
+      ...defined({ onRefreshError: options.onRefreshError, keepServingOn: options.keepServingOn, onLookup: options.onLookup }),
     });
   }
 

@@ -1,4 +1,5 @@
 import { isKeygateError } from "../errors/keygate-error.js";
+import { defined } from "../lib/defined.js";
 import type { Services } from "../services.js";
 import { type CommandGroup, parseCommandArgs, printList, type Run, UsageError, WORKSPACE_PATTERN } from "./command.js";
 
@@ -24,7 +25,7 @@ function namespaceCommand(command: string, rest: string[], usage: string): Run {
   const fail = (message: string) => new UsageError(message, usage);
   const { values, positionals } = parseCommandArgs(usage, {
     args: rest,
-    options: { workspace: { type: "string" }, ...(command === "list" ? { json: { type: "boolean" as const } } : {}) },
+    options: { workspace: { type: "string" }, ...defined({ json: command === "list" ? { type: "boolean" as const } : undefined }) },
     allowPositionals: command === "delete",
     strict: true,
   });
@@ -53,7 +54,7 @@ async function listNamespaces(services: Services, workspaceId: string, json: boo
     state: namespace.deletedAt !== undefined ? "deleted" : "active",
     name: namespace.name,
     createdAt: namespace.createdAt,
-    ...(namespace.deletedAt !== undefined ? { deletedAt: namespace.deletedAt } : {}),
+    ...defined({ deletedAt: namespace.deletedAt }),
   }));
   printList(json, ["ID", "STATE", "NAME"], rows, (row) => [row.id, row.state, row.name]);
 }

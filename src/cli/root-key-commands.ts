@@ -1,4 +1,5 @@
 import { systemClock } from "../lib/clock.js";
+import { defined } from "../lib/defined.js";
 import type { Services } from "../services.js";
 import { type CommandGroup, parseCommandArgs, printList, type Run, UsageError, WORKSPACE_PATTERN } from "./command.js";
 
@@ -52,8 +53,7 @@ function rootKeyCommand(command: string, rest: string[], usage: string): Run {
       const { id, key } = await services.rootKeys.create({
         workspaceId,
         permissions,
-        ...(values.name !== undefined ? { name: values.name } : {}),
-        ...(expires !== undefined ? { expires } : {}),
+        ...defined({ name: values.name, expires }),
       });
       console.error(`Root key ${id} created in workspace ${workspaceId} with: ${permissions.join(", ")}`);
       console.error("It is shown only this once; keep it safe:");
@@ -85,11 +85,10 @@ async function listRootKeys(services: Services, workspaceId: string | undefined,
     id: rootKey.id,
     workspaceId: rootKey.workspaceId,
     state: rootKey.revokedAt !== undefined ? "revoked" : rootKey.expires !== undefined && rootKey.expires <= now ? "expired" : "active",
-    ...(rootKey.name !== undefined ? { name: rootKey.name } : {}),
+    ...defined({ name: rootKey.name }),
     permissions: rootKey.permissions,
     createdAt: rootKey.createdAt,
-    ...(rootKey.expires !== undefined ? { expires: rootKey.expires } : {}),
-    ...(rootKey.revokedAt !== undefined ? { revokedAt: rootKey.revokedAt } : {}),
+    ...defined({ expires: rootKey.expires, revokedAt: rootKey.revokedAt }),
   }));
   printList(json, ["ID", "WORKSPACE", "STATE", "NAME", "PERMISSIONS"], rows, (row) => [
     row.id,

@@ -1,5 +1,6 @@
 import type { AnalyticsSinks } from "../domain/analytics/events.js";
 import { AnalyticsEngineError } from "../domain/analytics/query-engine.js";
+import { defined } from "../lib/defined.js";
 
 /** What a worker asks the primary, and the primary a worker. */
 export type Question =
@@ -91,8 +92,7 @@ export function isKeygateMessage(message: unknown): message is Message {
 
 function describeError(error: unknown): Extract<Message, { ok: false }>["error"] {
   const message = error instanceof Error ? error.message : String(error);
-  if (error instanceof AnalyticsEngineError)
-    return { message, engine: { kind: error.kind, ...(error.code !== undefined ? { code: error.code } : {}) } };
+  if (error instanceof AnalyticsEngineError) return { message, engine: { kind: error.kind, ...defined({ code: error.code }) } };
   return { message };
 }
 

@@ -1,6 +1,7 @@
 import { type AnalyticsRuntime, EMBEDDED_DATABASE } from "../analytics/index.js";
 import type { AnalyticsSinks, EventSink } from "../domain/analytics/events.js";
 import type { AnalyticsConnection } from "../domain/analytics/query-engine.js";
+import { defined } from "../lib/defined.js";
 import type { Channel, EventsMessage, Message } from "./channel.js";
 
 /** How long a worker gathers events before it hands them to the primary in one message. */
@@ -53,9 +54,8 @@ export function remoteAnalytics(channel: Channel, send: (message: Message, done:
   });
 
   const connection = (id: number): AnalyticsConnection => ({
-    text: (sql, params) => channel.ask<string>({ kind: "sql", connection: id, rows: false, sql, ...(params ? { params } : {}) }),
-    rows: (sql, params) =>
-      channel.ask<Record<string, unknown>[]>({ kind: "sql", connection: id, rows: true, sql, ...(params ? { params } : {}) }),
+    text: (sql, params) => channel.ask<string>({ kind: "sql", connection: id, rows: false, sql, ...defined({ params }) }),
+    rows: (sql, params) => channel.ask<Record<string, unknown>[]>({ kind: "sql", connection: id, rows: true, sql, ...defined({ params }) }),
   });
 
   return {

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from "fastify";
 import type { BuildOptions } from "../app.js";
 import type { KeygateConfig } from "../config/schema.js";
+import { defined } from "../lib/defined.js";
 import { Channel, isKeygateMessage, type Message } from "./channel.js";
 import { remoteAnalytics } from "./remote-analytics.js";
 
@@ -28,7 +29,7 @@ export function linkToPrimary(config: KeygateConfig): {
   const analytics = config.analytics.engine === "embedded" ? remoteAnalytics(channel, send) : undefined;
   return {
     options: {
-      ...(analytics ? { analytics } : {}),
+      ...defined({ analytics }),
       scrapeMetrics: () => channel.ask<string>({ kind: "metrics" }),
     },
     serve: (built) => {

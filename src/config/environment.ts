@@ -1,3 +1,4 @@
+import { defined } from "../lib/defined.js";
 import { ConfigError } from "./config-error.js";
 import { DEFAULTS } from "./defaults.js";
 
@@ -111,7 +112,7 @@ function redisFromEnvironment(env: Record<string, string | undefined>): { form: 
   }
   if (sentinels === undefined) return undefined;
   return {
-    form: { sentinel: { sentinels: list(sentinels), ...(sentinelName !== undefined ? { name: sentinelName } : {}) } },
+    form: { sentinel: { sentinels: list(sentinels), ...defined({ name: sentinelName }) } },
     paths: [
       ["storage.redis.sentinel.sentinels", "REDIS_SENTINELS"],
       ["storage.redis.sentinel.name", "REDIS_SENTINEL_NAME"],

@@ -1,5 +1,6 @@
 import { invalidAt } from "../errors/keygate-error.js";
 import { withRefills } from "../lib/credit-refill.js";
+import { defined } from "../lib/defined.js";
 import type { CreditRecord, CreditRefill } from "../storage/records.js";
 
 export { lastScheduledRefill, withRefills } from "../lib/credit-refill.js";
@@ -18,7 +19,7 @@ export interface CreditsInput {
 export function viewCredits(credits: CreditRecord | null, now: number): CreditsView | undefined {
   if (!credits) return undefined;
   const current = withRefills(credits, now);
-  return { remaining: current.remaining, ...(current.refill ? { refill: current.refill } : {}) };
+  return { remaining: current.remaining, ...defined({ refill: current.refill }) };
 }
 
 /** Validates a refill given at `location`: monthly needs refillDay; daily with refillDay is dropped or refused. */
@@ -47,7 +48,7 @@ export function creditsForNewKey(input: CreditsInput | undefined, now: number): 
   }
   return {
     remaining: input.remaining,
-    ...(input.refill ? { refill: checkRefill(input.refill, "body.credits.refill", "ignore") } : {}),
+    ...defined({ refill: input.refill ? checkRefill(input.refill, "body.credits.refill", "ignore") : undefined }),
     lastRefillAt: now,
   };
 }
@@ -72,7 +73,7 @@ export function creditsAfterUpdate(current: CreditRecord | null, input: CreditsI
       );
     return null;
   }
-  return { remaining, ...(refill ? { refill } : {}), lastRefillAt: base && input.remaining === undefined ? base.lastRefillAt : now };
+  return { remaining, ...defined({ refill }), lastRefillAt: base && input.remaining === undefined ? base.lastRefillAt : now };
 }
 
 /** updateCredits: set (null: unlimited, which also drops the refill), increment, or decrement (floored at 0). */
@@ -85,7 +86,7 @@ export function creditsAfterOperation(
   if (operation === "set") {
     if (value === null || value === undefined) return null;
     const base = current ? withRefills(current, now) : null;
-    return { remaining: value, ...(base?.refill ? { refill: base.refill } : {}), lastRefillAt: base?.lastRefillAt ?? now };
+    return { remaining: value, ...defined({ refill: base?.refill }), lastRefillAt: base?.lastRefillAt ?? now };
   }
   if (value === null || value === undefined) {
     throw invalidAt("body.value", "must be provided for the increment and decrement operations", "give the amount to add or subtract");

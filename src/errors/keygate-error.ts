@@ -1,3 +1,4 @@
+import { defined } from "../lib/defined.js";
 import { ERROR_CATALOGUE, type ErrorCode } from "./catalogue.js";
 
 /** One problem found by validation: where (`body.ratelimits[0].name`), what, and how to fix it where we can tell. */
@@ -50,5 +51,5 @@ export function invalidInput(issues: ValidationIssue[]): KeygateError {
 
 /** A 400 invalid_input for one problem the schema could not express (e.g. a rule across fields). */
 export function invalidAt(location: string, message: string, fix?: string): KeygateError {
-  return invalidInput([{ location, message, ...(fix !== undefined ? { fix } : {}) }]);
+  return invalidInput([{ location, message, ...defined({ fix }) }]);
 }

@@ -51,8 +51,11 @@ export function compileGatewaySnapshot(
 }
 
 function storedDefinition(route: RouteRecord): RouteDefinition {
-  const { createdAt: _createdAt, updatedAt: _updatedAt, ...definition } = route;
-  return { ...definition, source: "api" };
+  const { createdAt: _createdAt, updatedAt: _updatedAt, ...fields } = route;
+  // `fields` is this call's own object: its source is assigned, not spread on (docs/architecture.md#conventions).
+  const definition = fields as RouteDefinition;
+  definition.source = "api";
+  return definition;
 }
 
 /**

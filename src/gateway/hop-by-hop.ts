@@ -70,16 +70,28 @@ export function endToEndHeaders<Headers extends IncomingHttpHeaders | OutgoingHt
   headers: Headers,
   direction: Direction,
 ): Headers {
-  const isHopByHop = hopByHopRule(direction, headers.connection);
   const result: Record<string, unknown> = {};
+  addEndToEndHeaders(result, headers, direction);
+  return result as Headers;
+}
+
+/**
+ * The same headers assigned into `into`, after those it has (a name it has already keeps its place and takes the
+ * message's value): an answer's head is built this way rather than spread together (docs/architecture.md#conventions).
+ */
+export function addEndToEndHeaders(
+  into: Record<string, unknown>,
+  headers: IncomingHttpHeaders | OutgoingHttpHeaders,
+  direction: Direction,
+): void {
+  const isHopByHop = hopByHopRule(direction, headers.connection);
   for (const name of Object.keys(headers)) {
-    if (!isHopByHop(name)) result[name] = headers[name];
+    if (!isHopByHop(name)) into[name] = headers[name];
   }
   if (direction === "request") {
     const te = passingTe(headers.te);
-    if (te !== undefined) result.te = te;
+    if (te !== undefined) into.te = te;
   }
-  return result as Headers;
 }
 
 /**
@@ -102,7 +114,12 @@ export function endToEndResponseLines(rawHeaders: readonly string[], options: { 
   return kept;
 }
 
-/** The two hop-by-hop fields a protocol switch passes on to the next hop: `Connection: Upgrade` and its `Upgrade`. */
-export function upgradeHeaders(incoming: IncomingHttpHeaders): IncomingHttpHeaders {
-  return incoming.upgrade === undefined ? {} : { connection: "Upgrade", upgrade: incoming.upgrade };
+/**
+ * Sets on `into` the two hop-by-hop fields a protocol switch passes on to the next hop, when `incoming` asks for
+ * one: `Connection: Upgrade` and its `Upgrade`.
+ */
+export function addUpgradeHeaders(into: IncomingHttpHeaders, incoming: IncomingHttpHeaders): void {
+  if (incoming.upgrade === undefined) return;
+  into.connection = "Upgrade";
+  into.upgrade = incoming.upgrade;
 }

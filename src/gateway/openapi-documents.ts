@@ -202,7 +202,11 @@ function giveOperationIds(definition: Document): void {
       const operation = copy[method];
       if (operation === null || typeof operation !== "object") continue;
       const id = `${method.toUpperCase()} ${path}`;
-      copy[method] = { ...(operation as object), operationId: id };
+      // A copy of the document's own JSON keeps a spread's semantics (a "__proto__" key stays a key); the id is then
+      // assigned rather than spread after it (docs/architecture.md#conventions).
+      const withId: Record<string, unknown> = { ...(operation as object) };
+      withId.operationId = id;
+      copy[method] = withId;
     }
     paths[path] = copy;
   }

@@ -8,7 +8,7 @@ import { BodyCapture, captureRequestBody } from "./body-capture.js";
 import type { Allowed } from "./decision.js";
 import { upstreamHeaders, upstreamPath } from "./forwarding.js";
 import type { GatewayRequest } from "./gateway-request.js";
-import { endToEndHeaders } from "./hop-by-hop.js";
+import { addEndToEndHeaders } from "./hop-by-hop.js";
 import { hasBody } from "./request-body.js";
 import type { CompiledRoute } from "./route-table.js";
 import { UpstreamAbort, UpstreamClient, upstreamErrorKind } from "./upstream-client.js";
@@ -75,11 +75,12 @@ export class PlainForwarding {
     this.upstream
       .call(call, (statusCode, upstreamHeaders) => {
         this.options.upstreams.upstreamAnswered(route.name, (performance.now() - startedAt) / 1000);
-        const head: OutgoingHttpHeaders = {
-          "x-request-id": request.id,
-          ...decision.ratelimitHeaders,
-          ...endToEndHeaders(upstreamHeaders, "response"),
-        };
+        // Our id, the rate limit headers, then the upstream's (which win a name they share): assigned in that order,
+        // not spread (docs/architecture.md#conventions).
+        const head: OutgoingHttpHeaders = { "x-request-id": request.id };
+        const limits = decision.ratelimitHeaders;
+        for (const name in limits) head[name] = limits[name];
+        addEndToEndHeaders(head, upstreamHeaders, "response");
         // The rest of a request body the upstream did not wait for is not read: the connection cannot be reused.
         if (bodyStillArriving(raw)) head.connection = "close";
         request.head = head;

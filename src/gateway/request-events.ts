@@ -69,7 +69,10 @@ export class GatewayRequestEvents {
     // Only a request refused before its key was verified (no key), on a configuration route whose API this process
     // has not looked up yet: its event waits for that one lookup ("" when the API does not exist or the store cannot say).
     this.workspaces.workspaceOf(apiId).then(
-      (workspaceId) => this.sink.record({ ...event, workspaceId: workspaceId ?? "" }),
+      (workspaceId) => {
+        event.workspaceId = workspaceId ?? "";
+        this.sink.record(event);
+      },
       () => this.sink.record(event),
     );
   }

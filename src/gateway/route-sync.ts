@@ -24,7 +24,8 @@ export class RouteSync {
   private readonly failedDocuments = new Map<string, number>();
 
   constructor(options: { snapshot: CurrentGatewaySnapshot; store: RouteStore; log: FastifyBaseLogger; checkMs?: number }) {
-    this.options = { ...options, checkMs: options.checkMs ?? ROUTE_VERSION_CHECK_MS };
+    const checkMs = options.checkMs ?? ROUTE_VERSION_CHECK_MS;
+    this.options = { snapshot: options.snapshot, store: options.store, log: options.log, checkMs };
   }
 
   /** Reads the stored routes now, then checks their version every `checkMs` until stopped. */

@@ -1,7 +1,7 @@
 import { request as httpRequest, type IncomingHttpHeaders, type IncomingMessage } from "node:http";
 import { request as httpsRequest } from "node:https";
 import type { Duplex } from "node:stream";
-import { endToEndResponseLines, upgradeHeaders } from "./hop-by-hop.js";
+import { addUpgradeHeaders, endToEndResponseLines } from "./hop-by-hop.js";
 
 export interface UpgradeRelayOptions {
   /** The upstream URL (http: or https:) the upgrade is sent to. */
@@ -26,7 +26,10 @@ export interface UpgradeRelayOptions {
 export function relayUpgrade(client: IncomingMessage, clientSocket: Duplex, head: Buffer, options: UpgradeRelayOptions): void {
   const url = new URL(options.target);
   const send = url.protocol === "https:" ? httpsRequest : httpRequest;
-  const headers = { ...options.headers, ...upgradeHeaders(client.headers) };
+  // Copied, then the upgrade's own fields set: assigned rather than spread (docs/architecture.md#conventions).
+  const headers: IncomingHttpHeaders = {};
+  for (const name in options.headers) headers[name] = options.headers[name];
+  addUpgradeHeaders(headers, client.headers);
   const upstream = send(url, { method: client.method ?? "GET", headers, timeout: options.timeoutMs });
   // Once the upstream has answered (a switch, or an answer passed on), a later failure only cuts that answer short:
   // the upstream was reached, so it is no upstream failure (no refund, no second answer on the socket).

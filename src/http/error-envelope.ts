@@ -2,6 +2,7 @@ import { STATUS_CODES } from "node:http";
 import type { Duplex } from "node:stream";
 import { ERROR_CATALOGUE, errorTypeUrl } from "../errors/catalogue.js";
 import type { KeygateError } from "../errors/keygate-error.js";
+import { defined } from "../lib/defined.js";
 
 // The error envelope, as every answer of keygate's carries it: through Fastify's reply (error-handler.ts), on the
 // gateway's responses, and written on a raw socket.
@@ -56,7 +57,7 @@ export function errorBody(requestId: string, error: KeygateError, docsUrl: strin
       status: entry.status,
       type: errorTypeUrl(error.code, docsUrl),
       // Every 400 carries errors[] (the SDK's typed 400 requires it), empty when no field is to blame.
-      ...(error.errors ? { errors: error.errors } : entry.status === 400 ? { errors: [] } : {}),
+      ...defined({ errors: error.errors ?? (entry.status === 400 ? [] : undefined) }),
     },
   };
 }

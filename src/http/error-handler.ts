@@ -3,6 +3,7 @@ import type { FastifyBaseLogger, FastifyError, FastifyInstance, FastifyReply, Fa
 import fp from "fastify-plugin";
 import { ERROR_CATALOGUE, type ErrorCode } from "../errors/catalogue.js";
 import { invalidInput, isKeygateError, KeygateError } from "../errors/keygate-error.js";
+import { defined } from "../lib/defined.js";
 import { errorBody, errorMediaType } from "./error-envelope.js";
 import { splitTarget } from "./request-target.js";
 import { toValidationIssues } from "./validation-issues.js";
@@ -103,7 +104,7 @@ export function answerUnmatched(app: FastifyInstance, request: FastifyRequest, r
 export function logServerError(log: FastifyBaseLogger, error: KeygateError, requestId?: string): void {
   const status = ERROR_CATALOGUE[error.code].status;
   if (status < 500) return;
-  const details = { err: error, code: error.code, ...(requestId !== undefined ? { requestId } : {}) };
+  const details = { err: error, code: error.code, ...defined({ requestId }) };
   if (status === 503) log.warn(details, `answered ${status} ${error.code}`);
   else log.error(details, `answered ${status} ${error.code}`);
 }

@@ -1,4 +1,5 @@
 import { type Static, type TObject, type TObjectOptions, type TProperties, type TSchema, type TUnsafe, Type } from "typebox";
+import { defined } from "../lib/defined.js";
 import { describedPattern } from "./patterns.js";
 
 /**
@@ -44,7 +45,7 @@ export function Envelope(data: TSchema, options: { paginated?: boolean } = {}): 
   return Type.Object({
     meta: Meta,
     data,
-    ...(options.paginated ? { pagination: Pagination } : {}),
+    ...defined({ pagination: options.paginated ? Pagination : undefined }),
   });
 }
 

@@ -1,5 +1,6 @@
 import type { ErrorCode } from "../../errors/catalogue.js";
 import { KeygateError } from "../../errors/keygate-error.js";
+import { defined } from "../../lib/defined.js";
 import type { TableFamily } from "./tables.js";
 
 // How a refused analytics query is explained to the customer.
@@ -28,7 +29,7 @@ export function unknownTable(name: string, family: TableFamily): KeygateError {
 export function invalid(code: ErrorCode, detail: string, cause?: unknown): KeygateError {
   return new KeygateError(code, detail, {
     errors: [{ location: "body.query", message: detail }],
-    ...(cause === undefined ? {} : { cause }),
+    ...defined({ cause }),
   });
 }
 

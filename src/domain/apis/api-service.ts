@@ -1,5 +1,6 @@
 import { invalidInput, KeygateError } from "../../errors/keygate-error.js";
 import type { Clock } from "../../lib/clock.js";
+import { defined } from "../../lib/defined.js";
 import { newId } from "../../lib/ids.js";
 import { ipEntryProblem } from "../../lib/ip-allowlist.js";
 import type { ApiStore } from "../../storage/interfaces.js";
@@ -157,7 +158,7 @@ export class ApiService {
       keySpaceId: newId("ks", now),
       createdAt: now,
       deleteProtection: declared.deleteProtection,
-      ...(allowlist ? { ipAllowlist: allowlist } : {}),
+      ...defined({ ipAllowlist: allowlist ?? undefined }),
     });
     return created ? "created" : "exists";
   }

@@ -1,5 +1,6 @@
 import { KeygateError } from "../../errors/keygate-error.js";
 import type { Clock } from "../../lib/clock.js";
+import { defined } from "../../lib/defined.js";
 import { newId } from "../../lib/ids.js";
 import type { IdentityStore } from "../../storage/interfaces.js";
 import type { IdentityRecord } from "../../storage/records.js";
@@ -43,7 +44,7 @@ export class IdentityService {
       id: newId("id", now),
       workspaceId: caller.workspaceId,
       externalId: input.externalId,
-      ...(input.meta !== undefined ? { meta: input.meta } : {}),
+      ...defined({ meta: input.meta }),
       ratelimits: replaceNamedLimits([], input.ratelimits ?? [], "body.ratelimits", now),
       createdAt: now,
     };
@@ -80,10 +81,11 @@ export class IdentityService {
     const now = this.clock.now();
     const updated = await this.identities.update(caller.workspaceId, identity.id, (current) => ({
       ...current,
-      ...(input.meta !== undefined ? { meta: input.meta } : {}),
-      ...(input.ratelimits !== undefined
-        ? { ratelimits: replaceNamedLimits(current.ratelimits, input.ratelimits, "body.ratelimits", now) }
-        : {}),
+      ...defined({
+        meta: input.meta,
+        ratelimits:
+          input.ratelimits !== undefined ? replaceNamedLimits(current.ratelimits, input.ratelimits, "body.ratelimits", now) : undefined,
+      }),
     }));
     if (!updated) throw identityNotFound(input.identity);
     await this.invalidator.workspaceChanged(caller.workspaceId);
@@ -140,8 +142,7 @@ export function viewIdentity(identity: IdentityRecord): IdentityView {
   return {
     id: identity.id,
     externalId: identity.externalId,
-    ...(identity.meta !== undefined ? { meta: identity.meta } : {}),
-    ...(ratelimits ? { ratelimits } : {}),
+    ...defined({ meta: identity.meta, ratelimits }),
   };
 }
 

@@ -122,7 +122,7 @@ export async function rerollKey(deps: KeyIssuanceDeps, caller: Caller, input: { 
     hash: hashKey(key),
     start,
     ratelimits: old.ratelimits.map((limit) => ({ ...limit, id: newId("rl", now) })),
-    ...(encrypted ? { encrypted: deps.secrets.encrypt(key, workspaceId, id) } : {}),
+    ...defined({ encrypted: encrypted ? deps.secrets.encrypt(key, workspaceId, id) : undefined }),
     createdAt: now,
   };
   const oldCredits = await deps.keys.getCredits(workspaceId, old.id);

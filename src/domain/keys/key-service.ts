@@ -117,7 +117,7 @@ export class KeyService {
       if (permissions) next.permissionIds = permissions.map((permission) => permission.id);
       return {
         key: next,
-        ...(input.credits !== undefined ? { credits: creditsAfterUpdate(credits, input.credits, now) } : {}),
+        ...defined({ credits: input.credits !== undefined ? creditsAfterUpdate(credits, input.credits, now) : undefined }),
         result: true,
       };
     });

@@ -98,7 +98,6 @@ export class Limiter {
         { cause: error, headers: { "retry-after": String(retryAfterSeconds) } },
       );
     }
-    const unlimited = credit ? { credit: { passed: true, remaining: null } } : {};
     switch (this.options.failMode) {
       case "closed": {
         throw new KeygateError(
@@ -114,12 +113,25 @@ export class Limiter {
           remaining: Math.max(0, check.limit - check.cost),
           resetAt: windowEnd(windowSequence(now, check.durationMs), check.durationMs),
         }));
-        return { passed: results.every((result) => result.passed), results, now, ...unlimited, degraded: "open" };
+        return degraded({ passed: results.every((result) => result.passed), results, now }, credit, "open");
       }
       case "local":
-        return { ...(await this.options.localCounters.applyChecks(workspaceId, checks, now)), ...unlimited, degraded: "local" };
+        return degraded(await this.options.localCounters.applyChecks(workspaceId, checks, now), credit, "local");
     }
   }
+}
+
+/**
+ * A degraded answer: the outcome the fallback gave, its credit check (when the call had one) passed as unlimited,
+ * since no balance can be read. Written out rather than spread from `outcome`: while the shared counters are down
+ * this answers every call (docs/architecture.md#conventions).
+ */
+function degraded(outcome: CounterOutcome, credit: CreditCheck | undefined, mode: "open" | "local"): LimiterOutcome {
+  const answer: LimiterOutcome = { passed: outcome.passed, results: outcome.results, now: outcome.now, degraded: mode };
+  if (credit) answer.credit = { passed: true, remaining: null };
+  else if (outcome.credit !== undefined) answer.credit = outcome.credit;
+  if (outcome.decidedLocally !== undefined) answer.decidedLocally = outcome.decidedLocally;
+  return answer;
 }
 
 function deciderOf(outcome: LimiterOutcome, shared: "redis" | "memory"): RatelimitDecider {

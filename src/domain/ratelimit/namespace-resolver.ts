@@ -1,6 +1,5 @@
 import { KeygateError } from "../../errors/keygate-error.js";
 import type { Clock } from "../../lib/clock.js";
-import { defined } from "../../lib/defined.js";
 import { newId } from "../../lib/ids.js";
 import type { RatelimitNamespaceStore } from "../../storage/interfaces.js";
 import { namespaceBucket } from "./buckets.js";
@@ -88,7 +87,7 @@ export function applyOverrides(requests: readonly LimitRequest[], resolved: Map<
       );
     }
     const override = overrides.match(request.identifier);
-    return {
+    const limit: NamespaceLimitCheck = {
       kind: "namespace",
       name: request.namespace,
       namespaceId: namespace.id,
@@ -99,8 +98,9 @@ export function applyOverrides(requests: readonly LimitRequest[], resolved: Map<
         durationMs: override ? override.durationMs : request.durationMs,
         cost: request.cost ?? 1,
       },
-      ...defined({ overrideId: override?.id }),
     };
+    if (override) limit.overrideId = override.id;
+    return limit;
   });
 }
 

@@ -1,6 +1,5 @@
 import { KeygateError } from "../../errors/keygate-error.js";
 import type { Clock } from "../../lib/clock.js";
-import { defined } from "../../lib/defined.js";
 import { newId } from "../../lib/ids.js";
 import type { WindowResult } from "../../storage/counter-interfaces.js";
 import type { RatelimitNamespaceStore } from "../../storage/interfaces.js";
@@ -42,6 +41,19 @@ export interface OverrideView {
 export interface NamespaceTarget {
   /** Namespace name, or its `rlns_` id. */
   namespace: string;
+}
+
+/** A page of a namespace's overrides: `limit` of them, from `cursor` (an override id) on. */
+export interface ListOverridesInput extends NamespaceTarget {
+  cursor?: string;
+  limit: number;
+}
+
+export interface OverridesPage {
+  overrides: OverrideView[];
+  /** The first id of the next page, when there is one. */
+  cursor?: string;
+  hasMore: boolean;
 }
 
 export interface RatelimitServiceOptions {
@@ -149,17 +161,15 @@ export class RatelimitService {
   }
 
   /** ratelimit.listOverrides: a keyset page ordered by override id; `cursor` is the first id of the page. */
-  async listOverrides(
-    caller: Caller,
-    input: NamespaceTarget & { cursor?: string; limit: number },
-  ): Promise<{ overrides: OverrideView[]; cursor?: string; hasMore: boolean }> {
+  async listOverrides(caller: Caller, input: ListOverridesInput): Promise<OverridesPage> {
     const namespace = await this.liveNamespace(caller, input.namespace, "read_override");
-    const page = await this.namespaces.listOverrides(caller.workspaceId, namespace.id, {
-      ...defined({ cursor: input.cursor }),
-      limit: input.limit + 1,
-    });
+    const query: { cursor?: string; limit: number } = { limit: input.limit + 1 };
+    if (input.cursor !== undefined) query.cursor = input.cursor;
+    const page = await this.namespaces.listOverrides(caller.workspaceId, namespace.id, query);
     const next = page[input.limit];
-    return { overrides: page.slice(0, input.limit).map(overrideView), ...defined({ cursor: next?.id }), hasMore: next !== undefined };
+    const answer: OverridesPage = { overrides: page.slice(0, input.limit).map(overrideView), hasMore: next !== undefined };
+    if (next !== undefined) answer.cursor = next.id;
+    return answer;
   }
 
   /** ratelimit.deleteOverride: removes the override stored under exactly this identifier or pattern. */
@@ -233,7 +243,9 @@ export class RatelimitService {
     const latencyMs = performance.now() - startedAt;
     const decisions = limits.map((limit, index) => decided(limit, outcome.results[index] as WindowResult));
     recordRatelimitDecision(this.events, { requestId, workspaceId, time: outcome.now, latencyMs }, decisions);
-    return { passed: outcome.passed, decisions, decidedAt: outcome.now, ...defined({ degraded: outcome.degraded }) };
+    const answer: LimitOutcome = { passed: outcome.passed, decisions, decidedAt: outcome.now };
+    if (outcome.degraded !== undefined) answer.degraded = outcome.degraded;
+    return answer;
   }
 
   /**

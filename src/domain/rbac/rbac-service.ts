@@ -1,5 +1,6 @@
 import { KeygateError } from "../../errors/keygate-error.js";
 import type { Clock } from "../../lib/clock.js";
+import { defined } from "../../lib/defined.js";
 import { newId } from "../../lib/ids.js";
 import type { PermissionStore, RoleStore } from "../../storage/interfaces.js";
 import type { PermissionRecord, RoleRecord } from "../../storage/records.js";
@@ -44,7 +45,7 @@ export class RbacService {
       workspaceId: caller.workspaceId,
       name: input.name,
       slug: input.slug,
-      ...(input.description !== undefined ? { description: input.description } : {}),
+      ...defined({ description: input.description }),
       createdAt: this.clock.now(),
     };
     if (!(await this.permissions.create(permission))) {
@@ -80,7 +81,7 @@ export class RbacService {
       id: newId("role", this.clock.now()),
       workspaceId: caller.workspaceId,
       name: input.name,
-      ...(input.description !== undefined ? { description: input.description } : {}),
+      ...defined({ description: input.description }),
       permissionIds: permissions.map((p) => p.id),
       createdAt: this.clock.now(),
     };
@@ -197,8 +198,7 @@ export class RbacService {
       return {
         id: role.id,
         name: role.name,
-        ...(role.description !== undefined ? { description: role.description } : {}),
-        ...(held.length > 0 ? { permissions: held } : {}),
+        ...defined({ description: role.description, permissions: held.length > 0 ? held : undefined }),
       };
     });
   }
@@ -225,7 +225,7 @@ export function viewPermission(permission: PermissionRecord): PermissionView {
     id: permission.id,
     name: permission.name,
     slug: permission.slug,
-    ...(permission.description !== undefined ? { description: permission.description } : {}),
+    ...defined({ description: permission.description }),
   };
 }
 

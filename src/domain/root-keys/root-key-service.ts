@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { KeygateError } from "../../errors/keygate-error.js";
 import { base58Encode } from "../../lib/base58.js";
 import type { Clock } from "../../lib/clock.js";
+import { defined } from "../../lib/defined.js";
 import { hashKey } from "../../lib/hash.js";
 import { newId } from "../../lib/ids.js";
 import type { RootKeyStore } from "../../storage/interfaces.js";
@@ -64,8 +65,7 @@ export class RootKeyService {
         hash,
         workspaceId: rootKey.workspaceId,
         permissions: [...rootKey.permissions],
-        ...(rootKey.name !== undefined ? { name: rootKey.name } : {}),
-        ...(rootKey.expires !== undefined ? { expires: rootKey.expires } : {}),
+        ...defined({ name: rootKey.name, expires: rootKey.expires }),
         createdAt: 0,
       });
     });
@@ -103,8 +103,7 @@ export class RootKeyService {
       workspaceId: input.workspaceId,
       permissions: [...input.permissions],
       createdAt: now,
-      ...(input.name !== undefined ? { name: input.name } : {}),
-      ...(input.expires !== undefined ? { expires: input.expires } : {}),
+      ...defined({ name: input.name, expires: input.expires }),
     };
     if (!(await this.store.create(record))) throw new Error("root key id or hash collision; try again");
     // An instance may have just been asked for this key and remember it as unknown.

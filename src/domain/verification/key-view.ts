@@ -36,7 +36,10 @@ export interface KeyView {
   autoApplied: readonly KeyLimitCheck[];
 }
 
-/** What keys.verifyKey shows of a key once it is known to exist (docs/decisions.md#verification-order), each field only when set. */
+/**
+ * What keys.verifyKey shows of a key once it is known to exist (docs/decisions.md#verification-order), each field
+ * only when set. verify-key.ts copies it field by field: a field added here is added there too.
+ */
 export interface KeyDescription {
   keyId: string;
   name?: string;
@@ -82,31 +85,32 @@ export async function loadKeyView(sources: KeyViewSources, workspaceId: string, 
       if (!namedLimits.has(limit.name)) namedLimits.set(limit.name, limitCheck(limit, identityLimitBucket(identity.id, limit.name)));
     }
   }
-  return {
+  // Built on a cache miss, read by every verification of the key: a literal, then the optional fields assigned
+  // (docs/architecture.md#conventions).
+  const shown: KeyDescription = { keyId: key.id, enabled: key.enabled };
+  if (key.name !== undefined) shown.name = key.name;
+  if (key.meta !== undefined) shown.meta = key.meta;
+  if (key.expires !== undefined) shown.expires = key.expires;
+  if (permissions.length > 0) shown.permissions = permissions;
+  if (roleNames.length > 0) shown.roles = roleNames;
+  if (identity) shown.identity = viewIdentity(identity);
+  const view: KeyView = {
     keyId: key.id,
     workspaceId,
     apiId: key.apiId,
     keySpaceId: key.keySpaceId,
-    ...(key.expires !== undefined ? { expires: key.expires } : {}),
     enabled: key.enabled,
     permissionSet: new PermissionSet(permissions),
-    ...(identity ? { identity: { id: identity.id, externalId: identity.externalId } } : {}),
-    ...(api.ipAllowlist && api.ipAllowlist.length > 0 ? { ipAllowlist: compiledAllowlist(api.ipAllowlist) } : {}),
     hasCredits: credits !== null,
-    ...(credits?.refill ? { creditRefill: credits.refill } : {}),
-    shown: {
-      keyId: key.id,
-      ...(key.name !== undefined ? { name: key.name } : {}),
-      ...(key.meta !== undefined ? { meta: key.meta } : {}),
-      ...(key.expires !== undefined ? { expires: key.expires } : {}),
-      enabled: key.enabled,
-      ...(permissions.length > 0 ? { permissions } : {}),
-      ...(roleNames.length > 0 ? { roles: roleNames } : {}),
-      ...(identity ? { identity: viewIdentity(identity) } : {}),
-    },
+    shown,
     namedLimits,
     autoApplied: [...namedLimits.values()].filter((limit) => limit.autoApply),
   };
+  if (key.expires !== undefined) view.expires = key.expires;
+  if (identity) view.identity = { id: identity.id, externalId: identity.externalId };
+  if (api.ipAllowlist && api.ipAllowlist.length > 0) view.ipAllowlist = compiledAllowlist(api.ipAllowlist);
+  if (credits?.refill) view.creditRefill = credits.refill;
+  return view;
 }
 
 /** Allowlists compiled, by their entries: every cached key view of an API shares its API's one. */

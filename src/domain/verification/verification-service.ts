@@ -292,7 +292,19 @@ function limitsToApply(view: KeyView, requested: readonly RequestedLimit[]): rea
         `The rate limit '${request.name}' was requested but is not configured ${where}.`,
       );
     }
-    applied.set(request.name, cost === limit.check.cost ? limit : { ...limit, check: { ...limit.check, cost } });
+    applied.set(request.name, cost === limit.check.cost ? limit : withCost(limit, cost));
   }
   return [...applied.values()];
+}
+
+/** `limit` at another cost, written out rather than spread (docs/architecture.md#conventions). */
+function withCost(limit: KeyLimitCheck, cost: number): KeyLimitCheck {
+  const check = limit.check;
+  return {
+    kind: "key",
+    id: limit.id,
+    name: limit.name,
+    autoApply: limit.autoApply,
+    check: { bucket: check.bucket, limit: check.limit, durationMs: check.durationMs, cost },
+  };
 }

@@ -1,3 +1,4 @@
+import { defined } from "../../lib/defined.js";
 import type { Page } from "../interfaces.js";
 
 /** Ids kept in string order, for keyset pages like Redis's ZRANGE BYLEX over a sorted set. */
@@ -45,7 +46,7 @@ export class SortedIds {
 
 /** A page of records from a page of ids. */
 export function toPage<T>(page: { ids: string[]; nextCursor?: string }, read: (id: string) => T): Page<T> {
-  return { items: page.ids.map(read), ...(page.nextCursor !== undefined ? { nextCursor: page.nextCursor } : {}) };
+  return { items: page.ids.map(read), ...defined({ nextCursor: page.nextCursor }) };
 }
 
 /** Map key of a record within its workspace. */

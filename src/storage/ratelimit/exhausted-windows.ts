@@ -16,7 +16,8 @@ export class ExhaustedWindows {
   /** Records what the store answered for a check's counter. */
   observe(workspaceId: string, check: WindowCheck, window: DecidedWindow): void {
     const key = counterId(workspaceId, check);
-    if (window.counts) this.known.set(key, { sequence: window.sequence, ...window.counts });
+    const counts = window.counts;
+    if (counts) this.known.set(key, { sequence: window.sequence, current: counts.current, previous: counts.previous });
     else this.known.delete(key);
   }
 

@@ -68,16 +68,22 @@ export class SharedCounters implements RatelimitCounterStore {
     this.reservations?.forget();
   }
 
-  /** Remembers what the store answered, and answers the call with the units this instance holds counted in. */
+  /**
+   * Remembers what the store answered, and answers the call with the units this instance holds counted in. The
+   * answer is written out rather than spread from the store's (docs/architecture.md#conventions).
+   */
   private learn(workspaceId: string, checks: readonly WindowCheck[], { outcome, windows }: CallDecision): CounterOutcome {
     const results = outcome.results.map((result, index) => {
       const check = checks[index] as WindowCheck;
       const window = windows[index] as DecidedWindow;
       this.exhausted.observe(workspaceId, check, window);
       const held = this.reservations?.observe(workspaceId, check, window, result.remaining) ?? 0;
-      return held > 0 ? { ...result, remaining: result.remaining + held } : result;
+      return held > 0 ? { passed: result.passed, remaining: result.remaining + held, resetAt: result.resetAt } : result;
     });
-    return { ...outcome, results };
+    const answer: CounterOutcome = { passed: outcome.passed, results, now: outcome.now };
+    if (outcome.credit !== undefined) answer.credit = outcome.credit;
+    if (outcome.decidedLocally !== undefined) answer.decidedLocally = outcome.decidedLocally;
+    return answer;
   }
 }
 

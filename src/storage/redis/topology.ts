@@ -46,6 +46,7 @@ export function createRedisClient(target: RedisTarget, settings: ConnectionSetti
   const common = commonOptions(settings);
   if (target.cluster) {
     const [first] = target.cluster.nodes;
+    const nodeAccess = first ? access(first) : {};
     const { enableAutoPipelining, autoPipeliningIgnoredCommands, ...perNode } = common;
     const options = {
       lazyConnect: true,
@@ -61,7 +62,7 @@ export function createRedisClient(target: RedisTarget, settings: ConnectionSetti
       retryDelayOnTryAgain: 100,
       slotsRefreshTimeout: settings.connectTimeoutMs,
       scaleReads: "master",
-      redisOptions: { ...perNode, ...(first ? access(first) : {}) },
+      redisOptions: { ...perNode, ...nodeAccess },
     } satisfies ClusterOptions;
     return new Cluster(target.cluster.nodes.map(hostAndPort), options);
   }
@@ -79,8 +80,11 @@ export function createRedisClient(target: RedisTarget, settings: ConnectionSetti
         sentinelPassword: sentinelAccess.password,
         username: target.sentinel.masterUsername,
         password: target.sentinel.masterPassword,
+        // rediss:// sentinels: TLS to them and to the master they name.
+        tls: sentinelAccess.tls ? {} : undefined,
+        sentinelTLS: sentinelAccess.tls ? {} : undefined,
+        enableTLSForSentinelMode: sentinelAccess.tls ? true : undefined,
       }),
-      ...(sentinelAccess.tls ? { tls: {}, sentinelTLS: {}, enableTLSForSentinelMode: true } : {}),
       sentinelCommandTimeout: settings.commandTimeoutMs,
       sentinelRetryStrategy: reconnectDelay,
       // A master that lost its role (demoted after a failover, still reachable) answers writes with READONLY:

@@ -60,7 +60,8 @@ export default defineProcedure({
 
 /**
  * A verification as keys.verifyKey answers it: the key's fields once it is known to exist, its balance where the
- * verification shows one, and the key's (and its identity's) limits that were checked.
+ * verification shows one, and the key's (and its identity's) limits that were checked. Every verification builds
+ * one: the fields are assigned in the answer's order, not spread (docs/architecture.md#conventions).
  */
 function verificationData(verification: Verification): Static<typeof VerificationData> {
   if (verification.code === "NOT_FOUND") return { valid: false, code: "NOT_FOUND" };
@@ -79,11 +80,16 @@ function verificationData(verification: Verification): Static<typeof Verificatio
       autoApply: limit.autoApply,
     });
   }
-  return {
-    valid,
-    code,
-    ...key.shown,
-    ...(verification.credits !== undefined ? { credits: verification.credits } : {}),
-    ...(ratelimits.length > 0 ? { ratelimits } : {}),
-  };
+  const shown = key.shown;
+  const data: Static<typeof VerificationData> = { valid, code, keyId: shown.keyId };
+  if (shown.name !== undefined) data.name = shown.name;
+  if (shown.meta !== undefined) data.meta = shown.meta;
+  if (shown.expires !== undefined) data.expires = shown.expires;
+  data.enabled = shown.enabled;
+  if (shown.permissions !== undefined) data.permissions = shown.permissions;
+  if (shown.roles !== undefined) data.roles = shown.roles;
+  if (shown.identity !== undefined) data.identity = shown.identity;
+  if (verification.credits !== undefined) data.credits = verification.credits;
+  if (ratelimits.length > 0) data.ratelimits = ratelimits;
+  return data;
 }

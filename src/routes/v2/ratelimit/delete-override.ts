@@ -1,10 +1,11 @@
 import { Type } from "typebox";
 import { Strict } from "../../../http/schemas.js";
 import { defineProcedure } from "../procedure.js";
-import { IdentifierField, NamespaceField, ratelimitProcedure } from "./wire.js";
+import { IdentifierField, NamespaceField } from "./wire.js";
 
 export default defineProcedure({
-  ...ratelimitProcedure("deleteOverride"),
+  name: "ratelimit.deleteOverride",
+  aliases: ["ratelimits.deleteOverride"],
   /** The identifier or pattern exactly as it was set. */
   body: Strict({ namespace: NamespaceField, identifier: IdentifierField }),
   data: Type.Object({}),

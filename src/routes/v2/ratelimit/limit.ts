@@ -1,9 +1,10 @@
 import { Type } from "typebox";
 import { defineProcedure } from "../procedure.js";
-import { LimitBody, limitFields, ratelimitProcedure, toLimitRequest } from "./wire.js";
+import { LimitBody, toLimitRequest, withLimitFields } from "./wire.js";
 
 export default defineProcedure({
-  ...ratelimitProcedure("limit"),
+  name: "ratelimit.limit",
+  aliases: ["ratelimits.limit"],
   body: LimitBody,
   data: Type.Object({
     limit: Type.Integer(),
@@ -14,6 +15,6 @@ export default defineProcedure({
   }),
   handler: async ({ body, caller, services, requestId }) => {
     const result = await services.ratelimit.limit(caller, toLimitRequest(body), requestId);
-    return { success: result.passed, ...limitFields(result) };
+    return withLimitFields({ success: result.passed }, result);
   },
 });

@@ -1,12 +1,13 @@
 import { Type } from "typebox";
+import type { ListOverridesInput } from "../../../domain/ratelimit/ratelimit-service.js";
 import { Strict } from "../../../http/schemas.js";
-import { defined } from "../../../lib/defined.js";
 import { definePaginatedProcedure } from "../procedure.js";
-import { NamespaceField, OverrideData, overrideData, ratelimitProcedure } from "./wire.js";
+import { NamespaceField, OverrideData, overrideData } from "./wire.js";
 
 /** `data` is an object holding `overrides`; the hosted service sends a bare array here (docs/decisions.md#overrides). */
 export default definePaginatedProcedure({
-  ...ratelimitProcedure("listOverrides"),
+  name: "ratelimit.listOverrides",
+  aliases: ["ratelimits.listOverrides"],
   body: Strict({
     namespace: NamespaceField,
     /** The `pagination.cursor` of the previous page. */
@@ -16,14 +17,13 @@ export default definePaginatedProcedure({
   }),
   data: Type.Object({ overrides: Type.Array(OverrideData) }),
   handler: async ({ body, caller, services }) => {
-    const page = await services.ratelimit.listOverrides(caller, {
-      namespace: body.namespace,
-      limit: body.limit ?? 10,
-      ...defined({ cursor: body.cursor }),
-    });
+    const input: ListOverridesInput = { namespace: body.namespace, limit: body.limit ?? 10 };
+    if (body.cursor !== undefined) input.cursor = body.cursor;
+    const page = await services.ratelimit.listOverrides(caller, input);
     return {
       data: { overrides: page.overrides.map(overrideData) },
-      pagination: { ...defined({ cursor: page.cursor }), hasMore: page.hasMore },
+      // cursor first, as pagination() in domain/pagination.ts gives it to the other list procedures.
+      pagination: page.cursor === undefined ? { hasMore: page.hasMore } : { cursor: page.cursor, hasMore: page.hasMore },
     };
   },
 });

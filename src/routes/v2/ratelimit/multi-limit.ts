@@ -1,9 +1,10 @@
 import { Type } from "typebox";
 import { defineProcedure } from "../procedure.js";
-import { LimitBody, limitFields, ratelimitProcedure, toLimitRequest } from "./wire.js";
+import { LimitBody, toLimitRequest, withLimitFields } from "./wire.js";
 
 export default defineProcedure({
-  ...ratelimitProcedure("multiLimit"),
+  name: "ratelimit.multiLimit",
+  aliases: ["ratelimits.multiLimit"],
   body: Type.Array(LimitBody, { minItems: 1, maxItems: 100 }),
   data: Type.Object({
     passed: Type.Boolean(),
@@ -23,12 +24,9 @@ export default defineProcedure({
     const outcome = await services.ratelimit.multiLimit(caller, body.map(toLimitRequest), requestId);
     return {
       passed: outcome.passed,
-      limits: outcome.decisions.map((decision) => ({
-        namespace: decision.name,
-        identifier: decision.identifier,
-        passed: decision.passed,
-        ...limitFields(decision),
-      })),
+      limits: outcome.decisions.map((decision) =>
+        withLimitFields({ namespace: decision.name, identifier: decision.identifier, passed: decision.passed }, decision),
+      ),
     };
   },
 });

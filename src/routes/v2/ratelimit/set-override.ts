@@ -1,10 +1,11 @@
 import { Type } from "typebox";
 import { Strict } from "../../../http/schemas.js";
 import { defineProcedure } from "../procedure.js";
-import { DurationField, IdentifierField, NamespaceField, ratelimitProcedure } from "./wire.js";
+import { DurationField, IdentifierField, NamespaceField } from "./wire.js";
 
 export default defineProcedure({
-  ...ratelimitProcedure("setOverride"),
+  name: "ratelimit.setOverride",
+  aliases: ["ratelimits.setOverride"],
   body: Strict({
     namespace: NamespaceField,
     /** An exact identifier, or a pattern where `*` matches any run of characters. */

@@ -1,17 +1,14 @@
 import { type Static, Type } from "typebox";
 import type { LimitRequest, NamespaceLimitDecision, OverrideView } from "../../../domain/ratelimit/ratelimit-service.js";
 import { Strict } from "../../../http/schemas.js";
-import { defined } from "../../../lib/defined.js";
 
 /**
  * Fields and shapes shared by the ratelimit procedures (docs/decisions.md#rate-limits and #overrides), and the
  * translation between their wire names (`duration`, `reset`, `success`) and the domain's (`durationMs`, ...).
+ * Every procedure is served under both spellings, `ratelimit.<name>` and `ratelimits.<name>` (its `aliases`).
+ * limit and multiLimit are on the request path: their objects are built without spreads
+ * (docs/architecture.md#conventions).
  */
-
-/** Every procedure is served under both spellings: `ratelimit.<name>` and `ratelimits.<name>`. */
-export function ratelimitProcedure<N extends string>(name: N): { name: `ratelimit.${N}`; aliases: string[] } {
-  return { name: `ratelimit.${name}`, aliases: [`ratelimits.${name}`] };
-}
 
 /** A namespace name, or its `rlns_` id. Up to 512 characters, as the official schemas allow. */
 export const NamespaceField = Type.String({ minLength: 1, maxLength: 512 });
@@ -39,13 +36,9 @@ export const OverrideData = Type.Object({
 });
 
 export function toLimitRequest(body: Static<typeof LimitBody>): LimitRequest {
-  return {
-    namespace: body.namespace,
-    identifier: body.identifier,
-    limit: body.limit,
-    durationMs: body.duration,
-    ...defined({ cost: body.cost }),
-  };
+  const request: LimitRequest = { namespace: body.namespace, identifier: body.identifier, limit: body.limit, durationMs: body.duration };
+  if (body.cost !== undefined) request.cost = body.cost;
+  return request;
 }
 
 export interface LimitFields {
@@ -55,14 +48,17 @@ export interface LimitFields {
   overrideId?: string;
 }
 
-/** The fields limit and multiLimit answer for one decision; overrideId only when an override applied. */
-export function limitFields(decision: NamespaceLimitDecision): LimitFields {
-  return {
-    limit: decision.check.limit,
-    remaining: decision.remaining,
-    reset: decision.resetAt,
-    ...defined({ overrideId: decision.overrideId }),
-  };
+/**
+ * `answer` (a fresh object of the caller's) with the fields limit and multiLimit answer for one decision added
+ * after its own; overrideId only when an override applied. Assigned rather than spread, in the order of the answer.
+ */
+export function withLimitFields<Answer extends object>(answer: Answer, decision: NamespaceLimitDecision): Answer & LimitFields {
+  const fields = answer as Answer & LimitFields;
+  fields.limit = decision.check.limit;
+  fields.remaining = decision.remaining;
+  fields.reset = decision.resetAt;
+  if (decision.overrideId !== undefined) fields.overrideId = decision.overrideId;
+  return fields;
 }
 
 export function overrideData(override: OverrideView): Static<typeof OverrideData> {
