@@ -7,6 +7,7 @@ import { isKeygateError, KeygateError } from "../errors/keygate-error.js";
 import { whenAnswerCloses } from "../http/answer-closed.js";
 import { answerOnSocket, errorAnswer } from "../http/error-envelope.js";
 import { logServerError, malformedUrlError, unexpectedError } from "../http/error-handler.js";
+import { closeAfterAnswer, isHttp2 } from "../http/http2.js";
 import type { UpstreamObserver } from "../http/metrics.js";
 import { refusalAtTheDoor } from "../http/protocol-checks.js";
 import { type RequestTarget, splitTarget } from "../http/request-target.js";
@@ -221,8 +222,11 @@ export class Gateway {
   private answerError(request: GatewayRequest, response: ServerResponse, error: KeygateError): void {
     if (response.headersSent || response.destroyed) return;
     const { status, headers, body } = errorAnswer(request.id, error, this.options.docsUrl);
-    // Answered before the request body arrived: the rest of it is not read (see closeWhenAnsweredEarly).
-    if (bodyStillArriving(request.raw) || this.closing) headers.connection = "close";
+    // Answered before the request body arrived: the rest of it is not read (see closeWhenAnsweredEarly). HTTP/2 has
+    // no Connection header: its stream alone ends, and a closing keygate ends the connection with GOAWAY.
+    const raw = request.raw;
+    if (isHttp2(raw)) delete headers.connection;
+    if ((bodyStillArriving(raw) && closeAfterAnswer(raw)) || (this.closing && !isHttp2(raw))) headers.connection = "close";
     [request.status, request.head] = [status, headers as OutgoingHttpHeaders];
     // keygate's own answer is the body the client gets: it replaces what was captured of a failed upstream's.
     if (request.capture?.responseBody) request.responseBody = BodyCapture.of(body);

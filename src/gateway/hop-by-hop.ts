@@ -27,6 +27,8 @@ const ANSWERED_HERE: ReadonlySet<string> = new Set(["expect"]);
 
 type HeaderValue = string | string[] | number | undefined;
 
+const COLON = 0x3a;
+
 export type Direction = "request" | "response";
 
 const NONE: ReadonlySet<string> = new Set();
@@ -86,7 +88,9 @@ export function addEndToEndHeaders(
 ): void {
   const isHopByHop = hopByHopRule(direction, headers.connection);
   for (const name of Object.keys(headers)) {
-    if (!isHopByHop(name)) into[name] = headers[name];
+    // An HTTP/2 request's pseudo-headers (":method", ":path", ":authority", ":scheme") describe its stream; the
+    // upstream gets them as its HTTP/1.1 request line and Host.
+    if (!isHopByHop(name) && name.charCodeAt(0) !== COLON) into[name] = headers[name];
   }
   if (direction === "request") {
     const te = passingTe(headers.te);

@@ -3,6 +3,7 @@ import { PassThrough, pipeline, type Readable, type Writable } from "node:stream
 import type { FastifyBaseLogger } from "fastify";
 import type { KeygateError } from "../errors/keygate-error.js";
 import { clientGone } from "../http/error-handler.js";
+import { closeAfterAnswer, fitForHttp2, isHttp2, requestAuthority } from "../http/http2.js";
 import type { UpstreamObserver } from "../http/metrics.js";
 import { BodyCapture, captureRequestBody } from "./body-capture.js";
 import type { Allowed } from "./decision.js";
@@ -48,7 +49,7 @@ export class PlainForwarding {
     const headers = upstreamHeaders(route, raw.headers, decision.verification, {
       peer: request.remoteAddress,
       protocol: "encrypted" in raw.socket ? "https" : "http",
-      host: raw.headers.host,
+      host: requestAuthority(raw),
     });
     // Read whole already when an openapi policy validated it; streamed otherwise.
     const body = request.body ?? (hasBody(raw) ? upstreamBody(raw) : null);
@@ -82,7 +83,8 @@ export class PlainForwarding {
         for (const name in limits) head[name] = limits[name];
         addEndToEndHeaders(head, upstreamHeaders, "response");
         // The rest of a request body the upstream did not wait for is not read: the connection cannot be reused.
-        if (bodyStillArriving(raw)) head.connection = "close";
+        if (bodyStillArriving(raw) && closeAfterAnswer(raw)) head.connection = "close";
+        if (isHttp2(raw)) fitForHttp2(head);
         request.head = head;
         if (statusCode >= 500 && refundDue(request, decision)) return this.answerAfterRefund(request, response, decision, statusCode, head);
         request.status = statusCode;
@@ -157,8 +159,10 @@ export class PlainForwarding {
 function upstreamBody(raw: IncomingMessage): Readable {
   const body = new PassThrough();
   raw.pipe(body);
+  // An HTTP/2 request reads as complete once its stream has closed, however it closed: `aborted` tells a client that
+  // reset its stream mid-upload (whose request then ends, so the pipe would end the upstream's body as if whole).
   raw.once("close", () => {
-    if (!raw.complete) body.destroy(new Error("the client closed the connection before its whole body arrived"));
+    if (!raw.complete || raw.aborted) body.destroy(new Error("the client closed the connection before its whole body arrived"));
   });
   return body;
 }
