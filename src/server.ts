@@ -9,7 +9,7 @@ import { FIRST_WORKER_VARIABLE } from "./cluster/worker-pool.js";
 import { ConfigError, configPath, loadConfig } from "./config/load.js";
 import { reloadRoutes, watchRoutes } from "./config/reload.js";
 import type { KeygateConfig } from "./config/schema.js";
-import { readTlsFiles } from "./config/tls-files.js";
+import { describeCertificate, readTlsFiles } from "./config/tls-files.js";
 import { describeTarget } from "./storage/redis/topology.js";
 
 /**
@@ -51,6 +51,13 @@ async function main(): Promise<void> {
   // never goes there (see deliverBootstrapRootKey).
   const startup = app.log.child({}, { level: config.logging.level === "silent" ? "silent" : "info" });
   if (speaks) summarise(startup, config, app.analytics.describe());
+  if (speaks && app.certificates) {
+    const certificate = describeCertificate(app.certificates.certificate);
+    startup.info(
+      { certificate },
+      `tls: HTTPS with HTTP/2 and HTTP/1.1, certificate ${certificate.subject}, serial ${certificate.serialNumber}, valid to ${certificate.validTo}`,
+    );
+  }
   const delivery = bootstrap
     ? await deliverBootstrapRootKey(app.services, bootstrap, {
         terminal: process.stderr.isTTY === true,

@@ -3,6 +3,8 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import t from "tap";
 import WebSocket from "ws";
+import type { GatewayRequestEvent } from "../../src/domain/analytics/events.js";
+import { recordingAnalytics } from "../helpers/analytics.js";
 import { createKey } from "../helpers/fixtures.js";
 import { harness, ROOT_KEY } from "../helpers/harness.js";
 import { captureLog } from "../helpers/log.js";
@@ -40,14 +42,24 @@ t.test("with server.tls, one port serves the gateway, /v2 and the dashboard over
   await new Promise<void>((resolve) => uploadsTo.listen(0, "127.0.0.1", resolve));
   t.teardown(() => new Promise((resolve) => uploadsTo.close(resolve)));
   const log = captureLog();
+  const events: GatewayRequestEvent[] = [];
   const h = await harness(t, {
     log: log.stream,
+    analytics: recordingAnalytics({ gatewayRequests: events }),
     config: {
       server: { tls: fixture(1) },
       logging: { level: "info", requests: true },
       apis: [{ id: API, name: "tls", workspaceId: "ws_test" }],
       routes: [
         { name: "svc", match: { prefix: "/svc" }, upstream: upstream.url, apiId: API, forward: { keyId: "x-keygate-key-id" } },
+        {
+          name: "by-query",
+          match: { prefix: "/by-query" },
+          upstream: upstream.url,
+          apiId: API,
+          key: { query: "api_key" },
+          analytics: { headers: true },
+        },
         {
           name: "uploads",
           match: { prefix: "/uploads" },
@@ -161,6 +173,28 @@ t.test("with server.tls, one port serves the gateway, /v2 and the dashboard over
       t.match(answer.text, /<html/i);
     });
   }
+
+  await t.test(
+    "HTTP/2: a request's analytics event has its host from :authority, and no pseudo-header (:path holds the query)",
+    async (t) => {
+      const answer = await http2Call(session, "GET", `/by-query/x?api_key=${key}&b=1`, { headers: { "x-tenant": "acme" } });
+      t.equal(answer.status, 200);
+      const event = await waitFor("the event", 5_000, () => events.find((each) => each.route === "by-query"));
+      t.match(event, {
+        host: `localhost:${port}`,
+        method: "GET",
+        path: "/by-query/x",
+        queryString: "api_key=REDACTED&b=1",
+        responseStatus: 200,
+      });
+      t.ok(event.requestHeaders.includes("x-tenant: acme"));
+      t.notOk(
+        event.requestHeaders.some((line) => line.startsWith(":")),
+        "no pseudo-header line",
+      );
+      t.notOk(JSON.stringify(event).includes(key), "the key is nowhere in the event");
+    },
+  );
 
   await t.test("HTTP/2: a refusal sent before the body has arrived ends that stream only; the connection serves on", async (t) => {
     const stream = session.request({ ":method": "POST", ":path": "/svc/echo" }, { endStream: false });

@@ -23,6 +23,12 @@ t.test("a keygate process serves HTTPS from KEYGATE_TLS_CERT and KEYGATE_TLS_KEY
   const files = certificateDirectory(t, 1);
   const server = await startServer(t, { KEYGATE_TLS_CERT: files.cert, KEYGATE_TLS_KEY: files.key, KEYGATE_ANALYTICS_ENGINE: "off" });
   t.match(server.baseUrl, /^https:\/\/127\.0\.0\.1:\d+$/, "it says it listens on https://");
+  t.ok(
+    server
+      .logLines()
+      .some((line) => String(line.msg).startsWith("tls: HTTPS with HTTP/2 and HTTP/1.1, certificate CN=localhost, serial 03E9")),
+    "the start-up summary names the certificate",
+  );
   const port = Number(new URL(server.baseUrl).port);
   const session = await http2Session(t, port);
   t.equal((await http2Call(session, "GET", "/v2/liveness")).status, 200);
