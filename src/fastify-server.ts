@@ -106,7 +106,7 @@ export function gatewayFirst(
  * HTTPS: HTTP/2 when the client offers it by ALPN, HTTP/1.1 otherwise (and for WebSocket upgrades, which are
  * HTTP/1.1 only), on one port. Its requests reach `listener` as Node's HTTP/2 compatibility objects
  * (Http2ServerRequest, Http2ServerResponse), which the gateway and Fastify serve as they serve HTTP/1.1 requests
- * (docs/gateway.md#http2); the type says http.Server because the rest of keygate is written against Fastify's
+ * (docs/gateway.md#http2-and-tls); the type says http.Server because the rest of keygate is written against Fastify's
  * default. The HTTP/1.1 connections take the same timeouts and checks as the plain server's (Node reads them from
  * the server's properties). A TLS handshake that fails gets no HTTP answer: its socket is closed.
  */
@@ -125,10 +125,9 @@ function tlsServer(tls: TlsCredentials, options: FactoryOptions, listener: (requ
   // Node would hand a failed handshake to 'clientError', whose handler answers in HTTP/1.1 on the socket.
   server.removeAllListeners("tlsClientError");
   server.on("tlsClientError", (_error, socket) => socket.destroy());
-  // An idle HTTP/2 connection is closed after keepAliveTimeout, as an idle HTTP/1.1 one is; Fastify closes the
-  // open ones when it closes (closeHttp2Sessions), each after its streams in flight (GOAWAY), which Node 20's
-  // server.close() leaves open.
-  // A connection accepted before the server closed may finish its handshake after: its session is closed at once.
+  // An idle HTTP/2 connection is closed after keepAliveTimeout, as an idle HTTP/1.1 one is. Node 20's server.close()
+  // leaves HTTP/2 connections open: Fastify closes them when it closes (closeHttp2Sessions), each with a GOAWAY once
+  // its streams in flight are done. One accepted before that whose handshake ends after is closed at once.
   const sessions = new Set<ServerHttp2Session>();
   let closing = false;
   server.on("session", (session) => {

@@ -223,10 +223,13 @@ export class Gateway {
     if (response.headersSent || response.destroyed) return;
     const { status, headers, body } = errorAnswer(request.id, error, this.options.docsUrl);
     // Answered before the request body arrived: the rest of it is not read (see closeWhenAnsweredEarly). HTTP/2 has
-    // no Connection header: its stream alone ends, and a closing keygate ends the connection with GOAWAY.
+    // no Connection header (a closing keygate's 503 has one): its stream alone ends, and a closing keygate ends the
+    // connection with GOAWAY.
     const raw = request.raw;
-    if (isHttp2(raw)) delete headers.connection;
-    if ((bodyStillArriving(raw) && closeAfterAnswer(raw)) || (this.closing && !isHttp2(raw))) headers.connection = "close";
+    const http2 = isHttp2(raw);
+    if (http2) delete headers.connection;
+    if (bodyStillArriving(raw) && closeAfterAnswer(raw)) headers.connection = "close";
+    else if (this.closing && !http2) headers.connection = "close";
     [request.status, request.head] = [status, headers as OutgoingHttpHeaders];
     // keygate's own answer is the body the client gets: it replaces what was captured of a failed upstream's.
     if (request.capture?.responseBody) request.responseBody = BodyCapture.of(body);

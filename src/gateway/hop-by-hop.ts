@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from "node:http";
+import { isPseudoHeader } from "../http/http2.js";
 
 /**
  * Header fields that describe one connection, not the message (RFC 9110 §7.6.1, RFC 9112): a proxy consumes them
@@ -26,8 +27,6 @@ const HOP_BY_HOP: ReadonlySet<string> = new Set([
 const ANSWERED_HERE: ReadonlySet<string> = new Set(["expect"]);
 
 type HeaderValue = string | string[] | number | undefined;
-
-const COLON = 0x3a;
 
 export type Direction = "request" | "response";
 
@@ -90,7 +89,7 @@ export function addEndToEndHeaders(
   for (const name of Object.keys(headers)) {
     // An HTTP/2 request's pseudo-headers (":method", ":path", ":authority", ":scheme") describe its stream; the
     // upstream gets them as its HTTP/1.1 request line and Host.
-    if (!isHopByHop(name) && name.charCodeAt(0) !== COLON) into[name] = headers[name];
+    if (!isHopByHop(name) && !isPseudoHeader(name)) into[name] = headers[name];
   }
   if (direction === "request") {
     const te = passingTe(headers.te);

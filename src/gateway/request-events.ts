@@ -1,7 +1,7 @@
 import type { IncomingMessage, OutgoingHttpHeaders } from "node:http";
 import type { EventSink, GatewayRequestEvent } from "../domain/analytics/events.js";
 import type { KeySource } from "../domain/routes/policy-compiler.js";
-import { requestAuthority } from "../http/http2.js";
+import { isPseudoHeader, requestAuthority } from "../http/http2.js";
 import type { Clock } from "../lib/clock.js";
 import { clientAddress } from "./client-address.js";
 import type { Decision } from "./decision.js";
@@ -153,7 +153,7 @@ export function redactedQuery(query: string, sources: readonly KeySource[]): str
 function* rawPairs(rawHeaders: readonly string[]): Iterable<[string, string]> {
   for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
     const name = rawHeaders[i] as string;
-    if (name.charCodeAt(0) !== 0x3a) yield [name, rawHeaders[i + 1] as string];
+    if (!isPseudoHeader(name)) yield [name, rawHeaders[i + 1] as string];
   }
 }
 

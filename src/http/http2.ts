@@ -9,6 +9,11 @@ export function isHttp2(request: IncomingMessage): boolean {
   return request.httpVersionMajor === 2;
 }
 
+/** Whether a header is one of HTTP/2's pseudo-headers (":method", ":path", ":authority", ":scheme"). */
+export function isPseudoHeader(name: string): boolean {
+  return name.charCodeAt(0) === 0x3a;
+}
+
 /** The host the client addressed: Host, or on HTTP/2 the :authority pseudo-header (which replaces it). */
 export function requestAuthority(request: IncomingMessage): string | undefined {
   return request.headers.host ?? (request.headers as { ":authority"?: string })[":authority"];

@@ -262,6 +262,14 @@ t.test("with server.tls, one port serves the gateway, /v2 and the dashboard over
     t.equal(answer.json().length, 5);
   });
 
+  await t.test("HTTP/2: an expectation other than 100-continue is refused 417 in the envelope, at the gateway and on /v2", async (t) => {
+    for (const path of ["/svc/x", "/v2/liveness"]) {
+      const answer = await http2Call(session, "GET", path, { headers: { authorization: `Bearer ${key}`, expect: "something-else" } });
+      t.equal(answer.status, 417, path);
+      t.match(answer.json(), { error: { status: 417 }, meta: { requestId: answer.headers["x-request-id"] } });
+    }
+  });
+
   await t.test("a WebSocket upgrade works over TLS (wss), on HTTP/1.1", async (t) => {
     const socket = new WebSocket(`wss://localhost:${port}/svc/feed`, { ca: TEST_CA, headers: { authorization: `Bearer ${key}` } });
     t.teardown(() => socket.terminate());
