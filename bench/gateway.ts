@@ -187,7 +187,8 @@ async function drive(): Promise<void> {
     headers: { authorization: `Bearer ${await createBenchKey(unmeteredChild.served.url as string)}` },
   };
   // --tls: the same keygate with server.tls, over HTTPS/1.1 (the generator, which verifies no certificate) and over
-  // HTTP/2 (h2load, one request in flight per connection, as the HTTP/1.1 generators).
+  // HTTP/2 (h2load): one request in flight per connection, as the HTTP/1.1 generators, and ten per connection on a
+  // tenth of the connections, as HTTP/2 clients multiplex.
   const tlsChild = tlsOption() ? await forkServing(import.meta.url, "keygate-tls") : undefined;
   const overTls: Target[] = [];
   if (tlsChild) {
@@ -195,7 +196,8 @@ async function drive(): Promise<void> {
     const headers = { authorization: `Bearer ${await createBenchKey(url)}` };
     overTls.push(
       { label: "keygate over HTTPS/1.1", url: `${url}/orders/7`, servedBy: tlsChild, headers },
-      { label: "keygate over HTTP/2 (h2load)", url: `${url}/orders/7`, servedBy: tlsChild, headers, http2: true },
+      { label: "keygate over HTTP/2, 1 stream/conn", url: `${url}/orders/7`, servedBy: tlsChild, headers, http2: { streams: 1 } },
+      { label: "keygate over HTTP/2, 10 streams/conn", url: `${url}/orders/7`, servedBy: tlsChild, headers, http2: { streams: 10 } },
     );
   }
   // --workers: the same keygate as a server process with one worker and with several, for what workers bring.

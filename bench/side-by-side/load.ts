@@ -27,8 +27,11 @@ export interface Target {
    * servers then lack on a small machine: use it only when needed.
    */
   body?: string | { numbered: string };
-  /** Loaded by h2load over HTTP/2 (a GET without a body), whatever --generator says. */
-  http2?: boolean;
+  /**
+   * Loaded by h2load over HTTP/2 (a GET without a body), whatever --generator says, with `streams` requests in flight
+   * on each connection: the run's concurrency (--connections) over that many times fewer connections.
+   */
+  http2?: { streams: number };
 }
 
 /** What the load generator saw of one slice. */
@@ -83,7 +86,7 @@ async function measure(target: Target, duration: number, options: RunOptions, re
   const cpuBefore = await target.servedBy.cpuMicros();
   const redisBefore = await redisCpuMicros(redis);
   const load = target.http2
-    ? await loadWithH2load(target, duration, options.connections)
+    ? await loadWithH2load(target, duration, options.connections, target.http2.streams)
     : options.generator === "wrk"
       ? await loadWithWrk(target, duration, options.connections)
       : await loadWithAutocannon(target, duration, options.connections);
@@ -132,16 +135,26 @@ export async function assertH2loadInstalled(): Promise<void> {
 }
 
 /**
- * One thread of h2load over HTTP/2, `connections` connections with one request in flight on each (the concurrency of
- * the HTTP/1.1 targets); latencies from its per-request log, which has no percentiles of its own.
+ * One thread of h2load over HTTP/2: `concurrency` requests in flight (the HTTP/1.1 targets' connections), `streams`
+ * on each connection; latencies from its per-request log, which has no percentiles of its own.
  */
-async function loadWithH2load(target: Target, duration: number, connections: number): Promise<Load> {
+async function loadWithH2load(target: Target, duration: number, concurrency: number, streams: number): Promise<Load> {
+  const connections = Math.max(1, Math.round(concurrency / streams));
   if (target.body !== undefined || (target.method ?? "GET") !== "GET") throw new Error("h2load targets are GETs without a body");
   const directory = await mkdtemp(join(tmpdir(), "keygate-h2load-"));
   try {
     const log = join(directory, "requests.tsv");
     const headers = Object.entries(target.headers ?? {}).flatMap(([name, value]) => ["-H", `${name}: ${value}`]);
-    const output = await run("h2load", ["-t1", `-c${connections}`, "-m1", `-D${duration}`, "--log-file", log, ...headers, target.url]);
+    const output = await run("h2load", [
+      "-t1",
+      `-c${connections}`,
+      `-m${streams}`,
+      `-D${duration}`,
+      "--log-file",
+      log,
+      ...headers,
+      target.url,
+    ]);
     return parseH2loadOutput(output, await readFile(log, "utf8"));
   } finally {
     await rm(directory, { recursive: true, force: true });
