@@ -60,4 +60,9 @@ export const GATEWAY_ERRORS = {
     title: "Gateway Timeout",
     meaning: "The route's upstream did not answer within the upstream timeout.",
   },
+  "err:keygate:gateway:no_healthy_upstream": {
+    status: 503,
+    title: "Service Unavailable",
+    meaning: "Every target of the route's upstream pool is ejected by its passive health checks or down by its active ones.",
+  },
 } as const;

@@ -52,12 +52,14 @@ export function pathRefusal(path: string): PathProblem | undefined {
  * without any header the route forwards itself (a client cannot forge `x-keygate-key-id`), plus the identity
  * headers (for a verified key) and X-Forwarded-For/Proto/Host. X-Forwarded-For gets the address keygate's connection came from
  * (`client.peer`, the socket's remote address; nothing when the socket is gone), as every proxy appends its peer.
+ * `target`: the target of the route's upstream pool the request goes to (its first by default).
  */
 export function upstreamHeaders(
   route: CompiledRoute,
   incoming: IncomingHttpHeaders,
   verification: VerifiedKey | undefined,
   client: { peer: string | undefined; protocol: string; host: string | undefined },
+  target: URL = route.upstream,
 ): IncomingHttpHeaders {
   const headers = endToEndHeaders(incoming, "request");
   for (const source of route.keySources) if (source.kind === "header") delete headers[source.header];
@@ -77,6 +79,6 @@ export function upstreamHeaders(
   headers["x-forwarded-proto"] = client.protocol;
   if (client.host) headers["x-forwarded-host"] = client.host;
   // The upstream is addressed by its own name (virtual hosts, TLS names); the client's Host goes as X-Forwarded-Host.
-  headers.host = route.upstream.host;
+  headers.host = target.host;
   return headers;
 }

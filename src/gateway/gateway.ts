@@ -15,13 +15,15 @@ import type { Clock } from "../lib/clock.js";
 import { newId } from "../lib/ids.js";
 import { BodyCapture } from "./body-capture.js";
 import { type Allowed, type Decision, type DecisionServices, GatewayDecider, type RouteMatch } from "./decision.js";
-import { upstreamHeaders, upstreamUrl } from "./forwarding.js";
+import { upstreamHeaders, upstreamPath } from "./forwarding.js";
 import type { GatewayRequest } from "./gateway-request.js";
 import type { CurrentGatewaySnapshot } from "./gateway-snapshot.js";
 import { bodyStillArriving, PlainForwarding } from "./plain-forwarding.js";
 import { GatewayRequestEvents, noteDecision } from "./request-events.js";
 import type { CompiledRoute } from "./route-table.js";
-import { refundCredits, upstreamFailure } from "./upstream-failure.js";
+import { UpstreamClient } from "./upstream-client.js";
+import { noHealthyUpstream, refundCredits, upstreamFailure } from "./upstream-failure.js";
+import { UpstreamPools } from "./upstream-pools.js";
 import { relayUpgrade } from "./websocket.js";
 
 export interface GatewayOptions {
@@ -54,17 +56,25 @@ export class Gateway {
   private readonly decider: GatewayDecider;
   private readonly events: GatewayRequestEvents;
   private readonly plain: PlainForwarding;
+  private readonly client = new UpstreamClient();
+  /** Each route's upstream targets and their health on this process (getRoute and the metrics show them). */
+  readonly pools: UpstreamPools;
   private closing = false;
 
   constructor(options: GatewayOptions) {
     this.options = options;
     this.decider = new GatewayDecider(options.services, options.log);
     this.events = new GatewayRequestEvents(options.events, options.clock, this.decider);
+    this.pools = new UpstreamPools({ clock: options.clock, log: options.log, shared: this.client.dispatcher });
+    this.pools.reconcile(options.snapshot.current.table.routes);
+    options.snapshot.watch((snapshot) => this.pools.reconcile(snapshot.table.routes));
     this.plain = new PlainForwarding({
       log: options.log,
       upstreams: options.upstreams,
       refund: (request, decision) => this.refund(request, decision),
       answerError: (request, response, error) => this.answerError(request, response, error),
+      client: this.client,
+      pools: this.pools,
     });
   }
 
@@ -135,22 +145,37 @@ export class Gateway {
     const raw = request.raw;
     void this.decide(request, route).then((decision) => {
       if (decision.kind === "deny") return answerError(decision.error);
+      const { pool } = this.pools.of(route);
+      const target = pool.pick();
+      if (target === undefined) return void this.refund(request, decision).then(() => answerError(noHealthyUpstream(route)));
       request.upstreamSentAt = performance.now();
+      // The target's call settles once: answered, failed, or the client gone first.
+      let settled = false;
+      const settle = (how: () => unknown) => {
+        if (!settled) how();
+        settled = true;
+      };
+      socket.once("close", () => settle(() => pool.released(target)));
       relayUpgrade(raw, socket, head, {
-        target: upstreamUrl(route, request),
-        headers: upstreamHeaders(route, raw.headers, decision.verification, {
-          peer: request.remoteAddress,
-          protocol: "encrypted" in socket ? "https" : "http",
-          host: raw.headers.host,
-        }),
+        target: target.origin + upstreamPath(route, request),
+        headers: upstreamHeaders(
+          route,
+          raw.headers,
+          decision.verification,
+          { peer: request.remoteAddress, protocol: "encrypted" in socket ? "https" : "http", host: raw.headers.host },
+          target.url,
+        ),
+        tls: route.pool.tls,
         timeoutMs: route.definition.timeoutMs ?? request.snapshot.settings.upstreamTimeoutMs,
         requestId: request.id,
         onAnswer: (status, lines) => {
+          settle(() => pool.answered(target, status));
           [request.status, request.head] = [status, lines];
           // A switched connection may stay open for hours: the request it began as is answered now.
           if (status === 101) answered();
         },
         onUpstreamFailure: (kind, error) => {
+          settle(() => pool.failed(target));
           request.upstreamEndedAt = performance.now();
           this.options.log.warn({ err: error, requestId: request.id, route: route.name }, "upstream failed an upgrade");
           this.options.upstreams.upstreamFailed(route.name, kind);
@@ -165,9 +190,10 @@ export class Gateway {
     this.closing = true;
   }
 
-  /** Closes the pooled upstream connections; call once no request is in flight. */
+  /** Stops the health probes and closes the pooled upstream connections; call once no request is in flight. */
   async close(): Promise<void> {
-    await this.plain.close();
+    await this.pools.close();
+    await this.client.close();
   }
 
   /** A request the gateway took, as it arrived; `match` names its route when one takes it. */

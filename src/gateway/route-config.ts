@@ -1,7 +1,7 @@
 import { type Static, Type } from "typebox";
 import { describedPattern } from "../http/patterns.js";
 import { ID_PATTERN, Strict, StringEnum } from "../http/schemas.js";
-import { HTTP_METHODS } from "../storage/route-records.js";
+import { HTTP_METHODS, UPSTREAM_BALANCES } from "../storage/route-records.js";
 
 /** HTTP methods a route can be limited to. */
 export const ROUTE_METHODS = HTTP_METHODS;
@@ -42,6 +42,54 @@ export const RoutePrefixSchema = Type.String({ minLength: 1, maxLength: 1024, pa
 export const RouteUpstreamSchema = Type.String({
   pattern: describedPattern("^https?://[^\\s/?#]+[^\\s]*$", "be an http:// or https:// URL with a host"),
 });
+const STATUS = Type.Integer({ minimum: 100, maximum: 599 });
+const FILE_PATH = Type.String({ minLength: 1, maxLength: 4096 });
+/** A pool of upstream targets (docs/gateway.md#upstream-pools); defaults are the compiler's, not written in. */
+export const RouteUpstreamPoolSchema = Strict({
+  targets: Type.Array(Strict({ url: RouteUpstreamSchema, weight: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000 })) }), {
+    minItems: 1,
+    maxItems: 64,
+  }),
+  balance: Type.Optional(StringEnum(UPSTREAM_BALANCES)),
+  health: Type.Optional(
+    Strict({
+      passive: Type.Optional(
+        Strict({
+          failures: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000 })),
+          cooldownMs: Type.Optional(Type.Integer({ minimum: 100, maximum: 3_600_000 })),
+          on5xx: Type.Optional(Type.Boolean()),
+        }),
+      ),
+      active: Type.Optional(
+        Strict({
+          path: RoutePrefixSchema,
+          intervalMs: Type.Optional(Type.Integer({ minimum: 100, maximum: 3_600_000 })),
+          timeoutMs: Type.Optional(Type.Integer({ minimum: 100, maximum: 60_000 })),
+          healthyThreshold: Type.Optional(Type.Integer({ minimum: 1, maximum: 100 })),
+          unhealthyThreshold: Type.Optional(Type.Integer({ minimum: 1, maximum: 100 })),
+          statuses: Type.Optional(Type.Array(STATUS, { minItems: 1, maxItems: 100, uniqueItems: true })),
+        }),
+      ),
+    }),
+  ),
+  retry: Type.Optional(
+    Strict({
+      statuses: Type.Optional(Type.Array(STATUS, { maxItems: 100, uniqueItems: true })),
+      attempts: Type.Optional(Type.Integer({ minimum: 1, maximum: 5 })),
+    }),
+  ),
+  tls: Type.Optional(
+    Strict({
+      ca: Type.Optional(FILE_PATH),
+      cert: Type.Optional(FILE_PATH),
+      key: Type.Optional(FILE_PATH),
+      servername: Type.Optional(Type.String({ minLength: 1, maxLength: 253 })),
+      rejectUnauthorized: Type.Optional(Type.Boolean()),
+    }),
+  ),
+});
+/** One URL, or a pool of targets. */
+export const RouteUpstreamOrPoolSchema = Type.Union([RouteUpstreamSchema, RouteUpstreamPoolSchema]);
 /** Headers added to the upstream request (any incoming header of the same name is dropped first). */
 export const RouteForwardSchema = Strict({
   /** A JSON description of the verified key (docs/gateway.md#the-principal). */
@@ -57,7 +105,7 @@ export const RouteSchema = Strict({
     prefix: RoutePrefixSchema,
     methods: Type.Optional(Type.Array(StringEnum(ROUTE_METHODS), { minItems: 1, uniqueItems: true })),
   }),
-  upstream: RouteUpstreamSchema,
+  upstream: RouteUpstreamOrPoolSchema,
   /** Keys of other APIs are refused. */
   apiId: Type.String({ minLength: 3, maxLength: 255, pattern: ID_PATTERN }),
   key: Type.Optional(RouteKeySchema),

@@ -4,11 +4,12 @@ import { type CompiledRoute, compileRoute, type RouteCompileRules, type RouteDef
 import { isManagementPath, samePath } from "../http/request-target.js";
 import { configRouteDefinition } from "./config-routes.js";
 import type { RouteConfig } from "./route-config.js";
+import { readUpstreamTlsFile } from "./upstream-tls.js";
 
 export type { CompiledRoute } from "../domain/routes/route-compiler.js";
 
-/** How the gateway compiles routes: prefixes compared as requests are, /v2 reserved. */
-export const ROUTE_RULES: RouteCompileRules = { reserved: isManagementPath, samePath };
+/** How the gateway compiles routes: prefixes compared as requests are, /v2 reserved, upstream TLS files read. */
+export const ROUTE_RULES: RouteCompileRules = { reserved: isManagementPath, samePath, readTlsFile: readUpstreamTlsFile };
 
 /** A stored route left out of the table, and why (it clashes with a route of the configuration file). */
 export interface SkippedRoute {

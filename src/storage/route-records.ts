@@ -10,7 +10,8 @@ export interface RouteRecord {
   /** Unique among every route, those of the configuration file included. */
   name: string;
   match: RouteMatchRecord;
-  upstream: string;
+  /** One URL, or a pool of targets (docs/gateway.md#upstream-pools). */
+  upstream: string | UpstreamPoolRecord;
   /** In evaluation order. */
   policies: PolicyRecord[];
   forward?: RouteForward;
@@ -20,6 +21,58 @@ export interface RouteRecord {
   openApi?: { uploadedAt: number; title?: string };
   createdAt: number;
   updatedAt: number;
+}
+
+/** Several targets behind one route, balanced, with passive (and optionally active) health, retries and TLS. */
+export interface UpstreamPoolRecord {
+  targets: UpstreamTargetRecord[];
+  /** "round-robin" (smooth weighted, the default) or "least-connections" (calls in flight per unit of weight). */
+  balance?: UpstreamBalance;
+  health?: UpstreamHealthRecord;
+  retry?: UpstreamRetryRecord;
+  tls?: UpstreamTlsRecord;
+}
+
+export const UPSTREAM_BALANCES = ["round-robin", "least-connections"] as const;
+export type UpstreamBalance = (typeof UPSTREAM_BALANCES)[number];
+
+export interface UpstreamTargetRecord {
+  /** http(s) URL; every target of a pool has the same path. */
+  url: string;
+  /** Share of the requests, 1 when absent. */
+  weight?: number;
+}
+
+export interface UpstreamHealthRecord {
+  /** Failures in a row that eject a target, for how long, and whether a 5xx answer counts as one. */
+  passive?: { failures?: number; cooldownMs?: number; on5xx?: boolean };
+  /** Probes every target on its own, from each process. */
+  active?: {
+    path: string;
+    intervalMs?: number;
+    timeoutMs?: number;
+    /** Probes passed in a row that bring a target back, failed in a row that take it out. */
+    healthyThreshold?: number;
+    unhealthyThreshold?: number;
+    /** Statuses that pass; 200 to 399 when absent. */
+    statuses?: number[];
+  };
+}
+
+export interface UpstreamRetryRecord {
+  /** Statuses on which an idempotent request is tried again on another target. */
+  statuses?: number[];
+  /** Retries at most, each on a target not tried yet (1 when absent). */
+  attempts?: number;
+}
+
+/** Files read when the route is compiled: the CA to trust, and the client certificate and key (mTLS). */
+export interface UpstreamTlsRecord {
+  ca?: string;
+  cert?: string;
+  key?: string;
+  servername?: string;
+  rejectUnauthorized?: boolean;
 }
 
 export const HTTP_METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"] as const;

@@ -2,13 +2,13 @@ import { invalidInput, KeygateError } from "../../errors/keygate-error.js";
 import type { Clock } from "../../lib/clock.js";
 import { newId } from "../../lib/ids.js";
 import type { RouteStore, StoredRouteTable } from "../../storage/route-interfaces.js";
-import type { PolicyRecord, RouteForward, RouteMatchRecord, RouteRecord } from "../../storage/route-records.js";
+import type { PolicyRecord, RouteForward, RouteMatchRecord, RouteRecord, UpstreamPoolRecord } from "../../storage/route-records.js";
 import type { Caller } from "../caller.js";
 import { requireGateway } from "../root-keys/permissions.js";
 import { compilePolicies } from "./policy-compiler.js";
 import type { Problem, Problems } from "./problems.js";
 import { type CompiledRoute, compileRoute, type RouteCompileRules } from "./route-compiler.js";
-import { configView, type RouteView, storedView } from "./route-views.js";
+import { configView, type RouteView, storedView, type UpstreamTargetHealth } from "./route-views.js";
 import { clashIn, definitionOf, keepingIds, swapped, withId } from "./route-writes.js";
 
 /** A policy as a client writes it: its id is keygate's to give. */
@@ -16,7 +16,7 @@ export type PolicyInput = Omit<PolicyRecord, "id">;
 export interface RouteInput {
   name: string;
   match: RouteMatchRecord;
-  upstream: string;
+  upstream: string | UpstreamPoolRecord;
   policies?: PolicyInput[];
   forward?: RouteForward;
   timeoutMs?: number;
@@ -26,7 +26,7 @@ export interface RouteInput {
 export interface RouteChange {
   name?: string;
   match?: RouteMatchRecord;
-  upstream?: string;
+  upstream?: string | UpstreamPoolRecord;
   policies?: PolicyInput[];
   forward?: RouteForward | null;
   timeoutMs?: number | null;
@@ -51,6 +51,8 @@ export interface RouteServiceOptions {
   notifier: RouteChangeNotifier;
   rules: RouteCompileRules;
   clock: Clock;
+  /** The state of a route's upstream targets as this process sees them (a pool's only); shown with the route. */
+  upstreamHealth?: (routeId: string) => UpstreamTargetHealth[] | undefined;
 }
 
 /** Largest OpenAPI document a route may have, in characters. */
@@ -93,7 +95,7 @@ export class RouteService {
 
   async getRoute(caller: Caller, input: { route: string }): Promise<RouteView> {
     const found = await this.find(caller, input.route, "read_route");
-    return found.stored ? storedView(found.stored) : configView(found.config);
+    return this.withHealth(found.stored ? storedView(found.stored) : configView(found.config));
   }
 
   /** The routes the caller may read: its workspace's stored ones, and those of the configuration in front of its APIs. */
@@ -109,7 +111,14 @@ export class RouteService {
     for (const route of (await this.options.store.table()).routes) {
       if (route.workspaceId === caller.workspaceId && readable(route.id)) views.push(storedView(route));
     }
-    return views;
+    return views.map((view) => this.withHealth(view));
+  }
+
+  /** A view with its upstream targets' state on this process, when its upstream is a pool. */
+  private withHealth(view: RouteView): RouteView {
+    const health = this.options.upstreamHealth?.(view.id);
+    if (health !== undefined) view.upstreamHealth = health;
+    return view;
   }
 
   async updateRoute(caller: Caller, input: { route: string } & RouteChange): Promise<RouteView> {

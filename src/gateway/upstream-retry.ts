@@ -1,0 +1,82 @@
+import type { IncomingMessage } from "node:http";
+import { PassThrough, type Readable } from "node:stream";
+import type { UpstreamErrorKind } from "../http/metrics.js";
+import type { PoolTarget, UpstreamPool } from "./upstream-pool.js";
+
+/** Methods whose request may be sent twice without changing what it does (RFC 9110 §9.2.2). */
+const IDEMPOTENT_METHODS: ReadonlySet<string> = new Set(["GET", "HEAD", "OPTIONS", "PUT", "DELETE"]);
+
+/** A request being forwarded, as the retry rules see it. */
+export interface Attempts {
+  readonly method: string;
+  /** The body as forwarded: none, read whole (replayable), or streamed from the client (read once). */
+  body: Readable | Buffer | null;
+  /** The targets tried so far, the first included. */
+  readonly tried: PoolTarget[];
+  readonly pool: UpstreamPool;
+}
+
+/**
+ * The target to try next after a call failed (docs/gateway.md#retries), or undefined. Only while retries are left,
+ * and only when it cannot make the upstream act twice: a call that failed before undici had a connection for it
+ * (refused, unresolved, not connected in time) sent nothing, whatever its method; one that failed after that is tried
+ * again only for an idempotent method whose body is absent or held whole, and not after a timeout (the upstream may
+ * still be at work). No answer had begun: the caller checks.
+ */
+export function retryAfterFailure(attempts: Attempts, connected: boolean, kind: UpstreamErrorKind): PoolTarget | undefined {
+  if (!retriesLeft(attempts)) return undefined;
+  if (connected && (kind === "timeout" || !IDEMPOTENT_METHODS.has(attempts.method) || !replayable(attempts))) return undefined;
+  return next(attempts);
+}
+
+/**
+ * The target to try next after the upstream answered `status`, or undefined: an idempotent request whose body is
+ * absent or held whole, on a status the pool retries, while retries are left; the answer is then not passed on.
+ */
+export function retryOnStatus(attempts: Attempts, status: number): PoolTarget | undefined {
+  if (!attempts.pool.upstream.retry.statuses.has(status) || !retriesLeft(attempts)) return undefined;
+  if (!IDEMPOTENT_METHODS.has(attempts.method) || !replayable(attempts)) return undefined;
+  return next(attempts);
+}
+
+function retriesLeft(attempts: Attempts): boolean {
+  return attempts.tried.length <= attempts.pool.upstream.retry.attempts;
+}
+
+function replayable(attempts: Attempts): boolean {
+  return attempts.body === null || Buffer.isBuffer(attempts.body);
+}
+
+function next(attempts: Attempts): PoolTarget | undefined {
+  const target = attempts.pool.pick(attempts.tried);
+  if (target !== undefined) attempts.tried.push(target);
+  return target;
+}
+
+/**
+ * The body the upstream is sent: the client's, through a stream of its own. undici destroys the body of a call that
+ * fails (an upstream that resets the connection once it has read the body, say), and destroying the client's
+ * request would close the client's connection before it could be answered; a client that leaves mid-upload still
+ * fails the call. The client's body is piped in only once undici first reads: a call that failed before then took
+ * nothing of it, and another ClientBody can carry it to another target.
+ */
+export class ClientBody extends PassThrough {
+  private readonly raw: IncomingMessage;
+  private piped = false;
+
+  constructor(raw: IncomingMessage) {
+    super();
+    this.raw = raw;
+    raw.once("close", () => {
+      if (!raw.complete) this.destroy(new Error("the client closed the connection before its whole body arrived"));
+    });
+  }
+
+  override _read(size: number): void {
+    if (!this.piped) {
+      this.piped = true;
+      this.raw.pipe(this);
+    }
+    super._read(size);
+  }
+}
