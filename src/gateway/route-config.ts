@@ -88,8 +88,15 @@ export const RouteUpstreamPoolSchema = Strict({
     }),
   ),
 });
-/** One URL, or a pool of targets. */
-export const RouteUpstreamOrPoolSchema = Type.Union([RouteUpstreamSchema, RouteUpstreamPoolSchema]);
+/**
+ * One URL, or a pool of targets: a string is checked as a URL and anything else as a pool (if/then/else rather than
+ * anyOf, so a bad value gets the messages of the one shape it meant).
+ */
+export const RouteUpstreamOrPoolSchema = Type.Unsafe<string | Static<typeof RouteUpstreamPoolSchema>>({
+  if: { type: "string" },
+  then: RouteUpstreamSchema,
+  else: RouteUpstreamPoolSchema,
+});
 /** Headers added to the upstream request (any incoming header of the same name is dropped first). */
 export const RouteForwardSchema = Strict({
   /** A JSON description of the verified key (docs/gateway.md#the-principal). */
