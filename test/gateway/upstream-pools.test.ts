@@ -207,3 +207,31 @@ t.test("a single URL upstream shows no pool state", async (t) => {
   t.equal((await g.send("/x")).body, "a");
   t.equal(await g.health(), undefined);
 });
+
+t.test("a target's state survives a route table swap while its route's upstream stays the same", async (t) => {
+  const clock = new ManualClock();
+  const a = await startTarget(t, "a");
+  const down = `http://127.0.0.1:${await freePort()}`;
+  const h = await harness(t, { clock, config: { apis: [{ id: API, name: "pools", workspaceId: "ws_test" }] } });
+  await h.app.listen({ port: 0, host: "127.0.0.1" });
+  const base = `http://127.0.0.1:${(h.app.server.address() as AddressInfo).port}`;
+  const upstream = { targets: [{ url: a.url }, { url: down }], health: { passive: { failures: 1 } } };
+  const policies = [{ name: "auth", enabled: true, keyauth: { keyspaces: [API] } }];
+  t.equal((await h.call("keygate.createRoute", { name: "stored", match: { prefix: "/stored" }, upstream, policies })).status, 200);
+  const { key } = await createKey(h, API);
+  for (let i = 0; i < 2; i++) await fetch(`${base}/stored/x`, { headers: { authorization: `Bearer ${key}` } });
+  const ejected = async () => (await h.call("keygate.getRoute", { route: "stored" })).body.data.upstreamHealth[1].healthy === false;
+  t.ok(await ejected(), "ejected");
+
+  t.equal((await h.call("keygate.createRoute", { name: "other", match: { prefix: "/other" }, upstream: a.url })).status, 200);
+  t.ok(await ejected(), "still ejected after another route's change swapped the table");
+  t.equal((await h.call("keygate.updateRoute", { route: "stored", timeoutMs: 5_000 })).status, 200);
+  t.ok(await ejected(), "and after a change of the route that leaves its upstream as it was");
+  t.equal((await h.call("keygate.updateRoute", { route: "stored", upstream: { ...upstream, balance: "least-connections" } })).status, 200);
+  t.notOk(await ejected(), "a changed upstream starts afresh");
+  const shown = async () =>
+    (await h.app.inject({ method: "GET", url: "/metrics" })).body.includes('keygate_upstream_target_healthy{route="stored"');
+  t.ok(await shown(), "the route's targets are in the metrics");
+  t.equal((await h.call("keygate.deleteRoute", { route: "stored" })).status, 200);
+  t.notOk(await shown(), "a deleted route's targets leave the metrics");
+});
