@@ -48,6 +48,12 @@ export async function dashboardFlows(t: Test, storage: StorageKind): Promise<voi
           credits: { cost: 3 },
         },
         { name: "e2e-upstream", match: { prefix: "/up" }, upstream: upstream.url, apiId: "api_e2e_gateway" },
+        {
+          name: "e2e-pool",
+          match: { prefix: "/pool" },
+          upstream: { targets: [{ url: upstream.url, weight: 2 }, { url: "http://127.0.0.1:9" }], balance: "least-connections" },
+          apiId: "api_e2e_gateway",
+        },
       ],
     },
   });
@@ -270,6 +276,14 @@ export async function dashboardFlows(t: Test, storage: StorageKind): Promise<voi
     for (const part of ["GET /e2e", "Authorization: Bearer <key>", "e2e.read", "api_e2e_gateway", "http://127.0.0.1:9"]) {
       t.match(text, part, `the route shows ${part}`);
     }
+    const pool = page.getByRole("table", { name: "Gateway routes" }).getByRole("row").filter({ hasText: "e2e-pool" });
+    const targets = await pool.getByRole("list", { name: "Upstream targets" }).getByRole("listitem").allTextContents();
+    t.same(
+      targets.map((target) => target.replace(/\s+/g, " ").trim()),
+      [`${upstream.url} ×2 in`, "http://127.0.0.1:9 ×1 in"],
+      "a pool's targets are shown with their weight and state",
+    );
+    t.match((await pool.textContent()) ?? "", "pool, least-connections");
   });
 
   await step(
