@@ -149,7 +149,7 @@ export class PlainForwarding {
             this.settled(forwarding, target, pool.answered(target, status));
             return this.retried(forwarding, target, retry, `status ${status}`);
           }
-          this.upstreamFailed(forwarding, target, signal, error);
+          this.upstreamFailed(forwarding, target, signal, error, status > 0);
         },
       );
   }
@@ -199,7 +199,8 @@ export class PlainForwarding {
     return body;
   }
 
-  private upstreamFailed(forwarding: Forwarding, target: PoolTarget, signal: UpstreamAbort, error: unknown): void {
+  /** A call that failed; `answerBegan`: its status and headers had come (its body failed), so it is not retried. */
+  private upstreamFailed(forwarding: Forwarding, target: PoolTarget, signal: UpstreamAbort, error: unknown, answerBegan: boolean): void {
     const { request, response, route, decision, pool } = forwarding;
     request.upstreamEndedAt = performance.now();
     // A client that went away broke the upstream request (mid-upload, or by leaving before the answer began, which
@@ -216,7 +217,7 @@ export class PlainForwarding {
     const kind = upstreamErrorKind(error);
     log.warn({ err: error, requestId: request.id, route: route.name, upstream: target.shown, kind }, "upstream failed");
     upstreams.upstreamFailed(route.name, kind);
-    const next = retryAfterFailure(forwarding, signal.connected, kind);
+    const next = answerBegan ? undefined : retryAfterFailure(forwarding, signal.connected, kind);
     if (next !== undefined) {
       // Nothing of a streamed body was taken: a fresh stream carries it to the next target.
       if (!Buffer.isBuffer(forwarding.body) && forwarding.body !== null) forwarding.body = this.freshBody(request);

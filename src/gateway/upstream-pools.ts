@@ -35,6 +35,8 @@ export class UpstreamPools {
   private readonly entries = new Map<string, PoolEntry>();
   /** The entry of each compiled route seen, so a request finds its pool with one lookup. */
   private readonly byRoute = new WeakMap<CompiledRoute, PoolEntry>();
+  /** Once closed, no probe starts again (a table swapped in while the app closes). */
+  private closed = false;
 
   constructor(options: UpstreamPoolsOptions) {
     this.options = options;
@@ -56,6 +58,7 @@ export class UpstreamPools {
 
   /** Takes up a new route table: a pool for each route, and those of routes no longer there (or changed) stopped. */
   reconcile(routes: readonly CompiledRoute[]): void {
+    if (this.closed) return;
     const ids = new Set<string>();
     for (const route of routes) {
       ids.add(route.id);
@@ -88,6 +91,7 @@ export class UpstreamPools {
 
   /** Stops every probe and closes every pool's own connections. */
   async close(): Promise<void> {
+    this.closed = true;
     const closing = [...this.entries.values()].map((entry) => this.stop(entry));
     this.entries.clear();
     await Promise.all(closing);
@@ -103,7 +107,7 @@ export class UpstreamPools {
       fingerprint: upstream.fingerprint,
     };
     const active = upstream.active;
-    if (active !== undefined) {
+    if (active !== undefined && !this.closed) {
       const probing = new Set<PoolTarget>();
       entry.probes = setInterval(() => {
         for (const target of entry.pool.targets) {

@@ -1,11 +1,13 @@
 import type { AddressInfo } from "node:net";
 import t from "tap";
+import WebSocket from "ws";
 import { ManualClock } from "../helpers/clock.js";
 import { createKey, getKey } from "../helpers/fixtures.js";
 import { type Harness, harness } from "../helpers/harness.js";
 import { parseScrape } from "../helpers/metrics.js";
 import { freePort } from "../helpers/ports.js";
 import { startTarget, type Target } from "../helpers/targets.js";
+import { startUpstream } from "../helpers/upstream.js";
 import { waitFor } from "../helpers/wait.js";
 
 const API = "api_gateway_pools";
@@ -234,4 +236,39 @@ t.test("a target's state survives a route table swap while its route's upstream 
   t.ok(await shown(), "the route's targets are in the metrics");
   t.equal((await h.call("keygate.deleteRoute", { route: "stored" })).status, 200);
   t.notOk(await shown(), "a deleted route's targets leave the metrics");
+});
+
+t.test("a WebSocket upgrade goes to a healthy target of the pool; with none, 503 in the envelope", async (t) => {
+  const clock = new ManualClock();
+  const upstream = await startUpstream(t);
+  const down = `http://127.0.0.1:${await freePort()}`;
+  const g = await gateway(t, { targets: [{ url: down }, { url: upstream.url }], health: { passive: { failures: 1 } } }, { clock });
+  t.equal((await g.send("/x")).status, 200, "a first request finds the first target down and is retried");
+  t.match((await g.health())[0], { healthy: false }, "the down target is ejected");
+  const base = `ws://127.0.0.1:${(g.h.app.server.address() as AddressInfo).port}/pool/ws`;
+  for (let i = 0; i < 3; i++) {
+    const echoed = await new Promise<string>((resolve, reject) => {
+      const socket = new WebSocket(base, { headers: { authorization: `Bearer ${g.key}` } });
+      socket.once("open", () => socket.send(`hello ${i}`));
+      socket.once("message", (message) => {
+        resolve(message.toString());
+        socket.close();
+      });
+      socket.once("error", reject);
+    });
+    t.equal(echoed, `echo:hello ${i}`, "relayed to the healthy target");
+  }
+
+  await upstream.close();
+  t.equal((await g.send("/x")).status, 502, "the last target refuses too, and is ejected");
+  const refused = await new Promise<{ status: number; body: any }>((resolve, reject) => {
+    const socket = new WebSocket(base, { headers: { authorization: `Bearer ${g.key}` } });
+    socket.once("unexpected-response", (_request, response) => {
+      let text = "";
+      response.on("data", (chunk: Buffer) => (text += chunk.toString()));
+      response.on("end", () => resolve({ status: response.statusCode ?? 0, body: JSON.parse(text) }));
+    });
+    socket.once("open", () => reject(new Error("opened")));
+  });
+  t.match(refused, { status: 503, body: { error: { type: /no_healthy_upstream$/ } } });
 });
