@@ -272,3 +272,24 @@ t.test("a WebSocket upgrade goes to a healthy target of the pool; with none, 503
   });
   t.match(refused, { status: 503, body: { error: { type: /no_healthy_upstream$/ } } });
 });
+
+t.test("with on5xx, 5xx answers count as failures and eject the target", async (t) => {
+  const clock = new ManualClock();
+  const [a, b] = [await startTarget(t, "a"), await startTarget(t, "b")];
+  a.status = 500;
+  const g = await gateway(t, { targets: targetsOf(a, b), health: { passive: { failures: 2, on5xx: true } } }, { clock });
+  const statuses = [];
+  for (let i = 0; i < 6; i++) statuses.push((await g.send("/x")).status);
+  t.same(statuses, [500, 200, 500, 200, 200, 200], "a's 500s are passed on (no retry set) until a is ejected");
+  t.match((await g.health())[0], { healthy: false, failures: 2, ejections: 1 });
+});
+
+t.test("an idempotent request with a streamed body is not sent again once the target may have read it", async (t) => {
+  const [a, b] = [await startTarget(t, "a"), await startTarget(t, "b")];
+  a.mode = "reset";
+  const g = await gateway(t, { targets: targetsOf(a, b) });
+  t.equal((await g.send("/x", { method: "PUT", body: "streamed" })).status, 502, "a PUT a reset: 502");
+  t.same([a.bodies, b.bodies], [["streamed"], []], "its body reached a only");
+  t.same([(await g.send("/x")).status, (await g.send("/x")).status], [200, 200], "a GET a reset goes to b");
+  t.equal(b.count("GET"), 2);
+});
