@@ -114,9 +114,14 @@ function summarise(log: FastifyBaseLogger, config: KeygateConfig, analytics: str
   log.info(
     { routes: config.routes.map((route) => route.name) },
     config.routes.length > 0
-      ? `gateway: ${config.routes.map((route) => `${route.name} (${route.match.prefix} -> ${route.upstream})`).join(", ")}`
+      ? `gateway: ${config.routes.map((route) => `${route.name} (${route.match.prefix} -> ${upstreamText(route.upstream)})`).join(", ")}`
       : "gateway: no routes (add `routes` to the configuration to put keygate in front of an API)",
   );
+}
+
+/** A route's upstream in the start-up line: its URL, or its targets' (a pool). */
+function upstreamText(upstream: KeygateConfig["routes"][number]["upstream"]): string {
+  return typeof upstream === "string" ? upstream : upstream.targets.map((target) => target.url).join(" | ");
 }
 
 main().catch((error: unknown) => {

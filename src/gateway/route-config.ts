@@ -94,6 +94,7 @@ export const RouteUpstreamPoolSchema = Strict({
  */
 export const RouteUpstreamOrPoolSchema = Type.Unsafe<string | Static<typeof RouteUpstreamPoolSchema>>({
   if: { type: "string" },
+  // biome-ignore lint/suspicious/noThenProperty: JSON Schema's if/then/else, never awaited.
   then: RouteUpstreamSchema,
   else: RouteUpstreamPoolSchema,
 });

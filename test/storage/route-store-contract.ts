@@ -189,8 +189,9 @@ export async function routeStoreContract(t: Test, open: (t: Test) => Promise<Sto
     await routes.update(() => ({ result: undefined, routes: pooled }));
     const read = (await routes.table()).routes;
     t.strictSame(read, pooled);
-    t.strictSame(keysOf(read[1]?.upstream as object), ["targets"], "a pool of targets alone has no other field");
-    t.strictSame(keysOf((read[1]?.upstream as { targets: object[] }).targets[0] ?? {}), ["url"], "a target without weight has none");
+    const bare = (read[1] as RouteRecord).upstream as { targets: object[] };
+    t.strictSame(keysOf(bare), ["targets"], "a pool of targets alone has no other field");
+    t.strictSame(keysOf(bare.targets[0] ?? {}), ["url"], "a target without weight has none");
   });
 
   await t.test("routes: records returned are copies", async (t) => {
