@@ -9,6 +9,7 @@ import { FIRST_WORKER_VARIABLE } from "./cluster/worker-pool.js";
 import { ConfigError, configPath, loadConfig } from "./config/load.js";
 import { reloadRoutes, watchRoutes } from "./config/reload.js";
 import type { KeygateConfig } from "./config/schema.js";
+import { redactUrl } from "./lib/redact-url.js";
 import { describeTarget } from "./storage/redis/topology.js";
 
 /**
@@ -119,9 +120,10 @@ function summarise(log: FastifyBaseLogger, config: KeygateConfig, analytics: str
   );
 }
 
-/** A route's upstream in the start-up line: its URL, or its targets' (a pool). */
+/** A route's upstream in the start-up line: its URL, or its targets' (a pool), credentials masked. */
 function upstreamText(upstream: KeygateConfig["routes"][number]["upstream"]): string {
-  return typeof upstream === "string" ? upstream : upstream.targets.map((target) => target.url).join(" | ");
+  const urls = typeof upstream === "string" ? [upstream] : upstream.targets.map((target) => target.url);
+  return urls.map((url) => (url.includes("@") ? redactUrl(url) : url)).join(" | ");
 }
 
 main().catch((error: unknown) => {
