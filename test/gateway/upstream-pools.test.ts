@@ -293,3 +293,12 @@ t.test("an idempotent request with a streamed body is not sent again once the ta
   t.same([(await g.send("/x")).status, (await g.send("/x")).status], [200, 200], "a GET a reset goes to b");
   t.equal(b.count("GET"), 2);
 });
+
+t.test("a request retried on another target spends its credits once", async (t) => {
+  const a = await startTarget(t, "a");
+  const down = `http://127.0.0.1:${await freePort()}`;
+  const g = await gateway(t, { targets: [{ url: down }, { url: a.url }] }, { credits: 5 });
+  t.equal((await g.send("/x")).body, "a", "refused by the first target, answered by the second");
+  t.equal((await g.send("/x")).body, "a");
+  t.equal((await getKey(g.h, g.keyId)).credits.remaining, 3, "one credit per request, whatever the attempts");
+});
