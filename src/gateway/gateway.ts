@@ -14,6 +14,7 @@ import type { RequestTelemetry } from "../http/request-telemetry.js";
 import type { Clock } from "../lib/clock.js";
 import { newId } from "../lib/ids.js";
 import { BodyCapture } from "./body-capture.js";
+import { noteCors, type Preflight, preflightHeaders, preflightOf } from "./cors.js";
 import { type Allowed, type Decision, type DecisionServices, GatewayDecider, type RouteMatch } from "./decision.js";
 import { upstreamHeaders, upstreamUrl } from "./forwarding.js";
 import type { GatewayRequest } from "./gateway-request.js";
@@ -76,14 +77,18 @@ export class Gateway {
     const target = splitTarget(raw.url ?? "/");
     if (this.options.servedByApplication(target.path)) return false;
     const snapshot = this.options.snapshot.current;
-    const match = this.decider.match(snapshot, raw.method ?? "GET", target.path);
+    // A CORS preflight belongs to the route that takes the method it asks about, when that route answers it.
+    const preflight = preflightOf(raw, target, (method) => this.decider.match(snapshot, method, target.path));
+    const match = preflight?.match ?? this.decider.match(snapshot, raw.method ?? "GET", target.path);
     if (match.kind === "none" || match.kind === "undecodable") return false;
 
     const request = this.arrived(raw, target, snapshot, match);
+    if (match.kind === "route" && match.route.cors.length > 0) noteCors(request, match.route, preflight?.policy);
     // Closed once the answer is sent or the client went away, whichever the request came to.
     whenAnswerCloses(raw, response, () => this.answered(request, response));
     const refusal = refusalAtTheDoor(raw, this.closing) ?? (match.kind === "refused" ? match.error : undefined);
     if (refusal) this.refuse(request, refusal, (error) => this.answerError(request, response, error));
+    else if (preflight) this.answerPreflight(request, response, preflight);
     else if (match.kind === "route") {
       void this.decide(request, match.route).then((decision) => {
         if (decision.kind === "deny") return this.answerError(request, response, decision.error);
@@ -217,10 +222,24 @@ export class Gateway {
     return refundCredits(this.options.services.keys, this.options.log, request, decision);
   }
 
+  /** A preflight its route's cors policy answers: 204 for an allowed origin, else 403 without any CORS header. */
+  private answerPreflight(request: GatewayRequest, response: ServerResponse, preflight: Preflight): void {
+    const headers = preflightHeaders(preflight, request);
+    if (headers === undefined) {
+      const detail = `The origin is not allowed by the route's cors policy '${preflight.policy.name}'.`;
+      return void this.answerError(request, response, new KeygateError("err:keygate:gateway:request_denied", detail));
+    }
+    if (bodyStillArriving(request.raw) || this.closing) headers.connection = "close";
+    [request.status, request.head] = [204, headers];
+    response.writeHead(204, headers).end();
+  }
+
   /** `error` in the envelope on a plain request's response, unless an answer is already under way. */
   private answerError(request: GatewayRequest, response: ServerResponse, error: KeygateError): void {
     if (response.headersSent || response.destroyed) return;
     const { status, headers, body } = errorAnswer(request.id, error, this.options.docsUrl);
+    const cors = request.cors;
+    if (cors !== undefined) for (const name in cors) headers[name] = cors[name] as string;
     // Answered before the request body arrived: the rest of it is not read (see closeWhenAnsweredEarly).
     if (bodyStillArriving(request.raw) || this.closing) headers.connection = "close";
     [request.status, request.head] = [status, headers as OutgoingHttpHeaders];

@@ -1,12 +1,13 @@
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from "node:http";
-import { PassThrough, pipeline, type Readable, type Writable } from "node:stream";
+import { PassThrough, pipeline, type Readable, Transform, type TransformCallback, type Writable } from "node:stream";
 import type { FastifyBaseLogger } from "fastify";
 import type { KeygateError } from "../errors/keygate-error.js";
 import { clientGone } from "../http/error-handler.js";
 import type { UpstreamObserver } from "../http/metrics.js";
 import { BodyCapture, captureRequestBody } from "./body-capture.js";
+import { addCorsHeaders } from "./cors.js";
 import type { Allowed } from "./decision.js";
-import { upstreamHeaders, upstreamPath } from "./forwarding.js";
+import { bodyTooLarge, upstreamHeaders, upstreamPath } from "./forwarding.js";
 import type { GatewayRequest } from "./gateway-request.js";
 import { addEndToEndHeaders } from "./hop-by-hop.js";
 import { hasBody } from "./request-body.js";
@@ -51,7 +52,7 @@ export class PlainForwarding {
       host: raw.headers.host,
     });
     // Read whole already when an openapi policy validated it; streamed otherwise.
-    const body = request.body ?? (hasBody(raw) ? upstreamBody(raw) : null);
+    const body = request.body ?? (hasBody(raw) ? upstreamBody(raw, route.bodyLimit, request) : null);
     // Bodies are captured only when the route's logging policies ask; otherwise nothing is added to either stream.
     const capture = request.capture;
     if (capture !== undefined) {
@@ -81,6 +82,7 @@ export class PlainForwarding {
         const limits = decision.ratelimitHeaders;
         for (const name in limits) head[name] = limits[name];
         addEndToEndHeaders(head, upstreamHeaders, "response");
+        if (request.cors !== undefined) addCorsHeaders(head, request.cors);
         // The rest of a request body the upstream did not wait for is not read: the connection cannot be reused.
         if (bodyStillArriving(raw)) head.connection = "close";
         request.head = head;
@@ -122,6 +124,11 @@ export class PlainForwarding {
     request.upstreamEndedAt = performance.now();
     // The answer was under way: all the client can be told is that the connection ends.
     if (response.headersSent) return void response.destroy();
+    // Cut off at the route's bodyLimit: refunded as an upstream failure, since the upstream got part of it.
+    if (request.bodyTooLarge === true) {
+      const limit = route.bodyLimit as number;
+      return void this.options.refund(request, decision).then(() => this.options.answerError(request, response, bodyTooLarge(limit)));
+    }
     // A client that went away broke the upstream request (mid-upload, or by leaving before the answer began, which
     // aborts the call): not the upstream's failure.
     if (clientGone(request.raw)) return void this.clientLeft(request, response, decision, request.upstreamCall?.sent === true);
@@ -154,13 +161,36 @@ export class PlainForwarding {
  * request would close the client's connection before it could be answered; a client that leaves mid-upload still
  * fails the call.
  */
-function upstreamBody(raw: IncomingMessage): Readable {
-  const body = new PassThrough();
+function upstreamBody(raw: IncomingMessage, limit: number | undefined, request: GatewayRequest): Readable {
+  const body = limit === undefined ? new PassThrough() : new BodyLimit(limit, request);
   raw.pipe(body);
   raw.once("close", () => {
     if (!raw.complete) body.destroy(new Error("the client closed the connection before its whole body arrived"));
   });
   return body;
+}
+
+/**
+ * A request body on its way upstream, failed as soon as more than `limit` bytes came (the chunk that went past is not
+ * passed on): the upstream call fails with it, before the upstream gets the rest.
+ */
+class BodyLimit extends Transform {
+  private readonly limit: number;
+  private readonly request: GatewayRequest;
+  private passed = 0;
+
+  constructor(limit: number, request: GatewayRequest) {
+    super();
+    this.limit = limit;
+    this.request = request;
+  }
+
+  override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
+    this.passed += chunk.length;
+    if (this.passed <= this.limit) return void callback(null, chunk);
+    this.request.bodyTooLarge = true;
+    callback(new Error(`the request body passed the route's limit of ${this.limit} bytes`));
+  }
 }
 
 /** Whether part of a request's body has yet to arrive (`complete` alone is false for a bodyless request at first). */

@@ -2,14 +2,14 @@ import { invalidInput, KeygateError } from "../../errors/keygate-error.js";
 import type { Clock } from "../../lib/clock.js";
 import { newId } from "../../lib/ids.js";
 import type { RouteStore, StoredRouteTable } from "../../storage/route-interfaces.js";
-import type { PolicyRecord, RouteForward, RouteMatchRecord, RouteRecord } from "../../storage/route-records.js";
+import type { PolicyRecord, RouteForward, RouteMatchRecord, RouteRecord, RouteRewrite } from "../../storage/route-records.js";
 import type { Caller } from "../caller.js";
 import { requireGateway } from "../root-keys/permissions.js";
-import { compilePolicies } from "./policy-compiler.js";
+import { compilePolicies, POLICY_KINDS } from "./policy-compiler.js";
 import type { Problem, Problems } from "./problems.js";
 import { type CompiledRoute, compileRoute, type RouteCompileRules } from "./route-compiler.js";
 import { configView, type RouteView, storedView } from "./route-views.js";
-import { clashIn, definitionOf, keepingIds, swapped, withId } from "./route-writes.js";
+import { clashIn, definitionOf, keepingIds, setOptionalFields, swapped, withId } from "./route-writes.js";
 
 /** A policy as a client writes it: its id is keygate's to give. */
 export type PolicyInput = Omit<PolicyRecord, "id">;
@@ -20,6 +20,10 @@ export interface RouteInput {
   policies?: PolicyInput[];
   forward?: RouteForward;
   timeoutMs?: number;
+  stripPrefix?: boolean;
+  rewrite?: RouteRewrite;
+  host?: "upstream" | "client";
+  bodyLimit?: number;
 }
 
 /** A partial update of a route: what is given replaces what is stored; null removes an optional field. */
@@ -30,6 +34,10 @@ export interface RouteChange {
   policies?: PolicyInput[];
   forward?: RouteForward | null;
   timeoutMs?: number | null;
+  stripPrefix?: boolean | null;
+  rewrite?: RouteRewrite | null;
+  host?: "upstream" | "client" | null;
+  bodyLimit?: number | null;
 }
 
 /** A partial update of one policy: what is given replaces what is stored (a rule replaces the rule); null `match` removes it. */
@@ -82,8 +90,7 @@ export class RouteService {
       createdAt: now,
       updatedAt: now,
     };
-    if (input.forward !== undefined) route.forward = input.forward;
-    if (input.timeoutMs !== undefined) route.timeoutMs = input.timeoutMs;
+    setOptionalFields(route, input);
     await this.validate(route);
     return this.write(
       () => storedView(route),
@@ -120,10 +127,7 @@ export class RouteService {
     if (input.match !== undefined) next.match = input.match;
     if (input.upstream !== undefined) next.upstream = input.upstream;
     if (input.policies !== undefined) next.policies = keepingIds(current.policies, input.policies, now);
-    if (input.forward === null) delete next.forward;
-    else if (input.forward !== undefined) next.forward = input.forward;
-    if (input.timeoutMs === null) delete next.timeoutMs;
-    else if (input.timeoutMs !== undefined) next.timeoutMs = input.timeoutMs;
+    setOptionalFields(next, input);
     return this.replace(current, next);
   }
 
@@ -274,13 +278,14 @@ export class RouteService {
     throw new KeygateError("err:keygate:data:route_not_found", `The route '${route}' does not exist.`);
   }
 
-  /** Whether a route of the configuration file serves this workspace (through the API of its first keyauth policy). */
+  /** Whether a route of the configuration file serves this workspace: its first keyauth policy's API's, or a public route's own. */
   private async configRouteOf(workspaceId: string, route: CompiledRoute): Promise<boolean> {
-    return route.workspaceApiId !== undefined && this.options.isApiOf(workspaceId, route.workspaceApiId);
+    if (route.workspaceApiId === undefined) return route.definition.workspaceId === workspaceId;
+    return this.options.isApiOf(workspaceId, route.workspaceApiId);
   }
 }
 
-const RULE_FIELDS = ["keyauth", "ratelimit", "firewall", "openapi", "logging"] as const;
+const RULE_FIELDS = POLICY_KINDS;
 
 /** A 400 naming each problem's field in the request body. */
 function invalid(problems: readonly Problem[]): KeygateError {
