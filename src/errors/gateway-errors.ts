@@ -31,7 +31,8 @@ export const GATEWAY_ERRORS = {
   "err:keygate:gateway:request_denied": {
     status: 403,
     title: "Forbidden",
-    meaning: "A firewall policy of the route denies the request (its path, method, headers or client address).",
+    meaning:
+      "A firewall policy of the route denies the request (its path, method, headers or client address), or its cors policy does not allow the origin of a preflight.",
   },
   "err:keygate:gateway:key_disabled": { status: 401, title: "Unauthorized", meaning: "The API key is disabled." },
   "err:keygate:gateway:key_expired": { status: 401, title: "Unauthorized", meaning: "The API key has expired." },

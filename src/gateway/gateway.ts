@@ -14,6 +14,7 @@ import type { RequestTelemetry } from "../http/request-telemetry.js";
 import type { Clock } from "../lib/clock.js";
 import { newId } from "../lib/ids.js";
 import { BodyCapture } from "./body-capture.js";
+import { noteCors, type Preflight, preflightHeaders, preflightOf } from "./cors.js";
 import { type Allowed, type Decision, type DecisionServices, GatewayDecider, type RouteMatch } from "./decision.js";
 import { upstreamHeaders, upstreamPath } from "./forwarding.js";
 import type { GatewayRequest } from "./gateway-request.js";
@@ -21,7 +22,6 @@ import type { CurrentGatewaySnapshot } from "./gateway-snapshot.js";
 import { bodyStillArriving, PlainForwarding } from "./plain-forwarding.js";
 import { GatewayRequestEvents, noteDecision } from "./request-events.js";
 import type { CompiledRoute } from "./route-table.js";
-import { UpstreamClient } from "./upstream-client.js";
 import { noHealthyUpstream, refundCredits, upstreamFailure } from "./upstream-failure.js";
 import { UpstreamPools } from "./upstream-pools.js";
 import { relayUpgrade } from "./websocket.js";
@@ -56,7 +56,6 @@ export class Gateway {
   private readonly decider: GatewayDecider;
   private readonly events: GatewayRequestEvents;
   private readonly plain: PlainForwarding;
-  private readonly client = new UpstreamClient();
   /** Each route's upstream targets and their health on this process (getRoute and the metrics show them). */
   readonly pools: UpstreamPools;
   private closing = false;
@@ -65,15 +64,12 @@ export class Gateway {
     this.options = options;
     this.decider = new GatewayDecider(options.services, options.log);
     this.events = new GatewayRequestEvents(options.events, options.clock, this.decider);
-    this.pools = new UpstreamPools({ clock: options.clock, log: options.log, shared: this.client.dispatcher });
-    this.pools.reconcile(options.snapshot.current.table.routes);
-    options.snapshot.watch((snapshot) => this.pools.reconcile(snapshot.table.routes));
+    this.pools = new UpstreamPools({ clock: options.clock, log: options.log, snapshot: options.snapshot });
     this.plain = new PlainForwarding({
       log: options.log,
       upstreams: options.upstreams,
       refund: (request, decision) => this.refund(request, decision),
       answerError: (request, response, error) => this.answerError(request, response, error),
-      client: this.client,
       pools: this.pools,
     });
   }
@@ -86,14 +82,18 @@ export class Gateway {
     const target = splitTarget(raw.url ?? "/");
     if (this.options.servedByApplication(target.path)) return false;
     const snapshot = this.options.snapshot.current;
-    const match = this.decider.match(snapshot, raw.method ?? "GET", target.path);
+    // A CORS preflight belongs to the route that takes the method it asks about, when that route answers it.
+    const preflight = preflightOf(raw, target, (method) => this.decider.match(snapshot, method, target.path));
+    const match = preflight?.match ?? this.decider.match(snapshot, raw.method ?? "GET", target.path);
     if (match.kind === "none" || match.kind === "undecodable") return false;
 
     const request = this.arrived(raw, target, snapshot, match);
+    if (match.kind === "route" && match.route.cors.length > 0) noteCors(request, match.route, preflight?.policy);
     // Closed once the answer is sent or the client went away, whichever the request came to.
     whenAnswerCloses(raw, response, () => this.answered(request, response));
     const refusal = refusalAtTheDoor(raw, this.closing) ?? (match.kind === "refused" ? match.error : undefined);
     if (refusal) this.refuse(request, refusal, (error) => this.answerError(request, response, error));
+    else if (preflight) this.answerPreflight(request, response, preflight);
     else if (match.kind === "route") {
       void this.decide(request, match.route).then((decision) => {
         if (decision.kind === "deny") return this.answerError(request, response, decision.error);
@@ -149,33 +149,23 @@ export class Gateway {
       const target = pool.pick();
       if (target === undefined) return void this.refund(request, decision).then(() => answerError(noHealthyUpstream(route)));
       request.upstreamSentAt = performance.now();
-      // The target's call settles once: answered, failed, or the client gone first.
-      let settled = false;
-      const settle = (how: () => unknown) => {
-        if (!settled) how();
-        settled = true;
-      };
-      socket.once("close", () => settle(() => pool.released(target)));
+      const call = pool.once(target);
+      socket.once("close", () => call.released());
+      const client = { peer: request.remoteAddress, protocol: "encrypted" in socket ? "https" : "http", host: raw.headers.host };
       relayUpgrade(raw, socket, head, {
         target: target.origin + upstreamPath(route, request),
-        headers: upstreamHeaders(
-          route,
-          raw.headers,
-          decision.verification,
-          { peer: request.remoteAddress, protocol: "encrypted" in socket ? "https" : "http", host: raw.headers.host },
-          target.url,
-        ),
+        headers: upstreamHeaders(route, raw.headers, decision.verification, client, target.url),
         tls: route.pool.tls,
         timeoutMs: route.definition.timeoutMs ?? request.snapshot.settings.upstreamTimeoutMs,
         requestId: request.id,
         onAnswer: (status, lines) => {
-          settle(() => pool.answered(target, status));
+          call.answered(status);
           [request.status, request.head] = [status, lines];
           // A switched connection may stay open for hours: the request it began as is answered now.
           if (status === 101) answered();
         },
         onUpstreamFailure: (kind, error) => {
-          settle(() => pool.failed(target));
+          call.failed();
           request.upstreamEndedAt = performance.now();
           this.options.log.warn({ err: error, requestId: request.id, route: route.name }, "upstream failed an upgrade");
           this.options.upstreams.upstreamFailed(route.name, kind);
@@ -193,7 +183,6 @@ export class Gateway {
   /** Stops the health probes and closes the pooled upstream connections; call once no request is in flight. */
   async close(): Promise<void> {
     await this.pools.close();
-    await this.client.close();
   }
 
   /** A request the gateway took, as it arrived; `match` names its route when one takes it. */
@@ -243,10 +232,24 @@ export class Gateway {
     return refundCredits(this.options.services.keys, this.options.log, request, decision);
   }
 
+  /** A preflight its route's cors policy answers: 204 for an allowed origin, else 403 without any CORS header. */
+  private answerPreflight(request: GatewayRequest, response: ServerResponse, preflight: Preflight): void {
+    const headers = preflightHeaders(preflight, request);
+    if (headers === undefined) {
+      const detail = `The origin is not allowed by the route's cors policy '${preflight.policy.name}'.`;
+      return void this.answerError(request, response, new KeygateError("err:keygate:gateway:request_denied", detail));
+    }
+    if (bodyStillArriving(request.raw) || this.closing) headers.connection = "close";
+    [request.status, request.head] = [204, headers];
+    response.writeHead(204, headers).end();
+  }
+
   /** `error` in the envelope on a plain request's response, unless an answer is already under way. */
   private answerError(request: GatewayRequest, response: ServerResponse, error: KeygateError): void {
     if (response.headersSent || response.destroyed) return;
     const { status, headers, body } = errorAnswer(request.id, error, this.options.docsUrl);
+    const cors = request.cors;
+    if (cors !== undefined) for (const name in cors) headers[name] = cors[name] as string;
     // Answered before the request body arrived: the rest of it is not read (see closeWhenAnsweredEarly).
     if (bodyStillArriving(request.raw) || this.closing) headers.connection = "close";
     [request.status, request.head] = [status, headers as OutgoingHttpHeaders];

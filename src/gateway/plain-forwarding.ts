@@ -5,13 +5,14 @@ import type { KeygateError } from "../errors/keygate-error.js";
 import { clientGone } from "../http/error-handler.js";
 import type { UpstreamObserver } from "../http/metrics.js";
 import { BodyCapture, captureRequestBody } from "./body-capture.js";
+import { addCorsHeaders } from "./cors.js";
 import type { Allowed } from "./decision.js";
-import { upstreamHeaders, upstreamPath } from "./forwarding.js";
+import { bodyTooLarge, upstreamHeaders, upstreamPath } from "./forwarding.js";
 import type { GatewayRequest } from "./gateway-request.js";
 import { addEndToEndHeaders } from "./hop-by-hop.js";
 import { hasBody } from "./request-body.js";
 import type { CompiledRoute } from "./route-table.js";
-import { UpstreamAbort, type UpstreamCall, type UpstreamClient, upstreamErrorKind } from "./upstream-client.js";
+import { UpstreamAbort, type UpstreamCall, upstreamErrorKind } from "./upstream-client.js";
 import { noHealthyUpstream, refundDue, upstreamFailure } from "./upstream-failure.js";
 import type { PoolTarget } from "./upstream-pool.js";
 import type { PoolEntry, UpstreamPools } from "./upstream-pools.js";
@@ -25,8 +26,7 @@ export interface PlainForwardingOptions {
   refund: (request: GatewayRequest, decision: Allowed) => Promise<void>;
   /** Answers `error` in the envelope, unless an answer is already under way. */
   answerError: (request: GatewayRequest, response: ServerResponse, error: KeygateError) => void;
-  /** The HTTP client to the upstreams, and each route's pool of targets. */
-  client: UpstreamClient;
+  /** Each route's pool of targets, and the HTTP client to them. */
   pools: UpstreamPools;
 }
 
@@ -71,7 +71,7 @@ export class PlainForwarding {
       host: raw.headers.host,
     });
     // Read whole already when an openapi policy validated it; streamed otherwise.
-    const body = request.body ?? (hasBody(raw) ? new ClientBody(raw) : null);
+    const body = request.body ?? (hasBody(raw) ? new ClientBody(raw, route.bodyLimit, request) : null);
     // Bodies are captured only when the route's logging policies ask; otherwise nothing is added to either stream.
     if (request.capture?.requestBody && body !== null) {
       request.requestBody = Buffer.isBuffer(body) ? BodyCapture.of(body) : captureRequestBody(body);
@@ -103,8 +103,8 @@ export class PlainForwarding {
       request.responseBody = new BodyCapture();
       signal.answerBody = request.responseBody;
     }
-    // The target is addressed by its own name (virtual hosts, TLS names).
-    forwarding.headers.host = target.url.host;
+    // The target is addressed by its own name (virtual hosts, TLS names), unless the route passes the client's on.
+    if (!route.clientHost || request.raw.headers.host === undefined) forwarding.headers.host = target.url.host;
     let status = 0;
     let retry: PoolTarget | undefined;
     const call: UpstreamCall = {
@@ -117,7 +117,7 @@ export class PlainForwarding {
       signal,
     };
     if (forwarding.entry.dispatcher !== undefined) call.dispatcher = forwarding.entry.dispatcher;
-    this.options.client
+    this.options.pools.client
       .call(call, (statusCode, upstreamHeaders) => {
         status = statusCode;
         // Nothing of this answer has gone to the client: it is read and dropped, and another target asked.
@@ -130,6 +130,7 @@ export class PlainForwarding {
         const limits = decision.ratelimitHeaders;
         for (const name in limits) head[name] = limits[name];
         addEndToEndHeaders(head, upstreamHeaders, "response");
+        if (request.cors !== undefined) addCorsHeaders(head, request.cors);
         // The rest of a request body the upstream did not wait for is not read: the connection cannot be reused.
         if (bodyStillArriving(request.raw)) head.connection = "close";
         request.head = head;
@@ -203,6 +204,14 @@ export class PlainForwarding {
   private upstreamFailed(forwarding: Forwarding, target: PoolTarget, signal: UpstreamAbort, error: unknown, answerBegan: boolean): void {
     const { request, response, route, decision, pool } = forwarding;
     request.upstreamEndedAt = performance.now();
+    // Cut off at the route's bodyLimit: refunded as an upstream failure, since the upstream got part of it; the
+    // target is not to blame, and nothing is retried.
+    if (request.bodyTooLarge === true) {
+      pool.released(target);
+      if (response.headersSent) return void response.destroy();
+      const limit = route.bodyLimit as number;
+      return void this.options.refund(request, decision).then(() => this.options.answerError(request, response, bodyTooLarge(limit)));
+    }
     // A client that went away broke the upstream request (mid-upload, or by leaving before the answer began, which
     // aborts the call): not the upstream's failure.
     if (clientGone(request.raw)) {
@@ -220,7 +229,7 @@ export class PlainForwarding {
     const next = answerBegan ? undefined : retryAfterFailure(forwarding, signal.connected, kind);
     if (next !== undefined) {
       // Nothing of a streamed body was taken: a fresh stream carries it to the next target.
-      if (!Buffer.isBuffer(forwarding.body) && forwarding.body !== null) forwarding.body = this.freshBody(request);
+      if (!Buffer.isBuffer(forwarding.body) && forwarding.body !== null) forwarding.body = this.freshBody(request, route);
       return void this.retried(forwarding, target, next, kind);
     }
     void this.options
@@ -229,8 +238,8 @@ export class PlainForwarding {
   }
 
   /** The client's body through a new stream (the first was destroyed with its call, before anything was read). */
-  private freshBody(request: GatewayRequest): Readable {
-    const body = new ClientBody(request.raw);
+  private freshBody(request: GatewayRequest, route: CompiledRoute): Readable {
+    const body = new ClientBody(request.raw, route.bodyLimit, request);
     if (request.capture?.requestBody) request.requestBody = captureRequestBody(body);
     return body;
   }

@@ -1,7 +1,8 @@
 import { type Static, Type } from "typebox";
 import { describedPattern } from "../http/patterns.js";
-import { ID_PATTERN, Strict, StringEnum } from "../http/schemas.js";
+import { ID_PATTERN, Nullable, Strict, StringEnum } from "../http/schemas.js";
 import { HTTP_METHODS, UPSTREAM_BALANCES } from "../storage/route-records.js";
+import { CorsPolicySchema } from "./policy-schema.js";
 
 /** HTTP methods a route can be limited to. */
 export const ROUTE_METHODS = HTTP_METHODS;
@@ -107,6 +108,35 @@ export const RouteForwardSchema = Strict({
   externalId: Type.Optional(HEADER_NAME),
 });
 
+const ROUTE_HOSTS = ["upstream", "client"] as const;
+
+/** How the path and Host a route sends upstream are made, and the largest body it takes (the file's and the API's). */
+export const RouteEdgeSchemas = {
+  /** Remove the route's match prefix from the path before it is appended to the upstream's path. */
+  stripPrefix: Type.Boolean(),
+  /** Replace the first match of `regex` (RE2) in the path (after stripPrefix) with `replacement` (`$1` names a group). */
+  rewrite: Strict({ regex: Type.String({ minLength: 1, maxLength: 1024 }), replacement: Type.String({ maxLength: 1024 }) }),
+  /** The Host the upstream gets: its own (`upstream`, the default) or the client's (`client`). */
+  host: StringEnum(ROUTE_HOSTS),
+  /** The largest request body in bytes; a larger one is refused with 413 before the upstream gets the rest. */
+  bodyLimit: Type.Integer({ minimum: 0, maximum: 1_099_511_627_776 }),
+};
+
+export const RouteEdgeFields = {
+  stripPrefix: Type.Optional(RouteEdgeSchemas.stripPrefix),
+  rewrite: Type.Optional(RouteEdgeSchemas.rewrite),
+  host: Type.Optional(RouteEdgeSchemas.host),
+  bodyLimit: Type.Optional(RouteEdgeSchemas.bodyLimit),
+};
+
+/** The same, each of them null to remove it (keygate.updateRoute). */
+export const RouteEdgeChanges = {
+  stripPrefix: Type.Optional(Nullable(RouteEdgeSchemas.stripPrefix)),
+  rewrite: Type.Optional(Nullable(RouteEdgeSchemas.rewrite)),
+  host: Type.Optional(Type.Unsafe<(typeof ROUTE_HOSTS)[number] | null>({ type: ["string", "null"], enum: [...ROUTE_HOSTS, null] })),
+  bodyLimit: Type.Optional(Nullable(RouteEdgeSchemas.bodyLimit)),
+};
+
 export const RouteSchema = Strict({
   name: RouteNameSchema,
   match: Strict({
@@ -114,8 +144,10 @@ export const RouteSchema = Strict({
     methods: Type.Optional(Type.Array(StringEnum(ROUTE_METHODS), { minItems: 1, uniqueItems: true })),
   }),
   upstream: RouteUpstreamOrPoolSchema,
-  /** Keys of other APIs are refused. */
-  apiId: Type.String({ minLength: 3, maxLength: 255, pattern: ID_PATTERN }),
+  /** Keys of other APIs are refused. Without it the route is public: it takes requests without a key. */
+  apiId: Type.Optional(Type.String({ minLength: 3, maxLength: 255, pattern: ID_PATTERN })),
+  /** A public route's workspace (its namespace limits, analytics and dashboard); a route with `apiId` has its API's. */
+  workspaceId: Type.Optional(Type.String({ minLength: 1, maxLength: 255, pattern: ID_PATTERN })),
   key: Type.Optional(RouteKeySchema),
   /** A permission query the key must satisfy, e.g. "orders.read OR admin". */
   permissions: Type.Optional(Type.String({ minLength: 1, maxLength: 1000 })),
@@ -133,6 +165,9 @@ export const RouteSchema = Strict({
   timeoutMs: Type.Optional(Type.Integer({ minimum: 100, maximum: 3_600_000 })),
   /** What the route's analytics events hold besides the defaults: `headers` records request and response headers. */
   analytics: Type.Optional(Strict({ headers: Type.Optional(Type.Boolean()) })),
+  /** A cors policy, run before the others (docs/gateway.md#cors). */
+  cors: Type.Optional(CorsPolicySchema),
+  ...RouteEdgeFields,
 });
 
 export const GatewaySettingsSchema = Strict(

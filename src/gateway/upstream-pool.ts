@@ -108,6 +108,20 @@ export class UpstreamPool {
     target.trial = false;
   }
 
+  /** One call's settling, done once whichever comes first (an upgrade: answered, failed, or the client gone). */
+  once(target: PoolTarget): { answered(status: number): void; failed(): void; released(): void } {
+    let settled = false;
+    const settle = (how: () => unknown) => {
+      if (!settled) how();
+      settled = true;
+    };
+    return {
+      answered: (status) => settle(() => this.answered(target, status)),
+      failed: () => settle(() => this.failed(target)),
+      released: () => settle(() => this.released(target)),
+    };
+  }
+
   /** An active probe's result; returns whether the target's verdict changed. */
   probed(target: PoolTarget, passed: boolean): boolean {
     const active = this.upstream.active;

@@ -3,8 +3,9 @@ import type { Dispatcher } from "undici";
 import type { UpstreamTargetHealth } from "../domain/routes/route-views.js";
 import type { UpstreamTargetSample } from "../http/metrics.js";
 import type { Clock } from "../lib/clock.js";
+import type { CurrentGatewaySnapshot } from "./gateway-snapshot.js";
 import type { CompiledRoute } from "./route-table.js";
-import { upstreamAgent } from "./upstream-client.js";
+import { UpstreamClient, upstreamAgent } from "./upstream-client.js";
 import { type PoolTarget, UpstreamPool } from "./upstream-pool.js";
 
 /** A route's pool on this process, with the connections it uses and its probes. */
@@ -20,8 +21,8 @@ export interface PoolEntry {
 export interface UpstreamPoolsOptions {
   clock: Clock;
   log: FastifyBaseLogger;
-  /** The shared connections, for the probes of an upstream without TLS settings of its own. */
-  shared: Dispatcher;
+  /** The routes in force: a pool for each, taken up with every new table. */
+  snapshot: CurrentGatewaySnapshot;
 }
 
 /**
@@ -38,8 +39,13 @@ export class UpstreamPools {
   /** Once closed, no probe starts again (a table swapped in while the app closes). */
   private closed = false;
 
+  /** The HTTP client to every upstream: the shared connections, and the calls of every pool. */
+  readonly client = new UpstreamClient();
+
   constructor(options: UpstreamPoolsOptions) {
     this.options = options;
+    this.reconcile(options.snapshot.current.table.routes);
+    options.snapshot.watch((snapshot) => this.reconcile(snapshot.table.routes));
   }
 
   /** The pool `route` is served with, made (and its probes started) when it has none yet. */
@@ -89,12 +95,13 @@ export class UpstreamPools {
     return samples;
   }
 
-  /** Stops every probe and closes every pool's own connections. */
+  /** Stops every probe and closes every pool's own connections, then the shared ones. */
   async close(): Promise<void> {
     this.closed = true;
     const closing = [...this.entries.values()].map((entry) => this.stop(entry));
     this.entries.clear();
     await Promise.all(closing);
+    await this.client.close();
   }
 
   private start(route: CompiledRoute): PoolEntry {
@@ -127,7 +134,7 @@ export class UpstreamPools {
     if (active === undefined) return;
     let passed: boolean;
     try {
-      const answer = await (entry.dispatcher ?? this.options.shared).request({
+      const answer = await (entry.dispatcher ?? this.client.dispatcher).request({
         origin: target.origin,
         path: active.path,
         method: "GET",

@@ -1,6 +1,7 @@
 import type { IncomingMessage } from "node:http";
-import { PassThrough, type Readable } from "node:stream";
+import { type Readable, Transform, type TransformCallback } from "node:stream";
 import type { UpstreamErrorKind } from "../http/metrics.js";
+import type { GatewayRequest } from "./gateway-request.js";
 import type { PoolTarget, UpstreamPool } from "./upstream-pool.js";
 
 /** Methods whose request may be sent twice without changing what it does (RFC 9110 §9.2.2). */
@@ -58,18 +59,32 @@ function next(attempts: Attempts): PoolTarget | undefined {
  * fails (an upstream that resets the connection once it has read the body, say), and destroying the client's
  * request would close the client's connection before it could be answered; a client that leaves mid-upload still
  * fails the call. The client's body is piped in only once undici first reads: a call that failed before then took
- * nothing of it, and another ClientBody can carry it to another target.
+ * nothing of it, and another ClientBody can carry it to another target. With a `limit` (the route's bodyLimit) the
+ * stream fails as soon as more than that came (the chunk that went past is not passed on), marking the request
+ * `bodyTooLarge`: the upstream call fails with it, before the upstream gets the rest.
  */
-export class ClientBody extends PassThrough {
+export class ClientBody extends Transform {
   private readonly raw: IncomingMessage;
+  private readonly limit: number | undefined;
+  private readonly request: Pick<GatewayRequest, "bodyTooLarge">;
   private piped = false;
+  private passed = 0;
 
-  constructor(raw: IncomingMessage) {
+  constructor(raw: IncomingMessage, limit: number | undefined, request: Pick<GatewayRequest, "bodyTooLarge">) {
     super();
     this.raw = raw;
+    this.limit = limit;
+    this.request = request;
     raw.once("close", () => {
       if (!raw.complete) this.destroy(new Error("the client closed the connection before its whole body arrived"));
     });
+  }
+
+  override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
+    this.passed += chunk.length;
+    if (this.limit === undefined || this.passed <= this.limit) return void callback(null, chunk);
+    this.request.bodyTooLarge = true;
+    callback(new Error(`the request body passed the route's limit of ${this.limit} bytes`));
   }
 
   override _read(size: number): void {

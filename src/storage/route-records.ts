@@ -17,6 +17,14 @@ export interface RouteRecord {
   forward?: RouteForward;
   /** Overrides gateway.upstreamTimeoutMs for this route. */
   timeoutMs?: number;
+  /** The route's match prefix is removed from the path before it is appended to the upstream's path. */
+  stripPrefix?: boolean;
+  /** The path (after stripPrefix) with `regex` (RE2) replaced by `replacement` (`$1` for a group). */
+  rewrite?: RouteRewrite;
+  /** The Host the upstream gets: its own (the default) or the client's. */
+  host?: "upstream" | "client";
+  /** The largest request body, in bytes: a larger one is refused (413) before the upstream gets the rest. */
+  bodyLimit?: number;
   /** Whether an OpenAPI document was uploaded for the route (keygate.setRouteOpenApi); its text is stored apart. */
   openApi?: { uploadedAt: number; title?: string };
   createdAt: number;
@@ -82,6 +90,12 @@ export type HttpMethod = (typeof HTTP_METHODS)[number];
 export interface RouteMatchRecord {
   prefix: string;
   methods?: HttpMethod[];
+}
+
+/** A rewrite of the path sent upstream: the first match of `regex` (RE2) replaced; `$1`... name its groups. */
+export interface RouteRewrite {
+  regex: string;
+  replacement: string;
 }
 
 /** Headers the upstream gets (any the client sent of the same names are dropped first). */
@@ -178,7 +192,28 @@ export interface LoggingPolicy {
   query?: boolean;
 }
 
-/** One gateway policy: exactly one of `keyauth`, `ratelimit`, `firewall`, `openapi` or `logging`. */
+/** An allowed origin: exactly one of `exact` or `regex` (RE2, matching the whole origin). */
+export interface CorsOrigin {
+  exact?: string;
+  regex?: string;
+}
+
+/** keygate: CORS (preflights answered at the gateway, the CORS headers added to every answer of an allowed origin). */
+export interface CorsPolicy {
+  /** `"*"`: any origin. */
+  allowOrigins: "*" | CorsOrigin[];
+  /** What a preflight may ask for; by default the route's methods (every method when it lists none). */
+  allowMethods?: HttpMethod[];
+  /** Request headers a preflight may ask for; by default those it asks for. */
+  allowHeaders?: string[];
+  /** Answer headers a page may read besides the CORS-safelisted ones. */
+  exposeHeaders?: string[];
+  allowCredentials?: boolean;
+  /** How long a browser may keep a preflight's answer. */
+  maxAgeSeconds?: number;
+}
+
+/** One gateway policy: exactly one of `keyauth`, `ratelimit`, `firewall`, `openapi`, `logging` or `cors`. */
 export interface PolicyRecord {
   /** `pol_…`, kept when the policy is updated on its own (updateRoutePolicy). */
   id: string;
@@ -191,4 +226,5 @@ export interface PolicyRecord {
   firewall?: FirewallPolicy;
   openapi?: NoSettings;
   logging?: LoggingPolicy;
+  cors?: CorsPolicy;
 }

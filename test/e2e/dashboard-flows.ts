@@ -556,6 +556,32 @@ export async function dashboardFlows(t: Test, storage: StorageKind): Promise<voi
     t.match(await routeEditor.getByLabel("Policies (JSON)").inputValue(), '"regex": "^/dash/admin"', "the JSON editor shows the policies");
   });
 
+  await step("a cors policy from its form: keygate answers preflights, and refusals carry the CORS headers", async () => {
+    await policyForm.getByLabel("Kind of policy").selectOption("cors");
+    await policyForm.getByRole("button", { name: "Add policy" }).click();
+    const cors = policyGroup(4, "cors");
+    await cors.getByLabel("Allowed origins").fill("https://app.example.test\n~ (");
+    await policyForm.getByRole("status").filter({ hasText: "Unsaved changes." }).waitFor();
+    await policyForm.getByRole("button", { name: "Save policies" }).click();
+    await cors.getByText(/is not a valid RE2 regular expression/).waitFor();
+    await cors.getByLabel("Allowed origins").fill("https://app.example.test\n~ https://[a-z]+\\.preview\\.example\\.test");
+    await cors.getByLabel("Max age (s)").fill("600");
+    await cors.getByLabel("Allow credentials").check();
+    await policyForm.getByRole("button", { name: "Save policies" }).click();
+    await policyForm.getByRole("status").filter({ hasText: "Policies saved." }).waitFor();
+    await routeRow("dash-route").getByText("cors (cors): CORS for https://app.example.test ~https://[a-z]+\\.preview").waitFor();
+    const preflight = await fetch(`${origin}/dash/items`, {
+      method: "OPTIONS",
+      headers: { origin: "https://app.example.test", "access-control-request-method": "GET" },
+    });
+    t.equal(preflight.status, 204, "the preflight is keygate's");
+    t.equal(preflight.headers.get("access-control-max-age"), "600");
+    const refused = await fetch(`${origin}/dash/items`, { headers: { origin: "https://pr.preview.example.test" } });
+    t.equal(refused.status, 401, "no key");
+    t.equal(refused.headers.get("access-control-allow-origin"), "https://pr.preview.example.test", "readable by the page");
+    t.equal(refused.headers.get("access-control-allow-credentials"), "true");
+  });
+
   await step("a configuration route is read-only; a route of the API is edited and deleted (with a confirmation)", async () => {
     const configured = routeRow("e2e-route");
     await configured.getByText("Read-only: from the configuration file").waitFor();

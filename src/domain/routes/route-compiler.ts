@@ -1,5 +1,6 @@
 import type { HttpMethod, RouteForward, RouteRecord } from "../../storage/route-records.js";
-import { type CompiledPolicy, compilePolicies, type KeySource } from "./policy-compiler.js";
+import { compilePathRewrite, type PathRewrite } from "./path-rewrite.js";
+import { type CompiledCors, type CompiledPolicy, compilePolicies, type KeySource } from "./policy-compiler.js";
 import type { Problems } from "./problems.js";
 import { type CompiledUpstream, compileUpstream, type TlsFileReader } from "./upstream-compiler.js";
 
@@ -34,6 +35,14 @@ export interface CompiledRoute {
   /** The API whose workspace a configuration route belongs to (its first keyauth policy's first API). */
   readonly workspaceApiId: string | undefined;
   readonly forward: RouteForward;
+  /** How the path sent upstream is made from the request's; undefined: as it came. */
+  readonly pathRewrite: PathRewrite | undefined;
+  /** Whether the upstream gets the client's Host rather than its own. */
+  readonly clientHost: boolean;
+  /** The largest request body in bytes; undefined: no limit of the route's. */
+  readonly bodyLimit: number | undefined;
+  /** The enabled cors policies, in order: the first that applies to a request decides. */
+  readonly cors: readonly CompiledCors[];
 }
 
 /** Normalises a path prefix the way requests are compared with it; see samePath. */
@@ -78,6 +87,7 @@ export function compileRoute(
       problems.push({ at: field("forward"), message: `'${source.header}' is a header a key is read from` });
     }
   }
+  const pathRewrite = compilePathRewrite(prefix, definition.stripPrefix, definition.rewrite, field, problems);
   if (problems.length > before || !upstream || !pool) return undefined;
   const firstKeyauth = definition.policies.find((policy) => policy.keyauth !== undefined)?.keyauth;
   return {
@@ -93,5 +103,9 @@ export function compileRoute(
     keySources,
     workspaceApiId: firstKeyauth?.keyspaces[0],
     forward,
+    pathRewrite,
+    clientHost: definition.host === "client",
+    bodyLimit: definition.bodyLimit,
+    cors: policies.filter((policy) => policy.kind === "cors"),
   };
 }

@@ -37,3 +37,10 @@ export function configView(route: CompiledRoute): RouteView {
   const { workspaceId: _workspaceId, ...view } = route.definition;
   return view;
 }
+
+/** A view with its upstream targets' state on this process, when its upstream is a pool. */
+export function withHealth(view: RouteView, health: ((routeId: string) => UpstreamTargetHealth[] | undefined) | undefined): RouteView {
+  const targets = health?.(view.id);
+  if (targets !== undefined) view.upstreamHealth = targets;
+  return view;
+}

@@ -5,6 +5,7 @@ import { invalidInput } from "../../../errors/keygate-error.js";
 import { MatchExprSchema, POLICY_LIST, type PolicyBody, PolicyResponseSchema, PolicyRuleFields } from "../../../gateway/policy-schema.js";
 import {
   ROUTE_METHODS,
+  RouteEdgeFields,
   RouteForwardSchema,
   RouteNameSchema,
   RoutePrefixSchema,
@@ -30,6 +31,7 @@ export const RouteFields = {
   policies: Type.Optional(POLICY_LIST),
   forward: Type.Optional(RouteForwardSchema),
   timeoutMs: Type.Optional(Type.Integer({ minimum: 100, maximum: 3_600_000 })),
+  ...RouteEdgeFields,
 };
 
 /** A route as the API answers it; the upstream's credentials, if it has any, masked. */
@@ -44,6 +46,7 @@ export const RouteResponse = Type.Object({
   forward: Type.Optional(RouteForwardSchema),
   timeoutMs: Type.Optional(Type.Integer()),
   openApi: Type.Optional(Type.Object({ uploadedAt: Type.Integer() })),
+  ...RouteEdgeFields,
   createdAt: Type.Optional(Type.Integer()),
   updatedAt: Type.Optional(Type.Integer()),
   /** Each target of a pool as the instance that answered sees it. */
