@@ -25,6 +25,8 @@ RUN mkdir -p /app/data/analytics && chown -R node:node /app/data
 VOLUME /app/data
 USER node
 EXPOSE 8080
+# Plain HTTP, or HTTPS when server.tls is set (a TLS port drops a plain request): the certificate is not checked here,
+# it names the service rather than 127.0.0.1.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=15s --retries=3 \
-  CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 8080) + '/v2/liveness').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+  CMD ["node", "-e", "const at = { host: '127.0.0.1', port: process.env.PORT || 8080, path: '/v2/liveness', rejectUnauthorized: false }; const done = (r) => process.exit(r.statusCode === 200 ? 0 : 1); require('node:http').get(at, done).on('error', () => require('node:https').get(at, done).on('error', () => process.exit(1)))"]
 CMD ["node", "--enable-source-maps", "dist/server.js"]

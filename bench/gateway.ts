@@ -4,9 +4,10 @@
  * cached key, a permission query and one Redis-backed named limit. --workers n adds keygate as a server process
  * with one worker and with n. --policies on adds, on the same keygate, a route managed through the API whose five
  * policies do the same and more: keyauth, a compound rate limit, a firewall, OpenAPI validation, logging off.
- * --pool on adds a route managed through the API with the same checks whose upstream is a pool of two targets.
+ * --pool on adds a route managed through the API with the same checks whose upstream is a pool of two targets. --tls
+ * on adds the same keygate with server.tls, loaded over HTTPS/1.1 (the generator) and over HTTP/2 (h2load).
  *
- *   npm run bench:gateway -- [--duration 30] [--slice 2] [--connections 50] [--generator autocannon|wrk] [--analytics embedded|off] [--reservations on|off] [--metrics-cost off|on] [--workers 0|n] [--policies off|on] [--pool off|on]
+ *   npm run bench:gateway -- [--duration 30] [--slice 2] [--connections 50] [--generator autocannon|wrk] [--analytics embedded|off] [--reservations on|off] [--metrics-cost off|on] [--workers 0|n] [--policies off|on] [--pool off|on] [--tls off|on]
  *
  * Four processes: the upstream, the bare proxy, keygate, and the load generator (this one). See bench/README.md.
  */
@@ -18,11 +19,20 @@ import { type Dispatcher, Pool } from "undici";
 import { callKeygate, startKeygate, startKeygateWorkers } from "./side-by-side/keygate.js";
 import { interleave, type Target } from "./side-by-side/load.js";
 import { nginxInstalled, startNginx } from "./side-by-side/nginx.js";
-import { describeRun, metricsCostOption, policiesOption, reservationsOption, runOptions, workersOption } from "./side-by-side/options.js";
+import {
+  describeRun,
+  metricsCostOption,
+  policiesOption,
+  reservationsOption,
+  runOptions,
+  tlsOption,
+  workersOption,
+} from "./side-by-side/options.js";
 import { createPoolRoute, poolOption } from "./side-by-side/pool-route.js";
 import { benchmark, forkServing, stopAll } from "./side-by-side/processes.js";
 import { deleteByPrefix, REDIS_URL } from "./side-by-side/redis.js";
 import { printRatio, printTargets } from "./side-by-side/report.js";
+import { BENCH_TLS } from "./side-by-side/tls.js";
 
 const API_ID = "api_bench_gateway";
 
@@ -186,6 +196,18 @@ async function drive(): Promise<void> {
     servedBy: unmeteredChild,
     headers: { authorization: `Bearer ${await createBenchKey(unmeteredChild.served.url as string)}` },
   };
+  // --tls: the same keygate with server.tls, over HTTPS/1.1 (the generator, which verifies no certificate) and over
+  // HTTP/2 (h2load, one request in flight per connection, as the HTTP/1.1 generators).
+  const tlsChild = tlsOption() ? await forkServing(import.meta.url, "keygate-tls") : undefined;
+  const overTls: Target[] = [];
+  if (tlsChild) {
+    const url = tlsChild.served.url as string;
+    const headers = { authorization: `Bearer ${await createBenchKey(url)}` };
+    overTls.push(
+      { label: "keygate over HTTPS/1.1", url: `${url}/orders/7`, servedBy: tlsChild, headers },
+      { label: "keygate over HTTP/2 (h2load)", url: `${url}/orders/7`, servedBy: tlsChild, headers, http2: true },
+    );
+  }
   // --workers: the same keygate as a server process with one worker and with several, for what workers bring.
   const workers = workersOption();
   const serverChildren =
@@ -210,6 +232,7 @@ async function drive(): Promise<void> {
       ...(policies ? [policies] : []),
       ...(pool ? [pool] : []),
       ...(unmetered ? [unmetered] : []),
+      ...overTls,
       ...servers,
     ],
     options,
@@ -223,6 +246,7 @@ async function drive(): Promise<void> {
   if (unmetered) printRatio(runs, gateway, unmetered, 0.95);
   if (policies) printRatio(runs, policies, gateway, 0.9);
   if (pool) printRatio(runs, pool, gateway);
+  for (const target of overTls) printRatio(runs, target, gateway);
   if (servers.length === 2) printRatio(runs, servers[1] as Target, servers[0] as Target);
 
   await stopAll(
@@ -233,10 +257,12 @@ async function drive(): Promise<void> {
     ...serverChildren,
     ...(unmeteredChild ? [unmeteredChild] : []),
     ...(secondChild ? [secondChild] : []),
+    ...(tlsChild ? [tlsChild] : []),
     upstreamChild,
   );
   await deleteByPrefix(prefix);
   if (unmeteredChild) await deleteByPrefix(unmeteredChild.served.prefix as string);
+  if (tlsChild) await deleteByPrefix(tlsChild.served.prefix as string);
   for (const child of serverChildren) await deleteByPrefix(child.served.prefix as string);
 }
 
@@ -304,6 +330,7 @@ await benchmark(drive, {
   nginx: () => startNginx(upstreamUrl()),
   keygate: () => startKeygateWithRoute(),
   "keygate-without-metrics": () => startKeygateWithRoute({ metrics: { enabled: false } }),
+  "keygate-tls": () => startKeygateWithRoute({ server: { tls: BENCH_TLS } }),
   "keygate-1-worker": () => startKeygateServer(1),
   "keygate-n-workers": () => startKeygateServer(workersOption()),
 });

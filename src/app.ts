@@ -2,6 +2,7 @@ import Fastify, { type FastifyInstance } from "fastify";
 import { type AnalyticsRuntime, openAnalytics } from "./analytics/index.js";
 import { InvalidationBus } from "./cache/invalidation-bus.js";
 import type { KeygateConfig } from "./config/schema.js";
+import { readTlsFiles, type TlsCredentials, type TlsSettings } from "./config/tls-files.js";
 import { gatewayFirst, type ServerLogOptions, serverOptions } from "./fastify-server.js";
 import { TRUST_EVERY_HOP_WARNING } from "./gateway/client-address.js";
 import { Gateway, type GatewayOptions } from "./gateway/gateway.js";
@@ -24,6 +25,7 @@ import { v2Routes } from "./routes/v2/index.js";
 import { createServices, type Services } from "./services.js";
 import { openStores } from "./storage/index.js";
 import type { Stores } from "./storage/interfaces.js";
+import { type SecureServer, ServerCertificates } from "./tls-certificates.js";
 
 declare module "fastify" {
   interface FastifyInstance {
@@ -35,6 +37,8 @@ declare module "fastify" {
     gatewaySnapshot: CurrentGatewaySnapshot;
     /** The Prometheus series of this app; undefined when metrics are off. */
     metrics: Metrics | undefined;
+    /** The server's TLS certificate (server.tls), reloaded by `reload()` and when its files change; undefined without TLS. */
+    certificates: ServerCertificates | undefined;
   }
 }
 
@@ -58,12 +62,15 @@ export async function buildApp(config: KeygateConfig, options: BuildOptions = {}
   const clock = options.clock ?? systemClock;
   const snapshot = new CurrentGatewaySnapshot(compileGatewaySnapshot(config));
   let gateway: Gateway | undefined;
+  // Throws a ConfigError naming the field and file before anything is opened.
+  const tls = config.server.tls && readTlsFiles(config.server.tls);
   const app: FastifyInstance = Fastify({
     ...serverOptions(config, snapshot, options, () => app.log),
-    serverFactory: gatewayFirst((request, response) => gateway?.handle(request, response) === true),
+    serverFactory: gatewayFirst((request, response) => gateway?.handle(request, response) === true, tls),
   });
   const servedByApplication = applicationPaths(app);
   app.decorate("gatewaySnapshot", snapshot);
+  app.decorate("certificates", tls && config.server.tls ? watchCertificates(app, config.server.tls, tls) : undefined);
 
   const runtime = await openRuntime(app, config, clock, options);
   const routeSync = syncRoutes(app, snapshot, runtime);
@@ -218,6 +225,14 @@ function openGateway(
     await gateway.close();
   });
   return gateway;
+}
+
+/** The server's certificate, reloaded when its files change (and by SIGHUP: server.ts); the watch ends with the app. */
+function watchCertificates(app: FastifyInstance, settings: TlsSettings, tls: TlsCredentials): ServerCertificates {
+  const certificates = new ServerCertificates(app.server as unknown as SecureServer, settings, tls, app.log);
+  certificates.watch();
+  app.addHook("onClose", async () => certificates.close());
+  return certificates;
 }
 
 /**

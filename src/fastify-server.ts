@@ -1,6 +1,8 @@
 import { createServer, type IncomingMessage, type Server, type ServerOptions, type ServerResponse } from "node:http";
+import { createSecureServer, type Http2SecureServer, type ServerHttp2Session } from "node:http2";
 import { type FastifyBaseLogger, type FastifyHttpOptions, type FastifyServerFactory, LogController } from "fastify";
 import type { KeygateConfig } from "./config/schema.js";
+import type { TlsCredentials } from "./config/tls-files.js";
 import type { CurrentGatewaySnapshot } from "./gateway/gateway-snapshot.js";
 import type { RouteTable } from "./gateway/route-table.js";
 import { clientErrorHandler } from "./http/client-errors.js";
@@ -47,6 +49,9 @@ export function serverOptions(
     frameworkErrors: (error, request, reply) =>
       answerFrameworkError(error, request, reply, { docsUrl, logRequests: config.logging.requests !== false }),
     bodyLimit: config.server.bodyLimit,
+    // With TLS, Fastify reads this only to write https:// in the address `listen` resolves to: gatewayFirst makes the
+    // server, and Fastify tells an HTTP/2 request by its httpVersionMajor, whatever its `http2` option says.
+    ...(config.server.tls ? ({ https: { allowHTTP1: true } } as object) : {}),
     // Node's requestTimeout stays off (Fastify's default): it would cut the gateway's streaming uploads. /v2 has a
     // body deadline of its own (src/http/slow-requests.ts).
     http: {
@@ -66,22 +71,76 @@ export function serverOptions(
   };
 }
 
+/** Fastify's options as its server factory gets them, its defaults filled in. */
+interface FactoryOptions {
+  http?: ServerOptions;
+  keepAliveTimeout: number;
+  requestTimeout: number;
+  connectionTimeout: number;
+}
+
 /**
  * Fastify's server with the gateway's request listener ahead of Fastify's own: a request the gateway takes never
- * reaches Fastify's routing. The server is made as Fastify would make it (its options, timeouts).
+ * reaches Fastify's routing. The server is made as Fastify would make it (its options, timeouts). With `tls`, it is
+ * an HTTP/2 server over TLS that serves HTTP/1.1 too (tlsServer).
  */
-export function gatewayFirst(gatewayTook: (request: IncomingMessage, response: ServerResponse) => boolean): FastifyServerFactory {
+export function gatewayFirst(
+  gatewayTook: (request: IncomingMessage, response: ServerResponse) => boolean,
+  tls?: TlsCredentials,
+): FastifyServerFactory {
   return (handler, fastifyOptions) => {
-    // Fastify has filled in its defaults by now.
-    const options = fastifyOptions as { http?: ServerOptions; keepAliveTimeout: number; requestTimeout: number; connectionTimeout: number };
-    const server = createServer(options.http ?? {}, (request, response) => {
+    const options = fastifyOptions as unknown as FactoryOptions;
+    const listener = (request: IncomingMessage, response: ServerResponse) => {
       if (!gatewayTook(request, response)) handler(request, response);
-    });
+    };
+    if (tls !== undefined) return tlsServer(tls, options, listener);
+    const server = createServer(options.http ?? {}, listener);
     server.keepAliveTimeout = options.keepAliveTimeout;
     server.requestTimeout = options.requestTimeout;
     server.setTimeout(options.connectionTimeout);
     return server;
   };
+}
+
+/**
+ * HTTPS: HTTP/2 when the client offers it by ALPN, HTTP/1.1 otherwise (and for WebSocket upgrades, which are
+ * HTTP/1.1 only), on one port. Its requests reach `listener` as Node's HTTP/2 compatibility objects
+ * (Http2ServerRequest, Http2ServerResponse), which the gateway and Fastify serve as they serve HTTP/1.1 requests
+ * (docs/gateway.md#http2-and-tls); the type says http.Server because the rest of keygate is written against Fastify's
+ * default. The HTTP/1.1 connections take the same timeouts and checks as the plain server's (Node reads them from
+ * the server's properties). A TLS handshake that fails gets no HTTP answer: its socket is closed.
+ */
+function tlsServer(tls: TlsCredentials, options: FactoryOptions, listener: (request: IncomingMessage, response: ServerResponse) => void) {
+  const server = createSecureServer({ allowHTTP1: true, cert: tls.cert, key: tls.key }, listener as never) as Http2SecureServer &
+    Pick<Server, "headersTimeout" | "requestTimeout" | "keepAliveTimeout"> & {
+      connectionsCheckingInterval: number;
+      closeHttp2Sessions: () => void;
+    };
+  const http = options.http ?? {};
+  server.headersTimeout = http.headersTimeout ?? server.headersTimeout;
+  server.requestTimeout = options.requestTimeout;
+  server.connectionsCheckingInterval = http.connectionsCheckingInterval ?? server.connectionsCheckingInterval;
+  server.keepAliveTimeout = options.keepAliveTimeout;
+  server.setTimeout(options.connectionTimeout);
+  // Node would hand a failed handshake to 'clientError', whose handler answers in HTTP/1.1 on the socket.
+  server.removeAllListeners("tlsClientError");
+  server.on("tlsClientError", (_error, socket) => socket.destroy());
+  // An idle HTTP/2 connection is closed after keepAliveTimeout, as an idle HTTP/1.1 one is. Node 20's server.close()
+  // leaves HTTP/2 connections open: Fastify closes them when it closes (closeHttp2Sessions), each with a GOAWAY once
+  // its streams in flight are done. One accepted before that whose handshake ends after is closed at once.
+  const sessions = new Set<ServerHttp2Session>();
+  let closing = false;
+  server.on("session", (session) => {
+    if (closing) return void session.close();
+    sessions.add(session);
+    session.once("close", () => sessions.delete(session));
+    session.setTimeout(options.keepAliveTimeout, () => session.close());
+  });
+  server.closeHttp2Sessions = () => {
+    closing = true;
+    for (const session of sessions) session.close();
+  };
+  return server as unknown as Server;
 }
 
 /**

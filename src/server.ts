@@ -9,6 +9,7 @@ import { FIRST_WORKER_VARIABLE } from "./cluster/worker-pool.js";
 import { ConfigError, configPath, loadConfig } from "./config/load.js";
 import { reloadRoutes, watchRoutes } from "./config/reload.js";
 import type { KeygateConfig } from "./config/schema.js";
+import { describeCertificate, readTlsFiles } from "./config/tls-files.js";
 import { redactUrl } from "./lib/redact-url.js";
 import { describeTarget } from "./storage/redis/topology.js";
 
@@ -21,6 +22,8 @@ async function main(): Promise<void> {
   let config: KeygateConfig;
   try {
     config = loadConfig();
+    // Checked here, before any worker starts: a file that cannot be used stops keygate with one line naming it.
+    if (config.server.tls) readTlsFiles(config.server.tls, { source: configPath() ?? "environment", env: process.env });
   } catch (error) {
     if (error instanceof ConfigError) {
       console.error(`keygate: ${error.message}`);
@@ -49,6 +52,13 @@ async function main(): Promise<void> {
   // never goes there (see deliverBootstrapRootKey).
   const startup = app.log.child({}, { level: config.logging.level === "silent" ? "silent" : "info" });
   if (speaks) summarise(startup, config, app.analytics.describe());
+  if (speaks && app.certificates) {
+    const certificate = describeCertificate(app.certificates.certificate);
+    startup.info(
+      { certificate },
+      `tls: HTTPS with HTTP/2 and HTTP/1.1, certificate ${certificate.subject}, serial ${certificate.serialNumber}, valid to ${certificate.validTo}`,
+    );
+  }
   const delivery = bootstrap
     ? await deliverBootstrapRootKey(app.services, bootstrap, {
         terminal: process.stderr.isTTY === true,
@@ -75,12 +85,19 @@ async function main(): Promise<void> {
       })
     : () => {};
 
+  // SIGHUP reloads the TLS certificate too (a worker's is relayed by the primary); the files' changes are watched by
+  // the app itself.
+  const certificates = app.certificates;
+  const reloadCertificates = () => certificates?.reload();
+  if (certificates) process.on("SIGHUP", reloadCertificates);
+
   let closing = false;
   const shutdown = (signal: string) => {
     if (closing) return;
     closing = true;
     app.log.info({ signal }, "closing: finishing in-flight requests");
     stopWatching();
+    process.off("SIGHUP", reloadCertificates);
     app
       .close()
       .then(() => worker?.close())

@@ -5,10 +5,12 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { request } from "undici";
 import { buildApp } from "../../src/app.js";
 import { validateConfig } from "../../src/config/load.js";
 import { analyticsEngineOption, reservationsOption } from "./options.js";
 import { REDIS_URL } from "./redis.js";
+import { trustingTestCa } from "./tls.js";
 
 export const ROOT_KEY = "root_bench_all_permissions";
 export const BENCH_WORKSPACE = "ws_bench";
@@ -58,14 +60,21 @@ export async function startKeygate(settings: { apiId?: string; clusterNodes?: st
  * under load has served real HTTP requests only, like a deployed one.
  */
 export async function callKeygate(url: string, procedure: string, body: object): Promise<Record<string, unknown>> {
-  const response = await fetch(`${url}/v2/${procedure}`, {
-    method: "POST",
-    headers: { "content-type": "application/json", authorization: `Bearer ${ROOT_KEY}` },
-    body: JSON.stringify(body),
-  });
-  const text = await response.text();
-  if (response.status !== 200) throw new Error(`${procedure}: ${response.status} ${text}`);
-  return (JSON.parse(text) as { data: Record<string, unknown> }).data;
+  // A keygate over HTTPS (--tls) has the test certificate.
+  const dispatcher = url.startsWith("https:") ? trustingTestCa() : undefined;
+  try {
+    const response = await request(`${url}/v2/${procedure}`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${ROOT_KEY}` },
+      body: JSON.stringify(body),
+      ...(dispatcher ? { dispatcher } : {}),
+    });
+    const text = await response.body.text();
+    if (response.statusCode !== 200) throw new Error(`${procedure}: ${response.statusCode} ${text}`);
+    return (JSON.parse(text) as { data: Record<string, unknown> }).data;
+  } finally {
+    await dispatcher?.close();
+  }
 }
 
 /**
@@ -101,7 +110,7 @@ export async function startKeygateWorkers(
     let out = "";
     child.stdout.on("data", (chunk: Buffer) => {
       out += chunk.toString();
-      const match = /keygate is listening on (http:\/\/[^\s"]+)/.exec(out);
+      const match = /keygate is listening on (https?:\/\/[^\s"]+)/.exec(out);
       if (match) resolve(match[1] as string);
     });
     child.once("exit", (code) => reject(new Error(`keygate exited (${code}) before listening:\n${out}`)));

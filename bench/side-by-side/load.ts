@@ -4,7 +4,7 @@
  * child and Redis spent meanwhile.
  */
 import { execFile } from "node:child_process";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { promisify } from "node:util";
@@ -27,6 +27,8 @@ export interface Target {
    * servers then lack on a small machine: use it only when needed.
    */
   body?: string | { numbered: string };
+  /** Loaded by h2load over HTTP/2 (a GET without a body), whatever --generator says. */
+  http2?: boolean;
 }
 
 /** What the load generator saw of one slice. */
@@ -80,8 +82,9 @@ let numbered = 0;
 async function measure(target: Target, duration: number, options: RunOptions, redis: Redis): Promise<Measurement> {
   const cpuBefore = await target.servedBy.cpuMicros();
   const redisBefore = await redisCpuMicros(redis);
-  const load =
-    options.generator === "wrk"
+  const load = target.http2
+    ? await loadWithH2load(target, duration, options.connections)
+    : options.generator === "wrk"
       ? await loadWithWrk(target, duration, options.connections)
       : await loadWithAutocannon(target, duration, options.connections);
   const serverCpuMicros = (await target.servedBy.cpuMicros()) - cpuBefore;
@@ -119,6 +122,53 @@ export async function assertWrkInstalled(): Promise<void> {
   await run("wrk", ["--version"]).catch(() =>
     Promise.reject(new Error("--generator wrk needs wrk on the PATH (Debian: apt-get install wrk)")),
   );
+}
+
+/** Rejects, saying how to install it, when h2load is not on the PATH. */
+export async function assertH2loadInstalled(): Promise<void> {
+  await run("h2load", ["--version"]).catch(() =>
+    Promise.reject(new Error("--tls on needs h2load on the PATH (Debian: apt-get install nghttp2-client)")),
+  );
+}
+
+/**
+ * One thread of h2load over HTTP/2, `connections` connections with one request in flight on each (the concurrency of
+ * the HTTP/1.1 targets); latencies from its per-request log, which has no percentiles of its own.
+ */
+async function loadWithH2load(target: Target, duration: number, connections: number): Promise<Load> {
+  if (target.body !== undefined || (target.method ?? "GET") !== "GET") throw new Error("h2load targets are GETs without a body");
+  const directory = await mkdtemp(join(tmpdir(), "keygate-h2load-"));
+  try {
+    const log = join(directory, "requests.tsv");
+    const headers = Object.entries(target.headers ?? {}).flatMap(([name, value]) => ["-H", `${name}: ${value}`]);
+    const output = await run("h2load", ["-t1", `-c${connections}`, "-m1", `-D${duration}`, "--log-file", log, ...headers, target.url]);
+    return parseH2loadOutput(output, await readFile(log, "utf8"));
+  } finally {
+    await rm(directory, { recursive: true, force: true });
+  }
+}
+
+/** What h2load printed and its --log-file (start µs, status, duration µs per line), as a Load. */
+export function parseH2loadOutput(output: string, log: string): Load {
+  const finished = /finished in ([\d.]+)(us|ms|s|m),/.exec(output);
+  const requests = /requests: \d+ total, \d+ started, (\d+) done, \d+ succeeded, \d+ failed, (\d+) errored, (\d+) timeout/.exec(output);
+  const codes = /status codes: (\d+) 2xx, (\d+) 3xx, (\d+) 4xx, (\d+) 5xx/.exec(output);
+  if (!finished || !requests || !codes) throw new Error(`h2load did not report its requests:\n${output}`);
+  const latencies = log
+    .split("\n")
+    .filter((line) => line !== "")
+    .map((line) => Number(line.split("\t")[2]) / 1_000)
+    .sort((a, b) => a - b);
+  const percentile = (p: number) =>
+    latencies.length === 0 ? Number.NaN : Math.round(latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * p))] as number);
+  return {
+    requests: Number(requests[1]),
+    seconds: milliseconds(finished[1] as string, finished[2] as string) / 1_000,
+    p50: percentile(0.5),
+    p99: percentile(0.99),
+    non2xx: Number(codes[2]) + Number(codes[3]) + Number(codes[4]),
+    errors: Number(requests[2]) + Number(requests[3]),
+  };
 }
 
 /** One thread of wrk with a Lua script that sends the target's request; numbered bodies continue the run's count. */

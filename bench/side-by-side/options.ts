@@ -1,5 +1,5 @@
 import { parseArgs } from "node:util";
-import { assertWrkInstalled } from "./load.js";
+import { assertH2loadInstalled, assertWrkInstalled } from "./load.js";
 
 export interface RunOptions {
   /** Seconds of load each target gets in all. */
@@ -27,6 +27,7 @@ export async function runOptions(): Promise<RunOptions> {
   }
   const generator = choiceOption("generator", ["autocannon", "wrk"]);
   if (generator === "wrk") await assertWrkInstalled();
+  if (tlsOption()) await assertH2loadInstalled();
   // The serving children read these themselves; checked here too, so a bad value stops the run before any starts.
   analyticsEngineOption();
   reservationsOption();
@@ -65,6 +66,11 @@ export function reservationsOption(): boolean {
 /** --metrics-cost on|off: gateway: also measure a keygate without metrics (metrics.enabled: false) beside it. */
 export function metricsCostOption(): boolean {
   return choiceOption("metrics-cost", ["off", "on"]) === "on";
+}
+
+/** gateway: `--tls on` adds the same keygate over HTTPS, loaded over HTTP/1.1 and over HTTP/2 (h2load). */
+export function tlsOption(): boolean {
+  return choiceOption("tls", ["off", "on"]) === "on";
 }
 
 /** gateway: `--policies on` adds a route managed through the API with five policies, on the same keygate. */

@@ -10,6 +10,9 @@ const SIMPLE_VARIABLES: readonly [string, string, "text" | "whole number" | "who
   ["PORT", "server.port", "whole number"],
   ["KEYGATE_WORKERS", "server.workers", "whole number or text"],
   ["HOST", "server.host", "text"],
+  ["KEYGATE_TLS_CERT", "server.tls.cert", "text"],
+  ["KEYGATE_TLS_KEY", "server.tls.key", "text"],
+  ["KEYGATE_TLS_CA", "server.tls.ca", "text"],
   ["METRICS_PORT", "metrics.port", "whole number"],
   ["METRICS_TOKEN", "metrics.token", "text"],
   ["KEYGATE_ANALYTICS_ENGINE", "analytics.engine", "text"],
@@ -24,11 +27,18 @@ const SIMPLE_VARIABLES: readonly [string, string, "text" | "whole number" | "who
  */
 export function applyEnvironment(raw: RawConfig, env: Record<string, string | undefined>, source: string): Map<string, string> {
   const fromEnv = new Map<string, string>();
-  const section = (name: string): RawConfig => {
-    const current = raw[name];
-    if (current === undefined || current === null) raw[name] = {};
-    else if (typeof current !== "object" || Array.isArray(current)) throw new ConfigError(source, [`${name}: must be an object`]);
-    return raw[name] as RawConfig;
+  // The object at a path of sections (server, or server.tls), made empty where the file has none.
+  const section = (path: string): RawConfig => {
+    let object = raw;
+    const names = path.split(".");
+    names.forEach((name, index) => {
+      const current = object[name];
+      if (current === undefined || current === null) object[name] = {};
+      else if (typeof current !== "object" || Array.isArray(current))
+        throw new ConfigError(source, [`${names.slice(0, index + 1).join(".")}: must be an object`]);
+      object = object[name] as RawConfig;
+    });
+    return object;
   };
 
   for (const [variable, path, kind] of SIMPLE_VARIABLES) {
@@ -36,8 +46,9 @@ export function applyEnvironment(raw: RawConfig, env: Record<string, string | un
     if (value === undefined) continue;
     if (kind === "whole number" && !/^\d+$/.test(value))
       throw new ConfigError("environment", [`${variable}: must be a whole number, got '${value}'`]);
-    const [name, field] = path.split(".") as [string, string];
-    section(name)[field] = kind === "whole number" || (kind === "whole number or text" && /^\d+$/.test(value)) ? Number(value) : value;
+    const at = path.lastIndexOf(".");
+    section(path.slice(0, at))[path.slice(at + 1)] =
+      kind === "whole number" || (kind === "whole number or text" && /^\d+$/.test(value)) ? Number(value) : value;
     fromEnv.set(path, variable);
   }
   const redisForm = redisFromEnvironment(env);

@@ -3,12 +3,27 @@ import { Strict, StringEnum } from "../http/schemas.js";
 import { DEFAULTS } from "./defaults.js";
 import { EMPTY } from "./schema-parts.js";
 
-// The sections about the process itself: server (listening, timeouts, workers), logging and metrics.
+// The sections about the process itself: server (listening, TLS, timeouts, workers), logging and metrics.
+
+/**
+ * `server.tls`: HTTPS (HTTP/2 by ALPN, HTTP/1.1 otherwise) on the main port. Paths of PEM files, read at start-up
+ * and again on SIGHUP or when they change (config/tls-files.ts checks them).
+ */
+export const TlsConfigSchema = Strict({
+  /** The server's certificate; intermediates may follow it in the same file. */
+  cert: Type.String({ minLength: 1 }),
+  /** Its private key (unencrypted). */
+  key: Type.String({ minLength: 1 }),
+  /** Intermediate CA certificates sent after the certificate, for a `cert` file that holds the certificate alone. */
+  ca: Type.Optional(Type.String({ minLength: 1 })),
+});
 
 export const ServerConfigSchema = Strict(
   {
     host: Type.String({ minLength: 1, default: DEFAULTS.host }),
     port: Type.Integer({ minimum: 0, maximum: 65535, default: DEFAULTS.port }),
+    /** Serve HTTPS with these files; without it, plain HTTP (behind a proxy that ends TLS, say). */
+    tls: Type.Optional(TlsConfigSchema),
     bodyLimit: Type.Integer({ minimum: 1024, maximum: 1024 * 1024 * 1024, default: DEFAULTS.bodyLimitBytes }),
     /** How long a /v2 request's body may take to arrive (408 and closed after that). The gateway's uploads have no such limit. */
     requestTimeoutMs: Type.Integer({ minimum: 100, maximum: 3_600_000, default: DEFAULTS.requestTimeoutMs }),

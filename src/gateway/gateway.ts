@@ -6,7 +6,8 @@ import type { KeyService } from "../domain/keys/key-service.js";
 import { isKeygateError, KeygateError } from "../errors/keygate-error.js";
 import { whenAnswerCloses } from "../http/answer-closed.js";
 import { answerOnSocket, errorAnswer } from "../http/error-envelope.js";
-import { logServerError, malformedUrlError, unexpectedError } from "../http/error-handler.js";
+import { logServerError, unexpectedError } from "../http/error-handler.js";
+import { closeAfterAnswer, isHttp2 } from "../http/http2.js";
 import type { UpstreamObserver } from "../http/metrics.js";
 import { refusalAtTheDoor } from "../http/protocol-checks.js";
 import { type RequestTarget, splitTarget } from "../http/request-target.js";
@@ -24,7 +25,7 @@ import { GatewayRequestEvents, noteDecision } from "./request-events.js";
 import type { CompiledRoute } from "./route-table.js";
 import { noHealthyUpstream, refundCredits, upstreamFailure } from "./upstream-failure.js";
 import { UpstreamPools } from "./upstream-pools.js";
-import { relayUpgrade } from "./websocket.js";
+import { relayUpgrade, upgradeRefusal } from "./websocket.js";
 
 export interface GatewayOptions {
   services: DecisionServices & { readonly keys: Pick<KeyService, "refundCredits"> };
@@ -128,7 +129,7 @@ export class Gateway {
       const answer = answerOnSocket(socket, request.id, error, this.options.docsUrl);
       if (answer) [request.status, request.head] = [answer.status, answer.headers];
     };
-    const refusal = refusalAtTheDoor(raw, this.closing) ?? matchRefusal(match, target.path);
+    const refusal = refusalAtTheDoor(raw, this.closing) ?? upgradeRefusal(match, target.path);
     if (refusal) this.refuse(request, refusal, answerError);
     else if (match.kind === "route") this.decideAndRelay(request, match.route, socket, head, answerError, answered);
   }
@@ -239,7 +240,7 @@ export class Gateway {
       const detail = `The origin is not allowed by the route's cors policy '${preflight.policy.name}'.`;
       return void this.answerError(request, response, new KeygateError("err:keygate:gateway:request_denied", detail));
     }
-    if (bodyStillArriving(request.raw) || this.closing) headers.connection = "close";
+    this.closeIfDue(request.raw, headers);
     [request.status, request.head] = [204, headers];
     response.writeHead(204, headers).end();
   }
@@ -250,12 +251,23 @@ export class Gateway {
     const { status, headers, body } = errorAnswer(request.id, error, this.options.docsUrl);
     const cors = request.cors;
     if (cors !== undefined) for (const name in cors) headers[name] = cors[name] as string;
-    // Answered before the request body arrived: the rest of it is not read (see closeWhenAnsweredEarly).
-    if (bodyStillArriving(request.raw) || this.closing) headers.connection = "close";
+    this.closeIfDue(request.raw, headers);
     [request.status, request.head] = [status, headers as OutgoingHttpHeaders];
     // keygate's own answer is the body the client gets: it replaces what was captured of a failed upstream's.
     if (request.capture?.responseBody) request.responseBody = BodyCapture.of(body);
     response.writeHead(status, headers).end(body);
+  }
+
+  /**
+   * Ends the connection with keygate's own answer when it came before the request body arrived (the rest is not read:
+   * see closeWhenAnsweredEarly), or while keygate closes. HTTP/2 has no Connection header (a closing keygate's 503
+   * has one): its stream alone ends, and a closing keygate ends the connection with GOAWAY.
+   */
+  private closeIfDue(raw: IncomingMessage, headers: Record<string, unknown>): void {
+    const http2 = isHttp2(raw);
+    if (http2) delete headers.connection;
+    if (bodyStillArriving(raw) && closeAfterAnswer(raw)) headers.connection = "close";
+    else if (this.closing && !http2) headers.connection = "close";
   }
 
   /**
@@ -282,19 +294,5 @@ export class Gateway {
       this.options.log,
       request.id,
     );
-  }
-}
-
-/** Why an upgrade no route takes is refused: its URL does not decode, a route refused it, or no route takes it. */
-function matchRefusal(match: RouteMatch, path: string): KeygateError | undefined {
-  switch (match.kind) {
-    case "route":
-      return undefined;
-    case "refused":
-      return match.error;
-    case "undecodable":
-      return malformedUrlError();
-    case "none":
-      return new KeygateError("err:user:bad_request:route_not_found", `No route takes upgrades at ${path}.`);
   }
 }

@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from "node:http";
+import { isPseudoHeader } from "../http/http2.js";
 
 /**
  * Header fields that describe one connection, not the message (RFC 9110 §7.6.1, RFC 9112): a proxy consumes them
@@ -86,7 +87,9 @@ export function addEndToEndHeaders(
 ): void {
   const isHopByHop = hopByHopRule(direction, headers.connection);
   for (const name of Object.keys(headers)) {
-    if (!isHopByHop(name)) into[name] = headers[name];
+    // An HTTP/2 request's pseudo-headers (":method", ":path", ":authority", ":scheme") describe its stream; the
+    // upstream gets them as its HTTP/1.1 request line and Host.
+    if (!isHopByHop(name) && !isPseudoHeader(name)) into[name] = headers[name];
   }
   if (direction === "request") {
     const te = passingTe(headers.te);

@@ -3,6 +3,7 @@ import { PassThrough, pipeline, type Readable, type Writable } from "node:stream
 import type { FastifyBaseLogger } from "fastify";
 import type { KeygateError } from "../errors/keygate-error.js";
 import { clientGone } from "../http/error-handler.js";
+import { closeAfterAnswer, fitForHttp2, isHttp2, requestAuthority } from "../http/http2.js";
 import type { UpstreamObserver } from "../http/metrics.js";
 import { BodyCapture, captureRequestBody } from "./body-capture.js";
 import { addCorsHeaders } from "./cors.js";
@@ -68,7 +69,7 @@ export class PlainForwarding {
     const headers = upstreamHeaders(route, raw.headers, decision.verification, {
       peer: request.remoteAddress,
       protocol: "encrypted" in raw.socket ? "https" : "http",
-      host: raw.headers.host,
+      host: requestAuthority(raw),
     });
     // Read whole already when an openapi policy validated it; streamed otherwise.
     const body = request.body ?? (hasBody(raw) ? new ClientBody(raw, route.bodyLimit, request) : null);
@@ -104,7 +105,7 @@ export class PlainForwarding {
       signal.answerBody = request.responseBody;
     }
     // The target is addressed by its own name (virtual hosts, TLS names), unless the route passes the client's on.
-    if (!route.clientHost || request.raw.headers.host === undefined) forwarding.headers.host = target.url.host;
+    if (!route.clientHost || requestAuthority(request.raw) === undefined) forwarding.headers.host = target.url.host;
     let status = 0;
     let retry: PoolTarget | undefined;
     const call: UpstreamCall = {
@@ -132,7 +133,9 @@ export class PlainForwarding {
         addEndToEndHeaders(head, upstreamHeaders, "response");
         if (request.cors !== undefined) addCorsHeaders(head, request.cors);
         // The rest of a request body the upstream did not wait for is not read: the connection cannot be reused.
-        if (bodyStillArriving(request.raw)) head.connection = "close";
+        const raw = request.raw;
+        if (bodyStillArriving(raw) && closeAfterAnswer(raw)) head.connection = "close";
+        if (isHttp2(raw)) fitForHttp2(head);
         request.head = head;
         if (statusCode >= 500 && refundDue(request, decision)) return this.answerAfterRefund(request, response, decision, statusCode, head);
         request.status = statusCode;

@@ -1,4 +1,5 @@
 import type { IncomingMessage } from "node:http";
+import { http2HasBody, isHttp2 } from "../http/http2.js";
 
 /** A request body read whole, or why it was not: larger than the limit, or the client went away first. */
 export type BodyRead = { kind: "read"; body: Buffer } | { kind: "too-large" } | { kind: "gone" };
@@ -39,8 +40,12 @@ export function readBody(raw: IncomingMessage, limit: number): Promise<BodyRead>
   });
 }
 
-/** Whether a request has a body (RFC 9112 §6.3: a length, or a transfer coding). */
+/**
+ * Whether a request has a body (RFC 9112 §6.3: a length, or a transfer coding; on HTTP/2, a stream not ended with
+ * its headers).
+ */
 export function hasBody(request: IncomingMessage): boolean {
+  if (isHttp2(request)) return http2HasBody(request);
   const length = request.headers["content-length"];
   return request.headers["transfer-encoding"] !== undefined || (length !== undefined && length !== "0");
 }

@@ -1,6 +1,7 @@
 import type { IncomingMessage, OutgoingHttpHeaders } from "node:http";
 import type { EventSink, GatewayRequestEvent } from "../domain/analytics/events.js";
 import type { KeySource } from "../domain/routes/policy-compiler.js";
+import { isPseudoHeader, requestAuthority } from "../http/http2.js";
 import type { Clock } from "../lib/clock.js";
 import { clientAddress } from "./client-address.js";
 import type { Decision } from "./decision.js";
@@ -91,7 +92,8 @@ export class GatewayRequestEvents {
       apiId: request.apiId ?? route.workspaceApiId ?? "",
       route: route.name,
       method: request.method,
-      host: headerText(raw, "host", keyHeaders),
+      // An HTTP/2 request names its host in :authority.
+      host: headerText(raw, "host", keyHeaders) || (requestAuthority(raw) ?? ""),
       path: request.path,
       queryString: redactedQuery(request.query, route.keySources),
       responseStatus: request.status ?? 499,
@@ -144,8 +146,15 @@ export function redactedQuery(query: string, sources: readonly KeySource[]): str
     .join("&");
 }
 
+/**
+ * A request's header lines as sent. An HTTP/2 request's pseudo-headers are left out: its method, path and host are
+ * columns of their own, and :path holds the query string a key may be in (the query string column is redacted).
+ */
 function* rawPairs(rawHeaders: readonly string[]): Iterable<[string, string]> {
-  for (let i = 0; i + 1 < rawHeaders.length; i += 2) yield [rawHeaders[i] as string, rawHeaders[i + 1] as string];
+  for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i] as string;
+    if (!isPseudoHeader(name)) yield [name, rawHeaders[i + 1] as string];
+  }
 }
 
 function* answerPairs(headers: AnswerHeaders): Iterable<readonly [string, string]> {

@@ -75,8 +75,10 @@ export class ClientBody extends Transform {
     this.raw = raw;
     this.limit = limit;
     this.request = request;
+    // An HTTP/2 request reads as complete once its stream has closed, however it closed: `aborted` tells a client that
+    // reset its stream mid-upload (whose request then ends, so the pipe would end the upstream's body as if whole).
     raw.once("close", () => {
-      if (!raw.complete) this.destroy(new Error("the client closed the connection before its whole body arrived"));
+      if (!raw.complete || raw.aborted) this.destroy(new Error("the client closed the connection before its whole body arrived"));
     });
   }
 

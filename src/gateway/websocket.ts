@@ -2,6 +2,9 @@ import { request as httpRequest, type IncomingHttpHeaders, type IncomingMessage 
 import { type RequestOptions as HttpsRequestOptions, request as httpsRequest } from "node:https";
 import type { Duplex } from "node:stream";
 import type { UpstreamTls } from "../domain/routes/upstream-compiler.js";
+import { KeygateError } from "../errors/keygate-error.js";
+import { malformedUrlError } from "../http/error-handler.js";
+import type { RouteMatch } from "./decision.js";
 import { addUpgradeHeaders, endToEndResponseLines } from "./hop-by-hop.js";
 
 export interface UpgradeRelayOptions {
@@ -104,4 +107,18 @@ function answerLines(response: IncomingMessage, requestId: string, options?: { u
   const lines = endToEndResponseLines(response.rawHeaders, options).filter(([name]) => name.toLowerCase() !== "x-request-id");
   lines.push(["x-request-id", requestId]);
   return lines;
+}
+
+/** Why an upgrade no route takes is refused: its URL does not decode, a route refused it, or no route takes it. */
+export function upgradeRefusal(match: RouteMatch, path: string): KeygateError | undefined {
+  switch (match.kind) {
+    case "route":
+      return undefined;
+    case "refused":
+      return match.error;
+    case "undecodable":
+      return malformedUrlError();
+    case "none":
+      return new KeygateError("err:user:bad_request:route_not_found", `No route takes upgrades at ${path}.`);
+  }
 }

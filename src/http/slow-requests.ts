@@ -1,5 +1,6 @@
 import type { FastifyInstance } from "fastify";
 import { KeygateError } from "../errors/keygate-error.js";
+import { closeAfterAnswer, isHttp2 } from "./http2.js";
 
 /**
  * Limits on slow clients. Node's server-wide `requestTimeout` cannot be used: it would also cut the gateway's
@@ -42,13 +43,16 @@ export function bodyDeadline(app: FastifyInstance, timeoutMs: number): void {
 
 /**
  * Every answer sent while its request's body is still arriving (a refusal, a body too large, a deadline passed)
- * closes the connection once sent. Otherwise Node would go on reading and discarding the rest of the body, at the
- * client's pace and with no deadline, before the connection could serve another request. For every route: call on
- * the root instance.
+ * closes the connection once sent (on HTTP/2, the request's stream: closeAfterAnswer). Otherwise Node would go on
+ * reading and discarding the rest of the body, at the client's pace and with no deadline, before the connection
+ * could serve another request. An HTTP/2 answer has no Connection header (the 503 of a closing keygate has one on
+ * HTTP/1.1). For every route: call on the root instance.
  */
 export function closeWhenAnsweredEarly(app: FastifyInstance): void {
   app.addHook("onSend", (request, reply, payload, done) => {
-    if (request.raw.complete === false) reply.header("connection", "close");
+    const raw = request.raw;
+    if (isHttp2(raw)) reply.removeHeader("connection");
+    if (raw.complete === false && closeAfterAnswer(raw)) reply.header("connection", "close");
     done(null, payload);
   });
 }

@@ -72,7 +72,7 @@ export async function startServer(
   const baseUrl = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`server did not start in ${timeoutMs} ms:\n${out}\n${err}`)), timeoutMs);
     const check = () => {
-      const match = /keygate is listening on (http:\/\/[^\s"]+)/.exec(out);
+      const match = /keygate is listening on (https?:\/\/[^\s"]+)/.exec(out);
       if (match) {
         clearTimeout(timer);
         resolve(match[1] as string);
