@@ -3,10 +3,11 @@
  * one run, all in front of the same upstream: the upstream directly, through each, and through keygate with a
  * cached key, a permission query and one Redis-backed named limit. --workers n adds keygate as a server process
  * with one worker and with n. --policies on adds, on the same keygate, a route managed through the API whose five
- * policies do the same and more: keyauth, a compound rate limit, a firewall, OpenAPI validation, logging off. --tls on
- * adds the same keygate with server.tls, loaded over HTTPS/1.1 (the generator) and over HTTP/2 (h2load).
+ * policies do the same and more: keyauth, a compound rate limit, a firewall, OpenAPI validation, logging off.
+ * --pool on adds a route managed through the API with the same checks whose upstream is a pool of two targets. --tls
+ * on adds the same keygate with server.tls, loaded over HTTPS/1.1 (the generator) and over HTTP/2 (h2load).
  *
- *   npm run bench:gateway -- [--duration 30] [--slice 2] [--connections 50] [--generator autocannon|wrk] [--analytics embedded|off] [--reservations on|off] [--metrics-cost off|on] [--workers 0|n] [--policies off|on] [--tls off|on]
+ *   npm run bench:gateway -- [--duration 30] [--slice 2] [--connections 50] [--generator autocannon|wrk] [--analytics embedded|off] [--reservations on|off] [--metrics-cost off|on] [--workers 0|n] [--policies off|on] [--pool off|on] [--tls off|on]
  *
  * Four processes: the upstream, the bare proxy, keygate, and the load generator (this one). See bench/README.md.
  */
@@ -27,6 +28,7 @@ import {
   tlsOption,
   workersOption,
 } from "./side-by-side/options.js";
+import { createPoolRoute, poolOption } from "./side-by-side/pool-route.js";
 import { benchmark, forkServing, stopAll } from "./side-by-side/processes.js";
 import { deleteByPrefix, REDIS_URL } from "./side-by-side/redis.js";
 import { printRatio, printTargets } from "./side-by-side/report.js";
@@ -178,6 +180,14 @@ async function drive(): Promise<void> {
         headers: { authorization: `Bearer ${key}`, "x-tenant": "acme" },
       }
     : undefined;
+  // --pool: the same checks on a route whose upstream is a pool of two targets (a second upstream process).
+  const secondChild = poolOption() ? await forkServing(import.meta.url, "upstream") : undefined;
+  const pool: Target | undefined = secondChild && {
+    label: "keygate, pool of two targets",
+    url: `${await createPoolRoute(keygate, API_ID, [upstream, (secondChild.served as { upstream: string }).upstream])}/orders/7`,
+    servedBy: keygateChild,
+    headers: { authorization: `Bearer ${key}` },
+  };
   // --metrics-cost: the same keygate with metrics off, to see what counting costs.
   const unmeteredChild = metricsCostOption() ? await forkServing(import.meta.url, "keygate-without-metrics") : undefined;
   const unmetered: Target | undefined = unmeteredChild && {
@@ -222,6 +232,7 @@ async function drive(): Promise<void> {
       bareProxy,
       gateway,
       ...(policies ? [policies] : []),
+      ...(pool ? [pool] : []),
       ...(unmetered ? [unmetered] : []),
       ...overTls,
       ...servers,
@@ -236,6 +247,7 @@ async function drive(): Promise<void> {
   if (nginx) printRatio(runs, gateway, nginx);
   if (unmetered) printRatio(runs, gateway, unmetered, 0.95);
   if (policies) printRatio(runs, policies, gateway, 0.9);
+  if (pool) printRatio(runs, pool, gateway);
   for (const target of overTls) printRatio(runs, target, gateway);
   if (servers.length === 2) printRatio(runs, servers[1] as Target, servers[0] as Target);
 
@@ -246,6 +258,7 @@ async function drive(): Promise<void> {
     keygateChild,
     ...serverChildren,
     ...(unmeteredChild ? [unmeteredChild] : []),
+    ...(secondChild ? [secondChild] : []),
     ...(tlsChild ? [tlsChild] : []),
     upstreamChild,
   );

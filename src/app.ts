@@ -80,6 +80,7 @@ export async function buildApp(config: KeygateConfig, options: BuildOptions = {}
     invalidations: runtime.invalidations,
     analytics: runtime.analytics,
     configRoutes: () => snapshot.current.table.routes.filter((route) => route.definition.source === "config"),
+    upstreamHealth: (routeId) => gateway?.pools.health(routeId),
     // A change written here is in force on this instance before its procedure answers.
     routeNotifier: {
       routesChanged: async (version) => {
@@ -212,6 +213,7 @@ function openGateway(
   if (config.gateway.trustProxy === true) app.log.warn(TRUST_EVERY_HOP_WARNING);
   const { analytics, ...gatewayParts } = parts;
   const gateway = new Gateway({ ...gatewayParts, docsUrl: config.errors.docsUrl, log: app.log, events: analytics.sinks.gatewayRequests });
+  app.metrics?.watchUpstreamTargets(() => gateway.pools.samples());
   const onUpgrade = gateway.handleUpgrade.bind(gateway);
   app.server.on("upgrade", onUpgrade);
   app.addHook("preClose", (done) => {

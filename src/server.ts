@@ -10,6 +10,7 @@ import { ConfigError, configPath, loadConfig } from "./config/load.js";
 import { reloadRoutes, watchRoutes } from "./config/reload.js";
 import type { KeygateConfig } from "./config/schema.js";
 import { describeCertificate, readTlsFiles } from "./config/tls-files.js";
+import { redactUrl } from "./lib/redact-url.js";
 import { describeTarget } from "./storage/redis/topology.js";
 
 /**
@@ -131,9 +132,15 @@ function summarise(log: FastifyBaseLogger, config: KeygateConfig, analytics: str
   log.info(
     { routes: config.routes.map((route) => route.name) },
     config.routes.length > 0
-      ? `gateway: ${config.routes.map((route) => `${route.name} (${route.match.prefix} -> ${route.upstream})`).join(", ")}`
+      ? `gateway: ${config.routes.map((route) => `${route.name} (${route.match.prefix} -> ${upstreamText(route.upstream)})`).join(", ")}`
       : "gateway: no routes (add `routes` to the configuration to put keygate in front of an API)",
   );
+}
+
+/** A route's upstream in the start-up line: its URL, or its targets' (a pool), credentials masked. */
+function upstreamText(upstream: KeygateConfig["routes"][number]["upstream"]): string {
+  const urls = typeof upstream === "string" ? [upstream] : upstream.targets.map((target) => target.url);
+  return urls.map((url) => (url.includes("@") ? redactUrl(url) : url)).join(" | ");
 }
 
 main().catch((error: unknown) => {

@@ -22,11 +22,13 @@ import { RbacService } from "./domain/rbac/rbac-service.js";
 import { RootKeyService } from "./domain/root-keys/root-key-service.js";
 import type { CompiledRoute } from "./domain/routes/route-compiler.js";
 import { type RouteChangeNotifier, RouteService } from "./domain/routes/route-service.js";
+import type { UpstreamTargetHealth } from "./domain/routes/route-views.js";
 import { loadKeyView } from "./domain/verification/key-view.js";
 import { VerificationService } from "./domain/verification/verification-service.js";
 import { openApiDocumentProblems } from "./gateway/openapi-documents.js";
 import { ROUTE_RULES } from "./gateway/route-table.js";
 import type { Clock } from "./lib/clock.js";
+import { defined } from "./lib/defined.js";
 import { Vault } from "./lib/vault.js";
 import type { Stores } from "./storage/interfaces.js";
 import { MemoryRatelimitCounterStore } from "./storage/memory/ratelimit-counter-store.js";
@@ -73,6 +75,8 @@ export interface ServiceOptions {
   configRoutes?: () => readonly CompiledRoute[];
   /** Told once a change of the stored routes is written; the invalidation bus alone by default. */
   routeNotifier?: RouteChangeNotifier;
+  /** The state of a route's upstream targets on this process (the gateway's pools); shown by getRoute. */
+  upstreamHealth?: (routeId: string) => UpstreamTargetHealth[] | undefined;
 }
 
 /**
@@ -116,6 +120,7 @@ export function createServices(stores: Stores, config: KeygateConfig, clock: Clo
     routes: new RouteService({
       store: stores.routes,
       configRoutes: options.configRoutes ?? (() => []),
+      ...defined({ upstreamHealth: options.upstreamHealth }),
       isApiOf: (workspaceId, id) => apis.isLiveApiOrKeySpace(workspaceId, id),
       openApiProblems: openApiDocumentProblems,
       notifier: options.routeNotifier ?? invalidations,

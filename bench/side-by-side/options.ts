@@ -36,7 +36,7 @@ export async function runOptions(): Promise<RunOptions> {
 }
 
 /** The value of `--<name>`, one of `choices`; the first is the default. */
-function choiceOption<C extends string>(name: string, choices: readonly [C, ...C[]]): C {
+export function choiceOption<C extends string>(name: string, choices: readonly [C, ...C[]]): C {
   const { values } = parseArgs({ options: { [name]: { type: "string", default: choices[0] } }, strict: false });
   const value = values[name];
   if (!choices.includes(value as C)) throw new Error(`--${name} is ${choices.join(" or ")}`);

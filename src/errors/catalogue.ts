@@ -161,7 +161,8 @@ export const ERROR_CATALOGUE = {
   "err:user:bad_request:request_body_too_large": {
     status: 413,
     title: "Request Entity Too Large",
-    meaning: "The body is larger than server.bodyLimit, or than the 1 MiB a gateway route's openapi policy reads to validate it.",
+    meaning:
+      "The body is larger than server.bodyLimit, than a gateway route's bodyLimit, or than the 1 MiB a gateway route's openapi policy reads to validate it.",
   },
   "err:user:bad_request:unsupported_media_type": {
     status: 415,

@@ -31,7 +31,8 @@ export const GATEWAY_ERRORS = {
   "err:keygate:gateway:request_denied": {
     status: 403,
     title: "Forbidden",
-    meaning: "A firewall policy of the route denies the request (its path, method, headers or client address).",
+    meaning:
+      "A firewall policy of the route denies the request (its path, method, headers or client address), or its cors policy does not allow the origin of a preflight.",
   },
   "err:keygate:gateway:key_disabled": { status: 401, title: "Unauthorized", meaning: "The API key is disabled." },
   "err:keygate:gateway:key_expired": { status: 401, title: "Unauthorized", meaning: "The API key has expired." },
@@ -59,5 +60,10 @@ export const GATEWAY_ERRORS = {
     status: 504,
     title: "Gateway Timeout",
     meaning: "The route's upstream did not answer within the upstream timeout.",
+  },
+  "err:keygate:gateway:no_healthy_upstream": {
+    status: 503,
+    title: "Service Unavailable",
+    meaning: "Every target of the route's upstream pool is ejected by its passive health checks or down by its active ones.",
   },
 } as const;

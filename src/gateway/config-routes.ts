@@ -5,11 +5,13 @@ import type { RouteConfig } from "./route-config.js";
 /**
  * A route of the configuration file in the shape of a stored one: its API, key, permissions, named limits and
  * credits become one keyauth policy, each namespace limit a rate limit policy counting in that namespace, and
- * `analytics.headers` a logging policy; `policies` follow as written. Ids are fixed by the route's name.
+ * `analytics.headers` a logging policy, `cors` a cors policy (first); a route without `apiId` has no keyauth policy (a public route). Ids are fixed by the route's name.
  */
 export function configRouteDefinition(config: RouteConfig): RouteDefinition {
   const policies: PolicyRecord[] = [];
   const id = (name: string) => `config_policy_${config.name}_${name}`;
+  // First, so that its headers are on every answer, a refusal of a later policy included.
+  if (config.cors !== undefined) policies.push({ id: id("cors"), name: "cors", enabled: true, cors: config.cors });
   if (config.apiId !== undefined) {
     const keyauth: NonNullable<PolicyRecord["keyauth"]> = { keyspaces: [config.apiId], locations: [keyLocation(config.key)] };
     if (config.permissions !== undefined) keyauth.permissionQuery = config.permissions;
@@ -45,6 +47,11 @@ export function configRouteDefinition(config: RouteConfig): RouteDefinition {
   };
   if (config.forward !== undefined) definition.forward = config.forward;
   if (config.timeoutMs !== undefined) definition.timeoutMs = config.timeoutMs;
+  if (config.workspaceId !== undefined) definition.workspaceId = config.workspaceId;
+  if (config.stripPrefix !== undefined) definition.stripPrefix = config.stripPrefix;
+  if (config.rewrite !== undefined) definition.rewrite = config.rewrite;
+  if (config.host !== undefined) definition.host = config.host;
+  if (config.bodyLimit !== undefined) definition.bodyLimit = config.bodyLimit;
   return definition;
 }
 

@@ -10,7 +10,7 @@ import { ERROR_CATALOGUE, type ErrorCode } from "../errors/catalogue.js";
 import { KeygateError } from "../errors/keygate-error.js";
 import { isManagementPath } from "../http/request-target.js";
 import { clientAddress } from "./client-address.js";
-import { pathRefusal } from "./forwarding.js";
+import { forwardRefusal, pathRefusal } from "./forwarding.js";
 import type { GatewayRequest } from "./gateway-request.js";
 import type { GatewaySnapshot } from "./gateway-snapshot.js";
 import { extractKey } from "./key-extraction.js";
@@ -117,6 +117,8 @@ export class GatewayDecider {
   async decide(request: GatewayRequest, route: CompiledRoute): Promise<Decision> {
     // The client as the trusted proxies in front of keygate report it (`gateway.trustProxy`).
     const ip = () => clientAddress(request.remoteAddress, request.raw.headers["x-forwarded-for"], request.snapshot.trust);
+    const early = forwardRefusal(route, request);
+    if (early) return { kind: "deny", error: early };
     const applicable = applicablePolicies(route, request, ip);
     if (applicable.capture) request.capture = applicable.capture;
     // An openapi policy's check of the body (read whole) comes before any refusal of a later policy.

@@ -1,20 +1,54 @@
 import type { IncomingHttpHeaders } from "node:http";
+import { rewritePath } from "../domain/routes/path-rewrite.js";
+import { KeygateError } from "../errors/keygate-error.js";
 import type { RequestTarget } from "../http/request-target.js";
+import type { GatewayRequest } from "./gateway-request.js";
 import { endToEndHeaders } from "./hop-by-hop.js";
 import { principalHeader, type VerifiedKey } from "./principal.js";
 import type { CompiledRoute } from "./route-table.js";
 
 /**
- * The path and query a request is sent upstream with: the route's upstream path, then the request path, then the
- * query string minus the key when the key came in a query parameter. The path must have passed pathRefusal.
+ * The path and query a request is sent upstream with: the route's upstream path, then the request path (without the
+ * route's prefix when it strips it, and rewritten when it rewrites it: see forwardRefusal), then the query string
+ * minus the key when the key came in a query parameter. The path must have passed pathRefusal.
  */
-export function upstreamPath(route: CompiledRoute, { path, query }: RequestTarget): string {
+export function upstreamPath(route: CompiledRoute, { path, query, forwardPath }: RequestTarget & { forwardPath?: string }): string {
+  if (route.pathRewrite !== undefined) path = forwardPath ?? rewritePath(route.pathRewrite, path);
   if (query !== "" && route.keySources.some((source) => source.kind === "query")) {
     const params = new URLSearchParams(query);
     for (const source of route.keySources) if (source.kind === "query") params.delete(source.parameter);
     query = params.toString();
   }
-  return `${route.upstreamBase}${path}${query === "" ? "" : `?${query}`}`;
+  const full = `${route.upstreamBase}${path}`;
+  return `${full === "" ? "/" : full}${query === "" ? "" : `?${query}`}`;
+}
+
+/**
+ * Why a request cannot be forwarded on its route, found before its key is verified: a declared body larger than
+ * the route's bodyLimit (413), or a path the route's rewrite turned into one with a dot segment (400). A rewritten
+ * path is noted on the request for upstreamPath.
+ */
+export function forwardRefusal(route: CompiledRoute, request: GatewayRequest): KeygateError | undefined {
+  const limit = route.bodyLimit;
+  const declared = request.raw.headers["content-length"];
+  if (limit !== undefined && declared !== undefined && Number(declared) > limit) return bodyTooLarge(limit);
+  const rewrite = route.pathRewrite;
+  if (rewrite === undefined) return undefined;
+  const path = rewritePath(rewrite, request.path);
+  if (pathRefusal(path) !== undefined) {
+    const detail = `The route's rewrite makes the path '${path}', which keygate does not forward (a dot segment, or an escape that does not decode).`;
+    return new KeygateError("err:keygate:gateway:invalid_path", detail);
+  }
+  request.forwardPath = path;
+  return undefined;
+}
+
+/** The refusal of a body larger than a route's bodyLimit. */
+export function bodyTooLarge(limit: number): KeygateError {
+  return new KeygateError(
+    "err:user:bad_request:request_body_too_large",
+    `The request body is larger than this route's limit of ${limit} bytes.`,
+  );
 }
 
 /** The upstream URL of a request, query string included. */
@@ -52,12 +86,14 @@ export function pathRefusal(path: string): PathProblem | undefined {
  * without any header the route forwards itself (a client cannot forge `x-keygate-key-id`), plus the identity
  * headers (for a verified key) and X-Forwarded-For/Proto/Host. X-Forwarded-For gets the address keygate's connection came from
  * (`client.peer`, the socket's remote address; nothing when the socket is gone), as every proxy appends its peer.
+ * `target`: the target of the route's upstream pool the request goes to (its first by default).
  */
 export function upstreamHeaders(
   route: CompiledRoute,
   incoming: IncomingHttpHeaders,
   verification: VerifiedKey | undefined,
   client: { peer: string | undefined; protocol: string; host: string | undefined },
+  target: URL = route.upstream,
 ): IncomingHttpHeaders {
   const headers = endToEndHeaders(incoming, "request");
   for (const source of route.keySources) if (source.kind === "header") delete headers[source.header];
@@ -76,7 +112,8 @@ export function upstreamHeaders(
   if (entries.length > 0) headers["x-forwarded-for"] = entries.join(", ");
   headers["x-forwarded-proto"] = client.protocol;
   if (client.host) headers["x-forwarded-host"] = client.host;
-  // The upstream is addressed by its own name (virtual hosts, TLS names); the client's Host goes as X-Forwarded-Host.
-  headers.host = route.upstream.host;
+  // The upstream is addressed by its own name (virtual hosts, TLS names), the client's Host going as X-Forwarded-Host,
+  // unless the route passes the client's on (`host: client`).
+  headers.host = route.clientHost && client.host ? client.host : target.host;
   return headers;
 }

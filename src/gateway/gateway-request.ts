@@ -51,6 +51,12 @@ export interface GatewayRequest extends RequestTarget {
   /** Its body as forwarded, and its answer's as the client got it, captured when `capture` asks for them. */
   requestBody?: BodyCapture;
   responseBody?: BodyCapture;
+  /** The CORS headers of every answer to it, when a cors policy of its route applies (cors.ts). */
+  cors?: Record<string, string>;
+  /** The path it is sent upstream with (before the upstream's own path), when its route strips or rewrites paths. */
+  forwardPath?: string;
+  /** Its streamed body went past its route's bodyLimit: the upstream call was cut off. */
+  bodyTooLarge?: boolean;
   /** A plain request's call to its upstream, once sent: aborted when the client goes away before the answer ends. */
   upstreamCall?: UpstreamAbort;
 }

@@ -65,6 +65,7 @@ function storedDefinition(route: RouteRecord): RouteDefinition {
  */
 export class CurrentGatewaySnapshot {
   private snapshot: GatewaySnapshot;
+  private readonly listeners: ((snapshot: GatewaySnapshot) => void)[] = [];
 
   constructor(initial: GatewaySnapshot) {
     this.snapshot = initial;
@@ -74,13 +75,20 @@ export class CurrentGatewaySnapshot {
     return this.snapshot;
   }
 
+  /** Calls `listener` with each snapshot that replaces the current one, once it is in force. */
+  watch(listener: (snapshot: GatewaySnapshot) => void): void {
+    this.listeners.push(listener);
+  }
+
   replace(next: GatewaySnapshot): void {
     this.snapshot = next;
+    this.swapped();
   }
 
   /** A new configuration, with the stored routes in force. Throws RouteTableError (nothing changes then). */
   applyConfig(config: GatewayConfig): GatewaySnapshot {
     this.snapshot = compileGatewaySnapshot(config, this.snapshot.stored, this.snapshot.openApi);
+    this.swapped();
     return this.snapshot;
   }
 
@@ -91,6 +99,11 @@ export class CurrentGatewaySnapshot {
   applyStored(stored: StoredRouteTable, openApi: ReadonlyMap<string, OpenApiDocument> = NO_DOCUMENTS): boolean {
     if (stored.version <= this.snapshot.stored.version) return false;
     this.snapshot = compileGatewaySnapshot(this.snapshot.config, stored, openApi);
+    this.swapped();
     return true;
+  }
+
+  private swapped(): void {
+    for (const listener of this.listeners) listener(this.snapshot);
   }
 }

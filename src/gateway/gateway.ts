@@ -6,7 +6,7 @@ import type { KeyService } from "../domain/keys/key-service.js";
 import { isKeygateError, KeygateError } from "../errors/keygate-error.js";
 import { whenAnswerCloses } from "../http/answer-closed.js";
 import { answerOnSocket, errorAnswer } from "../http/error-envelope.js";
-import { logServerError, malformedUrlError, unexpectedError } from "../http/error-handler.js";
+import { logServerError, unexpectedError } from "../http/error-handler.js";
 import { closeAfterAnswer, isHttp2 } from "../http/http2.js";
 import type { UpstreamObserver } from "../http/metrics.js";
 import { refusalAtTheDoor } from "../http/protocol-checks.js";
@@ -15,15 +15,17 @@ import type { RequestTelemetry } from "../http/request-telemetry.js";
 import type { Clock } from "../lib/clock.js";
 import { newId } from "../lib/ids.js";
 import { BodyCapture } from "./body-capture.js";
+import { noteCors, type Preflight, preflightHeaders, preflightOf } from "./cors.js";
 import { type Allowed, type Decision, type DecisionServices, GatewayDecider, type RouteMatch } from "./decision.js";
-import { upstreamHeaders, upstreamUrl } from "./forwarding.js";
+import { upstreamHeaders, upstreamPath } from "./forwarding.js";
 import type { GatewayRequest } from "./gateway-request.js";
 import type { CurrentGatewaySnapshot } from "./gateway-snapshot.js";
 import { bodyStillArriving, PlainForwarding } from "./plain-forwarding.js";
 import { GatewayRequestEvents, noteDecision } from "./request-events.js";
 import type { CompiledRoute } from "./route-table.js";
-import { refundCredits, upstreamFailure } from "./upstream-failure.js";
-import { relayUpgrade } from "./websocket.js";
+import { noHealthyUpstream, refundCredits, upstreamFailure } from "./upstream-failure.js";
+import { UpstreamPools } from "./upstream-pools.js";
+import { relayUpgrade, upgradeRefusal } from "./websocket.js";
 
 export interface GatewayOptions {
   services: DecisionServices & { readonly keys: Pick<KeyService, "refundCredits"> };
@@ -55,17 +57,21 @@ export class Gateway {
   private readonly decider: GatewayDecider;
   private readonly events: GatewayRequestEvents;
   private readonly plain: PlainForwarding;
+  /** Each route's upstream targets and their health on this process (getRoute and the metrics show them). */
+  readonly pools: UpstreamPools;
   private closing = false;
 
   constructor(options: GatewayOptions) {
     this.options = options;
     this.decider = new GatewayDecider(options.services, options.log);
     this.events = new GatewayRequestEvents(options.events, options.clock, this.decider);
+    this.pools = new UpstreamPools({ clock: options.clock, log: options.log, snapshot: options.snapshot });
     this.plain = new PlainForwarding({
       log: options.log,
       upstreams: options.upstreams,
       refund: (request, decision) => this.refund(request, decision),
       answerError: (request, response, error) => this.answerError(request, response, error),
+      pools: this.pools,
     });
   }
 
@@ -77,14 +83,18 @@ export class Gateway {
     const target = splitTarget(raw.url ?? "/");
     if (this.options.servedByApplication(target.path)) return false;
     const snapshot = this.options.snapshot.current;
-    const match = this.decider.match(snapshot, raw.method ?? "GET", target.path);
+    // A CORS preflight belongs to the route that takes the method it asks about, when that route answers it.
+    const preflight = preflightOf(raw, target, (method) => this.decider.match(snapshot, method, target.path));
+    const match = preflight?.match ?? this.decider.match(snapshot, raw.method ?? "GET", target.path);
     if (match.kind === "none" || match.kind === "undecodable") return false;
 
     const request = this.arrived(raw, target, snapshot, match);
+    if (match.kind === "route" && match.route.cors.length > 0) noteCors(request, match.route, preflight?.policy);
     // Closed once the answer is sent or the client went away, whichever the request came to.
     whenAnswerCloses(raw, response, () => this.answered(request, response));
     const refusal = refusalAtTheDoor(raw, this.closing) ?? (match.kind === "refused" ? match.error : undefined);
     if (refusal) this.refuse(request, refusal, (error) => this.answerError(request, response, error));
+    else if (preflight) this.answerPreflight(request, response, preflight);
     else if (match.kind === "route") {
       void this.decide(request, match.route).then((decision) => {
         if (decision.kind === "deny") return this.answerError(request, response, decision.error);
@@ -119,7 +129,7 @@ export class Gateway {
       const answer = answerOnSocket(socket, request.id, error, this.options.docsUrl);
       if (answer) [request.status, request.head] = [answer.status, answer.headers];
     };
-    const refusal = refusalAtTheDoor(raw, this.closing) ?? matchRefusal(match, target.path);
+    const refusal = refusalAtTheDoor(raw, this.closing) ?? upgradeRefusal(match, target.path);
     if (refusal) this.refuse(request, refusal, answerError);
     else if (match.kind === "route") this.decideAndRelay(request, match.route, socket, head, answerError, answered);
   }
@@ -136,22 +146,27 @@ export class Gateway {
     const raw = request.raw;
     void this.decide(request, route).then((decision) => {
       if (decision.kind === "deny") return answerError(decision.error);
+      const { pool } = this.pools.of(route);
+      const target = pool.pick();
+      if (target === undefined) return void this.refund(request, decision).then(() => answerError(noHealthyUpstream(route)));
       request.upstreamSentAt = performance.now();
+      const call = pool.once(target);
+      socket.once("close", () => call.released());
+      const client = { peer: request.remoteAddress, protocol: "encrypted" in socket ? "https" : "http", host: raw.headers.host };
       relayUpgrade(raw, socket, head, {
-        target: upstreamUrl(route, request),
-        headers: upstreamHeaders(route, raw.headers, decision.verification, {
-          peer: request.remoteAddress,
-          protocol: "encrypted" in socket ? "https" : "http",
-          host: raw.headers.host,
-        }),
+        target: target.origin + upstreamPath(route, request),
+        headers: upstreamHeaders(route, raw.headers, decision.verification, client, target.url),
+        tls: route.pool.tls,
         timeoutMs: route.definition.timeoutMs ?? request.snapshot.settings.upstreamTimeoutMs,
         requestId: request.id,
         onAnswer: (status, lines) => {
+          call.answered(status);
           [request.status, request.head] = [status, lines];
           // A switched connection may stay open for hours: the request it began as is answered now.
           if (status === 101) answered();
         },
         onUpstreamFailure: (kind, error) => {
+          call.failed();
           request.upstreamEndedAt = performance.now();
           this.options.log.warn({ err: error, requestId: request.id, route: route.name }, "upstream failed an upgrade");
           this.options.upstreams.upstreamFailed(route.name, kind);
@@ -166,9 +181,9 @@ export class Gateway {
     this.closing = true;
   }
 
-  /** Closes the pooled upstream connections; call once no request is in flight. */
+  /** Stops the health probes and closes the pooled upstream connections; call once no request is in flight. */
   async close(): Promise<void> {
-    await this.plain.close();
+    await this.pools.close();
   }
 
   /** A request the gateway took, as it arrived; `match` names its route when one takes it. */
@@ -218,22 +233,41 @@ export class Gateway {
     return refundCredits(this.options.services.keys, this.options.log, request, decision);
   }
 
+  /** A preflight its route's cors policy answers: 204 for an allowed origin, else 403 without any CORS header. */
+  private answerPreflight(request: GatewayRequest, response: ServerResponse, preflight: Preflight): void {
+    const headers = preflightHeaders(preflight, request);
+    if (headers === undefined) {
+      const detail = `The origin is not allowed by the route's cors policy '${preflight.policy.name}'.`;
+      return void this.answerError(request, response, new KeygateError("err:keygate:gateway:request_denied", detail));
+    }
+    this.closeIfDue(request.raw, headers);
+    [request.status, request.head] = [204, headers];
+    response.writeHead(204, headers).end();
+  }
+
   /** `error` in the envelope on a plain request's response, unless an answer is already under way. */
   private answerError(request: GatewayRequest, response: ServerResponse, error: KeygateError): void {
     if (response.headersSent || response.destroyed) return;
     const { status, headers, body } = errorAnswer(request.id, error, this.options.docsUrl);
-    // Answered before the request body arrived: the rest of it is not read (see closeWhenAnsweredEarly). HTTP/2 has
-    // no Connection header (a closing keygate's 503 has one): its stream alone ends, and a closing keygate ends the
-    // connection with GOAWAY.
-    const raw = request.raw;
-    const http2 = isHttp2(raw);
-    if (http2) delete headers.connection;
-    if (bodyStillArriving(raw) && closeAfterAnswer(raw)) headers.connection = "close";
-    else if (this.closing && !http2) headers.connection = "close";
+    const cors = request.cors;
+    if (cors !== undefined) for (const name in cors) headers[name] = cors[name] as string;
+    this.closeIfDue(request.raw, headers);
     [request.status, request.head] = [status, headers as OutgoingHttpHeaders];
     // keygate's own answer is the body the client gets: it replaces what was captured of a failed upstream's.
     if (request.capture?.responseBody) request.responseBody = BodyCapture.of(body);
     response.writeHead(status, headers).end(body);
+  }
+
+  /**
+   * Ends the connection with keygate's own answer when it came before the request body arrived (the rest is not read:
+   * see closeWhenAnsweredEarly), or while keygate closes. HTTP/2 has no Connection header (a closing keygate's 503
+   * has one): its stream alone ends, and a closing keygate ends the connection with GOAWAY.
+   */
+  private closeIfDue(raw: IncomingMessage, headers: Record<string, unknown>): void {
+    const http2 = isHttp2(raw);
+    if (http2) delete headers.connection;
+    if (bodyStillArriving(raw) && closeAfterAnswer(raw)) headers.connection = "close";
+    else if (this.closing && !http2) headers.connection = "close";
   }
 
   /**
@@ -260,19 +294,5 @@ export class Gateway {
       this.options.log,
       request.id,
     );
-  }
-}
-
-/** Why an upgrade no route takes is refused: its URL does not decode, a route refused it, or no route takes it. */
-function matchRefusal(match: RouteMatch, path: string): KeygateError | undefined {
-  switch (match.kind) {
-    case "route":
-      return undefined;
-    case "refused":
-      return match.error;
-    case "undecodable":
-      return malformedUrlError();
-    case "none":
-      return new KeygateError("err:user:bad_request:route_not_found", `No route takes upgrades at ${path}.`);
   }
 }

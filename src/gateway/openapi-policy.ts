@@ -1,6 +1,7 @@
 import type { Operation } from "openapi-backend";
 import { KeygateError, type ValidationIssue } from "../errors/keygate-error.js";
 import { samePath } from "../http/request-target.js";
+import { bodyTooLarge } from "./forwarding.js";
 import type { GatewayRequest } from "./gateway-request.js";
 import type { OpenApiDocument, RequestParts } from "./openapi-documents.js";
 import { hasBody, readBody } from "./request-body.js";
@@ -71,11 +72,13 @@ async function validateBody(
   request: GatewayRequest,
   required: boolean,
 ): Promise<KeygateError | undefined> {
-  const read = await readBody(request.raw, OPENAPI_BODY_LIMIT);
+  const routeLimit = request.route?.bodyLimit;
+  const read = await readBody(request.raw, routeLimit !== undefined && routeLimit < OPENAPI_BODY_LIMIT ? routeLimit : OPENAPI_BODY_LIMIT);
   if (read.kind === "gone") {
     return new KeygateError("err:user:bad_request:client_closed_request", "The client went away before its request body was read.");
   }
   if (read.kind === "too-large") {
+    if (routeLimit !== undefined && routeLimit < OPENAPI_BODY_LIMIT) return bodyTooLarge(routeLimit);
     return new KeygateError(
       "err:user:bad_request:request_body_too_large",
       `The request body is larger than the ${OPENAPI_BODY_LIMIT} bytes the route's openapi policy reads to validate it.`,

@@ -58,6 +58,9 @@ export function applicablePolicies(route: CompiledRoute, request: GatewayRequest
       case "ratelimit":
         ratelimits.push(policy);
         break;
+      case "cors":
+        // Answered and added around the decision, not a part of it (cors.ts).
+        break;
       case "logging":
         applicable.capture = combinedCapture(applicable.capture, policy.capture);
         break;
@@ -81,12 +84,18 @@ export function applicablePolicies(route: CompiledRoute, request: GatewayRequest
   return applicable;
 }
 
-/** The parts of a request match expressions read; the query string is parsed only when one asks for a parameter. */
-function matchedRequest(request: GatewayRequest): MatchedRequest {
+/**
+ * The parts of a request match expressions read; the query string is parsed only when one asks for a parameter.
+ * `method` stands in for the request's (a CORS preflight is matched as the request it asks about).
+ */
+export function matchedRequest(
+  request: Pick<GatewayRequest, "raw" | "path" | "query" | "method">,
+  method = request.method,
+): MatchedRequest {
   let query: URLSearchParams | undefined;
   const headers = request.raw.headers;
   return {
-    method: request.method,
+    method,
     path: samePath(request.path),
     header: (name) => {
       const value = headers[name];

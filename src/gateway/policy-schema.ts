@@ -109,13 +109,31 @@ const LoggingPolicySchema = Strict({
   query: Type.Optional(Type.Boolean()),
 });
 
-/** The five rules a policy has exactly one of. */
+const CorsOriginSchema = Strict({
+  exact: Type.Optional(Type.String({ minLength: 1, maxLength: 1024 })),
+  /** RE2 syntax; must match the whole origin (`https://[a-z0-9-]+\\.example\\.com`). */
+  regex: Type.Optional(TEXT),
+});
+
+/** keygate's own kind (Unkey's gateway has none): CORS answered and added at the gateway. */
+export const CorsPolicySchema = Strict({
+  allowOrigins: Type.Union([Type.Literal("*"), Type.Array(CorsOriginSchema, { minItems: 1, maxItems: 100 })]),
+  allowMethods: Type.Optional(Type.Array(StringEnum(HTTP_METHODS), { minItems: 1, uniqueItems: true })),
+  allowHeaders: Type.Optional(Type.Array(HEADER_NAME, { minItems: 1, maxItems: 100 })),
+  exposeHeaders: Type.Optional(Type.Array(HEADER_NAME, { minItems: 1, maxItems: 100 })),
+  allowCredentials: Type.Optional(Type.Boolean()),
+  maxAgeSeconds: Type.Optional(Type.Integer({ minimum: 0, maximum: 86_400 })),
+});
+
+/** The six rules a policy has exactly one of. */
 export const PolicyRuleFields = {
   keyauth: Type.Optional(KeyauthPolicySchema),
   ratelimit: Type.Optional(RatelimitPolicySchema),
   firewall: Type.Optional(FirewallPolicySchema),
   openapi: Type.Optional(EMPTY),
   logging: Type.Optional(LoggingPolicySchema),
+  /** keygate: CORS. */
+  cors: Type.Optional(CorsPolicySchema),
 };
 
 /** A policy as a client writes it. */

@@ -1,7 +1,8 @@
 import { type Static, Type } from "typebox";
 import { describedPattern } from "../http/patterns.js";
-import { ID_PATTERN, Strict, StringEnum } from "../http/schemas.js";
-import { HTTP_METHODS } from "../storage/route-records.js";
+import { ID_PATTERN, Nullable, Strict, StringEnum } from "../http/schemas.js";
+import { HTTP_METHODS, UPSTREAM_BALANCES } from "../storage/route-records.js";
+import { CorsPolicySchema } from "./policy-schema.js";
 
 /** HTTP methods a route can be limited to. */
 export const ROUTE_METHODS = HTTP_METHODS;
@@ -42,6 +43,62 @@ export const RoutePrefixSchema = Type.String({ minLength: 1, maxLength: 1024, pa
 export const RouteUpstreamSchema = Type.String({
   pattern: describedPattern("^https?://[^\\s/?#]+[^\\s]*$", "be an http:// or https:// URL with a host"),
 });
+const STATUS = Type.Integer({ minimum: 100, maximum: 599 });
+const FILE_PATH = Type.String({ minLength: 1, maxLength: 4096 });
+/** A pool of upstream targets (docs/gateway.md#upstream-pools); defaults are the compiler's, not written in. */
+export const RouteUpstreamPoolSchema = Strict({
+  targets: Type.Array(Strict({ url: RouteUpstreamSchema, weight: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000 })) }), {
+    minItems: 1,
+    maxItems: 64,
+  }),
+  balance: Type.Optional(StringEnum(UPSTREAM_BALANCES)),
+  health: Type.Optional(
+    Strict({
+      passive: Type.Optional(
+        Strict({
+          failures: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000 })),
+          cooldownMs: Type.Optional(Type.Integer({ minimum: 100, maximum: 3_600_000 })),
+          on5xx: Type.Optional(Type.Boolean()),
+        }),
+      ),
+      active: Type.Optional(
+        Strict({
+          path: RoutePrefixSchema,
+          intervalMs: Type.Optional(Type.Integer({ minimum: 100, maximum: 3_600_000 })),
+          timeoutMs: Type.Optional(Type.Integer({ minimum: 100, maximum: 60_000 })),
+          healthyThreshold: Type.Optional(Type.Integer({ minimum: 1, maximum: 100 })),
+          unhealthyThreshold: Type.Optional(Type.Integer({ minimum: 1, maximum: 100 })),
+          statuses: Type.Optional(Type.Array(STATUS, { minItems: 1, maxItems: 100, uniqueItems: true })),
+        }),
+      ),
+    }),
+  ),
+  retry: Type.Optional(
+    Strict({
+      statuses: Type.Optional(Type.Array(STATUS, { maxItems: 100, uniqueItems: true })),
+      attempts: Type.Optional(Type.Integer({ minimum: 1, maximum: 5 })),
+    }),
+  ),
+  tls: Type.Optional(
+    Strict({
+      ca: Type.Optional(FILE_PATH),
+      cert: Type.Optional(FILE_PATH),
+      key: Type.Optional(FILE_PATH),
+      servername: Type.Optional(Type.String({ minLength: 1, maxLength: 253 })),
+      rejectUnauthorized: Type.Optional(Type.Boolean()),
+    }),
+  ),
+});
+/**
+ * One URL, or a pool of targets: a string is checked as a URL and anything else as a pool (if/then/else rather than
+ * anyOf, so a bad value gets the messages of the one shape it meant).
+ */
+export const RouteUpstreamOrPoolSchema = Type.Unsafe<string | Static<typeof RouteUpstreamPoolSchema>>({
+  if: { type: "string" },
+  // biome-ignore lint/suspicious/noThenProperty: JSON Schema's if/then/else, never awaited.
+  then: RouteUpstreamSchema,
+  else: RouteUpstreamPoolSchema,
+});
 /** Headers added to the upstream request (any incoming header of the same name is dropped first). */
 export const RouteForwardSchema = Strict({
   /** A JSON description of the verified key (docs/gateway.md#the-principal). */
@@ -51,15 +108,46 @@ export const RouteForwardSchema = Strict({
   externalId: Type.Optional(HEADER_NAME),
 });
 
+const ROUTE_HOSTS = ["upstream", "client"] as const;
+
+/** How the path and Host a route sends upstream are made, and the largest body it takes (the file's and the API's). */
+export const RouteEdgeSchemas = {
+  /** Remove the route's match prefix from the path before it is appended to the upstream's path. */
+  stripPrefix: Type.Boolean(),
+  /** Replace the first match of `regex` (RE2) in the path (after stripPrefix) with `replacement` (`$1` names a group). */
+  rewrite: Strict({ regex: Type.String({ minLength: 1, maxLength: 1024 }), replacement: Type.String({ maxLength: 1024 }) }),
+  /** The Host the upstream gets: its own (`upstream`, the default) or the client's (`client`). */
+  host: StringEnum(ROUTE_HOSTS),
+  /** The largest request body in bytes; a larger one is refused with 413 before the upstream gets the rest. */
+  bodyLimit: Type.Integer({ minimum: 0, maximum: 1_099_511_627_776 }),
+};
+
+export const RouteEdgeFields = {
+  stripPrefix: Type.Optional(RouteEdgeSchemas.stripPrefix),
+  rewrite: Type.Optional(RouteEdgeSchemas.rewrite),
+  host: Type.Optional(RouteEdgeSchemas.host),
+  bodyLimit: Type.Optional(RouteEdgeSchemas.bodyLimit),
+};
+
+/** The same, each of them null to remove it (keygate.updateRoute). */
+export const RouteEdgeChanges = {
+  stripPrefix: Type.Optional(Nullable(RouteEdgeSchemas.stripPrefix)),
+  rewrite: Type.Optional(Nullable(RouteEdgeSchemas.rewrite)),
+  host: Type.Optional(Type.Unsafe<(typeof ROUTE_HOSTS)[number] | null>({ type: ["string", "null"], enum: [...ROUTE_HOSTS, null] })),
+  bodyLimit: Type.Optional(Nullable(RouteEdgeSchemas.bodyLimit)),
+};
+
 export const RouteSchema = Strict({
   name: RouteNameSchema,
   match: Strict({
     prefix: RoutePrefixSchema,
     methods: Type.Optional(Type.Array(StringEnum(ROUTE_METHODS), { minItems: 1, uniqueItems: true })),
   }),
-  upstream: RouteUpstreamSchema,
-  /** Keys of other APIs are refused. */
-  apiId: Type.String({ minLength: 3, maxLength: 255, pattern: ID_PATTERN }),
+  upstream: RouteUpstreamOrPoolSchema,
+  /** Keys of other APIs are refused. Without it the route is public: it takes requests without a key. */
+  apiId: Type.Optional(Type.String({ minLength: 3, maxLength: 255, pattern: ID_PATTERN })),
+  /** A public route's workspace (its namespace limits, analytics and dashboard); a route with `apiId` has its API's. */
+  workspaceId: Type.Optional(Type.String({ minLength: 1, maxLength: 255, pattern: ID_PATTERN })),
   key: Type.Optional(RouteKeySchema),
   /** A permission query the key must satisfy, e.g. "orders.read OR admin". */
   permissions: Type.Optional(Type.String({ minLength: 1, maxLength: 1000 })),
@@ -77,6 +165,9 @@ export const RouteSchema = Strict({
   timeoutMs: Type.Optional(Type.Integer({ minimum: 100, maximum: 3_600_000 })),
   /** What the route's analytics events hold besides the defaults: `headers` records request and response headers. */
   analytics: Type.Optional(Strict({ headers: Type.Optional(Type.Boolean()) })),
+  /** A cors policy, run before the others (docs/gateway.md#cors). */
+  cors: Type.Optional(CorsPolicySchema),
+  ...RouteEdgeFields,
 });
 
 export const GatewaySettingsSchema = Strict(

@@ -4,11 +4,12 @@ import { type CompiledRoute, compileRoute, type RouteCompileRules, type RouteDef
 import { isManagementPath, samePath } from "../http/request-target.js";
 import { configRouteDefinition } from "./config-routes.js";
 import type { RouteConfig } from "./route-config.js";
+import { readUpstreamTlsFile } from "./upstream-tls.js";
 
 export type { CompiledRoute } from "../domain/routes/route-compiler.js";
 
-/** How the gateway compiles routes: prefixes compared as requests are, /v2 reserved. */
-export const ROUTE_RULES: RouteCompileRules = { reserved: isManagementPath, samePath };
+/** How the gateway compiles routes: prefixes compared as requests are, /v2 reserved, upstream TLS files read. */
+export const ROUTE_RULES: RouteCompileRules = { reserved: isManagementPath, samePath, readTlsFile: readUpstreamTlsFile };
 
 /** A stored route left out of the table, and why (it clashes with a route of the configuration file). */
 export interface SkippedRoute {
@@ -116,10 +117,40 @@ function configRouteProblems(config: RouteConfig, at: string): Problem[] {
     const error = permissionQueryError(config.permissions);
     if (error) problems.push({ at: `${at}.permissions`, message: error });
   }
+  problems.push(...publicRouteProblems(config, at));
   const limitNames = new Set<string>();
   (config.ratelimits ?? []).forEach((limit, index) => {
     if (limitNames.has(limit.name)) problems.push({ at: `${at}.ratelimits[${index}].name`, message: `'${limit.name}' is listed twice` });
     limitNames.add(limit.name);
+  });
+  return problems;
+}
+
+/** A route without `apiId` is public: it reads no key, so nothing that needs one, and it names its workspace. */
+function publicRouteProblems(config: RouteConfig, at: string): Problem[] {
+  if (config.apiId !== undefined) {
+    return config.workspaceId === undefined
+      ? []
+      : [{ at: `${at}.workspaceId`, message: "is the API's on a route with apiId; leave it out" }];
+  }
+  const problems: Problem[] = [];
+  for (const field of ["key", "permissions", "ratelimits", "credits"] as const) {
+    if (config[field] !== undefined)
+      problems.push({ at: `${at}.${field}`, message: "needs apiId: a route without apiId is public and reads no key" });
+  }
+  if (config.workspaceId === undefined) {
+    problems.push({
+      at: `${at}.workspaceId`,
+      message: "is required on a public route (no apiId): its limits and analytics belong to a workspace",
+    });
+  }
+  (config.namespaceLimits ?? []).forEach((limit, index) => {
+    if (limit.identifier === "key" || limit.identifier === "identity") {
+      problems.push({
+        at: `${at}.namespaceLimits[${index}].identifier`,
+        message: `'${limit.identifier}' needs a key; a public route counts by ip or header:<name>`,
+      });
+    }
   });
   return problems;
 }

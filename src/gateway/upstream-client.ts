@@ -21,6 +21,8 @@ export interface UpstreamCall {
   timeoutMs: number;
   /** Aborts the call (the client went away before the answer ended). */
   signal: UpstreamAbort;
+  /** The pool of connections to use: an upstream's own (its TLS settings); the shared one when absent. */
+  dispatcher?: Dispatcher;
 }
 
 /**
@@ -30,6 +32,11 @@ export interface UpstreamCall {
 export class UpstreamAbort extends EventEmitter {
   /** Whether undici has written the whole request: from then on the upstream may act on it, even if aborted. */
   sent = false;
+  /**
+   * Whether undici had a connection for the call and was about to write it: before then nothing of the request, its
+   * body included, left keygate, so it may be sent to another target.
+   */
+  connected = false;
   /** Where the answer's body is captured as undici hands it on; set only for a request whose event records it. */
   declare answerBody?: BodyCapture;
 
@@ -56,6 +63,7 @@ class SentMarker implements Dispatcher.DispatchHandler {
   }
 
   onConnect(abort: (error?: Error) => void): void {
+    this.call.connected = true;
     this.handler.onConnect?.(abort);
   }
 
@@ -109,11 +117,16 @@ class MarkingAgent extends Agent {
  * upstream request and frees its connection.
  */
 export class UpstreamClient {
-  private readonly agent = new MarkingAgent({ connections: 128, pipelining: 1, keepAliveTimeout: 60_000 });
+  private readonly agent = upstreamAgent();
+
+  /** The shared pool of connections, for calls and probes of upstreams without TLS settings of their own. */
+  get dispatcher(): Dispatcher {
+    return this.agent;
+  }
 
   /** Resolves once the answer is whole; rejects when the upstream fails before or while answering. */
   async call(call: UpstreamCall, head: UpstreamHead): Promise<void> {
-    await this.agent.stream(
+    await (call.dispatcher ?? this.agent).stream(
       {
         origin: call.origin,
         path: call.path,
@@ -132,6 +145,16 @@ export class UpstreamClient {
   async close(): Promise<void> {
     await this.agent.close();
   }
+}
+
+/**
+ * A pool of keep-alive connections per origin; `connect` holds an upstream's own TLS settings (its CA, its client
+ * certificate and key), given to every connection it opens. Its calls' handlers are marked (SentMarker).
+ */
+export function upstreamAgent(connect?: Agent.Options["connect"]): Dispatcher {
+  const options: Agent.Options = { connections: 128, pipelining: 1, keepAliveTimeout: 60_000 };
+  if (connect !== undefined) options.connect = connect;
+  return new MarkingAgent(options);
 }
 
 /** How a call failed, from undici's and the socket's error codes. */

@@ -12,6 +12,11 @@ export function upstreamFailure(route: CompiledRoute, timedOut: boolean): Keygat
     : new KeygateError("err:keygate:gateway:upstream_unreachable", `The upstream of route '${route.name}' cannot be reached.`);
 }
 
+/** The error a client gets when every target of the route's upstream pool is ejected or down. */
+export function noHealthyUpstream(route: CompiledRoute): KeygateError {
+  return new KeygateError("err:keygate:gateway:no_healthy_upstream", `No target of the upstream of route '${route.name}' is healthy.`);
+}
+
 /**
  * Gives back the credits of an allowed request whose upstream then failed (or that was never sent), when the
  * settings say so. The failure is answered once this is done, so a client that sees it finds its credits back.

@@ -1,11 +1,17 @@
 import { request as httpRequest, type IncomingHttpHeaders, type IncomingMessage } from "node:http";
-import { request as httpsRequest } from "node:https";
+import { type RequestOptions as HttpsRequestOptions, request as httpsRequest } from "node:https";
 import type { Duplex } from "node:stream";
+import type { UpstreamTls } from "../domain/routes/upstream-compiler.js";
+import { KeygateError } from "../errors/keygate-error.js";
+import { malformedUrlError } from "../http/error-handler.js";
+import type { RouteMatch } from "./decision.js";
 import { addUpgradeHeaders, endToEndResponseLines } from "./hop-by-hop.js";
 
 export interface UpgradeRelayOptions {
   /** The upstream URL (http: or https:) the upgrade is sent to. */
   target: string;
+  /** The upstream's own TLS settings (CA, client certificate and key), when its pool has them. */
+  tls?: UpstreamTls | undefined;
   /** The end-to-end headers for the upstream; the relay adds the upgrade's own `Connection` and `Upgrade`. */
   headers: IncomingHttpHeaders;
   timeoutMs: number;
@@ -30,7 +36,14 @@ export function relayUpgrade(client: IncomingMessage, clientSocket: Duplex, head
   const headers: IncomingHttpHeaders = {};
   for (const name in options.headers) headers[name] = options.headers[name];
   addUpgradeHeaders(headers, client.headers);
-  const upstream = send(url, { method: client.method ?? "GET", headers, timeout: options.timeoutMs });
+  const sending: HttpsRequestOptions = { method: client.method ?? "GET", headers, timeout: options.timeoutMs };
+  const tls = options.tls;
+  if (tls?.ca !== undefined) sending.ca = tls.ca;
+  if (tls?.cert !== undefined) sending.cert = tls.cert;
+  if (tls?.key !== undefined) sending.key = tls.key;
+  if (tls?.servername !== undefined) sending.servername = tls.servername;
+  if (tls?.rejectUnauthorized !== undefined) sending.rejectUnauthorized = tls.rejectUnauthorized;
+  const upstream = send(url, sending);
   // Once the upstream has answered (a switch, or an answer passed on), a later failure only cuts that answer short:
   // the upstream was reached, so it is no upstream failure (no refund, no second answer on the socket).
   // A failure is reported once: a timeout destroys the request, which then errors too.
@@ -94,4 +107,18 @@ function answerLines(response: IncomingMessage, requestId: string, options?: { u
   const lines = endToEndResponseLines(response.rawHeaders, options).filter(([name]) => name.toLowerCase() !== "x-request-id");
   lines.push(["x-request-id", requestId]);
   return lines;
+}
+
+/** Why an upgrade no route takes is refused: its URL does not decode, a route refused it, or no route takes it. */
+export function upgradeRefusal(match: RouteMatch, path: string): KeygateError | undefined {
+  switch (match.kind) {
+    case "route":
+      return undefined;
+    case "refused":
+      return match.error;
+    case "undecodable":
+      return malformedUrlError();
+    case "none":
+      return new KeygateError("err:user:bad_request:route_not_found", `No route takes upgrades at ${path}.`);
+  }
 }

@@ -8,13 +8,23 @@ import type { Stores } from "../storage/interfaces.js";
 /** Which face of keygate served a request. */
 export type Face = "v2" | "gateway" | "other";
 
-/** Why an upstream gave no answer. */
-export type UpstreamErrorKind = "unreachable" | "timeout" | "reset";
+/** Why an upstream gave no answer (`no_healthy_target`: no call was made, every target of its pool being out). */
+export type UpstreamErrorKind = "unreachable" | "timeout" | "reset" | "no_healthy_target";
 
 /** What the gateway reports of its upstreams. */
 export interface UpstreamObserver {
   upstreamAnswered(route: string, seconds: number): void;
   upstreamFailed(route: string, kind: UpstreamErrorKind): void;
+}
+
+/** One target of a route's upstream pool as a process sees it, when scraped. */
+export interface UpstreamTargetSample {
+  route: string;
+  /** Its URL, credentials masked. */
+  target: string;
+  healthy: boolean;
+  inFlight: number;
+  ejections: number;
 }
 
 export const UNOBSERVED_UPSTREAMS: UpstreamObserver = { upstreamAnswered: () => {}, upstreamFailed: () => {} };
@@ -95,8 +105,10 @@ export class Metrics implements Observer, UpstreamObserver {
     registers: [this.registry],
   });
   private readonly stopTimingCommands: () => void;
+  private upstreamTargets: () => readonly UpstreamTargetSample[] = () => [];
 
   constructor(stores: Stores, analytics: AnalyticsRuntime) {
+    this.upstreamTargetSeries();
     this.stopTimingCommands = stores.health.observeCommands((command, seconds) => this.redisDuration.observe({ command }, seconds));
     new Gauge({
       name: "keygate_redis_breaker_open",
@@ -133,6 +145,52 @@ export class Metrics implements Observer, UpstreamObserver {
 
   upstreamFailed(route: string, kind: UpstreamErrorKind): void {
     this.upstreamErrors.inc({ route, kind });
+  }
+
+  /** Where the upstream pools' targets are read from when scraped (the gateway's pools). */
+  watchUpstreamTargets(read: () => readonly UpstreamTargetSample[]): void {
+    this.upstreamTargets = read;
+  }
+
+  /**
+   * Each pooled target's state, read when scraped. Labelled by route and target URL: bounded by the routes. Several
+   * workers each have their own view: the primary keeps the lowest `healthy` (0 if any worker has the target out)
+   * and adds up the rest.
+   */
+  private upstreamTargetSeries(): void {
+    const read = () => this.upstreamTargets();
+    const labelNames = ["route", "target"] as const;
+    new Gauge({
+      name: "keygate_upstream_target_healthy",
+      help: "1 while requests go to an upstream pool's target, 0 while it is ejected (passive health) or down (active).",
+      labelNames,
+      registers: [this.registry],
+      aggregator: "min",
+      collect() {
+        this.reset();
+        for (const sample of read()) this.set({ route: sample.route, target: sample.target }, sample.healthy ? 1 : 0);
+      },
+    });
+    new Gauge({
+      name: "keygate_upstream_target_in_flight",
+      help: "Calls in flight to an upstream pool's target.",
+      labelNames,
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const sample of read()) this.set({ route: sample.route, target: sample.target }, sample.inFlight);
+      },
+    });
+    new Counter({
+      name: "keygate_upstream_target_ejections_total",
+      help: "Times an upstream pool's target was ejected by passive health checks (since its pool started).",
+      labelNames,
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const sample of read()) this.inc({ route: sample.route, target: sample.target }, sample.ejections);
+      },
+    });
   }
 
   /** Every series in the Prometheus text format: the process's, then this app's. */

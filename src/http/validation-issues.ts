@@ -106,6 +106,7 @@ function describe(error: ErrorObject, root: string): ValidationIssue | undefined
       return { location: at, message: `must be a valid ${params.format}` };
     case "anyOf":
     case "oneOf":
+    case "if":
       // The branches' own errors say more; the umbrella entry is only kept when it is all there is.
       return undefined;
     default:

@@ -10,16 +10,77 @@ export interface RouteRecord {
   /** Unique among every route, those of the configuration file included. */
   name: string;
   match: RouteMatchRecord;
-  upstream: string;
+  /** One URL, or a pool of targets (docs/gateway.md#upstream-pools). */
+  upstream: string | UpstreamPoolRecord;
   /** In evaluation order. */
   policies: PolicyRecord[];
   forward?: RouteForward;
   /** Overrides gateway.upstreamTimeoutMs for this route. */
   timeoutMs?: number;
+  /** The route's match prefix is removed from the path before it is appended to the upstream's path. */
+  stripPrefix?: boolean;
+  /** The path (after stripPrefix) with `regex` (RE2) replaced by `replacement` (`$1` for a group). */
+  rewrite?: RouteRewrite;
+  /** The Host the upstream gets: its own (the default) or the client's. */
+  host?: "upstream" | "client";
+  /** The largest request body, in bytes: a larger one is refused (413) before the upstream gets the rest. */
+  bodyLimit?: number;
   /** Whether an OpenAPI document was uploaded for the route (keygate.setRouteOpenApi); its text is stored apart. */
   openApi?: { uploadedAt: number; title?: string };
   createdAt: number;
   updatedAt: number;
+}
+
+/** Several targets behind one route, balanced, with passive (and optionally active) health, retries and TLS. */
+export interface UpstreamPoolRecord {
+  targets: UpstreamTargetRecord[];
+  /** "round-robin" (smooth weighted, the default) or "least-connections" (calls in flight per unit of weight). */
+  balance?: UpstreamBalance;
+  health?: UpstreamHealthRecord;
+  retry?: UpstreamRetryRecord;
+  tls?: UpstreamTlsRecord;
+}
+
+export const UPSTREAM_BALANCES = ["round-robin", "least-connections"] as const;
+export type UpstreamBalance = (typeof UPSTREAM_BALANCES)[number];
+
+export interface UpstreamTargetRecord {
+  /** http(s) URL; every target of a pool has the same path. */
+  url: string;
+  /** Share of the requests, 1 when absent. */
+  weight?: number;
+}
+
+export interface UpstreamHealthRecord {
+  /** Failures in a row that eject a target, for how long, and whether a 5xx answer counts as one. */
+  passive?: { failures?: number; cooldownMs?: number; on5xx?: boolean };
+  /** Probes every target on its own, from each process. */
+  active?: {
+    path: string;
+    intervalMs?: number;
+    timeoutMs?: number;
+    /** Probes passed in a row that bring a target back, failed in a row that take it out. */
+    healthyThreshold?: number;
+    unhealthyThreshold?: number;
+    /** Statuses that pass; 200 to 399 when absent. */
+    statuses?: number[];
+  };
+}
+
+export interface UpstreamRetryRecord {
+  /** Statuses on which an idempotent request is tried again on another target. */
+  statuses?: number[];
+  /** Retries at most, each on a target not tried yet (1 when absent). */
+  attempts?: number;
+}
+
+/** Files read when the route is compiled: the CA to trust, and the client certificate and key (mTLS). */
+export interface UpstreamTlsRecord {
+  ca?: string;
+  cert?: string;
+  key?: string;
+  servername?: string;
+  rejectUnauthorized?: boolean;
 }
 
 export const HTTP_METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"] as const;
@@ -29,6 +90,12 @@ export type HttpMethod = (typeof HTTP_METHODS)[number];
 export interface RouteMatchRecord {
   prefix: string;
   methods?: HttpMethod[];
+}
+
+/** A rewrite of the path sent upstream: the first match of `regex` (RE2) replaced; `$1`... name its groups. */
+export interface RouteRewrite {
+  regex: string;
+  replacement: string;
 }
 
 /** Headers the upstream gets (any the client sent of the same names are dropped first). */
@@ -125,7 +192,28 @@ export interface LoggingPolicy {
   query?: boolean;
 }
 
-/** One gateway policy: exactly one of `keyauth`, `ratelimit`, `firewall`, `openapi` or `logging`. */
+/** An allowed origin: exactly one of `exact` or `regex` (RE2, matching the whole origin). */
+export interface CorsOrigin {
+  exact?: string;
+  regex?: string;
+}
+
+/** keygate: CORS (preflights answered at the gateway, the CORS headers added to every answer of an allowed origin). */
+export interface CorsPolicy {
+  /** `"*"`: any origin. */
+  allowOrigins: "*" | CorsOrigin[];
+  /** What a preflight may ask for; by default the route's methods (every method when it lists none). */
+  allowMethods?: HttpMethod[];
+  /** Request headers a preflight may ask for; by default those it asks for. */
+  allowHeaders?: string[];
+  /** Answer headers a page may read besides the CORS-safelisted ones. */
+  exposeHeaders?: string[];
+  allowCredentials?: boolean;
+  /** How long a browser may keep a preflight's answer. */
+  maxAgeSeconds?: number;
+}
+
+/** One gateway policy: exactly one of `keyauth`, `ratelimit`, `firewall`, `openapi`, `logging` or `cors`. */
 export interface PolicyRecord {
   /** `pol_…`, kept when the policy is updated on its own (updateRoutePolicy). */
   id: string;
@@ -138,4 +226,5 @@ export interface PolicyRecord {
   firewall?: FirewallPolicy;
   openapi?: NoSettings;
   logging?: LoggingPolicy;
+  cors?: CorsPolicy;
 }

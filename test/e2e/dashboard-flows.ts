@@ -48,6 +48,12 @@ export async function dashboardFlows(t: Test, storage: StorageKind): Promise<voi
           credits: { cost: 3 },
         },
         { name: "e2e-upstream", match: { prefix: "/up" }, upstream: upstream.url, apiId: "api_e2e_gateway" },
+        {
+          name: "e2e-pool",
+          match: { prefix: "/pool" },
+          upstream: { targets: [{ url: upstream.url, weight: 2 }, { url: "http://127.0.0.1:9" }], balance: "least-connections" },
+          apiId: "api_e2e_gateway",
+        },
       ],
     },
   });
@@ -270,6 +276,14 @@ export async function dashboardFlows(t: Test, storage: StorageKind): Promise<voi
     for (const part of ["GET /e2e", "Authorization: Bearer <key>", "e2e.read", "api_e2e_gateway", "http://127.0.0.1:9"]) {
       t.match(text, part, `the route shows ${part}`);
     }
+    const pool = page.getByRole("table", { name: "Gateway routes" }).getByRole("row").filter({ hasText: "e2e-pool" });
+    const targets = await pool.getByRole("list", { name: "Upstream targets" }).getByRole("listitem").allTextContents();
+    t.same(
+      targets.map((target) => target.replace(/\s+/g, " ").trim()),
+      [`${upstream.url} ×2 in`, "http://127.0.0.1:9 ×1 in"],
+      "a pool's targets are shown with their weight and state",
+    );
+    t.match((await pool.textContent()) ?? "", "pool, least-connections");
   });
 
   await step(
@@ -540,6 +554,32 @@ export async function dashboardFlows(t: Test, storage: StorageKind): Promise<voi
     await routeRow("dash-route").getByText("when path ~ ^/dash/admin").waitFor();
     await routeEditor.getByText("Edit as JSON").click();
     t.match(await routeEditor.getByLabel("Policies (JSON)").inputValue(), '"regex": "^/dash/admin"', "the JSON editor shows the policies");
+  });
+
+  await step("a cors policy from its form: keygate answers preflights, and refusals carry the CORS headers", async () => {
+    await policyForm.getByLabel("Kind of policy").selectOption("cors");
+    await policyForm.getByRole("button", { name: "Add policy" }).click();
+    const cors = policyGroup(4, "cors");
+    await cors.getByLabel("Allowed origins").fill("https://app.example.test\n~ (");
+    await policyForm.getByRole("status").filter({ hasText: "Unsaved changes." }).waitFor();
+    await policyForm.getByRole("button", { name: "Save policies" }).click();
+    await cors.getByText(/is not a valid RE2 regular expression/).waitFor();
+    await cors.getByLabel("Allowed origins").fill("https://app.example.test\n~ https://[a-z]+\\.preview\\.example\\.test");
+    await cors.getByLabel("Max age (s)").fill("600");
+    await cors.getByLabel("Allow credentials").check();
+    await policyForm.getByRole("button", { name: "Save policies" }).click();
+    await policyForm.getByRole("status").filter({ hasText: "Policies saved." }).waitFor();
+    await routeRow("dash-route").getByText("cors (cors): CORS for https://app.example.test ~https://[a-z]+\\.preview").waitFor();
+    const preflight = await fetch(`${origin}/dash/items`, {
+      method: "OPTIONS",
+      headers: { origin: "https://app.example.test", "access-control-request-method": "GET" },
+    });
+    t.equal(preflight.status, 204, "the preflight is keygate's");
+    t.equal(preflight.headers.get("access-control-max-age"), "600");
+    const refused = await fetch(`${origin}/dash/items`, { headers: { origin: "https://pr.preview.example.test" } });
+    t.equal(refused.status, 401, "no key");
+    t.equal(refused.headers.get("access-control-allow-origin"), "https://pr.preview.example.test", "readable by the page");
+    t.equal(refused.headers.get("access-control-allow-credentials"), "true");
   });
 
   await step("a configuration route is read-only; a route of the API is edited and deleted (with a confirmation)", async () => {

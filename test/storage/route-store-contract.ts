@@ -58,6 +58,33 @@ function fullRoute(id: string): RouteRecord {
   });
 }
 
+/** A route whose upstream is a pool with every optional field set, and one with only its targets. */
+function pooledRoutes(): RouteRecord[] {
+  return [
+    route("rt_pool", {
+      match: { prefix: "/pool" },
+      upstream: {
+        targets: [{ url: "http://10.0.0.1:8080/api", weight: 3 }, { url: "http://10.0.0.2:8080/api" }],
+        balance: "least-connections",
+        health: {
+          passive: { failures: 3, cooldownMs: 10_000, on5xx: true },
+          active: {
+            path: "/health",
+            intervalMs: 5_000,
+            timeoutMs: 1_000,
+            healthyThreshold: 2,
+            unhealthyThreshold: 3,
+            statuses: [200, 204],
+          },
+        },
+        retry: { statuses: [502, 503], attempts: 2 },
+        tls: { ca: "/etc/ca.pem", cert: "/etc/client.pem", key: "/etc/client.key", servername: "api.internal", rejectUnauthorized: true },
+      },
+    }),
+    route("rt_pool_bare", { match: { prefix: "/pool-bare" }, upstream: { targets: [{ url: "http://10.0.0.3" }] } }),
+  ];
+}
+
 /** The keys a route holds, sorted: an optional field left out is absent, not present as undefined. */
 function keysOf(record: object): string[] {
   return Object.keys(record).sort();
@@ -154,6 +181,17 @@ export async function routeStoreContract(t: Test, open: (t: Test) => Promise<Sto
       return { result: undefined };
     });
     t.strictSame(inChange, full, "the table a change is given reads the same");
+  });
+
+  await t.test("routes: a pool upstream reads back as written, optional fields absent rather than undefined", async (t) => {
+    const { routes } = await open(t);
+    const pooled = pooledRoutes();
+    await routes.update(() => ({ result: undefined, routes: pooled }));
+    const read = (await routes.table()).routes;
+    t.strictSame(read, pooled);
+    const bare = (read[1] as RouteRecord).upstream as { targets: object[] };
+    t.strictSame(keysOf(bare), ["targets"], "a pool of targets alone has no other field");
+    t.strictSame(keysOf(bare.targets[0] ?? {}), ["url"], "a target without weight has none");
   });
 
   await t.test("routes: records returned are copies", async (t) => {

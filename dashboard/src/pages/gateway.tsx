@@ -7,6 +7,7 @@ import { PolicyEditor } from "./policy-editor.js";
 import type { Api } from "./policy-forms.js";
 import { describePolicy } from "./policy-summary.js";
 import { RouteForm } from "./route-form.js";
+import { UpstreamCell } from "./upstream-cell.js";
 
 /**
  * The gateway's routes this workspace may read: its own, created, edited and deleted here, and the configuration
@@ -74,7 +75,7 @@ export function GatewayPage() {
                 )}
               </td>
               <td>
-                <code>{route.upstream}</code>
+                <UpstreamCell route={route} />
                 {route.timeoutMs !== undefined ? ` (timeout ${route.timeoutMs} ms)` : ""}
               </td>
               <td>

@@ -1,5 +1,6 @@
 import type { BodyOf, DataOf } from "../api.js";
 import { numberOr, splitList } from "../ui.js";
+import { type CorsDraft, corsBody, corsDraft, newCors } from "./cors-draft.js";
 
 /**
  * A route's policies as the Gateway page edits them: plain form values (numbers as typed, lists as text), turned
@@ -19,7 +20,7 @@ type LoggingBody = NonNullable<PolicyBody["logging"]>;
 export type Method = NonNullable<MatchBody["method"]>["methods"][number];
 
 export const METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"] as const satisfies readonly Method[];
-export const POLICY_KINDS = ["keyauth", "ratelimit", "firewall", "openapi", "logging"] as const;
+export const POLICY_KINDS = ["keyauth", "ratelimit", "firewall", "openapi", "logging", "cors"] as const;
 export type PolicyKind = (typeof POLICY_KINDS)[number];
 
 export type StringMode = "exact" | "prefix" | "regex";
@@ -66,7 +67,8 @@ export type RuleDraft =
   | { kind: "ratelimit"; limit: string; windowMs: string; identifiers: IdentifierDraft[]; cost: string; namespace: string }
   | { kind: "firewall"; ipAllow: string; ipDeny: string }
   | { kind: "openapi" }
-  | ({ kind: "logging" } & Record<(typeof LOGGED)[number], boolean>);
+  | ({ kind: "logging" } & Record<(typeof LOGGED)[number], boolean>)
+  | CorsDraft;
 
 export interface PolicyDraft {
   /** Keeps a policy's controls its own while the list is reordered. */
@@ -101,6 +103,8 @@ function newRule(kind: PolicyKind): RuleDraft {
       return { kind };
     case "logging":
       return { kind, requestHeaders: true, responseHeaders: true, requestBody: false, responseBody: false, query: false };
+    case "cors":
+      return newCors();
   }
 }
 
@@ -120,7 +124,8 @@ export function draftsOf(policies: readonly PolicyView[]): PolicyDraft[] {
 }
 
 function ruleDraft(policy: PolicyView): RuleDraft {
-  const { keyauth, ratelimit, firewall, logging } = policy;
+  const { keyauth, ratelimit, firewall, logging, cors } = policy;
+  if (cors) return corsDraft(cors);
   if (keyauth) {
     const rule: RuleDraft = {
       kind: "keyauth",
@@ -234,6 +239,8 @@ function ruleBody(rule: RuleDraft): Pick<PolicyBody, PolicyKind> {
       for (const part of LOGGED) if (rule[part]) logging[part] = true;
       return { logging };
     }
+    case "cors":
+      return { cors: corsBody(rule) };
   }
 }
 

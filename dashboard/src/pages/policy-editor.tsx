@@ -1,6 +1,7 @@
 import { useState } from "preact/hooks";
 import { ApiError, call } from "../api.js";
 import { ErrorNote, FormError, fieldError, TextField, useAction } from "../ui.js";
+import { CorsForm } from "./cors-form.js";
 import { Checkbox, GroupError, ItemButtons, moved, SelectField } from "./gateway-controls.js";
 import { MatchEditor } from "./match-editor.js";
 import {
@@ -21,6 +22,7 @@ const KINDS: readonly (readonly [PolicyKind, string])[] = [
   ["firewall", "firewall: deny"],
   ["openapi", "openapi: validate requests"],
   ["logging", "logging: record more"],
+  ["cors", "cors: browsers on other origins"],
 ];
 
 /**
@@ -137,6 +139,7 @@ function PolicyControls(props: {
       {rule.kind === "ratelimit" && <RatelimitForm rule={rule} onChange={(next) => set({ rule: next })} error={error} at={ruleAt} />}
       {rule.kind === "firewall" && <FirewallForm rule={rule} onChange={(next) => set({ rule: next })} error={error} at={ruleAt} />}
       {rule.kind === "logging" && <LoggingForm rule={rule} onChange={(next) => set({ rule: next })} error={error} at={ruleAt} />}
+      {rule.kind === "cors" && <CorsForm rule={rule} onChange={(next) => set({ rule: next })} error={error} at={ruleAt} />}
       {rule.kind === "openapi" && <p class="hint">Validates requests against the route's OpenAPI document; no settings.</p>}
       <GroupError error={error} location={ruleAt} />
       <MatchEditor matches={draft.match} onChange={(match) => set({ match })} error={error} at={`${at}.match`} />

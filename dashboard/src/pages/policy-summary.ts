@@ -27,6 +27,11 @@ function settings(policy: PolicyView): string {
     return logged.length > 0 ? `records ${logged.join(" ")}` : "records nothing extra";
   }
   if (policy.openapi) return "validates against the route's OpenAPI document";
+  if (policy.cors) {
+    const { allowOrigins, allowCredentials } = policy.cors;
+    const origins = allowOrigins === "*" ? "any origin" : allowOrigins.map((origin) => origin.exact ?? `~${origin.regex}`).join(" ");
+    return `CORS for ${origins}${allowCredentials ? ", with credentials" : ""}`;
+  }
   return "";
 }
 

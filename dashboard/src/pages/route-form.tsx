@@ -27,7 +27,7 @@ function draftOf(route: RouteView | undefined): RouteDraft {
     name: route?.name ?? "",
     prefix: route?.match.prefix ?? "/",
     methods: [...(route?.match.methods ?? [])],
-    upstream: route?.upstream ?? "",
+    upstream: upstreamText(route?.upstream),
     timeoutMs: route?.timeoutMs === undefined ? "" : String(route.timeoutMs),
     forward: {
       principal: route?.forward?.principal ?? "",
@@ -45,9 +45,25 @@ function fieldsOf(draft: RouteDraft): Fields & { forward: NonNullable<BodyOf<"ke
   return {
     name: draft.name,
     match: { prefix: draft.prefix, ...(draft.methods.length > 0 ? { methods: draft.methods } : {}) },
-    upstream: draft.upstream,
+    upstream: upstreamOf(draft.upstream),
     forward: Object.keys(forward).length > 0 ? forward : null,
   };
+}
+
+/** The upstream as the form shows it: its URL, or a pool (docs/gateway.md#upstream-pools) as JSON. */
+function upstreamText(upstream: RouteView["upstream"] | undefined): string {
+  if (upstream === undefined) return "";
+  return typeof upstream === "string" ? upstream : JSON.stringify(upstream, null, 1);
+}
+
+/** The upstream a text says: a pool when it is a JSON object; anything else is sent as written, for the API to judge. */
+function upstreamOf(text: string): Fields["upstream"] {
+  if (!text.trim().startsWith("{")) return text;
+  try {
+    return JSON.parse(text) as Fields["upstream"];
+  } catch {
+    return text;
+  }
 }
 
 /**
@@ -79,7 +95,7 @@ export function RouteForm(props: { route?: RouteView; onSaved: (route: RouteView
         saved = await call("keygate.updateRoute", {
           route: route.id,
           ...rest,
-          ...(upstream !== route.upstream ? { upstream } : {}),
+          ...(draft.upstream !== upstreamText(route.upstream) ? { upstream } : {}),
           forward,
           timeoutMs,
         });
@@ -107,6 +123,7 @@ export function RouteForm(props: { route?: RouteView; onSaved: (route: RouteView
         />
         <TextField
           label="Upstream URL"
+          hint="or a pool as JSON: { targets: [{ url, weight }], balance, health, retry, tls }"
           required
           value={draft.upstream}
           onValue={(upstream) => set({ upstream })}

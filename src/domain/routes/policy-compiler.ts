@@ -9,6 +9,7 @@ import type {
 } from "../../storage/route-records.js";
 import { type PermissionQuery, PermissionQuerySyntaxError, parsePermissionQuery } from "../permissions/query.js";
 import type { RequestedLimit } from "../verification/verification.js";
+import { type CompiledCorsRule, compileCors } from "./cors-policy.js";
 import { compileMatches, type RequestPredicate } from "./match-expressions.js";
 import type { Problems } from "./problems.js";
 
@@ -67,14 +68,21 @@ export type CompiledPolicy =
   | CompiledRatelimit
   | CompiledFirewall
   | (CompiledPolicyBase & { kind: "openapi" })
-  | (CompiledPolicyBase & { kind: "logging"; capture: LoggingPolicy });
+  | (CompiledPolicyBase & { kind: "logging"; capture: LoggingPolicy })
+  | CompiledCors;
 
-export const POLICY_KINDS = ["keyauth", "ratelimit", "firewall", "openapi", "logging"] as const;
+/** keygate's own kind: CORS answered and added at the gateway. */
+export interface CompiledCors extends CompiledPolicyBase {
+  kind: "cors";
+  rule: CompiledCorsRule;
+}
+
+export const POLICY_KINDS = ["keyauth", "ratelimit", "firewall", "openapi", "logging", "cors"] as const;
 export type PolicyKind = (typeof POLICY_KINDS)[number];
 
 export const MAX_POLICIES = 50;
 
-/** The kind of a policy: which one of its five rule fields is set (undefined when not exactly one is). */
+/** The kind of a policy: which one of its rule fields is set (undefined when not exactly one is). */
 export function policyKind(policy: Pick<PolicyRecord, PolicyKind>): PolicyKind | undefined {
   const set = POLICY_KINDS.filter((kind) => policy[kind] !== undefined);
   return set.length === 1 ? set[0] : undefined;
@@ -115,6 +123,10 @@ function compilePolicy(policy: PolicyRecord, routeName: string, at: string, prob
   else if (policy.firewall) compiled = compileFirewall(policy.firewall, base, `${at}.firewall`, problems);
   else if (policy.openapi) compiled = { ...base, kind: "openapi" };
   else if (policy.logging) compiled = { ...base, kind: "logging", capture: policy.logging };
+  else if (policy.cors) {
+    const rule = compileCors(policy.cors, `${at}.cors`, problems);
+    if (rule) compiled = { ...base, kind: "cors", rule };
+  }
   return problems.length === before ? compiled : undefined;
 }
 

@@ -1,6 +1,8 @@
 import type { HttpMethod, RouteForward, RouteRecord } from "../../storage/route-records.js";
-import { type CompiledPolicy, compilePolicies, type KeySource } from "./policy-compiler.js";
+import { compilePathRewrite, type PathRewrite } from "./path-rewrite.js";
+import { type CompiledCors, type CompiledPolicy, compilePolicies, type KeySource } from "./policy-compiler.js";
 import type { Problems } from "./problems.js";
+import { type CompiledUpstream, compileUpstream, type TlsFileReader } from "./upstream-compiler.js";
 
 /** Where a route comes from: the configuration file (read-only through the API), or the API (stored). */
 export type RouteSource = "config" | "api";
@@ -20,7 +22,10 @@ export interface CompiledRoute {
   /** Without a trailing slash ("" for "/"), escaped unreserved characters decoded (see samePath). */
   readonly prefix: string;
   readonly methods: ReadonlySet<string> | undefined;
+  /** The upstream's first target (the only one of a single URL). */
   readonly upstream: URL;
+  /** Every target, how they are balanced, their health checks, retries and TLS. */
+  readonly pool: CompiledUpstream;
   /** The upstream's path without trailing slashes ("" for none): request paths are appended to it. */
   readonly upstreamBase: string;
   /** The enabled policies, in order. */
@@ -30,6 +35,14 @@ export interface CompiledRoute {
   /** The API whose workspace a configuration route belongs to (its first keyauth policy's first API). */
   readonly workspaceApiId: string | undefined;
   readonly forward: RouteForward;
+  /** How the path sent upstream is made from the request's; undefined: as it came. */
+  readonly pathRewrite: PathRewrite | undefined;
+  /** Whether the upstream gets the client's Host rather than its own. */
+  readonly clientHost: boolean;
+  /** The largest request body in bytes; undefined: no limit of the route's. */
+  readonly bodyLimit: number | undefined;
+  /** The enabled cors policies, in order: the first that applies to a request decides. */
+  readonly cors: readonly CompiledCors[];
 }
 
 /** Normalises a path prefix the way requests are compared with it; see samePath. */
@@ -39,6 +52,8 @@ export interface RouteCompileRules {
   /** Whether a prefix is reserved (the management API's). */
   reserved(prefix: string): boolean;
   samePath: PathNormaliser;
+  /** Reads an upstream's TLS files; without it a route with `upstream.tls` files does not compile. */
+  readTlsFile?: TlsFileReader;
 }
 
 /**
@@ -59,13 +74,8 @@ export function compileRoute(
     problems.push({ at: field("match.prefix"), message: `'${definition.match.prefix}' is reserved for the management API (/v2)` });
   if (/[?#]/.test(definition.match.prefix)) problems.push({ at: field("match.prefix"), message: "must be a path, without '?' or '#'" });
 
-  let upstream: URL | undefined;
-  try {
-    upstream = new URL(definition.upstream);
-    if (upstream.search || upstream.hash) problems.push({ at: field("upstream"), message: "must not have a query string or fragment" });
-  } catch {
-    problems.push({ at: field("upstream"), message: `'${definition.upstream}' is not a valid URL` });
-  }
+  const pool = compileUpstream(definition.upstream, field("upstream"), rules.readTlsFile, problems);
+  const upstream = pool?.targets[0]?.url;
 
   const policies = compilePolicies(definition.policies, definition.name, field("policies"), problems);
   const keySources = policies.flatMap((policy) => (policy.kind === "keyauth" ? policy.keySources : []));
@@ -77,7 +87,8 @@ export function compileRoute(
       problems.push({ at: field("forward"), message: `'${source.header}' is a header a key is read from` });
     }
   }
-  if (problems.length > before || !upstream) return undefined;
+  const pathRewrite = compilePathRewrite(prefix, definition.stripPrefix, definition.rewrite, field, problems);
+  if (problems.length > before || !upstream || !pool) return undefined;
   const firstKeyauth = definition.policies.find((policy) => policy.keyauth !== undefined)?.keyauth;
   return {
     definition,
@@ -86,10 +97,15 @@ export function compileRoute(
     prefix,
     methods: definition.match.methods ? new Set<HttpMethod>(definition.match.methods) : undefined,
     upstream,
+    pool,
     upstreamBase: upstream.pathname.replace(/\/+$/, ""),
     policies,
     keySources,
     workspaceApiId: firstKeyauth?.keyspaces[0],
     forward,
+    pathRewrite,
+    clientHost: definition.host === "client",
+    bodyLimit: definition.bodyLimit,
+    cors: policies.filter((policy) => policy.kind === "cors"),
   };
 }

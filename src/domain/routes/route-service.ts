@@ -2,34 +2,42 @@ import { invalidInput, KeygateError } from "../../errors/keygate-error.js";
 import type { Clock } from "../../lib/clock.js";
 import { newId } from "../../lib/ids.js";
 import type { RouteStore, StoredRouteTable } from "../../storage/route-interfaces.js";
-import type { PolicyRecord, RouteForward, RouteMatchRecord, RouteRecord } from "../../storage/route-records.js";
+import type { PolicyRecord, RouteForward, RouteMatchRecord, RouteRecord, RouteRewrite } from "../../storage/route-records.js";
 import type { Caller } from "../caller.js";
 import { requireGateway } from "../root-keys/permissions.js";
-import { compilePolicies } from "./policy-compiler.js";
+import { compilePolicies, POLICY_KINDS } from "./policy-compiler.js";
 import type { Problem, Problems } from "./problems.js";
 import { type CompiledRoute, compileRoute, type RouteCompileRules } from "./route-compiler.js";
-import { configView, type RouteView, storedView } from "./route-views.js";
-import { clashIn, definitionOf, keepingIds, swapped, withId } from "./route-writes.js";
+import { configView, type RouteView, storedView, type UpstreamTargetHealth, withHealth } from "./route-views.js";
+import { clashIn, definitionOf, keepingIds, setOptionalFields, swapped, withId } from "./route-writes.js";
 
 /** A policy as a client writes it: its id is keygate's to give. */
 export type PolicyInput = Omit<PolicyRecord, "id">;
 export interface RouteInput {
   name: string;
   match: RouteMatchRecord;
-  upstream: string;
+  upstream: RouteRecord["upstream"];
   policies?: PolicyInput[];
   forward?: RouteForward;
   timeoutMs?: number;
+  stripPrefix?: boolean;
+  rewrite?: RouteRewrite;
+  host?: "upstream" | "client";
+  bodyLimit?: number;
 }
 
 /** A partial update of a route: what is given replaces what is stored; null removes an optional field. */
 export interface RouteChange {
   name?: string;
   match?: RouteMatchRecord;
-  upstream?: string;
+  upstream?: RouteRecord["upstream"];
   policies?: PolicyInput[];
   forward?: RouteForward | null;
   timeoutMs?: number | null;
+  stripPrefix?: boolean | null;
+  rewrite?: RouteRewrite | null;
+  host?: "upstream" | "client" | null;
+  bodyLimit?: number | null;
 }
 
 /** A partial update of one policy: what is given replaces what is stored (a rule replaces the rule); null `match` removes it. */
@@ -51,6 +59,8 @@ export interface RouteServiceOptions {
   notifier: RouteChangeNotifier;
   rules: RouteCompileRules;
   clock: Clock;
+  /** The state of a route's upstream targets as this process sees them (a pool's only); shown with the route. */
+  upstreamHealth?: (routeId: string) => UpstreamTargetHealth[] | undefined;
 }
 
 /** Largest OpenAPI document a route may have, in characters. */
@@ -82,8 +92,7 @@ export class RouteService {
       createdAt: now,
       updatedAt: now,
     };
-    if (input.forward !== undefined) route.forward = input.forward;
-    if (input.timeoutMs !== undefined) route.timeoutMs = input.timeoutMs;
+    setOptionalFields(route, input);
     await this.validate(route);
     return this.write(
       () => storedView(route),
@@ -93,7 +102,7 @@ export class RouteService {
 
   async getRoute(caller: Caller, input: { route: string }): Promise<RouteView> {
     const found = await this.find(caller, input.route, "read_route");
-    return found.stored ? storedView(found.stored) : configView(found.config);
+    return withHealth(found.stored ? storedView(found.stored) : configView(found.config), this.options.upstreamHealth);
   }
 
   /** The routes the caller may read: its workspace's stored ones, and those of the configuration in front of its APIs. */
@@ -109,7 +118,7 @@ export class RouteService {
     for (const route of (await this.options.store.table()).routes) {
       if (route.workspaceId === caller.workspaceId && readable(route.id)) views.push(storedView(route));
     }
-    return views;
+    return views.map((view) => withHealth(view, this.options.upstreamHealth));
   }
 
   async updateRoute(caller: Caller, input: { route: string } & RouteChange): Promise<RouteView> {
@@ -120,10 +129,7 @@ export class RouteService {
     if (input.match !== undefined) next.match = input.match;
     if (input.upstream !== undefined) next.upstream = input.upstream;
     if (input.policies !== undefined) next.policies = keepingIds(current.policies, input.policies, now);
-    if (input.forward === null) delete next.forward;
-    else if (input.forward !== undefined) next.forward = input.forward;
-    if (input.timeoutMs === null) delete next.timeoutMs;
-    else if (input.timeoutMs !== undefined) next.timeoutMs = input.timeoutMs;
+    setOptionalFields(next, input);
     return this.replace(current, next);
   }
 
@@ -274,13 +280,14 @@ export class RouteService {
     throw new KeygateError("err:keygate:data:route_not_found", `The route '${route}' does not exist.`);
   }
 
-  /** Whether a route of the configuration file serves this workspace (through the API of its first keyauth policy). */
+  /** Whether a route of the configuration file serves this workspace: its first keyauth policy's API's, or a public route's own. */
   private async configRouteOf(workspaceId: string, route: CompiledRoute): Promise<boolean> {
-    return route.workspaceApiId !== undefined && this.options.isApiOf(workspaceId, route.workspaceApiId);
+    if (route.workspaceApiId === undefined) return route.definition.workspaceId === workspaceId;
+    return this.options.isApiOf(workspaceId, route.workspaceApiId);
   }
 }
 
-const RULE_FIELDS = ["keyauth", "ratelimit", "firewall", "openapi", "logging"] as const;
+const RULE_FIELDS = POLICY_KINDS;
 
 /** A 400 naming each problem's field in the request body. */
 function invalid(problems: readonly Problem[]): KeygateError {

@@ -18,6 +18,19 @@ export function keepingIds(current: readonly PolicyRecord[], next: readonly Poli
   return next.map((policy) => ({ id: ids.get(policy.name) ?? newId("pol", now), ...policy }));
 }
 
+/** A route's optional fields a write may give; null (in a change) removes one. */
+const OPTIONAL_FIELDS = ["forward", "timeoutMs", "stripPrefix", "rewrite", "host", "bodyLimit"] as const;
+type OptionalField = (typeof OPTIONAL_FIELDS)[number];
+
+/** Sets each optional field `input` gives on `route`, and removes each it gives as null. */
+export function setOptionalFields(route: RouteRecord, input: { [F in OptionalField]?: RouteRecord[F] | null }): void {
+  for (const field of OPTIONAL_FIELDS) {
+    const value = input[field];
+    if (value === null) delete route[field];
+    else if (value !== undefined) (route as Record<OptionalField, unknown>)[field] = value;
+  }
+}
+
 export function swapped(table: StoredRouteTable, current: RouteRecord, next: RouteRecord): RouteRecord[] {
   const stale = () => new KeygateError("err:keygate:data:route_not_found", `The route '${current.name}' was deleted meanwhile.`);
   if (!table.routes.some((route) => route.id === current.id)) throw stale();

@@ -1,5 +1,6 @@
 import t from "tap";
 import { compileStringMatch, type MatchedRequest } from "../../../src/domain/routes/match-expressions.js";
+import { compilePathRewrite, rewritePath } from "../../../src/domain/routes/path-rewrite.js";
 import { compilePolicies } from "../../../src/domain/routes/policy-compiler.js";
 import type { Problems } from "../../../src/domain/routes/problems.js";
 import type { PolicyRecord } from "../../../src/storage/route-records.js";
@@ -102,7 +103,7 @@ t.test("each problem is named by its field; disabled policies are checked but no
     ],
   );
   const rule = problems.find((problem) => problem.at === "policies[2]");
-  t.equal(rule?.message, "must set exactly one of keyauth, ratelimit, firewall, openapi, logging");
+  t.equal(rule?.message, "must set exactly one of keyauth, ratelimit, firewall, openapi, logging, cors");
 });
 
 t.test("rate limit policies count in the route's own namespace unless they name one", async (t) => {
@@ -123,4 +124,87 @@ t.test("rate limit policies count in the route's own namespace unless they name 
     { kind: "ratelimit", namespace: "orders.per ip", cost: 1, identifiers: [{ kind: "remoteIp" }] },
     { kind: "ratelimit", namespace: "api", cost: 2, identifiers: [{ kind: "principalField", path: ["meta", "plan"] }, { kind: "keyId" }] },
   ]);
+});
+
+t.test("a cors policy: exact origins in any case, regexes matching the whole origin, keygate's headers exposed", async (t) => {
+  const { result, problems } = compiled([
+    policy({
+      cors: {
+        allowOrigins: [{ exact: "https://App.example.com" }, { regex: "https://[a-z0-9-]+\\.example\\.org" }],
+        exposeHeaders: ["X-Trace"],
+        allowMethods: ["GET", "POST"],
+        maxAgeSeconds: 600,
+      },
+    }),
+  ]);
+  t.same(problems, []);
+  const cors = result[0];
+  if (cors?.kind !== "cors") return t.fail("a cors policy");
+  const { rule } = cors;
+  t.same(
+    [
+      "https://app.example.com",
+      "https://a-1.example.org",
+      "https://example.org",
+      "https://a.example.org.evil.test",
+      "http://app.example.com",
+    ].map(rule.allows),
+    [true, true, false, false, false],
+  );
+  t.equal(rule.anyOrigin, false);
+  t.equal(rule.allowMethods, "GET, POST");
+  t.equal(rule.maxAge, "600");
+  t.match(rule.exposeHeaders, /^x-request-id, ratelimit, .*retry-after, x-trace$/);
+  const any = compiled([policy({ cors: { allowOrigins: "*" } })]).result[0];
+  const anyWithCredentials = compiled([policy({ cors: { allowOrigins: "*", allowCredentials: true } })]).result[0];
+  t.equal(any?.kind === "cors" && any.rule.anyOrigin, true, "'*' answers '*'");
+  t.equal(anyWithCredentials?.kind === "cors" && anyWithCredentials.rule.anyOrigin, false, "with credentials the origin is named");
+});
+
+t.test("a cors policy's problems are named by their field", async (t) => {
+  const { result, problems } = compiled([
+    policy({ cors: { allowOrigins: [{ exact: "https://a.test/" }, { regex: "(" }, { exact: "https://b.test", regex: "x" }, {}] } }),
+  ]);
+  t.same(result, []);
+  t.same(
+    problems.map((problem) => problem.at),
+    [
+      "policies[0].cors.allowOrigins[0].exact",
+      "policies[0].cors.allowOrigins[1].regex",
+      "policies[0].cors.allowOrigins[2]",
+      "policies[0].cors.allowOrigins[3]",
+    ],
+  );
+});
+
+t.test("stripPrefix and rewrite: the prefix's segments removed, then the first match replaced", async (t) => {
+  const field = (name: string) => name;
+  const problems: Problems = [];
+  const strip = compilePathRewrite("/api/v1", true, undefined, field, problems);
+  const both = compilePathRewrite("/api", true, { regex: "^/users/([^/]+)$", replacement: "/u/$1/profile" }, field, problems);
+  const rewriteOnly = compilePathRewrite("/api", false, { regex: "^/api/(.*)", replacement: "v2/$1" }, field, problems);
+  t.same(problems, []);
+  t.equal(compilePathRewrite("/api", false, undefined, field, problems), undefined, "nothing to do: no rewrite at all");
+  t.equal(compilePathRewrite("", true, undefined, field, problems), undefined, "the prefix '/' strips nothing");
+  if (!strip || !both || !rewriteOnly) return t.fail("compiled");
+  t.same(
+    ["/api/v1", "/api/v1/", "/api/v1/x/y", "/api/v1/a%20b"].map((path) => rewritePath(strip, path)),
+    ["", "/", "/x/y", "/a%20b"],
+  );
+  t.same(
+    ["/api/users/a%2Fb", "/api/other"].map((path) => rewritePath(both, path)),
+    ["/u/a%2Fb/profile", "/other"],
+  );
+  t.equal(rewritePath(rewriteOnly, "/api/x"), "/v2/x", "a rewritten path gets its leading '/'");
+
+  const bad: Problems = [];
+  compilePathRewrite("/api", false, { regex: "([a-z]", replacement: "/" }, field, bad);
+  compilePathRewrite("/api", false, { regex: "^/(a)/(b)$", replacement: "/$3 $$4 $1" }, field, bad);
+  t.same(
+    bad.map((problem) => [problem.at, problem.message.replace(/:.*/, "")]),
+    [
+      ["rewrite.regex", "is not a valid RE2 regular expression"],
+      ["rewrite.replacement", "names group $3, but the regex has 2 groups"],
+    ],
+  );
 });

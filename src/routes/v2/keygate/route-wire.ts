@@ -5,10 +5,11 @@ import { invalidInput } from "../../../errors/keygate-error.js";
 import { MatchExprSchema, POLICY_LIST, type PolicyBody, PolicyResponseSchema, PolicyRuleFields } from "../../../gateway/policy-schema.js";
 import {
   ROUTE_METHODS,
+  RouteEdgeFields,
   RouteForwardSchema,
   RouteNameSchema,
   RoutePrefixSchema,
-  RouteUpstreamSchema,
+  RouteUpstreamOrPoolSchema,
 } from "../../../gateway/route-config.js";
 import { Nullable, Strict, StringEnum } from "../../../http/schemas.js";
 import { redactUrl } from "../../../lib/redact-url.js";
@@ -26,10 +27,11 @@ export const RouteMatchSchema = Strict({
 export const RouteFields = {
   name: RouteNameSchema,
   match: RouteMatchSchema,
-  upstream: RouteUpstreamSchema,
+  upstream: RouteUpstreamOrPoolSchema,
   policies: Type.Optional(POLICY_LIST),
   forward: Type.Optional(RouteForwardSchema),
   timeoutMs: Type.Optional(Type.Integer({ minimum: 100, maximum: 3_600_000 })),
+  ...RouteEdgeFields,
 };
 
 /** A route as the API answers it; the upstream's credentials, if it has any, masked. */
@@ -39,13 +41,29 @@ export const RouteResponse = Type.Object({
   /** `config`: from the configuration file, read-only here; `api`: managed through the API. */
   source: StringEnum(["config", "api"] as const),
   match: RouteMatchSchema,
-  upstream: Type.String(),
+  upstream: RouteUpstreamOrPoolSchema,
   policies: Type.Array(PolicyResponseSchema),
   forward: Type.Optional(RouteForwardSchema),
   timeoutMs: Type.Optional(Type.Integer()),
   openApi: Type.Optional(Type.Object({ uploadedAt: Type.Integer() })),
+  ...RouteEdgeFields,
   createdAt: Type.Optional(Type.Integer()),
   updatedAt: Type.Optional(Type.Integer()),
+  /** Each target of a pool as the instance that answered sees it. */
+  upstreamHealth: Type.Optional(
+    Type.Array(
+      Type.Object({
+        url: Type.String(),
+        weight: Type.Integer(),
+        healthy: Type.Boolean(),
+        ejectedUntil: Type.Optional(Type.Integer()),
+        failures: Type.Integer(),
+        inFlight: Type.Integer(),
+        probedHealthy: Type.Optional(Type.Boolean()),
+        ejections: Type.Integer(),
+      }),
+    ),
+  ),
 });
 
 /** A partial update of one policy (Unkey's gateway.updatePolicy fields). */
@@ -58,7 +76,10 @@ export const PolicyChangeFields = {
 };
 
 export function routeResponse(route: RouteView): Static<typeof RouteResponse> {
-  return route.upstream.includes("@") ? { ...route, upstream: redactUrl(route.upstream) } : route;
+  const upstream = route.upstream;
+  if (typeof upstream === "string") return upstream.includes("@") ? { ...route, upstream: redactUrl(upstream) } : route;
+  const targets = upstream.targets.map((target) => (target.url.includes("@") ? { ...target, url: redactUrl(target.url) } : target));
+  return { ...route, upstream: { ...upstream, targets } };
 }
 
 /** Policies as the domain takes them: Unkey's deprecated `identifier` becomes a one-entry `identifiers`. */
