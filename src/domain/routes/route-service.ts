@@ -2,43 +2,24 @@ import { invalidInput, KeygateError } from "../../errors/keygate-error.js";
 import type { Clock } from "../../lib/clock.js";
 import { newId } from "../../lib/ids.js";
 import type { RouteStore, StoredRouteTable } from "../../storage/route-interfaces.js";
-import type { PolicyRecord, RouteForward, RouteMatchRecord, RouteRecord, RouteRewrite } from "../../storage/route-records.js";
+import type { PolicyRecord, RouteRecord } from "../../storage/route-records.js";
 import type { Caller } from "../caller.js";
 import { requireGateway } from "../root-keys/permissions.js";
 import { compilePolicies, POLICY_KINDS } from "./policy-compiler.js";
 import type { Problem, Problems } from "./problems.js";
 import { type CompiledRoute, compileRoute, type RouteCompileRules } from "./route-compiler.js";
 import { configView, type RouteView, storedView, type UpstreamTargetHealth, withHealth } from "./route-views.js";
-import { clashIn, definitionOf, keepingIds, setOptionalFields, swapped, withId } from "./route-writes.js";
+import { clashIn, definitionOf, keepingIds, type OptionalRouteField, setOptionalFields, swapped, withId } from "./route-writes.js";
 
 /** A policy as a client writes it: its id is keygate's to give. */
 export type PolicyInput = Omit<PolicyRecord, "id">;
-export interface RouteInput {
-  name: string;
-  match: RouteMatchRecord;
-  upstream: RouteRecord["upstream"];
-  policies?: PolicyInput[];
-  forward?: RouteForward;
-  timeoutMs?: number;
-  stripPrefix?: boolean;
-  rewrite?: RouteRewrite;
-  host?: "upstream" | "client";
-  bodyLimit?: number;
-}
+/** A route as a client writes it. */
+export type RouteInput = Pick<RouteRecord, "name" | "match" | "upstream" | OptionalRouteField> & { policies?: PolicyInput[] };
 
 /** A partial update of a route: what is given replaces what is stored; null removes an optional field. */
-export interface RouteChange {
-  name?: string;
-  match?: RouteMatchRecord;
-  upstream?: RouteRecord["upstream"];
-  policies?: PolicyInput[];
-  forward?: RouteForward | null;
-  timeoutMs?: number | null;
-  stripPrefix?: boolean | null;
-  rewrite?: RouteRewrite | null;
-  host?: "upstream" | "client" | null;
-  bodyLimit?: number | null;
-}
+export type RouteChange = Partial<Pick<RouteRecord, "name" | "match" | "upstream">> & { policies?: PolicyInput[] } & {
+  [F in OptionalRouteField]?: RouteRecord[F] | null;
+};
 
 /** A partial update of one policy: what is given replaces what is stored (a rule replaces the rule); null `match` removes it. */
 export type PolicyChange = Partial<Omit<PolicyInput, "match">> & { match?: PolicyRecord["match"] | null };

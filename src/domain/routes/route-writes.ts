@@ -20,14 +20,14 @@ export function keepingIds(current: readonly PolicyRecord[], next: readonly Poli
 
 /** A route's optional fields a write may give; null (in a change) removes one. */
 const OPTIONAL_FIELDS = ["forward", "timeoutMs", "stripPrefix", "rewrite", "host", "bodyLimit"] as const;
-type OptionalField = (typeof OPTIONAL_FIELDS)[number];
+export type OptionalRouteField = (typeof OPTIONAL_FIELDS)[number];
 
 /** Sets each optional field `input` gives on `route`, and removes each it gives as null. */
-export function setOptionalFields(route: RouteRecord, input: { [F in OptionalField]?: RouteRecord[F] | null }): void {
+export function setOptionalFields(route: RouteRecord, input: { [F in OptionalRouteField]?: RouteRecord[F] | null }): void {
   for (const field of OPTIONAL_FIELDS) {
     const value = input[field];
     if (value === null) delete route[field];
-    else if (value !== undefined) (route as Record<OptionalField, unknown>)[field] = value;
+    else if (value !== undefined) (route as Record<OptionalRouteField, unknown>)[field] = value;
   }
 }
 
