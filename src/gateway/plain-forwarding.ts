@@ -145,24 +145,28 @@ export class PlainForwarding {
       .then(
         () => {
           this.settled(forwarding, target, status > 0 && pool.answered(target, status));
-          if (retry !== undefined) this.retried(forwarding, target, retry, `status ${status}`);
+          if (retry !== undefined) this.retried(forwarding, target, retry, `status ${status}`, true);
         },
         (error: unknown) => {
           // A dropped answer cut short: the status was the failure.
           if (retry !== undefined) {
             this.settled(forwarding, target, pool.answered(target, status));
-            return this.retried(forwarding, target, retry, `status ${status}`);
+            return this.retried(forwarding, target, retry, `status ${status}`, true);
           }
           this.upstreamFailed(forwarding, target, signal, error, status > 0);
         },
       );
   }
 
-  private retried(forwarding: Forwarding, from: PoolTarget, to: PoolTarget, why: string): void {
+  /**
+   * Sends the request on to `to` after `from` failed it or answered a status to retry; `delivered`: `from` had the
+   * whole request (it answered, or undici wrote it all), so a client gone meanwhile gets no credits back.
+   */
+  private retried(forwarding: Forwarding, from: PoolTarget, to: PoolTarget, why: string, delivered: boolean): void {
     const { request, route } = forwarding;
     if (clientGone(request.raw)) {
       forwarding.pool.released(to);
-      return void this.clientLeft(request, forwarding.response, forwarding.decision, true);
+      return void this.clientLeft(request, forwarding.response, forwarding.decision, delivered);
     }
     this.options.log.info({ requestId: request.id, route: route.name, from: from.shown, to: to.shown, why }, "upstream call retried");
     this.attempt(forwarding, to);
@@ -233,7 +237,7 @@ export class PlainForwarding {
     if (next !== undefined) {
       // Nothing of a streamed body was taken: a fresh stream carries it to the next target.
       if (!Buffer.isBuffer(forwarding.body) && forwarding.body !== null) forwarding.body = this.freshBody(request, route);
-      return void this.retried(forwarding, target, next, kind);
+      return void this.retried(forwarding, target, next, kind, signal.sent);
     }
     void this.options
       .refund(request, decision)
