@@ -1,5 +1,4 @@
-import { execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { createServer, type Server } from "node:https";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
@@ -8,56 +7,25 @@ import type { TLSSocket } from "node:tls";
 import t from "tap";
 import { createKey } from "../helpers/fixtures.js";
 import { harness } from "../helpers/harness.js";
+import { TLS_FIXTURES } from "../helpers/tls.js";
 
 const API = "api_gateway_upstream_tls";
 
-/** A test CA, a server certificate for 127.0.0.1 and a client certificate it signed, made with the openssl CLI. */
-function certificates(
-  t: Parameters<typeof harness>[0],
-): Record<"ca" | "serverCert" | "serverKey" | "clientCert" | "clientKey" | "notPem", string> {
-  const dir = mkdtempSync(join(tmpdir(), "keygate-upstream-tls-"));
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  const file = (name: string) => join(dir, name);
-  const openssl = (...args: string[]) => execFileSync("openssl", args, { stdio: "ignore" });
-  const ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"];
-  openssl("req", "-x509", ...ec, "-keyout", file("ca.key"), "-out", file("ca.pem"), "-days", "36500", "-subj", "/CN=keygate test CA");
-  for (const [name, subject, extension] of [
-    ["server", "/CN=127.0.0.1", "subjectAltName=IP:127.0.0.1"],
-    ["client", "/CN=keygate-gateway", "extendedKeyUsage=clientAuth"],
-  ] as const) {
-    openssl("req", ...ec, "-keyout", file(`${name}.key`), "-out", file(`${name}.csr`), "-subj", subject);
-    writeFileSync(file(`${name}.ext`), `${extension}\n`);
-    openssl(
-      "x509",
-      "-req",
-      "-in",
-      file(`${name}.csr`),
-      "-CA",
-      file("ca.pem"),
-      "-CAkey",
-      file("ca.key"),
-      "-CAcreateserial",
-      "-days",
-      "36500",
-      "-extfile",
-      file(`${name}.ext`),
-      "-out",
-      file(`${name}.pem`),
-    );
-  }
-  writeFileSync(file("not.pem"), "not a certificate\n");
+/** The test CA of test/fixtures/tls, a server certificate it signed for 127.0.0.1 and a client certificate. */
+function certificates(): Record<"ca" | "serverCert" | "serverKey" | "clientCert" | "clientKey" | "notPem", string> {
+  const file = (name: string) => join(TLS_FIXTURES, name);
   return {
     ca: file("ca.pem"),
-    serverCert: file("server.pem"),
-    serverKey: file("server.key"),
+    serverCert: file("server-1.pem"),
+    serverKey: file("server-1-key.pem"),
     clientCert: file("client.pem"),
-    clientKey: file("client.key"),
-    notPem: file("not.pem"),
+    clientKey: file("client-key.pem"),
+    notPem: file("not-pem.txt"),
   };
 }
 
 t.test("mTLS to an upstream: the pool's client certificate is presented; without it the upstream refuses", async (t) => {
-  const files = certificates(t);
+  const files = certificates();
   const upstream: Server = createServer(
     {
       cert: readFileSync(files.serverCert),
@@ -107,7 +75,7 @@ t.test("mTLS to an upstream: the pool's client certificate is presented; without
 });
 
 t.test("unreadable or wrong TLS files: a start-up error naming the field and the file", async (t) => {
-  const files = certificates(t);
+  const files = certificates();
   const missing = join(tmpdir(), "keygate-no-such-ca.pem");
   const start = (tls: Record<string, string>) =>
     harness(t, {
@@ -119,7 +87,7 @@ t.test("unreadable or wrong TLS files: a start-up error naming the field and the
   await t.rejects(start({ ca: missing }), {
     message: new RegExp(`routes\\[0\\]\\.upstream\\.tls\\.ca: '${missing}': cannot be read \\(ENOENT\\)`),
   });
-  await t.rejects(start({ ca: files.notPem }), { message: /routes\[0\]\.upstream\.tls\.ca: '.*not\.pem': is not a PEM certificate/ });
+  await t.rejects(start({ ca: files.notPem }), { message: /routes\[0\]\.upstream\.tls\.ca: '.*not-pem\.txt': is not a PEM certificate/ });
   await t.rejects(start({ cert: files.clientCert, key: files.clientCert }), {
     message: /routes\[0\]\.upstream\.tls\.key: '.*client\.pem': is not a PEM private key/,
   });
