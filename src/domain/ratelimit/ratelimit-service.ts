@@ -3,7 +3,7 @@ import type { Clock } from "../../lib/clock.js";
 import { newId } from "../../lib/ids.js";
 import type { WindowResult } from "../../storage/counter-interfaces.js";
 import type { RatelimitNamespaceStore } from "../../storage/interfaces.js";
-import type { RatelimitNamespaceRecord, RatelimitOverrideRecord } from "../../storage/records.js";
+import type { RatelimitNamespaceRecord } from "../../storage/records.js";
 import type { EventSink, RatelimitEvent } from "../analytics/events.js";
 import type { Caller } from "../caller.js";
 import type { RatelimitSource } from "../observer.js";
@@ -13,10 +13,19 @@ import { decided, type NamespaceLimitCheck, type NamespaceLimitDecision } from "
 import type { Limiter } from "./limiter.js";
 import type { NamespaceDirectory, ResolvedNamespace } from "./namespace-directory.js";
 import { applyOverrides, type LimitRequest, missingNames, NamespaceResolver, namespaceNotFound } from "./namespace-resolver.js";
+import { type OverrideView, overrideNotFound, overrideView } from "./override-views.js";
 import { recordRatelimitDecision } from "./ratelimit-events.js";
 
 export type { NamespaceLimitCheck, NamespaceLimitDecision } from "./limit-decision.js";
 export type { LimitRequest } from "./namespace-resolver.js";
+export type { OverrideView } from "./override-views.js";
+
+/** A live namespace as keygate.listRatelimitNamespaces shows it. */
+export interface NamespaceView {
+  id: string;
+  name: string;
+  createdAt: number;
+}
 
 export interface LimitOutcome {
   /** Every check passed, and all of them were consumed; when false, none was. */
@@ -27,15 +36,6 @@ export interface LimitOutcome {
   decidedAt: number;
   /** See LimiterOutcome.degraded: the shared counters were unavailable and `ratelimit.fail` answered. */
   degraded?: "open" | "local";
-}
-
-export interface OverrideView {
-  overrideId: string;
-  namespaceId: string;
-  identifier: string;
-  limit: number;
-  durationMs: number;
-  createdAt: number;
 }
 
 export interface NamespaceTarget {
@@ -180,6 +180,18 @@ export class RatelimitService {
     this.directory.forget(caller.workspaceId, namespace.id, namespace.name);
   }
 
+  /**
+   * keygate.listRatelimitNamespaces: the live namespaces the caller may read, by id. `ratelimit.*.read_namespace`
+   * reads them all, `ratelimit.<id>.read_namespace` the one it names; a root key with neither is refused.
+   */
+  async listLiveNamespaces(caller: Caller): Promise<NamespaceView[]> {
+    if (!caller.can(requireRatelimit("read_namespace")) && caller.namedResourceIds("ratelimit").length === 0)
+      caller.authorize(requireRatelimit("read_namespace"));
+    return (await this.namespaces.listNamespaces(caller.workspaceId))
+      .filter((namespace) => namespace.deletedAt === undefined && caller.can(requireRatelimit("read_namespace", namespace.id)))
+      .map((namespace) => ({ id: namespace.id, name: namespace.name, createdAt: namespace.createdAt }));
+  }
+
   /** Every namespace of a workspace, deleted ones included (the operator CLI). */
   listNamespaces(workspaceId: string): Promise<RatelimitNamespaceRecord[]> {
     return this.namespaces.listNamespaces(workspaceId);
@@ -273,22 +285,4 @@ interface DecisionCall {
   workspaceId: string;
   requestId: string;
   source: RatelimitSource;
-}
-
-function overrideView(override: RatelimitOverrideRecord): OverrideView {
-  return {
-    overrideId: override.id,
-    namespaceId: override.namespaceId,
-    identifier: override.identifier,
-    limit: override.limit,
-    durationMs: override.durationMs,
-    createdAt: override.createdAt,
-  };
-}
-
-function overrideNotFound(identifier: string, namespace: string): KeygateError {
-  return new KeygateError(
-    "err:unkey:data:ratelimit_override_not_found",
-    `There is no override for '${identifier}' in the namespace '${namespace}'.`,
-  );
 }

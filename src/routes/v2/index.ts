@@ -25,6 +25,7 @@ import getApiIpAllowlist from "./keygate/get-api-ip-allowlist.js";
 import getRoute from "./keygate/get-route.js";
 import getRouteOpenApi from "./keygate/get-route-open-api.js";
 import listApis from "./keygate/list-apis.js";
+import listRatelimitNamespaces from "./keygate/list-ratelimit-namespaces.js";
 import listRootKeys from "./keygate/list-root-keys.js";
 import listRoutes from "./keygate/list-routes.js";
 import setApiIpAllowlist from "./keygate/set-api-ip-allowlist.js";
@@ -121,6 +122,7 @@ export const PROCEDURES = [
   listRootKeys,
   deleteRootKey,
   listApis,
+  listRatelimitNamespaces,
   listRoutes,
   createRoute,
   getRoute,
