@@ -88,12 +88,14 @@ const PALETTE = ["#1565c0", "#2e7d32", "#ef6c00", "#6a1b9a", "#c62828", "#00838f
 /**
  * Rows of `{ t, <group>, … }` (t in unix ms, several rows per bucket) as one series per group and measure, aligned
  * on every bucket the rows name. A bucket without a row for a group is `missing` (0 for counts, null for a gap).
- * Groups named "" are left out: they are the rows WITH FILL adds, which count only for the buckets.
+ * Groups named "" are left out: they are the rows WITH FILL adds, which count only for the buckets. A measure's
+ * own palette colours its series apart from the other measures' (passed and blocked, say); else a group's colour is
+ * the same for each of its measures.
  */
 export function seriesOf(
   rows: Row[],
   group: string,
-  measures: { column: string; label: (group: string) => string; dash?: number[] }[],
+  measures: { column: string; label: (group: string) => string; dash?: number[]; palette?: readonly string[] }[],
   missing: 0 | null,
 ): { times: number[]; series: Series[] } {
   const times = [...new Set(rows.map((row) => Number(row.t)))].sort((a, b) => a - b);
@@ -110,7 +112,7 @@ export function seriesOf(
       series.push({
         label: measure.label(name),
         values,
-        stroke: PALETTE[index % PALETTE.length] as string,
+        stroke: (measure.palette ?? PALETTE)[index % (measure.palette ?? PALETTE).length] as string,
         ...(measure.dash ? { dash: measure.dash } : {}),
       });
     }

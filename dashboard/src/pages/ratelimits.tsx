@@ -1,30 +1,47 @@
-import { useEffect, useState } from "preact/hooks";
+import { useEffect, useMemo, useState } from "preact/hooks";
 import { call, type DataOf } from "../api.js";
 import { bucketsOf, RANGES, type Range, RangeForm, ResultTable, type Row, seriesOf, TimeChart } from "../charts.js";
-import { DataTable, ErrorNote, FormError, fieldError, TextField, useAction } from "../ui.js";
+import { DataTable, ErrorNote, Field, FormError, fieldError, TextField, useAction } from "../ui.js";
 
 type Override = DataOf<"ratelimit.listOverrides">["overrides"][number];
+type Namespace = DataOf<"keygate.listRatelimitNamespaces">[number];
 
-/** Rate limit decisions over time, then the overrides of a namespace. */
+// Passed in greens and blues, blocked in reds and oranges: the two read apart whatever the number of namespaces.
+const PASSED = ["#2e7d32", "#1565c0", "#00838f", "#546e7a"];
+const BLOCKED = ["#c62828", "#ef6c00", "#ad1457", "#6a1b9a"];
+
+/**
+ * Rate limit decisions over time, then the overrides of a namespace. Namespaces are shown by name: analytics rows
+ * name them by id. `null` while the list is loading, or when the root key may not read it (ids are shown then, and
+ * the overrides' namespace is typed).
+ */
 export function RatelimitsPage() {
+  const [namespaces, setNamespaces] = useState<Namespace[] | null>(null);
+  useEffect(() => {
+    call("keygate.listRatelimitNamespaces", {}).then(setNamespaces, () => setNamespaces(null));
+  }, []);
+  const names = useMemo(() => new Map((namespaces ?? []).map((namespace) => [namespace.id, namespace.name])), [namespaces]);
   return (
     <>
       <h1>Rate limits</h1>
-      <RatelimitDecisions />
-      <Overrides />
+      <RatelimitDecisions names={names} />
+      <Overrides namespaces={namespaces} />
     </>
   );
+}
+
+/** Rows with a `namespace_id` column, that column replaced by `namespace`: the name where it is known. */
+function byName(rows: Row[], names: ReadonlyMap<string, string>): Row[] {
+  return rows.map(({ namespace_id, ...rest }) => ({ namespace: names.get(String(namespace_id)) ?? namespace_id, ...rest }));
 }
 
 /**
  * Passed and blocked decisions per namespace over time, from the aggregate of the range's granularity
  * (ratelimits_per_<granularity>_v1, where `passed` and `total` are counts), and the identifiers blocked most.
  */
-function RatelimitDecisions() {
+function RatelimitDecisions(props: { names: ReadonlyMap<string, string> }) {
   const [range, setRange] = useState<Range>("hour");
-  const [chart, setChart] = useState<ReturnType<typeof seriesOf> | null>(null);
-  const [namespaces, setNamespaces] = useState<Row[]>([]);
-  const [blocked, setBlocked] = useState<Row[]>([]);
+  const [rows, setRows] = useState<{ overTime: Row[]; perNamespace: Row[]; topBlocked: Row[] } | null>(null);
   const { error, run } = useAction();
 
   const refresh = () =>
@@ -44,23 +61,26 @@ function RatelimitDecisions() {
           query: `SELECT namespace_id, identifier, sum(total) - sum(passed) AS blocked, sum(total) AS decisions ${from} GROUP BY namespace_id, identifier HAVING blocked > 0 ORDER BY blocked DESC LIMIT 10`,
         }),
       ]);
-      setChart(
-        seriesOf(
-          overTime,
-          "namespace_id",
-          [
-            { column: "total_passed", label: (namespace) => `${namespace} passed` },
-            { column: "total_blocked", label: (namespace) => `${namespace} blocked`, dash: [6, 4] },
-          ],
-          0,
-        ),
-      );
-      setNamespaces(perNamespace);
-      setBlocked(topBlocked);
+      setRows({ overTime, perNamespace, topBlocked });
     });
   useEffect(() => {
     refresh();
   }, [range]);
+  // Named when drawn, so names that arrive after the rows still apply.
+  const chart = useMemo(
+    () =>
+      rows &&
+      seriesOf(
+        byName(rows.overTime, props.names),
+        "namespace",
+        [
+          { column: "total_passed", label: (namespace) => `${namespace} passed`, palette: PASSED },
+          { column: "total_blocked", label: (namespace) => `${namespace} blocked`, dash: [6, 4], palette: BLOCKED },
+        ],
+        0,
+      ),
+    [rows, props.names],
+  );
 
   return (
     <section aria-label="Rate limit decisions">
@@ -71,11 +91,11 @@ function RatelimitDecisions() {
       <div class="columns">
         <section aria-label="Decisions by namespace">
           <h3>By namespace</h3>
-          <ResultTable rows={namespaces} label="Decisions by namespace" />
+          <ResultTable rows={byName(rows?.perNamespace ?? [], props.names)} label="Decisions by namespace" />
         </section>
         <section aria-label="Top blocked identifiers">
           <h3>Top blocked identifiers</h3>
-          <ResultTable rows={blocked} label="Top blocked identifiers" />
+          <ResultTable rows={byName(rows?.topBlocked ?? [], props.names)} label="Top blocked identifiers" />
         </section>
       </div>
     </section>
@@ -83,10 +103,10 @@ function RatelimitDecisions() {
 }
 
 /**
- * The overrides of a rate limit namespace, by its name: list, set (create or change), delete. Namespaces come into
- * being with their first use or override; the API has no list of them.
+ * The overrides of a rate limit namespace: list, set (create or change), delete. The namespace is picked from the
+ * workspace's (they come into being with their first use), or typed when the root key may not list them.
  */
-function Overrides() {
+function Overrides(props: { namespaces: Namespace[] | null }) {
   const [namespace, setNamespace] = useState("");
   const [shown, setShown] = useState<string | null>(null);
   const [overrides, setOverrides] = useState<Override[]>([]);
@@ -131,7 +151,28 @@ function Overrides() {
           run(() => load(namespace));
         }}
       >
-        <TextField label="Namespace" required value={namespace} onValue={setNamespace} error={fieldError(error, "body.namespace")} />
+        {props.namespaces === null ? (
+          <TextField label="Namespace" required value={namespace} onValue={setNamespace} error={fieldError(error, "body.namespace")} />
+        ) : (
+          <Field label="Namespace" error={fieldError(error, "body.namespace")}>
+            {(id, describedBy) => (
+              <select
+                id={id}
+                required
+                value={namespace}
+                aria-describedby={describedBy}
+                onChange={(event) => setNamespace(event.currentTarget.value)}
+              >
+                <option value="">{props.namespaces?.length ? "Choose a namespace" : "No namespace yet"}</option>
+                {props.namespaces?.map((listed) => (
+                  <option key={listed.id} value={listed.name}>
+                    {listed.name}
+                  </option>
+                ))}
+              </select>
+            )}
+          </Field>
+        )}
         <button type="submit">Show overrides</button>
       </form>
       {!fieldError(error, "body.namespace") && <ErrorNote error={error} />}
