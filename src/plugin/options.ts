@@ -119,10 +119,8 @@ export function compileRouteOptions(options: KeygateRouteOptions, route: string)
   return { apiId: options.apiId, keyauth, ...defined({ tags: options.tags }) };
 }
 
-/** The compiler names a policy's fields; the route options call some of them otherwise. */
+/** The compiler names a policy's fields; the route options call its permission query `permissions`. */
 function fieldName(at: string): string {
   const field = at.replace(/^\./, "");
-  if (field === "permissionQuery") return "permissions";
-  if (field.startsWith("locations")) return "key";
-  return field;
+  return field === "permissionQuery" ? "permissions" : field;
 }
