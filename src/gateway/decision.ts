@@ -133,7 +133,7 @@ export class GatewayDecider {
     if (workspaceId === undefined) {
       this.log.warn({ route: route.name, apiId: route.workspaceApiId }, "the route's API does not exist; every request is refused");
       return keyauth
-        ? deny(keyauth, route.name, DENIALS.NOT_FOUND.code, DENIALS.NOT_FOUND.detail)
+        ? unknownApiDenial(keyauth, route.name)
         : { kind: "deny", error: new KeygateError("err:keygate:gateway:invalid_key", DENIALS.NOT_FOUND.detail) };
     }
     if (keyauth && key !== undefined) return this.verified(request, route, workspaceId, keyauth, key, applicable, ip);
@@ -256,6 +256,11 @@ export function verificationDenial(
   denied.workspaceId = workspaceId;
   denied.verification = verification;
   return denied;
+}
+
+/** A key for an API that does not exist: every key is refused as not found. */
+export function unknownApiDenial(keyauth: KeyRequirement, realm: string): Denied {
+  return deny(keyauth, realm, DENIALS.NOT_FOUND.code, DENIALS.NOT_FOUND.detail);
 }
 
 /** A request without a key where one is needed: a 401 saying where it goes. */

@@ -4,7 +4,7 @@ import type { ValidVerification, VerifyRequest } from "../domain/verification/ve
 import type { VerificationService } from "../domain/verification/verification-service.js";
 import { ERROR_CATALOGUE } from "../errors/catalogue.js";
 import { KeygateError } from "../errors/keygate-error.js";
-import { missingKeyDenial, verificationDenial } from "../gateway/decision.js";
+import { missingKeyDenial, unknownApiDenial, verificationDenial } from "../gateway/decision.js";
 import { extractKey } from "../gateway/key-extraction.js";
 import { ratelimitHeaders } from "../gateway/ratelimit-headers.js";
 import { errorBody, errorMediaType } from "../http/error-envelope.js";
@@ -82,7 +82,7 @@ export class RouteGuards {
     const workspaceId = await this.workspaceOf(route.apiId);
     if (workspaceId === undefined) {
       this.log.warn({ route: realm, apiId: route.apiId }, "the route's API does not exist; every request is refused");
-      return verificationDenial(keyauth, realm, "", { valid: false, code: "NOT_FOUND", limits: [], spentCredits: 0, decidedAt: 0 }).error;
+      return unknownApiDenial(keyauth, realm).error;
     }
     const asked: VerifyRequest = {
       requestId: request.id,
