@@ -7,6 +7,7 @@ import keygate from "../../src/plugin/fastify.js";
 import { compileRouteOptions } from "../../src/plugin/options.js";
 import { RouteGuards } from "../../src/plugin/route-guard.js";
 import { REDIS_URL } from "../helpers/redis.js";
+import { waitFor } from "../helpers/wait.js";
 import { API, bearer, disabledPropagates, type KeygateModules, pair, sharedExactly, verifiesWithPrincipal } from "./scenarios.js";
 
 // The plugin from this repository's sources next to a keygate server on one Redis (test/package/ runs the same
@@ -28,6 +29,20 @@ t.test("a key disabled on the server is refused in the app once the invalidation
 
 t.test("named limits and credits are shared exactly between the app and the server", async (t) => {
   await sharedExactly(t, await pair(t, modules));
+});
+
+t.test("an API's IP allowlist, set on the server, applies to the app's request.ip", async (t) => {
+  const { app, call, createKey } = await pair(t, modules);
+  const { key } = await createKey({ permissions: ["orders.read"] });
+  t.equal((await app.inject({ url: "/orders", headers: bearer(key) })).statusCode, 200);
+  await call("keygate.setApiIpAllowlist", { apiId: API, ipAllowlist: ["10.0.0.0/8"] });
+  const refused = await waitFor("the app applies the allowlist", 5_000, async () => {
+    const answer = await app.inject({ url: "/orders", headers: bearer(key) });
+    return answer.statusCode === 200 ? undefined : answer;
+  });
+  t.equal(refused.statusCode, 403);
+  t.match(refused.json().error.type, /ip_not_allowed$/);
+  t.equal((await app.inject({ url: "/orders", headers: bearer(key), remoteAddress: "10.1.2.3" })).statusCode, 200);
 });
 
 t.test("options are checked as a server's configuration, route options as a gateway route's", async (t) => {
