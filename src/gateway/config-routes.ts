@@ -55,7 +55,8 @@ export function configRouteDefinition(config: RouteConfig): RouteDefinition {
   return definition;
 }
 
-function keyLocation(key: RouteConfig["key"]): KeyLocation {
+/** Where a configuration route (or a Fastify route under the plugin) reads its key, as a keyauth policy's location. */
+export function keyLocation(key: RouteConfig["key"]): KeyLocation {
   if (key?.query !== undefined) return { queryParam: { name: key.query } };
   const header = key?.header ?? "authorization";
   const scheme = key === undefined ? "Bearer" : key.scheme;

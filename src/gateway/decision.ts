@@ -127,13 +127,13 @@ export class GatewayDecider {
     if (applicable.refusal) return { kind: "deny", error: applicable.refusal };
     const { keyauth } = applicable;
     const key = keyauth && extractKey(keyauth.keySources, request.raw.headers, request.query);
-    if (keyauth && key === undefined) return deny(keyauth, route, "err:keygate:gateway:missing_key", missingKeyDetail(keyauth));
+    if (keyauth && key === undefined) return missingKeyDenial(keyauth, route.name);
 
     const workspaceId = await this.workspaceOfRoute(route);
     if (workspaceId === undefined) {
       this.log.warn({ route: route.name, apiId: route.workspaceApiId }, "the route's API does not exist; every request is refused");
       return keyauth
-        ? deny(keyauth, route, DENIALS.NOT_FOUND.code, DENIALS.NOT_FOUND.detail)
+        ? unknownApiDenial(keyauth, route.name)
         : { kind: "deny", error: new KeygateError("err:keygate:gateway:invalid_key", DENIALS.NOT_FOUND.detail) };
     }
     if (keyauth && key !== undefined) return this.verified(request, route, workspaceId, keyauth, key, applicable, ip);
@@ -167,7 +167,7 @@ export class GatewayDecider {
       asked.extraLimits = (view: KeyView) => this.resolveLimits(workspaceId, ratelimits, request, ip, view);
     }
     const verification = await this.services.verification.verify(asked);
-    if (!verification.valid) return verificationDenial(keyauth, route, workspaceId, verification);
+    if (!verification.valid) return verificationDenial(keyauth, route.name, workspaceId, verification);
     return {
       kind: "allow",
       workspaceId,
@@ -229,10 +229,16 @@ export class GatewayDecider {
 const NO_ROUTE: RouteMatch = { kind: "none" };
 const UNDECODABLE: RouteMatch = { kind: "undecodable" };
 
-/** A verification that was not VALID, as the gateway answers it. */
-function verificationDenial(
-  keyauth: CompiledKeyauth,
-  route: CompiledRoute,
+/** Where a key is looked for and what it must hold: a keyauth policy's, or a Fastify route's under the plugin. */
+export type KeyRequirement = Pick<CompiledKeyauth, "keySources" | "permissionQuery">;
+
+/**
+ * A verification that was not VALID, as the gateway answers it (the plugin too); `realm` names the route in the
+ * `WWW-Authenticate` challenge.
+ */
+export function verificationDenial(
+  keyauth: KeyRequirement,
+  realm: string,
   workspaceId: string,
   verification: Exclude<Verification, ValidVerification>,
 ): Denied {
@@ -246,25 +252,29 @@ function verificationDenial(
   if (verification.code === "USAGE_EXCEEDED" && verification.nextRefillAt !== undefined) {
     headers["retry-after"] = String(Math.max(1, Math.ceil((verification.nextRefillAt - verification.decidedAt) / 1000)));
   }
-  const denied = deny(keyauth, route, denial.code, detail, headers);
+  const denied = deny(keyauth, realm, denial.code, detail, headers);
   denied.workspaceId = workspaceId;
   denied.verification = verification;
   return denied;
 }
 
-function deny(
-  keyauth: CompiledKeyauth,
-  route: CompiledRoute,
-  code: ErrorCode,
-  detail: string,
-  headers: Record<string, string> = {},
-): Denied {
+/** A key for an API that does not exist: every key is refused as not found. */
+export function unknownApiDenial(keyauth: KeyRequirement, realm: string): Denied {
+  return deny(keyauth, realm, DENIALS.NOT_FOUND.code, DENIALS.NOT_FOUND.detail);
+}
+
+/** A request without a key where one is needed: a 401 saying where it goes. */
+export function missingKeyDenial(keyauth: KeyRequirement, realm: string): Denied {
+  return deny(keyauth, realm, "err:keygate:gateway:missing_key", missingKeyDetail(keyauth));
+}
+
+function deny(keyauth: KeyRequirement, realm: string, code: ErrorCode, detail: string, headers: Record<string, string> = {}): Denied {
   // Every 401 says where the key goes (RFC 9110).
-  if (ERROR_CATALOGUE[code].status === 401) headers["www-authenticate"] = wwwAuthenticate(keyauth, route);
+  if (ERROR_CATALOGUE[code].status === 401) headers["www-authenticate"] = wwwAuthenticate(keyauth, realm);
   return { kind: "deny", error: new KeygateError(code, detail, { headers }) };
 }
 
-function missingKeyDetail(keyauth: CompiledKeyauth): string {
+function missingKeyDetail(keyauth: KeyRequirement): string {
   const source = keyauth.keySources[0];
   if (source === undefined) return "This API needs an API key.";
   if (source.kind === "query") return `This API needs an API key in the '${source.parameter}' query parameter.`;
@@ -273,10 +283,10 @@ function missingKeyDetail(keyauth: CompiledKeyauth): string {
 }
 
 /** RFC 9110 challenge naming where the key goes. */
-function wwwAuthenticate(keyauth: CompiledKeyauth, route: CompiledRoute): string {
+function wwwAuthenticate(keyauth: KeyRequirement, realm: string): string {
   const source = keyauth.keySources[0];
-  if (source?.kind === "header" && source.header === "authorization" && source.scheme) return `${source.scheme} realm="${route.name}"`;
+  if (source?.kind === "header" && source.header === "authorization" && source.scheme) return `${source.scheme} realm="${realm}"`;
   const where =
     source?.kind === "query" ? `in="query", name="${source.parameter}"` : `in="header", name="${source?.header ?? "authorization"}"`;
-  return `ApiKey realm="${route.name}", ${where}`;
+  return `ApiKey realm="${realm}", ${where}`;
 }

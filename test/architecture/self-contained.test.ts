@@ -11,7 +11,7 @@ import t from "tap";
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "../../..");
 
 /** What is checked, relative to the repository's root. */
-const SCOPE = ["src", "test", "bench", "docs", "dashboard/src", "README.md"];
+const SCOPE = ["src", "test", "bench", "docs", "dashboard/src", "examples", "README.md"];
 
 /**
  * Citations of documents outside the repository. Each pattern is written so that its own source text does not

@@ -130,6 +130,11 @@ function compilePolicy(policy: PolicyRecord, routeName: string, at: string, prob
   return problems.length === before ? compiled : undefined;
 }
 
+/** A keyauth policy on its own, outside any route (a Fastify route's under the plugin); `name` names it. */
+export function compileKeyRequirement(policy: KeyauthPolicy, name: string, at: string, problems: Problems): CompiledKeyauth | undefined {
+  return compileKeyauth(policy, { id: name, name, matches: [] }, at, problems);
+}
+
 function compileKeyauth(policy: KeyauthPolicy, base: CompiledPolicyBase, at: string, problems: Problems): CompiledKeyauth | undefined {
   if (policy.keyspaces.length === 0 || policy.keyspaces.length > 5)
     problems.push({ at: `${at}.keyspaces`, message: "must name 1 to 5 APIs" });

@@ -1,0 +1,89 @@
+import type { FastifyPluginAsync, preHandlerAsyncHookHandler, RouteOptions } from "fastify";
+import fp from "fastify-plugin";
+import { type AnalyticsRuntime, disabledAnalytics, openAnalytics } from "../analytics/index.js";
+import { InvalidationBus } from "../cache/invalidation-bus.js";
+import { Metrics } from "../http/metrics.js";
+import { systemClock } from "../lib/clock.js";
+import { createServices, type Services } from "../services.js";
+import { openStores } from "../storage/index.js";
+import { compileRouteOptions, type KeygatePluginOptions, type KeygateRouteOptions, pluginConfig } from "./options.js";
+import { type KeygatePrincipal, RouteGuards } from "./route-guard.js";
+
+export type { KeygatePluginOptions, KeygateRedisOptions, KeygateRouteOptions } from "./options.js";
+export type { KeygatePrincipal } from "./route-guard.js";
+
+/** What the plugin adds to the Fastify instance, as `app.keygate`. */
+export interface KeygateDecoration {
+  /** A preHandler protecting a route with these options: the same as the route's `config.keygate`. */
+  preHandler(options: KeygateRouteOptions, realm?: string): preHandlerAsyncHookHandler;
+  /** The plugin's Prometheus series (verifications, rate limit decisions, caches, analytics events), as text. */
+  metrics(): Promise<string>;
+  /** keygate's services over the shared stores (keys, APIs, rate limits…), for an app that manages keys itself. */
+  readonly services: Services;
+}
+
+declare module "fastify" {
+  interface FastifyInstance {
+    keygate: KeygateDecoration;
+  }
+  interface FastifyRequest {
+    /** The verified key on a route keygate protects; null on others. */
+    keygate: KeygatePrincipal | null;
+  }
+  interface FastifyContextConfig {
+    /** Protects the route: its requests need a key of `apiId` that passes these checks. */
+    keygate?: KeygateRouteOptions;
+  }
+}
+
+/**
+ * keygate in a Fastify app: the same stores, caches and invalidation bus as keygate servers on the same Redis and
+ * prefix, and the one verification path, so limits, credits and key changes are shared with them exactly. Routes
+ * registered after it with `config.keygate` are protected by a preHandler (after the body is parsed and
+ * validated, so a request refused by the app's own schema spends nothing).
+ */
+const keygatePlugin: FastifyPluginAsync<KeygatePluginOptions> = async (app, options) => {
+  const config = pluginConfig(options);
+  const clock = options.clock ?? systemClock;
+  const stores = await openStores(config.storage.redis, { clock, ratelimitReservations: config.ratelimit.reservations, log: app.log });
+  app.addHook("onClose", async () => stores.close());
+  let analytics: AnalyticsRuntime = disabledAnalytics();
+  try {
+    if (config.analytics.engine === "clickhouse") {
+      analytics = await openAnalytics(config.analytics, { clock, log: { warn: (message) => app.log.warn(message) } });
+    }
+    const opened = analytics;
+    app.addHook("onClose", async () => opened.close());
+    const invalidations = new InvalidationBus();
+    await invalidations.connect(stores.broadcast);
+    app.addHook("onClose", async () => invalidations.close());
+    const metrics = new Metrics(stores, analytics);
+    app.addHook("onClose", async () => metrics.close());
+    // Windows follow Redis's clock, as on the servers: every instance agrees on them.
+    const services = createServices(stores, config, clock, { invalidations, analytics, observer: metrics });
+    const guards = new RouteGuards(services, config.errors.docsUrl, app.log);
+    const preHandler = (route: KeygateRouteOptions, realm = route.apiId) => guards.guard(compileRouteOptions(route, realm), realm);
+    app.decorate("keygate", { preHandler, metrics: () => metrics.text(), services });
+    app.decorateRequest("keygate", null);
+    app.addHook("onRoute", (route) => protect(route, preHandler));
+  } catch (error) {
+    // What was opened before the failure is closed with the app; this closes the rest.
+    await analytics.close();
+    await stores.close();
+    throw error;
+  }
+};
+
+/** Puts the route's guard first among its preHandlers when it asks for one. */
+function protect(route: RouteOptions, preHandler: (options: KeygateRouteOptions, realm: string) => preHandlerAsyncHookHandler): void {
+  const options = route.config?.keygate;
+  if (options === undefined) return;
+  const guard = preHandler(options, `${route.method} ${route.url}`);
+  const own = route.preHandler;
+  route.preHandler = own === undefined ? [guard] : Array.isArray(own) ? [guard, ...own] : [guard, own];
+}
+
+/** `app.register(keygate, { redis, prefix })`: keygate's verification in this app (docs/plugin.md). */
+const keygate = fp(keygatePlugin, { fastify: "5.x", name: "keygate" });
+export default keygate;
+export { keygate };
