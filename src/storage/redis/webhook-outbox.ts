@@ -82,8 +82,8 @@ export class RedisWebhookOutbox implements WebhookOutbox {
     if (entries.length < count) {
       const read = (await this.redis
         .call("XREADGROUP", "GROUP", DELIVERERS, lease.owner, "COUNT", String(count - entries.length), "STREAMS", stream, ">")
-        .catch(noGroup)) as [string, StreamEntry[]][] | null;
-      for (const entry of read?.[0]?.[1] ?? []) entries.push(toEntry(entry));
+        .catch(noGroup)) as unknown[] | null;
+      for (const entry of streamEntries(read)) entries.push(toEntry(entry));
     }
     return entries;
   }
@@ -91,11 +91,8 @@ export class RedisWebhookOutbox implements WebhookOutbox {
   async ack(lease: OutboxLease, entryIds: readonly string[]): Promise<void> {
     if (entryIds.length === 0) return;
     const stream = this.keys.webhookQueue(lease.endpointId);
-    await this.redis
-      .multi()
-      .xack(stream, DELIVERERS, ...entryIds)
-      .xdel(stream, ...entryIds)
-      .exec();
+    await this.redis.xack(stream, DELIVERERS, ...entryIds);
+    await this.redis.xdel(stream, ...entryIds);
   }
 
   async release(lease: OutboxLease, nextAt: number): Promise<void> {
@@ -104,12 +101,16 @@ export class RedisWebhookOutbox implements WebhookOutbox {
   }
 
   async drop(endpointId: string): Promise<void> {
-    await this.redis
-      .multi()
-      .del(this.keys.webhookQueue(endpointId), this.keys.webhookLease(endpointId))
-      .zrem(this.keys.webhookDue(), endpointId)
-      .exec();
+    await this.redis.del(this.keys.webhookQueue(endpointId), this.keys.webhookLease(endpointId));
+    await this.redis.zrem(this.keys.webhookDue(), endpointId);
   }
+}
+
+/** XREADGROUP's entries of its one stream: `[[stream, entries]]` over RESP2, `[stream, entries]` from a RESP3 map. */
+function streamEntries(read: unknown[] | null): StreamEntry[] {
+  if (!read || read.length === 0) return [];
+  const pair = (Array.isArray(read[0]) ? read[0] : read) as [string, StreamEntry[]];
+  return pair[1] ?? [];
 }
 
 function toEntry([entryId, fields]: StreamEntry): OutboxEntry {

@@ -73,11 +73,8 @@ export class RedisWebhookStore implements WebhookStore {
 
   async saveDelivery(record: WebhookDeliveryRecord, keep: number): Promise<void> {
     const log = this.keys.webhookLog(record.workspaceId, record.endpointId);
-    await this.redis
-      .multi()
-      .set(this.keys.webhookDelivery(record.workspaceId, record.id), JSON.stringify(record), "PX", DELIVERY_TTL_MS)
-      .zadd(log, "NX", record.createdAt, record.id)
-      .exec();
+    await this.redis.set(this.keys.webhookDelivery(record.workspaceId, record.id), JSON.stringify(record), "PX", DELIVERY_TTL_MS);
+    await this.redis.zadd(log, "NX", record.createdAt, record.id);
     const excess = (await this.redis.zcard(log)) - keep;
     if (excess <= 0) return;
     const dropped = (await this.redis.zpopmin(log, excess)).filter((_, index) => index % 2 === 0);
