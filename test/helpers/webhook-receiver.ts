@@ -34,6 +34,9 @@ export class Receiver {
   readonly received: Received[] = [];
   status = 204;
   answerBody = "";
+  /** While true, requests are kept unanswered (in `held`): a deliverer is mid-delivery. */
+  hold = false;
+  readonly held: Received[] = [];
   private server: Server | undefined;
 
   async start(port = 0): Promise<string> {
@@ -42,6 +45,10 @@ export class Receiver {
       request.on("data", (chunk: Buffer) => chunks.push(chunk));
       request.on("end", () => {
         const body = Buffer.concat(chunks).toString("utf8");
+        if (this.hold) {
+          this.held.push({ headers: request.headers, body, event: JSON.parse(body) });
+          return;
+        }
         if (this.status >= 200 && this.status < 300) this.received.push({ headers: request.headers, body, event: JSON.parse(body) });
         response.writeHead(this.status, this.status === 302 ? { location: "http://127.0.0.1:1/" } : {});
         response.end(this.answerBody);
