@@ -112,10 +112,12 @@ export class WebhookDeliverer {
   ): Promise<{ attempts: number; retryAt?: number; outOfTime?: boolean }> {
     const { outbox, store, clock, settings } = this.deps;
     let attempts = 0;
+    // Read once per batch (an update below replaces it): every entry of a queue is for the same endpoint.
+    let endpoint: WebhookEndpointRecord | null | undefined;
     for (const entry of entries) {
       if (clock.now() - leasedAt > settings.leaseMs - settings.attemptTimeoutMs) return { attempts, outOfTime: true };
       const message = entry.message;
-      const endpoint = await store.get(message.workspaceId, message.endpointId);
+      if (endpoint === undefined) endpoint = await store.get(message.workspaceId, message.endpointId);
       const record = (await store.getDelivery(message.workspaceId, message.id)) ?? fresh(entry);
       if (!endpoint?.enabled) {
         await this.finish(
@@ -143,12 +145,12 @@ export class WebhookDeliverer {
         delete record.lastError;
         await this.finish(record, "delivered");
         await outbox.ack(lease, [entry.entryId]);
-        if (endpoint.failingSince !== undefined) await this.recovered(endpoint);
+        if (endpoint.failingSince !== undefined) endpoint = await this.recovered(endpoint);
         continue;
       }
       record.lastError = result.error ?? `answered ${result.status}`;
-      const failing = await this.failing(endpoint, now);
-      if (now - message.createdAt >= settings.giveUpAfterMs || !failing.enabled) {
+      endpoint = await this.failing(endpoint, now);
+      if (now - message.createdAt >= settings.giveUpAfterMs || !endpoint.enabled) {
         await this.finish(record, "failed", record.lastError);
         await outbox.ack(lease, [entry.entryId]);
         continue;
@@ -191,8 +193,8 @@ export class WebhookDeliverer {
     return updated ?? endpoint;
   }
 
-  private async recovered(endpoint: WebhookEndpointRecord): Promise<void> {
-    await this.deps.store.update(endpoint.workspaceId, endpoint.id, (current) => {
+  private async recovered(endpoint: WebhookEndpointRecord): Promise<WebhookEndpointRecord | null> {
+    return this.deps.store.update(endpoint.workspaceId, endpoint.id, (current) => {
       const { failingSince: _gone, ...rest } = current;
       return rest;
     });

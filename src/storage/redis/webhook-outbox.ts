@@ -33,6 +33,10 @@ if redis.call('GET', KEYS[3]) == ARGV[2] then redis.call('DEL', KEYS[3]) end
 if redis.call('XLEN', KEYS[2]) == 0 then redis.call('ZREM', KEYS[1], ARGV[1]) else redis.call('ZADD', KEYS[1], ARGV[3], ARGV[1]) end
 return 1`;
 
+// KEYS: the stream. ARGV: entry ids. Acknowledged and removed in one step.
+const ACK = `redis.call('XACK', KEYS[1], '${DELIVERERS}', unpack(ARGV))
+return redis.call('XDEL', KEYS[1], unpack(ARGV))`;
+
 type StreamEntry = [id: string, fields: string[]];
 
 /**
@@ -91,8 +95,7 @@ export class RedisWebhookOutbox implements WebhookOutbox {
   async ack(lease: OutboxLease, entryIds: readonly string[]): Promise<void> {
     if (entryIds.length === 0) return;
     const stream = this.keys.webhookQueue(lease.endpointId);
-    await this.redis.xack(stream, DELIVERERS, ...entryIds);
-    await this.redis.xdel(stream, ...entryIds);
+    await this.redis.eval(ACK, 1, stream, ...entryIds);
   }
 
   async release(lease: OutboxLease, nextAt: number): Promise<void> {

@@ -74,7 +74,8 @@ export class RedisWebhookStore implements WebhookStore {
   async saveDelivery(record: WebhookDeliveryRecord, keep: number): Promise<void> {
     const log = this.keys.webhookLog(record.workspaceId, record.endpointId);
     await this.redis.set(this.keys.webhookDelivery(record.workspaceId, record.id), JSON.stringify(record), "PX", DELIVERY_TTL_MS);
-    await this.redis.zadd(log, "NX", record.createdAt, record.id);
+    // Only a delivery new to the log can make it too long: an update costs no count.
+    if ((await this.redis.zadd(log, "NX", record.createdAt, record.id)) === 0) return;
     const excess = (await this.redis.zcard(log)) - keep;
     if (excess <= 0) return;
     const dropped = (await this.redis.zpopmin(log, excess)).filter((_, index) => index % 2 === 0);
