@@ -19,6 +19,9 @@ export interface DispatcherDeps {
   onEnqueued?: () => void;
 }
 
+/** Notices written to the outbox together, at most. */
+const BATCH = 256;
+
 /** How long a workspace's endpoints are trusted in process; this instance's own changes drop them at once. */
 const ENDPOINTS_FRESH_MS = 1_000;
 
@@ -63,29 +66,44 @@ export class WebhookDispatcher implements NoticeSink {
     return (message as OutboxMessage).id;
   }
 
+  /**
+   * Writes what is waiting, a batch at a time: each notice's messages in the order posted, the delivery records
+   * together, then the batch's messages in one outbox write. A batch that fails is lost, each notice reported.
+   */
   private async drain(): Promise<void> {
-    for (let notice = this.waiting.shift(); notice !== undefined; notice = this.waiting.shift()) {
+    for (let batch = this.waiting.splice(0, BATCH); batch.length > 0; batch = this.waiting.splice(0, BATCH)) {
+      const messages: OutboxMessage[] = [];
+      const dispatched: Notice[] = [];
+      for (const notice of batch) {
+        try {
+          for (const message of await this.messagesFor(notice)) messages.push(message);
+          dispatched.push(notice);
+        } catch (error) {
+          this.deps.onError(error, notice);
+        }
+      }
       try {
-        await this.dispatch(notice);
+        await this.write(messages);
       } catch (error) {
-        this.deps.onError(error, notice);
+        for (const notice of dispatched) this.deps.onError(error, notice);
       }
     }
     this.running = null;
   }
 
-  private async dispatch(notice: Notice): Promise<void> {
+  /** The notice's messages, one per enabled endpoint subscribed to its type (none for a window already told). */
+  private async messagesFor(notice: Notice): Promise<OutboxMessage[]> {
     const workspaceId = workspaceOf(notice);
     const subscribed = (await this.endpointsOf(workspaceId)).filter(
       (endpoint) => endpoint.enabled && endpoint.events.includes(notice.type),
     );
-    if (subscribed.length === 0) return;
+    if (subscribed.length === 0) return [];
     // A window exceeded is told once, whichever instance saw it first; the claim lasts until the window ends.
     if (notice.type === "ratelimit.exceeded") {
       const name = `ratelimit:${notice.namespaceId}:${notice.reset}:${notice.identifier}`;
-      if (!(await this.deps.store.claim(workspaceId, name, Math.max(1, notice.reset - this.deps.clock.now())))) return;
+      if (!(await this.deps.store.claim(workspaceId, name, Math.max(1, notice.reset - this.deps.clock.now())))) return [];
     }
-    await this.enqueue(subscribed, notice.type, eventData(notice));
+    return this.messages(subscribed, notice.type, eventData(notice));
   }
 
   private async enqueue(
@@ -93,9 +111,15 @@ export class WebhookDispatcher implements NoticeSink {
     type: string,
     data: Record<string, unknown>,
   ): Promise<OutboxMessage[]> {
+    const messages = this.messages(endpoints, type, data);
+    await this.write(messages);
+    return messages;
+  }
+
+  private messages(endpoints: readonly WebhookEndpointRecord[], type: string, data: Record<string, unknown>): OutboxMessage[] {
     const now = this.deps.clock.now();
     const payload = eventBody(type, now, data);
-    const messages = endpoints.map(
+    return endpoints.map(
       (endpoint): OutboxMessage => ({
         id: newId("msg", now),
         workspaceId: endpoint.workspaceId,
@@ -105,11 +129,14 @@ export class WebhookDispatcher implements NoticeSink {
         createdAt: now,
       }),
     );
-    // The records first: a message the deliverer takes always has one to update.
-    for (const message of messages) await this.deps.store.saveDelivery(pending(message), this.deps.keepDeliveries);
-    await this.deps.outbox.enqueue(messages, now);
+  }
+
+  /** The records first, so a message the deliverer takes always has one to update; then the messages, in order. */
+  private async write(messages: readonly OutboxMessage[]): Promise<void> {
+    if (messages.length === 0) return;
+    await Promise.all(messages.map((message) => this.deps.store.saveDelivery(pending(message), this.deps.keepDeliveries)));
+    await this.deps.outbox.enqueue(messages, this.deps.clock.now());
     this.deps.onEnqueued?.();
-    return messages;
   }
 
   private endpointsOf(workspaceId: string): Promise<WebhookEndpointRecord[]> {
