@@ -9,7 +9,7 @@ import { WebhookSecrets } from "../../../src/domain/webhooks/webhook-secrets.js"
 import { Vault } from "../../../src/lib/vault.js";
 import { createServices } from "../../../src/services.js";
 import { createMemoryStores } from "../../../src/storage/index.js";
-import type { WebhookOutbox } from "../../../src/storage/webhook-interfaces.js";
+import type { WebhookOutbox, WebhookStore } from "../../../src/storage/webhook-interfaces.js";
 import { ManualClock, ManualScheduler } from "../../helpers/clock.js";
 import { TEST_VAULT_KEY } from "../../helpers/fixtures.js";
 import { Receiver } from "../../helpers/webhook-receiver.js";
@@ -261,4 +261,35 @@ t.test("at most maxEndpoints per workspace", async (t) => {
   await t.rejects(services.webhooks.service.create(caller, { url: receiver.url, events: ["key.created"] }), {
     code: "err:unkey:application:invalid_input",
   });
+});
+
+t.test("the dispatcher: a notice whose endpoints cannot be read is reported, and the others of its batch still go", async (t) => {
+  const clock = new ManualClock();
+  const stores = createMemoryStores({ clock });
+  await stores.webhooks.create({
+    id: "wh_1",
+    workspaceId: "ws_a",
+    url: "http://x/",
+    events: ["key.created"],
+    enabled: true,
+    secret: { plain: "whsec_AA==" },
+    createdAt: 0,
+  });
+  const lost: string[] = [];
+  const store: WebhookStore = Object.create(stores.webhooks);
+  store.list = (ws: string) => (ws === "ws_down" ? Promise.reject(new Error("store down")) : stores.webhooks.list(ws));
+  const dispatcher = new WebhookDispatcher({
+    store,
+    outbox: stores.webhookOutbox,
+    clock,
+    keepDeliveries: 10,
+    maxWaiting: 10,
+    onError: (error, notice) => lost.push(`${notice.type}: ${(error as Error).message}`),
+  });
+  dispatcher.post({ type: "key.created", subject: { workspaceId: "ws_a", apiId: "api_1", keyId: "key_0" } });
+  dispatcher.post({ type: "key.created", subject: { workspaceId: "ws_down", apiId: "api_1", keyId: "key_1" } });
+  dispatcher.post({ type: "key.created", subject: { workspaceId: "ws_a", apiId: "api_1", keyId: "key_2" } });
+  await dispatcher.flush();
+  t.same(lost, ["key.created: store down"]);
+  t.equal((await stores.webhooks.listDeliveries("ws_a", "wh_1", 10)).length, 2);
 });
