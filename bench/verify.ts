@@ -47,6 +47,19 @@ async function drive(): Promise<void> {
     ratelimits: [{ name: "requests", limit: 1_000_000, duration: 60_000, autoApply: false }],
   });
   const limitedKey = String(limited.key);
+  // BENCH_WEBHOOK=1: an endpoint subscribed to every event is registered first, to show what that costs the hot path.
+  if (process.env.BENCH_WEBHOOK === "1") {
+    const events = [
+      "key.created",
+      "key.updated",
+      "key.deleted",
+      "key.expiring",
+      "key.credits.low",
+      "key.credits.exhausted",
+      "ratelimit.exceeded",
+    ];
+    await callKeygate(keygate, "keygate.createWebhook", { url: "https://hooks.example.com/bench", events });
+  }
   const headers = { "content-type": "application/json", authorization: `Bearer ${ROOT_KEY}` };
   const plainBody = JSON.stringify({ key: plainKey });
   const limitedBody = JSON.stringify({ key: limitedKey, ratelimits: [{ name: "requests" }], credits: { cost: 1 } });

@@ -88,9 +88,16 @@ export async function buildApp(config: KeygateConfig, options: BuildOptions = {}
         await routeSync.refresh();
       },
     },
+    webhooks: { onError: (error, what) => app.log.warn({ err: error }, `webhooks: ${what}`) },
     ...defined({ observer: runtime.metrics }),
   });
   app.decorate("services", services);
+  if (config.webhooks.deliver) services.webhooks.runner.start();
+  // Before the stores close: no lease is left held, and notices posted so far reach the outbox.
+  app.addHook("preClose", async () => {
+    await services.webhooks.runner.stop();
+    await services.webhooks.dispatcher.flush();
+  });
   await routeSync.start();
 
   const telemetry = new RequestTelemetry({ metrics: runtime.metrics, accessLog: config.logging.requests });

@@ -34,6 +34,7 @@ import type { Stores } from "./storage/interfaces.js";
 import { MemoryRatelimitCounterStore } from "./storage/memory/ratelimit-counter-store.js";
 import type { RootKeyRecord } from "./storage/records.js";
 import { isStoreUnavailable } from "./storage/unavailable.js";
+import { createWebhooks, type Webhooks, type WebhookWiringOptions } from "./webhook-wiring.js";
 
 /** Everything the HTTP layer and the CLI call into. Built once per process from the stores and the config. */
 export interface Services {
@@ -57,6 +58,8 @@ export interface Services {
   readonly verification: VerificationService;
   /** The analytics procedures, and `analytics.sinks`, where verification, rate limiting and the gateway record their events. */
   readonly analytics: AnalyticsService;
+  /** Webhook endpoints (keygate.*Webhook), the notice sink and the delivery that runs once started. */
+  readonly webhooks: Webhooks;
 }
 
 export interface ServiceOptions {
@@ -77,6 +80,8 @@ export interface ServiceOptions {
   routeNotifier?: RouteChangeNotifier;
   /** The state of a route's upstream targets on this process (the gateway's pools); shown by getRoute. */
   upstreamHealth?: (routeId: string) => UpstreamTargetHealth[] | undefined;
+  /** How webhooks are sent and scheduled, and where their background failures go. */
+  webhooks?: WebhookWiringOptions;
 }
 
 /**
@@ -114,6 +119,9 @@ export function createServices(stores: Stores, config: KeygateConfig, clock: Clo
     migrations: config.migrations,
   });
   const rootKeys = new RootKeyService(rootKeyStore, invalidations, clock, config.rootKeys);
+  const vault = config.vault.key === undefined ? undefined : new Vault(config.vault.key);
+  const webhooks = createWebhooks(stores, config, clock, vault, options.webhooks);
+  const notices = webhooks.dispatcher;
   return {
     invalidations,
     rootKeys,
@@ -138,10 +146,11 @@ export function createServices(stores: Stores, config: KeygateConfig, clock: Clo
       apis,
       rbac,
       identities,
-      secrets: new KeySecrets(config.vault.key === undefined ? undefined : new Vault(config.vault.key)),
+      secrets: new KeySecrets(vault),
       invalidator: invalidations,
       clock,
       generateKey,
+      notices,
     }),
     keyMigrations,
     keyAccess: new KeyAccessService({ keys: stores.keys, live: liveKeys, rbac, invalidator: invalidations, clock }),
@@ -153,6 +162,7 @@ export function createServices(stores: Stores, config: KeygateConfig, clock: Clo
       limiter,
       clock,
       events: analytics.sinks.ratelimits,
+      notices,
     }),
     verification: new VerificationService({
       keys: { find: (workspaceId, hash) => keyViews.get(workspaceId, hash, () => loadKeyView(keyViewSources, workspaceId, hash)) },
@@ -161,8 +171,10 @@ export function createServices(stores: Stores, config: KeygateConfig, clock: Clo
       clock,
       observer,
       pendingKeys: keyMigrations,
+      notices,
     }),
     analytics: analyticsService(stores, config, clock, analytics),
+    webhooks,
   };
 }
 

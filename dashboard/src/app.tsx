@@ -9,6 +9,7 @@ import { KeysPage } from "./pages/keys.js";
 import { RatelimitsPage } from "./pages/ratelimits.js";
 import { RootKeysPage } from "./pages/root-keys.js";
 import { SignInPage } from "./pages/sign-in.js";
+import { WebhooksPage } from "./pages/webhooks.js";
 import { ErrorNote } from "./ui.js";
 
 /** The page the location's hash names: `#/apis/<id>`, `#/root-keys`, `#/analytics`, else the APIs. */
@@ -48,6 +49,7 @@ export function App() {
     ["#/root-keys", "Root keys", section === "root-keys"],
     ["#/analytics", "Analytics", section === "analytics"],
     ["#/gateway", "Gateway", section === "gateway"],
+    ["#/webhooks", "Webhooks", section === "webhooks"],
   ] as const;
   return (
     <>
@@ -89,6 +91,8 @@ export function App() {
           <AnalyticsPage />
         ) : section === "gateway" ? (
           <GatewayPage />
+        ) : section === "webhooks" ? (
+          <WebhooksPage />
         ) : section === "apis" && id !== undefined ? (
           <KeysPage apiId={id} />
         ) : (

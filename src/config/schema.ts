@@ -8,6 +8,7 @@ import { DEFAULTS } from "./defaults.js";
 import { EMPTY, HTTP_URL_PATTERN } from "./schema-parts.js";
 import { LoggingConfigSchema, MetricsConfigSchema, ServerConfigSchema } from "./server-schema.js";
 import { RatelimitConfigSchema, RedisConfigSchema } from "./storage-schema.js";
+import { WebhooksConfigSchema } from "./webhooks-schema.js";
 
 /**
  * The configuration file's schema, one section per field, each section's schema in its own module. Fields with a
@@ -33,6 +34,7 @@ export const ConfigSchema = Strict({
   routes: Type.Array(RouteSchema, { default: [] }),
   gateway: GatewaySettingsSchema,
   dashboard: DashboardConfigSchema,
+  webhooks: WebhooksConfigSchema,
 });
 
 export type KeygateConfig = Static<typeof ConfigSchema>;

@@ -118,6 +118,11 @@ export const ERROR_CATALOGUE = {
     title: NOT_FOUND,
     meaning: "The gateway route does not exist, or not for this workspace.",
   },
+  "err:keygate:data:webhook_not_found": {
+    status: 404,
+    title: NOT_FOUND,
+    meaning: "The webhook endpoint does not exist, or not for this workspace.",
+  },
   "err:keygate:data:policy_not_found": { status: 404, title: NOT_FOUND, meaning: "The route has no policy with this id." },
 
   // 405, 408, 409, 410

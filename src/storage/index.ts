@@ -13,6 +13,8 @@ import { MemoryRatelimitNamespaceStore } from "./memory/ratelimit-namespace-stor
 import { MemoryRoleStore } from "./memory/role-store.js";
 import { MemoryRootKeyStore } from "./memory/root-key-store.js";
 import { MemoryRouteStore } from "./memory/route-store.js";
+import { MemoryWebhookOutbox } from "./memory/webhook-outbox.js";
+import { MemoryWebhookStore } from "./memory/webhook-store.js";
 import { SharedCounters } from "./ratelimit/shared-counters.js";
 import { RedisAnalyticsQuotaStore } from "./redis/analytics-quota-store.js";
 import { RedisApiStore } from "./redis/api-store.js";
@@ -33,6 +35,8 @@ import { RedisRoleStore } from "./redis/role-store.js";
 import { RedisRootKeyStore } from "./redis/root-key-store.js";
 import { RedisRouteStore } from "./redis/route-store.js";
 import { type ConnectionSettings, closeClient, type RedisClient, type RedisTarget } from "./redis/topology.js";
+import { RedisWebhookOutbox } from "./redis/webhook-outbox.js";
+import { RedisWebhookStore } from "./redis/webhook-store.js";
 
 export interface StoreOptions {
   /** Time for the breaker and for in-memory counters (tests inject one); the system clock otherwise. */
@@ -59,6 +63,8 @@ export function createMemoryStores(options: StoreOptions = {}): Stores {
     analyticsQuota: new MemoryAnalyticsQuotaStore(),
     dashboardSessions: new MemoryDashboardSessionStore(options.clock ?? systemClock),
     routes: new MemoryRouteStore(),
+    webhooks: new MemoryWebhookStore(options.clock ?? systemClock),
+    webhookOutbox: new MemoryWebhookOutbox(),
     health: MEMORY_HEALTH,
     broadcast: NO_OTHER_INSTANCES,
     close: async () => {},
@@ -148,6 +154,8 @@ export function createRedisStores(
     analyticsQuota: new RedisAnalyticsQuotaStore(guarded, keys),
     dashboardSessions: new RedisDashboardSessionStore(guarded, keys),
     routes: new RedisRouteStore(guarded, keys),
+    webhooks: new RedisWebhookStore(guarded, keys),
+    webhookOutbox: new RedisWebhookOutbox(guardedClient(redis, guard), keys),
     health: redisHealth(redis, guard),
     broadcast: new RedisBroadcast(redis, prefix),
     close: async () => {

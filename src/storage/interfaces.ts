@@ -13,6 +13,7 @@ import type {
   RootKeyRecord,
 } from "./records.js";
 import type { RouteStore } from "./route-interfaces.js";
+import type { WebhookOutbox, WebhookStore } from "./webhook-interfaces.js";
 
 /**
  * One interface per kind of record. Each has an in-memory and a Redis implementation, and both pass the same
@@ -272,6 +273,9 @@ export interface Stores {
   readonly analyticsQuota: AnalyticsQuotaStore;
   readonly dashboardSessions: DashboardSessionStore;
   readonly routes: RouteStore;
+  readonly webhooks: WebhookStore;
+  /** Deliveries waiting to go out: Redis streams with a consumer group, or this process's memory. */
+  readonly webhookOutbox: WebhookOutbox;
   readonly health: StoreHealth;
   /** Carries cache invalidations (and any other news every instance must hear) between instances. */
   readonly broadcast: Broadcast;

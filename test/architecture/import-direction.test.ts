@@ -22,6 +22,8 @@ const LAYERS: readonly { name: string; prefixes: readonly string[] }[] = [
       "storage/route-records.ts",
       "storage/records.ts",
       "storage/unavailable.ts",
+      "storage/webhook-interfaces.ts",
+      "storage/webhook-records.ts",
     ],
   },
   { name: "domain", prefixes: ["domain/"] },

@@ -14,6 +14,7 @@ import type {
 } from "../../src/storage/records.js";
 import { keyRecord } from "../helpers/records.js";
 import { routeStoreContract } from "./route-store-contract.js";
+import { webhookStoreContract } from "./webhook-store-contract.js";
 
 /**
  * The behaviour every Stores implementation must have. Run by memory.test.ts, redis-store-contract.test.ts,
@@ -478,6 +479,7 @@ export async function storeContract(t: Test, open: (t: Test) => Promise<Stores>)
   await ratelimitCounterContract(t, open);
   await creditContract(t, open);
   await routeStoreContract(t, open);
+  await webhookStoreContract(t, open);
 }
 
 async function ratelimitNamespaceContract(t: Test, open: (t: Test) => Promise<Stores>): Promise<void> {

@@ -12,8 +12,10 @@ import type { IdentityService } from "../identities/identity-service.js";
 import type { CacheInvalidator } from "../invalidation.js";
 import { checkMeta, MAX_KEY_META_BYTES } from "../meta.js";
 import { type NamedLimitInput, replaceNamedLimits } from "../named-limits.js";
+import type { NoticeSink } from "../notices.js";
 import type { RbacService } from "../rbac/rbac-service.js";
 import { requireApi } from "../root-keys/permissions.js";
+import { postKeyNotice } from "./key-notices.js";
 import type { KeySecrets } from "./key-secrets.js";
 import type { LiveKeys } from "./live-keys.js";
 
@@ -51,6 +53,8 @@ export interface KeyIssuanceDeps {
   invalidator: CacheInvalidator;
   clock: Clock;
   generateKey: (prefix: string | undefined, byteLength: number) => { key: string; start: string };
+  /** Told of keys created, updated and deleted (webhooks); nobody without one. */
+  notices?: NoticeSink;
 }
 
 const MS_PER_MINUTE = 60_000;
@@ -96,6 +100,7 @@ export async function createKey(deps: KeyIssuanceDeps, caller: Caller, input: Cr
   if (!(await deps.keys.create(record, credits))) throw idCollision();
   // An instance may remember this hash as unknown from an earlier attempt; it is known now.
   await deps.invalidator.keyChanged(workspaceId, record.hash);
+  await postKeyNotice(deps, "key.created", record, identity ?? null);
   return { keyId: id, key };
 }
 
@@ -140,6 +145,7 @@ export async function rerollKey(deps: KeyIssuanceDeps, caller: Caller, input: { 
   );
   await deps.invalidator.keyChanged(workspaceId, old.hash);
   await deps.invalidator.keyChanged(workspaceId, record.hash);
+  await postKeyNotice(deps, "key.created", record);
   return { keyId: id, key };
 }
 

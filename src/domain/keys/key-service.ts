@@ -12,6 +12,7 @@ import { requireApi } from "../root-keys/permissions.js";
 import { describeKeys, type KeyDetails, type KeyDetailsDeps } from "./key-details.js";
 import type { CreateKeyInput, IssuedKey, KeyIssuanceDeps } from "./key-issuance.js";
 import * as issuance from "./key-issuance.js";
+import { postKeyNotice } from "./key-notices.js";
 import { keyNotFound } from "./live-keys.js";
 
 export type { KeyDetails } from "./key-details.js";
@@ -123,6 +124,7 @@ export class KeyService {
     });
     if (!updated) throw keyNotFound(input.keyId);
     await this.deps.invalidator.keyChanged(workspaceId, key.hash);
+    await postKeyNotice(this.deps, "key.updated", key, identity);
   }
 
   async updateCredits(
@@ -165,6 +167,7 @@ export class KeyService {
       if (!deleted) throw keyNotFound(input.keyId);
     }
     await this.deps.invalidator.keyChanged(caller.workspaceId, key.hash);
+    await postKeyNotice(this.deps, "key.deleted", key);
   }
 
   /** A new key with the old one's settings, the old one expiring `expiration` ms from now (key-issuance.ts says how). */

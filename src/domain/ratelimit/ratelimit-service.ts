@@ -6,9 +6,11 @@ import type { RatelimitNamespaceStore } from "../../storage/interfaces.js";
 import type { RatelimitNamespaceRecord } from "../../storage/records.js";
 import type { EventSink, RatelimitEvent } from "../analytics/events.js";
 import type { Caller } from "../caller.js";
+import { type NoticeSink, UNHEARD } from "../notices.js";
 import type { RatelimitSource } from "../observer.js";
 import { allOf } from "../permissions/query.js";
 import { type RatelimitAction, requireRatelimit } from "../root-keys/permissions.js";
+import { ExceededNotices } from "./exceeded-notices.js";
 import { decided, type NamespaceLimitCheck, type NamespaceLimitDecision } from "./limit-decision.js";
 import type { Limiter } from "./limiter.js";
 import type { NamespaceDirectory, ResolvedNamespace } from "./namespace-directory.js";
@@ -63,6 +65,8 @@ export interface RatelimitServiceOptions {
   clock: Clock;
   /** Where every decision goes, one event per check (analytics.getRatelimits). */
   events: EventSink<RatelimitEvent>;
+  /** Told of a window exceeded (ratelimit.exceeded); nobody by default. */
+  notices?: NoticeSink;
 }
 
 /**
@@ -78,6 +82,7 @@ export class RatelimitService {
   private readonly limiter: Limiter;
   private readonly clock: Clock;
   private readonly events: EventSink<RatelimitEvent>;
+  private readonly exceeded: ExceededNotices;
 
   constructor(options: RatelimitServiceOptions) {
     this.namespaces = options.namespaces;
@@ -86,6 +91,7 @@ export class RatelimitService {
     this.limiter = options.limiter;
     this.clock = options.clock;
     this.events = options.events;
+    this.exceeded = new ExceededNotices(options.notices ?? UNHEARD);
   }
 
   /**
@@ -255,6 +261,7 @@ export class RatelimitService {
     const latencyMs = performance.now() - startedAt;
     const decisions = limits.map((limit, index) => decided(limit, outcome.results[index] as WindowResult));
     recordRatelimitDecision(this.events, { requestId, workspaceId, time: outcome.now, latencyMs }, decisions);
+    if (!outcome.passed) this.exceeded.note(workspaceId, decisions);
     const answer: LimitOutcome = { passed: outcome.passed, decisions, decidedAt: outcome.now };
     if (outcome.degraded !== undefined) answer.degraded = outcome.degraded;
     return answer;

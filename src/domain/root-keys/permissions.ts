@@ -53,6 +53,9 @@ export type GatewayAction = "create_route" | "read_route" | "update_route" | "de
 /** keygate's own root-key management (keygate.*RootKey procedures); always workspace-wide (`root_key.*`). */
 export type RootKeyAction = "create_root_key" | "read_root_key" | "delete_root_key";
 
+/** Webhook endpoints (keygate.*Webhook procedures): `webhook.*.<action>` or `webhook.<webhookId>.<action>`. */
+export type WebhookAction = "create_webhook" | "read_webhook" | "update_webhook" | "delete_webhook";
+
 function scoped(resource: string, action: string, id?: string): PermissionQuery {
   return id === undefined ? anyOf(`${resource}.*.${action}`) : anyOf(`${resource}.*.${action}`, `${resource}.${id}.${action}`);
 }
@@ -63,6 +66,7 @@ export const requireRatelimit = (action: RatelimitAction, namespaceId?: string):
 export const requireRbac = (action: RbacAction): PermissionQuery => scoped("rbac", action);
 export const requireIdentity = (action: IdentityAction, identityId?: string): PermissionQuery => scoped("identity", action, identityId);
 export const requireRootKey = (action: RootKeyAction): PermissionQuery => scoped("root_key", action);
+export const requireWebhook = (action: WebhookAction, webhookId?: string): PermissionQuery => scoped("webhook", action, webhookId);
 export const requireGateway = (action: GatewayAction, routeId?: string): PermissionQuery => scoped("gateway", action, routeId);
 
 /**

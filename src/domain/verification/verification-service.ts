@@ -5,8 +5,10 @@ import { hashKey } from "../../lib/hash.js";
 import type { CreditCheck, WindowResult } from "../../storage/counter-interfaces.js";
 import type { AnalyticsSinks } from "../analytics/events.js";
 import type { Caller } from "../caller.js";
+import { type KeySubject, type NoticeSink, UNHEARD } from "../notices.js";
 import { type Observer, UNOBSERVED } from "../observer.js";
 import { type PermissionQuery, PermissionQuerySyntaxError, parsePermissionQuery } from "../permissions/query.js";
+import { ExceededNotices } from "../ratelimit/exceeded-notices.js";
 import { decided, type KeyLimitCheck, type LimitCheck, type LimitDecision, type NamespaceLimitCheck } from "../ratelimit/limit-decision.js";
 import type { Limiter, LimiterOutcome } from "../ratelimit/limiter.js";
 import { recordRatelimitDecision } from "../ratelimit/ratelimit-events.js";
@@ -36,6 +38,8 @@ export interface VerificationServiceOptions {
   observer?: Observer;
   /** Finds keys imported under another system's hash (keys.verifyKey's migrationId); none: such keys stay unknown. */
   pendingKeys?: PendingKeySettler;
+  /** Told of a namespace window exceeded (ratelimit.exceeded); nobody by default. */
+  notices?: NoticeSink;
 }
 
 /**
@@ -50,6 +54,7 @@ export class VerificationService {
   private readonly clock: Clock;
   private readonly observer: Observer;
   private readonly pendingKeys: PendingKeySettler | undefined;
+  private readonly exceeded: ExceededNotices;
   /** Permission query texts of keys.verifyKey, parsed: clients send the same few over and over. */
   private readonly parsedQueries = new Map<string, PermissionQuery>();
 
@@ -60,6 +65,7 @@ export class VerificationService {
     this.clock = options.clock;
     this.observer = options.observer ?? UNOBSERVED;
     this.pendingKeys = options.pendingKeys;
+    this.exceeded = new ExceededNotices(options.notices ?? UNHEARD);
   }
 
   /**
@@ -173,6 +179,7 @@ export class VerificationService {
     if (extra.length > 0) {
       const call = { requestId: request.requestId, workspaceId: view.workspaceId, time: outcome.now, latencyMs };
       recordRatelimitDecision(this.events.ratelimits, call, decisions);
+      if (!outcome.passed) this.exceeded.note(view.workspaceId, decisions, keySubject(view));
     }
     return counted(view, decisions, credit, outcome);
   }
@@ -259,4 +266,14 @@ function parseQuery(text: string): PermissionQuery {
     }
     throw error;
   }
+}
+
+/** The key a verification was of, as a notice names it (a denial only: not on the allowed path). */
+function keySubject(view: KeyView): KeySubject {
+  const subject: KeySubject = { workspaceId: view.workspaceId, apiId: view.apiId, keyId: view.keyId };
+  if (view.identity) {
+    subject.identityId = view.identity.id;
+    subject.externalId = view.identity.externalId;
+  }
+  return subject;
 }

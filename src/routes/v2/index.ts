@@ -19,8 +19,10 @@ import listIdentities from "./identities/list-identities.js";
 import updateIdentity from "./identities/update-identity.js";
 import createRootKey from "./keygate/create-root-key.js";
 import createRoute from "./keygate/create-route.js";
+import createWebhook from "./keygate/create-webhook.js";
 import deleteRootKey from "./keygate/delete-root-key.js";
 import deleteRoute from "./keygate/delete-route.js";
+import deleteWebhook from "./keygate/delete-webhook.js";
 import getApiIpAllowlist from "./keygate/get-api-ip-allowlist.js";
 import getRoute from "./keygate/get-route.js";
 import getRouteOpenApi from "./keygate/get-route-open-api.js";
@@ -28,11 +30,16 @@ import listApis from "./keygate/list-apis.js";
 import listRatelimitNamespaces from "./keygate/list-ratelimit-namespaces.js";
 import listRootKeys from "./keygate/list-root-keys.js";
 import listRoutes from "./keygate/list-routes.js";
+import listWebhookDeliveries from "./keygate/list-webhook-deliveries.js";
+import listWebhooks from "./keygate/list-webhooks.js";
+import rotateWebhookSecret from "./keygate/rotate-webhook-secret.js";
 import setApiIpAllowlist from "./keygate/set-api-ip-allowlist.js";
 import setRouteOpenApi from "./keygate/set-route-open-api.js";
 import setRoutePolicies from "./keygate/set-route-policies.js";
+import testWebhook from "./keygate/test-webhook.js";
 import updateRoute from "./keygate/update-route.js";
 import updateRoutePolicy from "./keygate/update-route-policy.js";
+import updateWebhook from "./keygate/update-webhook.js";
 import addPermissions from "./keys/add-permissions.js";
 import addRoles from "./keys/add-roles.js";
 import createKey from "./keys/create-key.js";
@@ -120,6 +127,13 @@ export const PROCEDURES = [
   getGatewayRequests,
   createRootKey,
   listRootKeys,
+  createWebhook,
+  listWebhooks,
+  updateWebhook,
+  deleteWebhook,
+  rotateWebhookSecret,
+  testWebhook,
+  listWebhookDeliveries,
   deleteRootKey,
   listApis,
   listRatelimitNamespaces,

@@ -67,5 +67,18 @@ export function createRedisKeys(prefix: string) {
     routeOpenApi: (routeId: string) => `${prefix}:{routes}:openapi:${routeId}`,
     /** Hash of one analytics quota window: fields `queries` and `executionMs`; expires after the window. */
     analyticsQuota: (workspaceId: string, windowStart: number) => `${workspace(workspaceId)}:analytics-quota:${windowStart}`,
+    webhook: (workspaceId: string, id: string) => `${workspace(workspaceId)}:webhook:${id}`,
+    webhookIds: (workspaceId: string) => `${workspace(workspaceId)}:webhook-ids`,
+    webhookDelivery: (workspaceId: string, id: string) => `${workspace(workspaceId)}:webhook-delivery:${id}`,
+    /** Sorted set of an endpoint's delivery ids, scored by creation time. */
+    webhookLog: (workspaceId: string, endpointId: string) => `${workspace(workspaceId)}:webhook-log:${endpointId}`,
+    /** A once-only claim (a rate limit exceeded in a window, a key's expiry announced); the name may hold anything. */
+    webhookClaim: (workspaceId: string, name: string) => `${workspace(workspaceId)}:webhook-claim:${name}`,
+    /** Set of the workspaces with endpoints, for the expiring-key scan. */
+    webhookWorkspaces: () => `${prefix}:{webhooks}:workspaces`,
+    /** The outbox: a stream per endpoint, the due queues and their leases share one tag so a script sees them all. */
+    webhookQueue: (endpointId: string) => `${prefix}:{webhooks}:queue:${endpointId}`,
+    webhookDue: () => `${prefix}:{webhooks}:due`,
+    webhookLease: (endpointId: string) => `${prefix}:{webhooks}:lease:${endpointId}`,
   };
 }

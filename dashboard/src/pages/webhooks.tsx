@@ -1,0 +1,199 @@
+import { useEffect, useState } from "preact/hooks";
+import { call, type DataOf } from "../api.js";
+import { DataTable, ErrorNote, fieldError, formatTime, ShownOnce, TextField, useAction } from "../ui.js";
+
+/** The event types an endpoint may subscribe to (keygate.createWebhook's `events`). */
+const EVENT_TYPES = [
+  "key.created",
+  "key.updated",
+  "key.deleted",
+  "key.expiring",
+  "key.credits.low",
+  "key.credits.exhausted",
+  "identity.credits.low",
+  "identity.credits.exhausted",
+  "ratelimit.exceeded",
+] as const;
+
+type Webhook = DataOf<"keygate.listWebhooks">[number];
+
+/** Checkboxes for the event types, bound to a list. */
+function EventChoice(props: { legend: string; value: string[]; onValue: (events: string[]) => void; error?: string | undefined }) {
+  return (
+    <fieldset>
+      <legend>{props.legend}</legend>
+      {EVENT_TYPES.map((type) => (
+        <label key={type} class="inline">
+          <input
+            type="checkbox"
+            checked={props.value.includes(type)}
+            onChange={(event) =>
+              props.onValue(
+                (event.currentTarget as HTMLInputElement).checked ? [...props.value, type] : props.value.filter((t) => t !== type),
+              )
+            }
+          />{" "}
+          {type}
+        </label>
+      ))}
+      {props.error && <small class="error">{props.error}</small>}
+    </fieldset>
+  );
+}
+
+/** Webhook endpoints: create (the secret shown once), change events, enable or disable, rotate, test, deliveries. */
+export function WebhooksPage() {
+  const [webhooks, setWebhooks] = useState<DataOf<"keygate.listWebhooks"> | null>(null);
+  const [url, setUrl] = useState("");
+  const [events, setEvents] = useState<string[]>([]);
+  const [editing, setEditing] = useState<{ webhookId: string; events: string[] } | null>(null);
+  const [shown, setShown] = useState<{ label: string; value: string } | null>(null);
+  const [deliveries, setDeliveries] = useState<{ webhookId: string; items: DataOf<"keygate.listWebhookDeliveries"> } | null>(null);
+  const { error, run } = useAction();
+  const creation = useAction();
+
+  const load = async () => setWebhooks(await call("keygate.listWebhooks", {}));
+  useEffect(() => {
+    run(load);
+  }, []);
+
+  const create = (event: Event) => {
+    event.preventDefault();
+    creation.run(async () => {
+      const created = await call("keygate.createWebhook", { url, events });
+      setShown({ label: "Signing secret", value: created.secret });
+      setUrl("");
+      setEvents([]);
+      await load();
+    });
+  };
+  const act = (work: () => Promise<unknown>) =>
+    run(async () => {
+      await work();
+      await load();
+    });
+  const showDeliveries = (webhookId: string) =>
+    run(async () => setDeliveries({ webhookId, items: await call("keygate.listWebhookDeliveries", { webhookId, limit: 50 }) }));
+
+  return (
+    <>
+      <h1>Webhooks</h1>
+      <ErrorNote error={error} />
+      {shown && <ShownOnce label={shown.label} value={shown.value} onDismiss={() => setShown(null)} />}
+      <form onSubmit={create} aria-label="Create a webhook">
+        <h2>Create a webhook</h2>
+        <TextField
+          label="Endpoint URL"
+          hint="http or https; events are signed as Standard Webhooks"
+          value={url}
+          onValue={setUrl}
+          error={fieldError(creation.error, "body.url")}
+        />
+        <EventChoice legend="Events" value={events} onValue={setEvents} error={fieldError(creation.error, "body.events")} />
+        <button type="submit">Create webhook</button>
+        <ErrorNote error={creation.error} />
+      </form>
+      {editing && (
+        <form
+          aria-label="Edit events"
+          onSubmit={(event) => {
+            event.preventDefault();
+            act(async () => {
+              await call("keygate.updateWebhook", { webhookId: editing.webhookId, events: editing.events });
+              setEditing(null);
+            });
+          }}
+        >
+          <EventChoice
+            legend={`Events of ${editing.webhookId}`}
+            value={editing.events}
+            onValue={(next) => setEditing({ ...editing, events: next })}
+          />
+          <button type="submit">Save events</button>{" "}
+          <button type="button" onClick={() => setEditing(null)}>
+            Cancel
+          </button>
+        </form>
+      )}
+      {webhooks && (
+        <DataTable
+          label="Webhooks"
+          columns={["Id", "URL", "Events", "State", "Created", "Actions"]}
+          empty="No webhooks yet."
+          items={webhooks}
+          row={(webhook: Webhook) => (
+            <tr key={webhook.webhookId}>
+              <td>
+                <code>{webhook.webhookId}</code>
+              </td>
+              <td>{webhook.url}</td>
+              <td>{webhook.events.join(", ")}</td>
+              <td>
+                {webhook.enabled ? "enabled" : "disabled"}
+                {webhook.disabledReason && <small> ({webhook.disabledReason})</small>}
+                {webhook.failingSince !== undefined && <small> failing since {formatTime(webhook.failingSince)}</small>}
+              </td>
+              <td>{formatTime(webhook.createdAt)}</td>
+              <td>
+                <button type="button" onClick={() => setEditing({ webhookId: webhook.webhookId, events: [...webhook.events] })}>
+                  Edit events
+                </button>{" "}
+                <button
+                  type="button"
+                  onClick={() => act(() => call("keygate.updateWebhook", { webhookId: webhook.webhookId, enabled: !webhook.enabled }))}
+                >
+                  {webhook.enabled ? "Disable" : "Enable"}
+                </button>{" "}
+                <button
+                  type="button"
+                  onClick={() =>
+                    act(async () => {
+                      const rotated = await call("keygate.rotateWebhookSecret", { webhookId: webhook.webhookId });
+                      setShown({ label: "New signing secret", value: rotated.secret });
+                    })
+                  }
+                >
+                  Rotate secret
+                </button>{" "}
+                <button type="button" onClick={() => act(() => call("keygate.testWebhook", { webhookId: webhook.webhookId }))}>
+                  Send test
+                </button>{" "}
+                <button type="button" onClick={() => showDeliveries(webhook.webhookId)}>
+                  Deliveries
+                </button>{" "}
+                <button
+                  type="button"
+                  aria-label={`Delete ${webhook.webhookId}`}
+                  onClick={() => act(() => call("keygate.deleteWebhook", { webhookId: webhook.webhookId }))}
+                >
+                  Delete
+                </button>
+              </td>
+            </tr>
+          )}
+        />
+      )}
+      {deliveries && (
+        <DataTable
+          label={`Deliveries of ${deliveries.webhookId}`}
+          columns={["Delivery", "Type", "Status", "Attempts", "Response", "Last error", "Created"]}
+          empty="No deliveries yet."
+          items={deliveries.items}
+          row={(delivery) => (
+            <tr key={delivery.deliveryId}>
+              <td>
+                <code>{delivery.deliveryId}</code>
+              </td>
+              <td>{delivery.type}</td>
+              <td>{delivery.status}</td>
+              <td>{delivery.attempts}</td>
+              <td>{delivery.responseCode ?? ""}</td>
+              <td>{delivery.lastError ?? ""}</td>
+              <td>{formatTime(delivery.createdAt)}</td>
+            </tr>
+          )}
+        />
+      )}
+    </>
+  );
+}

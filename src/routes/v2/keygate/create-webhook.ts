@@ -1,0 +1,12 @@
+import { Type } from "typebox";
+import { Strict } from "../../../http/schemas.js";
+import { defineProcedure } from "../procedure.js";
+import { WebhookDescription, WebhookEvents, WebhookUrl } from "./webhook-wire.js";
+
+export default defineProcedure({
+  name: "keygate.createWebhook",
+  body: Strict({ url: WebhookUrl, events: WebhookEvents, description: Type.Optional(WebhookDescription) }),
+  /** The secret is shown this once. */
+  data: Type.Object({ webhookId: Type.String(), secret: Type.String() }),
+  handler: ({ body, caller, services }) => services.webhooks.service.create(caller, body),
+});

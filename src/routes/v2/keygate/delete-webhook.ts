@@ -1,0 +1,14 @@
+import { Type } from "typebox";
+import { Strict } from "../../../http/schemas.js";
+import { defineProcedure } from "../procedure.js";
+import { WebhookId } from "./webhook-wire.js";
+
+export default defineProcedure({
+  name: "keygate.deleteWebhook",
+  body: Strict({ webhookId: WebhookId }),
+  data: Type.Object({}),
+  handler: async ({ body, caller, services }) => {
+    await services.webhooks.service.delete(caller, body);
+    return {};
+  },
+});

@@ -1,0 +1,17 @@
+import { Type } from "typebox";
+import { Nullable, Strict } from "../../../http/schemas.js";
+import { defineProcedure } from "../procedure.js";
+import { WebhookDescription, WebhookEvents, WebhookId, WebhookResponse, WebhookUrl } from "./webhook-wire.js";
+
+export default defineProcedure({
+  name: "keygate.updateWebhook",
+  body: Strict({
+    webhookId: WebhookId,
+    url: Type.Optional(WebhookUrl),
+    events: Type.Optional(WebhookEvents),
+    enabled: Type.Optional(Type.Boolean()),
+    description: Type.Optional(Nullable(WebhookDescription)),
+  }),
+  data: WebhookResponse,
+  handler: ({ body, caller, services }) => services.webhooks.service.update(caller, body),
+});

@@ -1,0 +1,104 @@
+import { randomBytes } from "node:crypto";
+import type { KeygateConfig } from "./config/schema.js";
+import { WebhookDeliverer, type WebhookSender } from "./domain/webhooks/deliverer.js";
+import { WebhookDispatcher } from "./domain/webhooks/dispatcher.js";
+import { scanExpiringKeys } from "./domain/webhooks/expiring-keys.js";
+import { WebhookRunner } from "./domain/webhooks/webhook-runner.js";
+import { WebhookSecrets } from "./domain/webhooks/webhook-secrets.js";
+import { WebhookService } from "./domain/webhooks/webhook-service.js";
+import { HttpWebhookSender } from "./http/webhook-sender.js";
+import type { Clock } from "./lib/clock.js";
+import { type Scheduler, systemScheduler } from "./lib/scheduler.js";
+import type { Vault } from "./lib/vault.js";
+import type { Stores } from "./storage/interfaces.js";
+
+/** Everything of webhooks one process runs: the procedures, the sink notices go to, and the background delivery. */
+export interface Webhooks {
+  service: WebhookService;
+  dispatcher: WebhookDispatcher;
+  deliverer: WebhookDeliverer;
+  runner: WebhookRunner;
+}
+
+export interface WebhookWiringOptions {
+  /** How attempts are sent; HTTP under the configured rules by default. */
+  sender?: WebhookSender;
+  scheduler?: Scheduler;
+  /** This instance's consumer name; random by default. */
+  instanceId?: string;
+  onError?: (error: unknown, what: string) => void;
+}
+
+export function createWebhooks(
+  stores: Stores,
+  config: KeygateConfig,
+  clock: Clock,
+  vault: Vault | undefined,
+  options: WebhookWiringOptions = {},
+): Webhooks {
+  const settings = config.webhooks;
+  const onError = options.onError ?? (() => {});
+  const secrets = new WebhookSecrets(vault);
+  let runner: WebhookRunner | undefined;
+  const dispatcher = new WebhookDispatcher({
+    store: stores.webhooks,
+    outbox: stores.webhookOutbox,
+    clock,
+    keepDeliveries: settings.keepDeliveries,
+    maxWaiting: 100_000,
+    onError: (error, notice) => onError(error, `a ${notice.type} notice was lost`),
+    onEnqueued: () => runner?.wake(),
+  });
+  const deliverer = new WebhookDeliverer({
+    store: stores.webhooks,
+    outbox: stores.webhookOutbox,
+    sender:
+      options.sender ??
+      new HttpWebhookSender({
+        timeoutMs: settings.timeoutMs,
+        maxResponseBytes: settings.maxResponseBytes,
+        allowPrivateAddresses: settings.allowPrivateAddresses,
+      }),
+    secrets,
+    clock,
+    owner: options.instanceId ?? `instance_${randomBytes(8).toString("hex")}`,
+    settings: {
+      leaseMs: settings.leaseMs,
+      attemptTimeoutMs: settings.timeoutMs,
+      maxQueues: 64,
+      batch: 32,
+      retryDelayMs: settings.retryDelayMs,
+      maxRetryDelayMs: settings.maxRetryDelayMs,
+      giveUpAfterMs: settings.giveUpAfterMs,
+      disableAfterMs: settings.disableAfterMs,
+      keepDeliveries: settings.keepDeliveries,
+    },
+  });
+  runner = new WebhookRunner({
+    deliver: () => deliverer.deliverDue(),
+    scan: () =>
+      scanExpiringKeys({
+        webhooks: stores.webhooks,
+        apis: stores.apis,
+        keys: stores.keys,
+        identities: stores.identities,
+        notices: dispatcher,
+        clock,
+        leadMs: settings.expiringLeadMs,
+      }),
+    scheduler: options.scheduler ?? systemScheduler,
+    pollMs: settings.pollIntervalMs,
+    scanIntervalMs: settings.expiringScanIntervalMs,
+    onError: (error) => onError(error, "webhook delivery"),
+  });
+  const service = new WebhookService({
+    store: stores.webhooks,
+    outbox: stores.webhookOutbox,
+    dispatcher,
+    secrets,
+    clock,
+    allowPrivateAddresses: settings.allowPrivateAddresses,
+    maxEndpoints: settings.maxEndpoints,
+  });
+  return { service, dispatcher, deliverer, runner };
+}
