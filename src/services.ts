@@ -15,6 +15,7 @@ import { KeyMigrationService } from "./domain/keys/key-migrations.js";
 import { KeySecrets } from "./domain/keys/key-secrets.js";
 import { KeyService } from "./domain/keys/key-service.js";
 import { LiveKeys } from "./domain/keys/live-keys.js";
+import { type NoticeSink, UNHEARD } from "./domain/notices.js";
 import { type Observer, UNOBSERVED } from "./domain/observer.js";
 import { Limiter } from "./domain/ratelimit/limiter.js";
 import { RatelimitService } from "./domain/ratelimit/ratelimit-service.js";
@@ -77,6 +78,8 @@ export interface ServiceOptions {
   routeNotifier?: RouteChangeNotifier;
   /** The state of a route's upstream targets on this process (the gateway's pools); shown by getRoute. */
   upstreamHealth?: (routeId: string) => UpstreamTargetHealth[] | undefined;
+  /** Where the domain posts what an operator asked to hear of (credit crossings; webhooks); nowhere by default. */
+  notices?: NoticeSink;
 }
 
 /**
@@ -161,6 +164,7 @@ export function createServices(stores: Stores, config: KeygateConfig, clock: Clo
       clock,
       observer,
       pendingKeys: keyMigrations,
+      notices: options.notices ?? UNHEARD,
     }),
     analytics: analyticsService(stores, config, clock, analytics),
   };

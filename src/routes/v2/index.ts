@@ -30,6 +30,7 @@ import listRoutes from "./keygate/list-routes.js";
 import setApiIpAllowlist from "./keygate/set-api-ip-allowlist.js";
 import setRouteOpenApi from "./keygate/set-route-open-api.js";
 import setRoutePolicies from "./keygate/set-route-policies.js";
+import updateIdentityCredits from "./keygate/update-identity-credits.js";
 import updateRoute from "./keygate/update-route.js";
 import updateRoutePolicy from "./keygate/update-route-policy.js";
 import addPermissions from "./keys/add-permissions.js";
@@ -107,6 +108,7 @@ export const PROCEDURES = [
   getIdentity,
   listIdentities,
   updateIdentity,
+  updateIdentityCredits,
   deleteIdentity,
   limit,
   multiLimit,

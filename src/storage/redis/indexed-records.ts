@@ -36,16 +36,17 @@ export class RedisIndexedRecords<T extends WorkspaceRecord> {
     this.retired = retired;
   }
 
-  /** False (nothing written) when the id or the unique value is taken in the workspace. */
-  create(record: T): Promise<boolean> {
+  /** False (nothing written) when the id or the unique value is taken in the workspace. `also` adds writes of its own. */
+  create(record: T, also?: (batch: Batch) => void): Promise<boolean> {
     const { workspaceId, id } = record;
-    return new Batch()
+    const batch = new Batch()
       .absent(this.keys.unique(workspaceId, this.uniqueOf(record)))
       .absent(this.keys.record(workspaceId, id))
       .set(this.keys.record(workspaceId, id), JSON.stringify(record))
       .set(this.keys.unique(workspaceId, this.uniqueOf(record)), id)
-      .zadd(this.keys.listed(workspaceId), id)
-      .apply(this.redis);
+      .zadd(this.keys.listed(workspaceId), id);
+    also?.(batch);
+    return batch.apply(this.redis);
   }
 
   async get(workspaceId: string, id: string): Promise<T | null> {
