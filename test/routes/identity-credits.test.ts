@@ -176,6 +176,17 @@ for (const storage of STORAGE_KINDS) {
       t.notOk("credits" in (await verify(h, key)), "a deleted identity pays for nothing");
     });
 
+    await t.test("a key whose own credits are taken away spends its identity's from then on", async (t) => {
+      const { id, externalId } = await createIdentity(h, { credits: { remaining: 10 } });
+      const { key, keyId } = await createKey(h, apiId, { externalId, credits: { remaining: 3 } });
+      t.match(await verify(h, key), { credits: 2, creditsSource: "key" });
+      await h.call("keys.updateKey", { keyId, credits: null });
+      t.match(await verify(h, key), { credits: 9, creditsSource: "identity" });
+      await h.call("keys.updateCredits", { keyId, operation: "set", value: 1 });
+      t.match(await verify(h, key), { credits: 0, creditsSource: "key" }, "and its own again once it has some");
+      t.same(await identityCredits(h, id), { remaining: 9 });
+    });
+
     await t.test("an identity's balance refills on schedule", async (t) => {
       clock.set(Date.UTC(2026, 0, 31, 10));
       const { id, externalId } = await createIdentity(h, { credits: { remaining: 1, refill: { interval: "daily", amount: 2 } } });
