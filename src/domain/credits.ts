@@ -73,7 +73,12 @@ function thresholdWithoutBalance() {
  * updateKey's credits, three-state: null makes the key unlimited; `remaining: null` too (and drops the refill);
  * `refill: null` drops only the refill; omitted fields stay as they are.
  */
-export function creditsAfterUpdate(current: CreditRecord | null, input: CreditsInput | null, now: number): CreditRecord | null {
+export function creditsAfterUpdate(
+  current: CreditRecord | null,
+  input: CreditsInput | null,
+  now: number,
+  holder: CreditsHolder = "key",
+): CreditRecord | null {
   if (input === null || input.remaining === null) return null;
   const base = current ? withRefills(current, now) : null;
   const remaining = input.remaining ?? base?.remaining;
@@ -85,7 +90,7 @@ export function creditsAfterUpdate(current: CreditRecord | null, input: CreditsI
     if (refill)
       throw invalidAt(
         "body.credits.remaining",
-        "must be provided when credits.refill is set on a key with unlimited credits",
+        `must be provided when credits.refill is set on ${holder === "key" ? "a key" : "an identity"} with unlimited credits`,
         "give the starting balance",
       );
     if (lowThreshold !== undefined) throw thresholdWithoutBalance();

@@ -110,6 +110,7 @@ for (const storage of STORAGE_KINDS) {
         t,
         await h.call("identities.updateIdentity", { identity: unlimited.id, credits: { refill: { interval: "daily", amount: 1 } } }),
         "body.credits.remaining",
+        /on an identity with unlimited credits/,
       );
       t.notOk(await identityCredits(h, unlimited.id), "a refused update wrote nothing");
       assertError(

@@ -112,7 +112,7 @@ export class IdentityService {
     const now = this.clock.now();
     // Credits are checked before anything is written (the change below checks them again on what it reads).
     if (input.credits !== undefined)
-      creditsAfterUpdate(await this.identities.getCredits(caller.workspaceId, identity.id), input.credits, now);
+      creditsAfterUpdate(await this.identities.getCredits(caller.workspaceId, identity.id), input.credits, now, "identity");
     const updated = await this.identities.update(caller.workspaceId, identity.id, (current) => ({
       ...current,
       ...defined({
@@ -126,7 +126,7 @@ export class IdentityService {
     if (input.credits === undefined) credits = await this.identities.getCredits(caller.workspaceId, identity.id);
     else {
       const changed = await this.identities.updateCredits(caller.workspaceId, identity.id, (_, current) => {
-        const next = creditsAfterUpdate(current, input.credits as CreditsInput | null, now);
+        const next = creditsAfterUpdate(current, input.credits as CreditsInput | null, now, "identity");
         return { credits: next, result: { next } };
       });
       if (!changed) throw identityNotFound(input.identity);
