@@ -195,7 +195,7 @@ export interface IdentityStore {
   list(workspaceId: string, page: PageRequest & { search?: string }): Promise<Page<IdentityRecord>>;
   /** Atomically changes a live identity's meta and rate limits. Null when absent or deleted. */
   update(workspaceId: string, id: string, change: (identity: IdentityRecord) => IdentityRecord): Promise<IdentityRecord | null>;
-  /** Soft-deletes a live identity and frees its externalId. False when absent or already deleted. */
+  /** Soft-deletes a live identity, frees its externalId and removes its balance. False when absent or already deleted. */
   markDeleted(workspaceId: string, id: string, at: number): Promise<boolean>;
   /** The identity's credit balance, shared by its keys without one of their own; null when it has none. */
   getCredits(workspaceId: string, id: string): Promise<CreditRecord | null>;

@@ -434,6 +434,7 @@ export async function storeContract(t: Test, open: (t: Test) => Promise<Stores>)
     );
     t.equal((await stores.identities.getCredits("ws_a", "id_1"))?.remaining, 40, "concurrent changes each see the others'");
     await stores.identities.markDeleted("ws_a", "id_1", 5);
+    t.equal(await stores.identities.getCredits("ws_a", "id_1"), null, "the balance goes with the identity");
     t.equal(await stores.identities.updateCredits("ws_a", "id_1", () => ({ credits: null, result: 1 })), null, "deleted");
     t.equal(await stores.identities.updateCredits("ws_a", "id_missing", () => ({ credits: null, result: 1 })), null, "absent");
   });

@@ -42,8 +42,11 @@ export class MemoryIdentityStore implements IdentityStore {
     return this.identities.replace(workspaceId, id, change);
   }
 
+  /** The balance goes with the identity: a deleted identity pays for nothing. */
   async markDeleted(workspaceId: string, id: string, at: number): Promise<boolean> {
-    return this.identities.retire(workspaceId, id, (identity) => ({ ...identity, deletedAt: at }));
+    if (!this.identities.retire(workspaceId, id, (identity) => ({ ...identity, deletedAt: at }))) return false;
+    this.credits.delete(scoped(workspaceId, id));
+    return true;
   }
 
   async getCredits(workspaceId: string, id: string): Promise<CreditRecord | null> {

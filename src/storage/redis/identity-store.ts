@@ -56,8 +56,14 @@ export class RedisIdentityStore implements IdentityStore {
     return this.identities.replace(workspaceId, id, change);
   }
 
+  /** The balance goes with the identity, in the same step: a deleted identity pays for nothing. */
   markDeleted(workspaceId: string, id: string, at: number): Promise<boolean> {
-    return this.identities.retire(workspaceId, id, (identity) => ({ ...identity, deletedAt: at }));
+    return this.identities.retire(
+      workspaceId,
+      id,
+      (identity) => ({ ...identity, deletedAt: at }),
+      (batch) => batch.del(this.keys.identityCredits(workspaceId, id)),
+    );
   }
 
   async getCredits(workspaceId: string, id: string): Promise<CreditRecord | null> {

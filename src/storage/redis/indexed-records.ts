@@ -97,8 +97,11 @@ export class RedisIndexedRecords<T extends WorkspaceRecord> {
       .apply(this.redis);
   }
 
-  /** Keeps the record as `change` makes it (retired) but drops it from the unique index and the listing; false when absent or retired. */
-  retire(workspaceId: string, id: string, change: (current: T) => T): Promise<boolean> {
+  /**
+   * Keeps the record as `change` makes it (retired) but drops it from the unique index and the listing; false when
+   * absent or retired. `also` adds writes of its own to the same atomic batch.
+   */
+  retire(workspaceId: string, id: string, change: (current: T) => T, also?: (batch: Batch) => void): Promise<boolean> {
     const key = this.keys.record(workspaceId, id);
     return updateJson<T, boolean>(this.redis, key, (current, batch) => {
       if (!current || this.retired(current)) return false;
@@ -106,6 +109,7 @@ export class RedisIndexedRecords<T extends WorkspaceRecord> {
         .set(key, JSON.stringify(change(current)))
         .del(this.keys.unique(workspaceId, this.uniqueOf(current)))
         .zrem(this.keys.listed(workspaceId), id);
+      also?.(batch);
       return true;
     });
   }
