@@ -1,5 +1,6 @@
 import t from "tap";
 import { CLUSTER_ROOT_KEY, post, type RunningServer, startPair } from "../helpers/process.js";
+import { REDIS_URL } from "../helpers/redis.js";
 import { startUpstream } from "../helpers/upstream.js";
 import { waitFor } from "../helpers/wait.js";
 
@@ -8,10 +9,16 @@ import { waitFor } from "../helpers/wait.js";
 // not what is tested, and the processes start faster without it.
 
 const NO_ANALYTICS = 'analytics:\n  engine: "off"\n';
-const START = { startTimeoutMs: 60_000 };
+// A loaded machine (other work sharing its two cores and this Redis) can keep Redis from answering a burst within
+// the default deadline; keygate then refuses spends (503, credits_unavailable) rather than guess, which is right but
+// not what these tests are about. A longer deadline keeps them about exactness.
+const START = { startTimeoutMs: 60_000, redis: `url: "${REDIS_URL}", commandTimeoutMs: 10000` };
 
-const call = async (instance: RunningServer, procedure: string, body: unknown) =>
-  (await post(instance.baseUrl, procedure, CLUSTER_ROOT_KEY, body)).body.data;
+const call = async (instance: RunningServer, procedure: string, body: unknown) => {
+  const answer = await post(instance.baseUrl, procedure, CLUSTER_ROOT_KEY, body);
+  if (answer.status !== 200) process.stderr.write(`${procedure}: ${answer.status} ${JSON.stringify(answer.body)}\n`);
+  return answer.body.data;
+};
 
 async function identityWithKeys(a: RunningServer, apiId: string, externalId: string, credits: Record<string, unknown>) {
   const identityId = (await call(a, "identities.createIdentity", { externalId, credits })).identityId as string;
@@ -48,7 +55,9 @@ t.test("1,000 concurrent verifications over two keygates of three keys sharing 1
 
   await call(b, "keygate.updateIdentityCredits", { identity: identityId, operation: "increment", value: 50 });
   const again = await round();
-  t.equal(again.filter((result) => result.code === "VALID").length, 50, "a top-up is spent exactly too");
+  const refused = again.filter((result) => result === undefined).length;
+  t.equal(refused, 0, "every verification answered");
+  t.equal(again.filter((result) => result?.code === "VALID").length, 50, "a top-up is spent exactly too");
 });
 
 t.test("over two keygates, the credits of requests the upstream failed all go back to the identity", async (t) => {
