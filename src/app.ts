@@ -3,6 +3,7 @@ import { type AnalyticsRuntime, openAnalytics } from "./analytics/index.js";
 import { InvalidationBus } from "./cache/invalidation-bus.js";
 import type { KeygateConfig } from "./config/schema.js";
 import { readTlsFiles, type TlsCredentials, type TlsSettings } from "./config/tls-files.js";
+import type { NoticeSink } from "./domain/notices.js";
 import { gatewayFirst, type ServerLogOptions, serverOptions } from "./fastify-server.js";
 import { TRUST_EVERY_HOP_WARNING } from "./gateway/client-address.js";
 import { Gateway, type GatewayOptions } from "./gateway/gateway.js";
@@ -50,6 +51,8 @@ export interface BuildOptions extends ServerLogOptions {
   clock?: Clock;
   /** What GET /metrics answers instead of this app's own series (a worker: every worker's, added up). */
   scrapeMetrics?: () => Promise<string>;
+  /** Where the services post notices (credit crossings); nowhere without one. */
+  notices?: NoticeSink;
 }
 
 /**
@@ -89,7 +92,7 @@ export async function buildApp(config: KeygateConfig, options: BuildOptions = {}
       },
     },
     webhooks: { onError: (error, what) => app.log.warn({ err: error }, `webhooks: ${what}`) },
-    ...defined({ observer: runtime.metrics }),
+    ...defined({ observer: runtime.metrics, notices: options.notices }),
   });
   app.decorate("services", services);
   if (config.webhooks.deliver) services.webhooks.runner.start();

@@ -15,6 +15,7 @@ import { KeyMigrationService } from "./domain/keys/key-migrations.js";
 import { KeySecrets } from "./domain/keys/key-secrets.js";
 import { KeyService } from "./domain/keys/key-service.js";
 import { LiveKeys } from "./domain/keys/live-keys.js";
+import type { NoticeSink } from "./domain/notices.js";
 import { type Observer, UNOBSERVED } from "./domain/observer.js";
 import { Limiter } from "./domain/ratelimit/limiter.js";
 import { RatelimitService } from "./domain/ratelimit/ratelimit-service.js";
@@ -80,6 +81,8 @@ export interface ServiceOptions {
   routeNotifier?: RouteChangeNotifier;
   /** The state of a route's upstream targets on this process (the gateway's pools); shown by getRoute. */
   upstreamHealth?: (routeId: string) => UpstreamTargetHealth[] | undefined;
+  /** Where the domain posts what an operator asked to hear of (credit crossings; webhooks); nowhere by default. */
+  notices?: NoticeSink;
   /** How webhooks are sent and scheduled, and where their background failures go. */
   webhooks?: WebhookWiringOptions;
 }
@@ -121,7 +124,7 @@ export function createServices(stores: Stores, config: KeygateConfig, clock: Clo
   const rootKeys = new RootKeyService(rootKeyStore, invalidations, clock, config.rootKeys);
   const vault = config.vault.key === undefined ? undefined : new Vault(config.vault.key);
   const webhooks = createWebhooks(stores, config, clock, vault, options.webhooks);
-  const notices = webhooks.dispatcher;
+  const notices = options.notices ?? webhooks.dispatcher;
   return {
     invalidations,
     rootKeys,

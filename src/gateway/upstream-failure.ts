@@ -31,7 +31,8 @@ export async function refundCredits(
   const { workspaceId, verification } = decision;
   if (!refundDue(request, decision) || !verification || workspaceId === undefined) return;
   try {
-    await keys.refundCredits(workspaceId, verification.key.keyId, verification.spentCredits);
+    const identityId = verification.creditsSource === "identity" ? verification.key.identity?.id : undefined;
+    await keys.refundCredits(workspaceId, verification.key.keyId, verification.spentCredits, identityId);
   } catch (error) {
     log.error({ err: error, keyId: verification.key.keyId }, "could not give back the credits of a failed upstream request");
   }

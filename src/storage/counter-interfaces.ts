@@ -31,6 +31,8 @@ export interface WindowResult {
  */
 export interface CreditCheck {
   keyId: string;
+  /** Set when the key's identity pays: the identity's balance is checked and taken instead of the key's. */
+  identityId?: string;
   /** Credits this request takes; 0 checks without taking any (and always passes). */
   cost: number;
 }

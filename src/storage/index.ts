@@ -8,7 +8,7 @@ import { MemoryDashboardSessionStore } from "./memory/dashboard-session-store.js
 import { MemoryIdentityStore } from "./memory/identity-store.js";
 import { MemoryKeyStore } from "./memory/key-store.js";
 import { MemoryPermissionStore } from "./memory/permission-store.js";
-import { MemoryRatelimitCounterStore } from "./memory/ratelimit-counter-store.js";
+import { creditLedger, MemoryRatelimitCounterStore } from "./memory/ratelimit-counter-store.js";
 import { MemoryRatelimitNamespaceStore } from "./memory/ratelimit-namespace-store.js";
 import { MemoryRoleStore } from "./memory/role-store.js";
 import { MemoryRootKeyStore } from "./memory/root-key-store.js";
@@ -49,6 +49,7 @@ export interface StoreOptions {
 
 export function createMemoryStores(options: StoreOptions = {}): Stores {
   const keys = new MemoryKeyStore();
+  const identities = new MemoryIdentityStore();
   return {
     kind: "memory",
     rootKeys: new MemoryRootKeyStore(),
@@ -56,10 +57,10 @@ export function createMemoryStores(options: StoreOptions = {}): Stores {
     keys,
     permissions: new MemoryPermissionStore(),
     roles: new MemoryRoleStore(),
-    identities: new MemoryIdentityStore(),
+    identities,
     ratelimitNamespaces: new MemoryRatelimitNamespaceStore(),
     // Counters and balances live side by side so that limits and credits are decided in one step.
-    ratelimitCounters: new MemoryRatelimitCounterStore(options.clock ?? systemClock, keys),
+    ratelimitCounters: new MemoryRatelimitCounterStore(options.clock ?? systemClock, creditLedger(keys, identities)),
     analyticsQuota: new MemoryAnalyticsQuotaStore(),
     dashboardSessions: new MemoryDashboardSessionStore(options.clock ?? systemClock),
     routes: new MemoryRouteStore(),

@@ -175,9 +175,18 @@ export interface RoleStore {
   delete(workspaceId: string, id: string): Promise<boolean>;
 }
 
+/** What an identity credit change decides: the balance to write (null removes it, undefined leaves it), and a result. */
+export interface IdentityCreditsChange<R> {
+  credits?: CreditRecord | null;
+  result: R;
+}
+
 export interface IdentityStore {
-  /** False (nothing written) when a live identity of the workspace has this externalId. */
-  create(identity: IdentityRecord): Promise<boolean>;
+  /**
+   * Stores an identity with its credit balance (absent or null: none). False (nothing written) when a live identity
+   * of the workspace has this externalId.
+   */
+  create(identity: IdentityRecord, credits?: CreditRecord | null): Promise<boolean>;
   /** By id, deleted ones included. */
   get(workspaceId: string, id: string): Promise<IdentityRecord | null>;
   /** The live identity with this externalId. */
@@ -187,8 +196,24 @@ export interface IdentityStore {
   list(workspaceId: string, page: PageRequest & { search?: string }): Promise<Page<IdentityRecord>>;
   /** Atomically changes a live identity's meta and rate limits. Null when absent or deleted. */
   update(workspaceId: string, id: string, change: (identity: IdentityRecord) => IdentityRecord): Promise<IdentityRecord | null>;
-  /** Soft-deletes a live identity and frees its externalId. False when absent or already deleted. */
+  /** Soft-deletes a live identity, frees its externalId and removes its balance. False when absent or already deleted. */
   markDeleted(workspaceId: string, id: string, at: number): Promise<boolean>;
+  /** The identity's credit balance, shared by its keys without one of their own; null when it has none. */
+  getCredits(workspaceId: string, id: string): Promise<CreditRecord | null>;
+  /** Balances of several identities, by id (identities without one are absent from the map). */
+  getCreditsMany(workspaceId: string, ids: readonly string[]): Promise<Map<string, CreditRecord>>;
+  /**
+   * Changes a live identity's balance atomically: `change` sees the identity and its balance and says what to
+   * write. It may run more than once when another writer changes either at the same time. Null when the identity
+   * is absent or deleted.
+   */
+  updateCredits<R>(
+    workspaceId: string,
+    id: string,
+    change: (identity: IdentityRecord, credits: CreditRecord | null) => IdentityCreditsChange<R>,
+  ): Promise<R | null>;
+  /** As KeyStore.refundCredits, for the identity's balance. */
+  refundCredits(workspaceId: string, id: string, amount: number, now: number): Promise<number | null>;
 }
 
 export interface RatelimitNamespaceStore {

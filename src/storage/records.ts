@@ -100,12 +100,17 @@ export interface CreditRefill {
   refillDay?: number;
 }
 
-/** The usage balance of a key with limited credits. A key without one is unlimited. */
+/**
+ * The usage balance of a key or an identity with limited credits. A key without one spends its identity's, when
+ * that has one; else it is unlimited.
+ */
 export interface CreditRecord {
   remaining: number;
   refill?: CreditRefill;
   /** When the balance was last set or refilled; refills due after this are applied lazily. */
   lastRefillAt: number;
+  /** A verification that takes the balance from above this to at or below it posts a `*.credits.low` notice. */
+  lowThreshold?: number;
 }
 
 export interface PermissionRecord {

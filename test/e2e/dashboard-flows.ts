@@ -304,6 +304,15 @@ export async function dashboardFlows(t: Test, storage: StorageKind): Promise<voi
       await editor.getByRole("button", { name: "Save identity" }).click();
       await editor.waitFor({ state: "detached" });
       await identities.getByRole("cell", { name: "tenant: 5/60000 ms" }).waitFor();
+      // Identity credits (keygate's extension) are shown: given over the API, read on the next load of the page.
+      const credited = await h.call("identities.updateIdentity", {
+        identity: "customer_e2e",
+        credits: { remaining: 40, refill: { interval: "daily", amount: 50 }, lowThreshold: 5 },
+      });
+      t.equal(credited.status, 200);
+      await page.getByRole("link", { name: "Permissions and roles" }).click();
+      await page.getByRole("link", { name: "Identities" }).click();
+      await identities.getByRole("cell", { name: "40, refills to 50 daily, low at 5" }).waitFor();
       await page.getByRole("button", { name: "Delete customer_e2e" }).click();
       await identities.getByRole("cell", { name: "customer_e2e", exact: true }).waitFor({ state: "detached" });
 

@@ -3,6 +3,7 @@ import type { AnalyticsRuntime } from "../../src/analytics/index.js";
 import { buildApp } from "../../src/app.js";
 import { validateConfig } from "../../src/config/load.js";
 import type { KeygateConfig } from "../../src/config/schema.js";
+import type { NoticeSink } from "../../src/domain/notices.js";
 import type { Clock } from "../../src/lib/clock.js";
 import { defined } from "../../src/lib/defined.js";
 import { REDIS_URL, uniquePrefix } from "./redis.js";
@@ -29,6 +30,8 @@ export interface HarnessOptions {
   analytics?: AnalyticsRuntime;
   /** Log lines go here (at the configured `logging.level`); without it the app logs nothing. */
   log?: { write(line: string): void };
+  /** Where the services post notices (credit crossings). */
+  notices?: NoticeSink;
 }
 
 export interface CallResult {
@@ -61,7 +64,10 @@ export async function harness(t: TapLike, options: HarnessOptions = {}): Promise
   };
   const config = validateConfig(raw, "test harness");
   const logging = options.log ? { logStream: options.log } : { logger: false };
-  const app = await buildApp(config, { ...logging, ...defined({ clock: options.clock, analytics: options.analytics }) });
+  const app = await buildApp(config, {
+    ...logging,
+    ...defined({ clock: options.clock, analytics: options.analytics, notices: options.notices }),
+  });
   t.teardown(() => app.close());
 
   return {

@@ -139,6 +139,8 @@ export interface InstanceOptions {
   redis?: string;
   /** The root key's workspace (ws_cluster by default). */
   workspaceId?: string;
+  /** How long each may take to start (startServer's 15 s by default; a loaded machine may need more). */
+  startTimeoutMs?: number;
 }
 
 /**
@@ -154,7 +156,7 @@ export async function startInstances(t: Teardown, count: number, extraYaml = "",
     path,
     `storage:\n  redis: { ${redis}, prefix: "${prefix}" }\nrootKeys:\n  - { key: "${CLUSTER_ROOT_KEY}", workspaceId: ${workspaceId}, permissions: ["*"] }\nlogging:\n  level: warn\n${extraYaml}`,
   );
-  return Promise.all(Array.from({ length: count }, () => startServer(t, { KEYGATE_CONFIG: path })));
+  return Promise.all(Array.from({ length: count }, () => startServer(t, { KEYGATE_CONFIG: path }, options.startTimeoutMs)));
 }
 
 /** Two instances as startInstances makes them. */

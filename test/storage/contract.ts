@@ -390,6 +390,56 @@ export async function storeContract(t: Test, open: (t: Test) => Promise<Stores>)
       ["id_1", "id_3"],
     );
   });
+  await t.test("identities: a credit balance created with the identity, read alone and many at once", async (t) => {
+    const stores = await open(t);
+    const credits: CreditRecord = {
+      remaining: 40,
+      refill: { interval: "monthly", amount: 40, refillDay: 3 },
+      lastRefillAt: 7,
+      lowThreshold: 5,
+    };
+    t.equal(await stores.identities.create(identity("id_1", "user_1"), credits), true);
+    t.equal(await stores.identities.create(identity("id_2", "user_2"), null), true);
+    t.equal(await stores.identities.create(identity("id_3", "user_3")), true);
+    t.equal(await stores.identities.create(identity("id_4", "user_1"), { remaining: 1, lastRefillAt: 0 }), false);
+    t.same(await stores.identities.getCredits("ws_a", "id_1"), credits, "read back as written");
+    t.equal(await stores.identities.getCredits("ws_a", "id_2"), null);
+    t.equal(await stores.identities.getCredits("ws_a", "id_4"), null, "a refused create wrote no balance");
+    t.equal(await stores.identities.getCredits("ws_b", "id_1"), null, "within the workspace only");
+    const many = await stores.identities.getCreditsMany("ws_a", ["id_1", "id_2", "id_missing"]);
+    t.same([...many.keys()], ["id_1"]);
+    t.same((await stores.identities.getCreditsMany("ws_a", [])).size, 0);
+  });
+
+  await t.test("identities: updateCredits changes a live identity's balance, and nothing of a deleted one", async (t) => {
+    const stores = await open(t);
+    await stores.identities.create(identity("id_1", "user_1"));
+    const given = await stores.identities.updateCredits("ws_a", "id_1", (current, credits) => {
+      t.equal(current.externalId, "user_1");
+      t.equal(credits, null);
+      return { credits: { remaining: 9, lastRefillAt: 1 }, result: "given" };
+    });
+    t.equal(given, "given");
+    t.same(await stores.identities.getCredits("ws_a", "id_1"), { remaining: 9, lastRefillAt: 1 });
+    t.equal(await stores.identities.updateCredits("ws_a", "id_1", () => ({ result: "left" })), "left");
+    t.same(await stores.identities.getCredits("ws_a", "id_1"), { remaining: 9, lastRefillAt: 1 }, "undefined leaves the balance");
+    await stores.identities.updateCredits("ws_a", "id_1", () => ({ credits: null, result: undefined }));
+    t.equal(await stores.identities.getCredits("ws_a", "id_1"), null, "null removes it");
+    await Promise.all(
+      Array.from({ length: 20 }, () =>
+        stores.identities.updateCredits("ws_a", "id_1", (_, credits) => ({
+          credits: { remaining: (credits?.remaining ?? 0) + 2, lastRefillAt: 1 },
+          result: undefined,
+        })),
+      ),
+    );
+    t.equal((await stores.identities.getCredits("ws_a", "id_1"))?.remaining, 40, "concurrent changes each see the others'");
+    await stores.identities.markDeleted("ws_a", "id_1", 5);
+    t.equal(await stores.identities.getCredits("ws_a", "id_1"), null, "the balance goes with the identity");
+    t.equal(await stores.identities.updateCredits("ws_a", "id_1", () => ({ credits: null, result: 1 })), null, "deleted");
+    t.equal(await stores.identities.updateCredits("ws_a", "id_missing", () => ({ credits: null, result: 1 })), null, "absent");
+  });
+
   await t.test("apis: findByKeySpace finds the API of a key space within its workspace only", async (t) => {
     const stores = await open(t);
     await stores.apis.create(api("api_1"));
@@ -957,6 +1007,52 @@ async function creditContract(t: Test, open: (t: Test) => Promise<Stores>): Prom
     const spend = await stores.ratelimitCounters.applyChecks("ws_a", [], day + 6, { keyId: "key_daily", cost: 11 });
     t.same(spend.credit, { passed: true, remaining: 0 }, "a spend at the same moment applies no second refill");
     t.equal(await stores.keys.refundCredits("ws_a", "key_big", 1, day), null, "a key that does not exist: nothing");
+  });
+
+  await t.test("identity credits: a check with an identityId spends the identity's balance, not the key's", async (t) => {
+    const stores = await open(t);
+    await withBalance(stores, "key_1", { remaining: 5, lastRefillAt: 0 });
+    await stores.identities.create(
+      { id: "id_1", workspaceId: "ws_a", externalId: "team", ratelimits: [], createdAt: 1 },
+      { remaining: 3, lastRefillAt: 0, lowThreshold: 1 },
+    );
+    const spend = await stores.ratelimitCounters.applyChecks("ws_a", [check("k", 10)], at(1), {
+      keyId: "key_1",
+      identityId: "id_1",
+      cost: 2,
+    });
+    t.same(spend.credit, { passed: true, remaining: 1 });
+    t.same(await stores.identities.getCredits("ws_a", "id_1"), { remaining: 1, lastRefillAt: 0, lowThreshold: 1 }, "the threshold is kept");
+    t.equal((await stores.keys.getCredits("ws_a", "key_1"))?.remaining, 5, "the key's own balance was not touched");
+    const short = await stores.ratelimitCounters.applyChecks("ws_a", [], at(2), { keyId: "key_1", identityId: "id_1", cost: 2 });
+    t.same(short.credit, { passed: false, remaining: 1 });
+    const outcomes = await Promise.all(
+      Array.from({ length: 30 }, (_, i) =>
+        stores.ratelimitCounters.applyChecks("ws_a", [], at(3 + i), { keyId: `key_${i % 3}`, identityId: "id_1", cost: 1 }),
+      ),
+    );
+    t.equal(outcomes.filter((outcome) => outcome.passed).length, 1, "keys of one identity share its balance exactly");
+    t.equal(await stores.identities.refundCredits("ws_a", "id_1", 4, at(50)), 4, "refunds go back to the identity's balance");
+    t.same(await stores.identities.getCredits("ws_a", "id_1"), { remaining: 4, lastRefillAt: 0, lowThreshold: 1 });
+    t.equal(await stores.identities.refundCredits("ws_a", "id_none", 4, at(50)), null, "an identity without a balance: nothing");
+    t.equal(await stores.identities.getCredits("ws_a", "id_none"), null);
+    const unlimited = await stores.ratelimitCounters.applyChecks("ws_a", [], at(60), { keyId: "key_1", identityId: "id_none", cost: 1 });
+    t.same(unlimited.credit, { passed: true, remaining: null }, "an identity without a balance is unlimited");
+  });
+
+  await t.test("credit balances keep their low threshold through spends, refills and refunds", async (t) => {
+    const stores = await open(t);
+    const day = Date.UTC(2026, 2, 6);
+    await withBalance(stores, "key_1", { remaining: 2, refill: { interval: "daily", amount: 10 }, lastRefillAt: day - 1, lowThreshold: 3 });
+    await stores.ratelimitCounters.applyChecks("ws_a", [], day + 1, { keyId: "key_1", cost: 4 });
+    t.same(await stores.keys.getCredits("ws_a", "key_1"), {
+      remaining: 6,
+      refill: { interval: "daily", amount: 10 },
+      lastRefillAt: day,
+      lowThreshold: 3,
+    });
+    await stores.keys.refundCredits("ws_a", "key_1", 1, day + 2);
+    t.equal((await stores.keys.getCredits("ws_a", "key_1"))?.lowThreshold, 3);
   });
 
   await t.test("credit refunds: a key without a balance (unlimited, or removed) is left alone, and none is created", async (t) => {

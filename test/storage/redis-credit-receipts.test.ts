@@ -196,3 +196,20 @@ t.test(
     t.equal(await inspect.get(receipt(0)), "x3");
   },
 );
+
+t.test("an identity's balance a missed execution spent is given back to it, its threshold kept", async (t) => {
+  const prefix = uniquePrefix(t, "identity-receipts");
+  const stores = await openStores(t, REDIS_URL, prefix);
+  const inspect = await redisClient(t);
+  defineCreditCommands(inspect);
+  await stores.identities.create(
+    { id: "id_1", workspaceId: "ws_a", externalId: "team", ratelimits: [], createdAt: 0 },
+    { remaining: 10, lastRefillAt: 0, lowThreshold: 2 },
+  );
+  await stores.ratelimitCounters.applyChecks("ws_a", [minute], undefined, { keyId: "key_1", identityId: "id_1", cost: 4 });
+  const [receipt] = await inspect.keys(`${prefix}:{ws_a}:credit-receipt:*`);
+  t.equal(await inspect.get(receipt as string), "2:4", "the receipt names the identity's balance, at position 2");
+  const balanceKey = `${prefix}:{ws_a}:identity-credits:id_1`;
+  t.equal(await inspect.keygateReconcileCredits(2, receipt as string, balanceKey, "2", String(RECEIPT_TTL_MS), ""), "x4");
+  t.same(await stores.identities.getCredits("ws_a", "id_1"), { remaining: 10, lastRefillAt: 0, lowThreshold: 2 });
+});

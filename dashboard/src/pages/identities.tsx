@@ -12,7 +12,15 @@ function parseMeta(text: string): Record<string, unknown> | undefined {
   }
 }
 
-/** Identities: list (search, pages), create, edit meta and rate limits, delete. */
+/** The balance an identity's keys share (keygate's identity credits), with its refill and low threshold. */
+function creditsText(credits: DataOf<"identities.listIdentities">[number]["credits"]): string {
+  if (!credits || credits.remaining === null) return "none";
+  const refill = credits.refill ? `, refills to ${credits.refill.amount} ${credits.refill.interval}` : "";
+  const low = credits.lowThreshold === undefined ? "" : `, low at ${credits.lowThreshold}`;
+  return `${credits.remaining}${refill}${low}`;
+}
+
+/** Identities: list (search, pages), create, edit meta and rate limits, delete; each one's shared credits shown. */
 export function IdentitiesPage() {
   const [identities, setIdentities] = useState<DataOf<"identities.listIdentities">>([]);
   const pages = useCursorPages();
@@ -99,7 +107,7 @@ export function IdentitiesPage() {
       </form>
       <DataTable
         label="Identities"
-        columns={["External id", "Id", "Meta", "Rate limits", "Actions"]}
+        columns={["External id", "Id", "Meta", "Rate limits", "Credits", "Actions"]}
         empty="No identities."
         items={identities}
         row={(identity) => (
@@ -112,6 +120,7 @@ export function IdentitiesPage() {
               <code>{identity.meta ? JSON.stringify(identity.meta) : ""}</code>
             </td>
             <td>{(identity.ratelimits ?? []).map((limit) => `${limit.name}: ${limit.limit}/${limit.duration} ms`).join("; ")}</td>
+            <td>{creditsText(identity.credits)}</td>
             <td>
               <button
                 type="button"

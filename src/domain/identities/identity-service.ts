@@ -3,8 +3,16 @@ import type { Clock } from "../../lib/clock.js";
 import { defined } from "../../lib/defined.js";
 import { newId } from "../../lib/ids.js";
 import type { IdentityStore } from "../../storage/interfaces.js";
-import type { IdentityRecord } from "../../storage/records.js";
+import type { CreditRecord, IdentityRecord } from "../../storage/records.js";
 import type { Caller } from "../caller.js";
+import {
+  type CreditsInput,
+  type CreditsView,
+  creditsAfterOperation,
+  creditsAfterUpdate,
+  creditsForNewKey,
+  viewCredits,
+} from "../credits.js";
 import type { CacheInvalidator } from "../invalidation.js";
 import { checkMeta, MAX_IDENTITY_META_BYTES } from "../meta.js";
 import { type NamedLimitInput, type NamedLimitView, replaceNamedLimits, viewNamedLimits } from "../named-limits.js";
@@ -16,6 +24,17 @@ export interface IdentityView {
   externalId: string;
   meta?: Record<string, unknown>;
   ratelimits?: NamedLimitView[];
+}
+
+/** An identity as the identities.* procedures show it: with its credits (keygate's extension), when it has some. */
+export interface IdentityDetails extends IdentityView {
+  credits?: CreditsView;
+}
+
+export interface IdentityCreditsInput {
+  identity: string;
+  operation: "set" | "increment" | "decrement";
+  value?: number | null;
 }
 
 /**
@@ -35,7 +54,7 @@ export class IdentityService {
 
   async createIdentity(
     caller: Caller,
-    input: { externalId: string; meta?: Record<string, unknown>; ratelimits?: NamedLimitInput[] },
+    input: { externalId: string; meta?: Record<string, unknown>; ratelimits?: NamedLimitInput[]; credits?: CreditsInput },
   ): Promise<{ identityId: string }> {
     caller.authorize(requireIdentity("create_identity"));
     checkMeta(input.meta, MAX_IDENTITY_META_BYTES, "body.meta");
@@ -48,7 +67,7 @@ export class IdentityService {
       ratelimits: replaceNamedLimits([], input.ratelimits ?? [], "body.ratelimits", now),
       createdAt: now,
     };
-    if (!(await this.identities.create(identity))) {
+    if (!(await this.identities.create(identity, creditsForNewKey(input.credits, now)))) {
       throw new KeygateError(
         "err:unkey:data:identity_already_exists",
         `An identity with the externalId '${input.externalId}' already exists.`,
@@ -57,28 +76,43 @@ export class IdentityService {
     return { identityId: identity.id };
   }
 
-  async getIdentity(caller: Caller, input: { identity: string }): Promise<IdentityView> {
+  async getIdentity(caller: Caller, input: { identity: string }): Promise<IdentityDetails> {
     const identity = await this.findLive(caller.workspaceId, input.identity);
     caller.authorize(requireIdentity("read_identity", identity.id));
-    return viewIdentity(identity);
+    return detailed(identity, await this.identities.getCredits(caller.workspaceId, identity.id), this.clock.now());
   }
 
   /** Every listed identity must be readable by the caller; one that is not makes the whole call a 403. */
-  async listIdentities(caller: Caller, input: ListInput): Promise<Listed<IdentityView>> {
+  async listIdentities(caller: Caller, input: ListInput): Promise<Listed<IdentityDetails>> {
     const found = await this.identities.list(caller.workspaceId, page(input));
     for (const identity of found.items) caller.authorize(requireIdentity("read_identity", identity.id));
     if (found.items.length === 0) caller.authorize(requireIdentity("read_identity"));
-    return { items: found.items.map(viewIdentity), pagination: pagination(found) };
+    const credits = await this.identities.getCreditsMany(
+      caller.workspaceId,
+      found.items.map((identity) => identity.id),
+    );
+    const now = this.clock.now();
+    return {
+      items: found.items.map((identity) => detailed(identity, credits.get(identity.id) ?? null, now)),
+      pagination: pagination(found),
+    };
   }
 
+  /**
+   * Meta and rate limits change in one atomic step, the credits (three-state, as updateKey's) in a second one. Keys
+   * cache which balance pays, so every instance forgets its views of the workspace's keys afterwards.
+   */
   async updateIdentity(
     caller: Caller,
-    input: { identity: string; meta?: Record<string, unknown>; ratelimits?: NamedLimitInput[] },
-  ): Promise<IdentityView> {
+    input: { identity: string; meta?: Record<string, unknown>; ratelimits?: NamedLimitInput[]; credits?: CreditsInput | null },
+  ): Promise<IdentityDetails> {
     const identity = await this.findLive(caller.workspaceId, input.identity);
     caller.authorize(requireIdentity("update_identity", identity.id));
     checkMeta(input.meta, MAX_IDENTITY_META_BYTES, "body.meta");
     const now = this.clock.now();
+    // Credits are checked before anything is written (the change below checks them again on what it reads).
+    if (input.credits !== undefined)
+      creditsAfterUpdate(await this.identities.getCredits(caller.workspaceId, identity.id), input.credits, now, "identity");
     const updated = await this.identities.update(caller.workspaceId, identity.id, (current) => ({
       ...current,
       ...defined({
@@ -88,8 +122,47 @@ export class IdentityService {
       }),
     }));
     if (!updated) throw identityNotFound(input.identity);
+    let credits: CreditRecord | null;
+    if (input.credits === undefined) credits = await this.identities.getCredits(caller.workspaceId, identity.id);
+    else {
+      const changed = await this.identities.updateCredits(caller.workspaceId, identity.id, (_, current) => {
+        const next = creditsAfterUpdate(current, input.credits as CreditsInput | null, now, "identity");
+        return { credits: next, result: { next } };
+      });
+      if (!changed) throw identityNotFound(input.identity);
+      credits = changed.next;
+    }
     await this.invalidator.workspaceChanged(caller.workspaceId);
-    return viewIdentity(updated);
+    return detailed(updated, credits, now);
+  }
+
+  /**
+   * keygate.updateIdentityCredits: sets, increments or decrements the balance the identity's keys share, as
+   * keys.updateCredits does a key's. Keys cache whether their identity pays, so a balance given or taken away
+   * makes every instance forget its views of the workspace's keys; a changed amount needs nothing (it is read at
+   * every spend).
+   */
+  async updateIdentityCredits(caller: Caller, input: IdentityCreditsInput): Promise<CreditsView> {
+    const identity = await this.findLive(caller.workspaceId, input.identity);
+    caller.authorize(requireIdentity("update_identity", identity.id));
+    const now = this.clock.now();
+    const changed = await this.identities.updateCredits(caller.workspaceId, identity.id, (_, current) => {
+      const next = creditsAfterOperation(current, input.operation, input.value, now, "identity");
+      return { credits: next, result: { next, paidBefore: current !== null } };
+    });
+    if (!changed) throw identityNotFound(input.identity);
+    if (changed.paidBefore !== (changed.next !== null)) await this.invalidator.workspaceChanged(caller.workspaceId);
+    return viewCredits(changed.next, now) ?? { remaining: null };
+  }
+
+  /** The identity's balance, as stored (key views read it to know whether the identity pays). */
+  creditsOf(workspaceId: string, identityId: string): Promise<CreditRecord | null> {
+    return this.identities.getCredits(workspaceId, identityId);
+  }
+
+  /** Gives credits back to the identity's balance, as KeyService.refundCredits does to a key's. */
+  async refundCredits(workspaceId: string, identityId: string, amount: number): Promise<void> {
+    await this.identities.refundCredits(workspaceId, identityId, amount, this.clock.now());
   }
 
   /** Soft-deletes the identity; its externalId is free again at once, and its keys keep working without it. */
@@ -144,6 +217,13 @@ export function viewIdentity(identity: IdentityRecord): IdentityView {
     externalId: identity.externalId,
     ...defined({ meta: identity.meta, ratelimits }),
   };
+}
+
+function detailed(identity: IdentityRecord, credits: CreditRecord | null, now: number): IdentityDetails {
+  const view: IdentityDetails = viewIdentity(identity);
+  const shown = viewCredits(credits, now);
+  if (shown) view.credits = shown;
+  return view;
 }
 
 function identityNotFound(what: string): KeygateError {

@@ -147,10 +147,12 @@ export class KeyService {
   /**
    * Gives back credits a request spent when the upstream then failed (the gateway): one atomic increment in the
    * store, after due refills, however many requests spend and refund at the same time. A key that has meanwhile
-   * become unlimited or was removed is left as it is.
+   * become unlimited or was removed is left as it is. `identityId`: the key's identity paid, and gets them back.
    */
-  async refundCredits(workspaceId: string, keyId: string, amount: number): Promise<void> {
-    await this.deps.keys.refundCredits(workspaceId, keyId, amount, this.deps.clock.now());
+  async refundCredits(workspaceId: string, keyId: string, amount: number, identityId?: string): Promise<void> {
+    // The balance that paid gets them: the identity's when the key spent its identity's (identityId given).
+    if (identityId !== undefined) await this.deps.identities.refundCredits(workspaceId, identityId, amount);
+    else await this.deps.keys.refundCredits(workspaceId, keyId, amount, this.deps.clock.now());
   }
 
   /** Soft delete (the key stays on record, never verifies again) or, with `permanent`, removal for good. */

@@ -21,10 +21,19 @@ export interface KeyView {
   identity?: { id: string; externalId: string };
   /** The API's allowlist of client addresses, when it has one: verifications from elsewhere are FORBIDDEN. */
   ipAllowlist?: IpAllowlist;
-  /** Whether the key has a credit balance (unlimited keys never touch credits). */
+  /** Whether a credit balance pays for the key: its own, or its identity's (unlimited keys never touch credits). */
   hasCredits: boolean;
-  /** When the balance refills (for a Retry-After once credits are exhausted). */
+  /**
+   * Which balance pays, when one does: the key's own, else its identity's (docs/decisions.md#identity-credits).
+   * Cached with the view: an identity's balance given or taken away invalidates the workspace's views.
+   */
+  creditsSource?: "key" | "identity";
+  /** The key pays with its own balance although its identity has one too (keys.verifyKey then says which paid). */
+  identityHasCredits?: true;
+  /** When the paying balance refills (for a Retry-After once credits are exhausted). */
   creditRefill?: CreditRefill;
+  /** The paying balance's low threshold, when it has one. */
+  creditsLowThreshold?: number;
   /** The key's fields every verification of it shows, worked out once per view (the view is cached). */
   shown: KeyDescription;
   /**
@@ -66,16 +75,20 @@ export async function loadKeyView(sources: KeyViewSources, workspaceId: string, 
   const key = await sources.keys.findByHash(workspaceId, hash);
   // A key pending migration is found only through its migration (keys.verifyKey with migrationId), never by hash.
   if (!key || key.deletedAt !== undefined || key.pendingMigrationId !== undefined) return null;
-  const [api, roles, identities, credits] = await Promise.all([
+  const [api, roles, identities, keyCredits, identityCredits] = await Promise.all([
     sources.apis.liveRecord(workspaceId, key.apiId),
     sources.rbac.rolesById(workspaceId, key.roleIds),
     key.identityId ? sources.identities.liveById(workspaceId, [key.identityId]) : Promise.resolve(new Map()),
     sources.keys.getCredits(workspaceId, key.id),
+    key.identityId ? sources.identities.creditsOf(workspaceId, key.identityId) : Promise.resolve(null),
   ]);
   if (!api) return null;
   const permissionIds = [...new Set([...key.permissionIds, ...roles.flatMap((role) => role.permissionIds)])];
   const permissions = (await sources.rbac.permissionsById(workspaceId, permissionIds)).map((permission) => permission.slug);
   const identity = key.identityId ? identities.get(key.identityId) : undefined;
+  // A key's own balance pays; a key without one spends its (live) identity's, when that has one.
+  const paidByIdentity = keyCredits === null && identity !== undefined && identityCredits !== null;
+  const credits = paidByIdentity ? identityCredits : keyCredits;
   const roleNames = roles.map((role) => role.name);
   const namedLimits = new Map<string, KeyLimitCheck>();
   for (const limit of key.ratelimits) namedLimits.set(limit.name, limitCheck(limit, keyLimitBucket(key.id, limit.name)));
@@ -109,7 +122,10 @@ export async function loadKeyView(sources: KeyViewSources, workspaceId: string, 
   if (key.expires !== undefined) view.expires = key.expires;
   if (identity) view.identity = { id: identity.id, externalId: identity.externalId };
   if (api.ipAllowlist && api.ipAllowlist.length > 0) view.ipAllowlist = compiledAllowlist(api.ipAllowlist);
+  if (credits) view.creditsSource = paidByIdentity ? "identity" : "key";
+  if (keyCredits && identity && identityCredits) view.identityHasCredits = true;
   if (credits?.refill) view.creditRefill = credits.refill;
+  if (credits?.lowThreshold !== undefined) view.creditsLowThreshold = credits.lowThreshold;
   return view;
 }
 

@@ -13,6 +13,7 @@ import { decided, type KeyLimitCheck, type LimitCheck, type LimitDecision, type 
 import type { Limiter, LimiterOutcome } from "../ratelimit/limiter.js";
 import { recordRatelimitDecision } from "../ratelimit/ratelimit-events.js";
 import { requireApi } from "../root-keys/permissions.js";
+import { postCreditCrossings } from "./credit-notices.js";
 import type { KeyView } from "./key-view.js";
 import { limitsToApply } from "./requested-limits.js";
 import type {
@@ -38,7 +39,7 @@ export interface VerificationServiceOptions {
   observer?: Observer;
   /** Finds keys imported under another system's hash (keys.verifyKey's migrationId); none: such keys stay unknown. */
   pendingKeys?: PendingKeySettler;
-  /** Told of a namespace window exceeded (ratelimit.exceeded); nobody by default. */
+  /** Where credit crossings and namespace windows exceeded are posted (webhooks); nowhere by default. */
   notices?: NoticeSink;
 }
 
@@ -54,6 +55,7 @@ export class VerificationService {
   private readonly clock: Clock;
   private readonly observer: Observer;
   private readonly pendingKeys: PendingKeySettler | undefined;
+  private readonly notices: NoticeSink;
   private readonly exceeded: ExceededNotices;
   /** Permission query texts of keys.verifyKey, parsed: clients send the same few over and over. */
   private readonly parsedQueries = new Map<string, PermissionQuery>();
@@ -65,7 +67,8 @@ export class VerificationService {
     this.clock = options.clock;
     this.observer = options.observer ?? UNOBSERVED;
     this.pendingKeys = options.pendingKeys;
-    this.exceeded = new ExceededNotices(options.notices ?? UNHEARD);
+    this.notices = options.notices ?? UNHEARD;
+    this.exceeded = new ExceededNotices(this.notices);
   }
 
   /**
@@ -161,7 +164,12 @@ export class VerificationService {
     now: number,
   ): Promise<Verification> {
     const cost = request.credits?.cost ?? (view.hasCredits ? 1 : 0);
-    const credit: CreditCheck | undefined = view.hasCredits ? { keyId: view.keyId, cost } : undefined;
+    let credit: CreditCheck | undefined;
+    if (view.hasCredits) {
+      credit = { keyId: view.keyId, cost };
+      // The identity's balance pays for a key without one of its own (docs/decisions.md#identity-credits).
+      if (view.creditsSource === "identity" && view.identity) credit.identityId = view.identity.id;
+    }
     // Nothing to count: the most common verification answers without touching the counters.
     if (keyLimits.length === 0 && extra.length === 0 && !credit) return decidedBeforeCounters(view, "VALID", now);
 
@@ -181,7 +189,11 @@ export class VerificationService {
       recordRatelimitDecision(this.events.ratelimits, call, decisions);
       if (!outcome.passed) this.exceeded.note(view.workspaceId, decisions, keySubject(view));
     }
-    return counted(view, decisions, credit, outcome);
+    const verification = counted(view, decisions, credit, outcome);
+    // Only a verification that spent can cross; a denial spent nothing.
+    if (verification.valid && verification.credits !== undefined)
+      postCreditCrossings(this.notices, view, verification.spentCredits, verification.credits);
+    return verification;
   }
 
   /** A query text parsed once; at most PARSED_QUERIES_KEPT are kept (all dropped when full: a flood of distinct texts). */
@@ -213,7 +225,10 @@ function counted(view: KeyView, limits: readonly LimitDecision[], credit: Credit
         : { valid: true, code: "VALID", key: view, limits, spentCredits: credit && balance !== null ? credit.cost : 0, decidedAt };
     // The balance is shown once the limits passed: a denial by a limit may come from this instance's fast path,
     // which never reads the balance, so showing it only sometimes would make the field depend on the path taken.
-    if (balance !== undefined && balance !== null) answered.credits = balance;
+    if (balance !== undefined && balance !== null) {
+      answered.credits = balance;
+      if (view.creditsSource !== undefined) answered.creditsSource = view.creditsSource;
+    }
     if (!answered.valid && view.creditRefill) answered.nextRefillAt = nextScheduledRefill(view.creditRefill, decidedAt);
     verification = answered;
   }

@@ -66,7 +66,15 @@ interface Decided {
  */
 export type Verification = Decided &
   (
-    | { valid: true; code: "VALID"; key: KeyView /** The key's balance after this verification, when it has one. */; credits?: number }
+    | {
+        valid: true;
+        code: "VALID";
+        key: KeyView;
+        /** The paying balance after this verification, when one paid. */
+        credits?: number;
+        /** Which balance `credits` is: the key's own or its identity's. */
+        creditsSource?: "key" | "identity";
+      }
     | { valid: false; code: "NOT_FOUND"; key?: undefined }
     | {
         valid: false;
@@ -74,6 +82,8 @@ export type Verification = Decided &
         key: KeyView;
         /** USAGE_EXCEEDED: the balance (shown once the limits passed). */
         credits?: number;
+        /** Which balance `credits` is. */
+        creditsSource?: "key" | "identity";
         /** USAGE_EXCEEDED on a key whose balance refills: when it does next (unix ms). */
         nextRefillAt?: number;
       }

@@ -36,6 +36,7 @@ import rotateWebhookSecret from "./keygate/rotate-webhook-secret.js";
 import setApiIpAllowlist from "./keygate/set-api-ip-allowlist.js";
 import setRouteOpenApi from "./keygate/set-route-open-api.js";
 import setRoutePolicies from "./keygate/set-route-policies.js";
+import updateIdentityCredits from "./keygate/update-identity-credits.js";
 import testWebhook from "./keygate/test-webhook.js";
 import updateRoute from "./keygate/update-route.js";
 import updateRoutePolicy from "./keygate/update-route-policy.js";
@@ -115,6 +116,7 @@ export const PROCEDURES = [
   getIdentity,
   listIdentities,
   updateIdentity,
+  updateIdentityCredits,
   deleteIdentity,
   limit,
   multiLimit,

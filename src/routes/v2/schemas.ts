@@ -73,19 +73,25 @@ export const Refill = Strict({
   refillDay: Type.Optional(Type.Integer({ minimum: 1, maximum: 31 })),
 });
 
+/** keygate's extension to credits: a verification that takes the balance to at or below it posts a notice. */
+const LowThreshold = CreditAmount;
+
 export const CreditsCreate = Strict({
   remaining: Nullable(CreditAmount),
   refill: Type.Optional(Refill),
+  lowThreshold: Type.Optional(LowThreshold),
 });
 
 export const CreditsUpdate = Strict({
   remaining: Type.Optional(Nullable(CreditAmount)),
   refill: Type.Optional(Nullable(Refill)),
+  lowThreshold: Type.Optional(Nullable(LowThreshold)),
 });
 
 export const CreditsResponse = Type.Object({
   remaining: Nullable(Type.Integer()),
   refill: Type.Optional(Type.Object({ interval: Type.String(), amount: Type.Integer(), refillDay: Type.Optional(Type.Integer()) })),
+  lowThreshold: Type.Optional(Type.Integer()),
 });
 
 export const PermissionResponse = Type.Object({
@@ -107,6 +113,15 @@ export const IdentityResponse = Type.Object({
   externalId: Type.String(),
   meta: Type.Optional(Meta),
   ratelimits: Type.Optional(Type.Array(RatelimitResponse)),
+});
+
+/** An identity as the identities.* procedures show it: keygate's extension adds its credits, when it has some. */
+export const IdentityWithCreditsResponse = Type.Object({
+  id: Type.String(),
+  externalId: Type.String(),
+  meta: Type.Optional(Meta),
+  ratelimits: Type.Optional(Type.Array(RatelimitResponse)),
+  credits: Type.Optional(CreditsResponse),
 });
 
 /** A key as getKey, whoami and listKeys show it. There is deliberately no field for the hash. */

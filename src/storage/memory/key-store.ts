@@ -1,10 +1,10 @@
 import { withRefills } from "../../lib/credit-refill.js";
 import type { KeyChange, KeyStore, Page, PageRequest } from "../interfaces.js";
 import type { CreditRecord, KeyRecord } from "../records.js";
-import type { CreditLedger } from "./ratelimit-counter-store.js";
+import type { BalanceHolder } from "./ratelimit-counter-store.js";
 import { SortedIds, scoped, toPage } from "./sorted-ids.js";
 
-export class MemoryKeyStore implements KeyStore, CreditLedger {
+export class MemoryKeyStore implements KeyStore, BalanceHolder {
   private readonly keys = new Map<string, KeyRecord>();
   private readonly credits = new Map<string, CreditRecord>();
   private readonly idByHash = new Map<string, string>();

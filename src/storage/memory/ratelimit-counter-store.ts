@@ -16,10 +16,30 @@ import type {
 } from "../counter-interfaces.js";
 import type { CreditRecord } from "../records.js";
 
-/** Credit balances held in the same process (the in-memory key store), read and written without awaiting. */
+/** Balances of one kind held in the same process (the in-memory key and identity stores), by owner id. */
+export interface BalanceHolder {
+  readBalance(workspaceId: string, id: string): CreditRecord | null;
+  writeBalance(workspaceId: string, id: string, balance: CreditRecord): void;
+}
+
+/** Credit balances held in the same process, read and written without awaiting: the one a credit check spends. */
 export interface CreditLedger {
-  readBalance(workspaceId: string, keyId: string): CreditRecord | null;
-  writeBalance(workspaceId: string, keyId: string, balance: CreditRecord): void;
+  readBalance(workspaceId: string, credit: CreditCheck): CreditRecord | null;
+  writeBalance(workspaceId: string, credit: CreditCheck, balance: CreditRecord): void;
+}
+
+/** The ledger of keys' and identities' balances: a check with an identityId spends the identity's. */
+export function creditLedger(keys: BalanceHolder, identities: BalanceHolder): CreditLedger {
+  return {
+    readBalance: (workspaceId, credit) =>
+      credit.identityId === undefined
+        ? keys.readBalance(workspaceId, credit.keyId)
+        : identities.readBalance(workspaceId, credit.identityId),
+    writeBalance: (workspaceId, credit, balance) => {
+      if (credit.identityId === undefined) keys.writeBalance(workspaceId, credit.keyId, balance);
+      else identities.writeBalance(workspaceId, credit.identityId, balance);
+    },
+  };
 }
 
 /** Entries whose windows have both ended are dropped at most this often (a sweep is linear in the entries). */
@@ -84,7 +104,7 @@ export class MemoryRatelimitCounterStore implements RatelimitCounterStore, Ratel
     let balance: { stored: CreditRecord; refilled: CreditRecord } | undefined;
     if (credit) {
       if (!this.ledger) throw new Error("these counters hold no credit balances");
-      const stored = this.ledger.readBalance(workspaceId, credit.keyId);
+      const stored = this.ledger.readBalance(workspaceId, credit);
       if (stored) {
         balance = { stored, refilled: withRefills(stored, now) };
         if (credit.cost > 0 && balance.refilled.remaining < credit.cost) passed = false;
@@ -95,7 +115,7 @@ export class MemoryRatelimitCounterStore implements RatelimitCounterStore, Ratel
       passed && !credit && checks.length === 1 ? this.reservable(checks[0] as WindowCheck, evaluated[0]?.before ?? 0, reserve) : 0;
     if (passed) {
       if (credit && balance && (credit.cost > 0 || balance.refilled !== balance.stored)) {
-        (this.ledger as CreditLedger).writeBalance(workspaceId, credit.keyId, {
+        (this.ledger as CreditLedger).writeBalance(workspaceId, credit, {
           ...balance.refilled,
           remaining: balance.refilled.remaining - credit.cost,
         });

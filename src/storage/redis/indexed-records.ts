@@ -36,16 +36,17 @@ export class RedisIndexedRecords<T extends WorkspaceRecord> {
     this.retired = retired;
   }
 
-  /** False (nothing written) when the id or the unique value is taken in the workspace. */
-  create(record: T): Promise<boolean> {
+  /** False (nothing written) when the id or the unique value is taken in the workspace. `also` adds writes of its own. */
+  create(record: T, also?: (batch: Batch) => void): Promise<boolean> {
     const { workspaceId, id } = record;
-    return new Batch()
+    const batch = new Batch()
       .absent(this.keys.unique(workspaceId, this.uniqueOf(record)))
       .absent(this.keys.record(workspaceId, id))
       .set(this.keys.record(workspaceId, id), JSON.stringify(record))
       .set(this.keys.unique(workspaceId, this.uniqueOf(record)), id)
-      .zadd(this.keys.listed(workspaceId), id)
-      .apply(this.redis);
+      .zadd(this.keys.listed(workspaceId), id);
+    also?.(batch);
+    return batch.apply(this.redis);
   }
 
   async get(workspaceId: string, id: string): Promise<T | null> {
@@ -96,8 +97,11 @@ export class RedisIndexedRecords<T extends WorkspaceRecord> {
       .apply(this.redis);
   }
 
-  /** Keeps the record as `change` makes it (retired) but drops it from the unique index and the listing; false when absent or retired. */
-  retire(workspaceId: string, id: string, change: (current: T) => T): Promise<boolean> {
+  /**
+   * Keeps the record as `change` makes it (retired) but drops it from the unique index and the listing; false when
+   * absent or retired. `also` adds writes of its own to the same atomic batch.
+   */
+  retire(workspaceId: string, id: string, change: (current: T) => T, also?: (batch: Batch) => void): Promise<boolean> {
     const key = this.keys.record(workspaceId, id);
     return updateJson<T, boolean>(this.redis, key, (current, batch) => {
       if (!current || this.retired(current)) return false;
@@ -105,6 +109,7 @@ export class RedisIndexedRecords<T extends WorkspaceRecord> {
         .set(key, JSON.stringify(change(current)))
         .del(this.keys.unique(workspaceId, this.uniqueOf(current)))
         .zrem(this.keys.listed(workspaceId), id);
+      also?.(batch);
       return true;
     });
   }

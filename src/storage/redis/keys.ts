@@ -42,6 +42,8 @@ export function createRedisKeys(prefix: string) {
     identity: (workspaceId: string, id: string) => `${workspace(workspaceId)}:identity:${id}`,
     liveIdentityIdByExternalId: (workspaceId: string, externalId: string) => `${workspace(workspaceId)}:identity-external:${externalId}`,
     liveIdentityIds: (workspaceId: string) => `${workspace(workspaceId)}:identities`,
+    /** An identity's credit balance, shared by its keys without one of their own (same tag as keyCredits: one slot). */
+    identityCredits: (workspaceId: string, identityId: string) => `${workspace(workspaceId)}:identity-credits:${identityId}`,
     // Rate limit namespaces and overrides. Names, identifiers and buckets may hold any character, so each is the
     // last part of its key, after parts that cannot contain ':'.
     ratelimitNamespace: (workspaceId: string, namespaceId: string) => `${workspace(workspaceId)}:rlns:${namespaceId}`,

@@ -136,7 +136,10 @@ export class RedisRatelimitCounterStore implements RatelimitBatchStore {
         callArgs.push(position(key, check.limit, check.durationMs), check.cost, index === 0 ? reserve : 0);
       }
       if (credit) {
-        const key = this.keys.keyCredits(workspaceId, credit.keyId);
+        const key =
+          credit.identityId === undefined
+            ? this.keys.keyCredits(workspaceId, credit.keyId)
+            : this.keys.identityCredits(workspaceId, credit.identityId);
         const at = position(key, 0, 0);
         callArgs.push(at, credit.cost);
         if (credit.cost > 0) spentFrom.set(key, at);

@@ -1,11 +1,11 @@
 import { Type } from "typebox";
 import { Strict } from "../../../http/schemas.js";
 import { defineProcedure } from "../procedure.js";
-import { IdentityResponse } from "../schemas.js";
+import { IdentityWithCreditsResponse } from "../schemas.js";
 
 export default defineProcedure({
   name: "identities.getIdentity",
   body: Strict({ identity: Type.String({ minLength: 1, maxLength: 255 }) }),
-  data: IdentityResponse,
+  data: IdentityWithCreditsResponse,
   handler: ({ body, caller, services }) => services.identities.getIdentity(caller, body),
 });

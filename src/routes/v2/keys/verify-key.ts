@@ -1,6 +1,6 @@
 import { type Static, Type } from "typebox";
 import type { Verification } from "../../../domain/verification/verification.js";
-import { Strict } from "../../../http/schemas.js";
+import { Strict, StringEnum } from "../../../http/schemas.js";
 import { defineProcedure } from "../procedure.js";
 import { IdentityResponse, Meta, TAG_PATTERN } from "../schemas.js";
 
@@ -12,6 +12,8 @@ const VerificationData = Type.Object({
   meta: Type.Optional(Meta),
   expires: Type.Optional(Type.Integer()),
   credits: Type.Optional(Type.Integer()),
+  /** keygate's extension: which balance `credits` is, once the key's identity has one (docs/decisions.md#identity-credits). */
+  creditsSource: Type.Optional(StringEnum(["key", "identity"])),
   enabled: Type.Optional(Type.Boolean()),
   permissions: Type.Optional(Type.Array(Type.String())),
   roles: Type.Optional(Type.Array(Type.String())),
@@ -89,7 +91,12 @@ function verificationData(verification: Verification): Static<typeof Verificatio
   if (shown.permissions !== undefined) data.permissions = shown.permissions;
   if (shown.roles !== undefined) data.roles = shown.roles;
   if (shown.identity !== undefined) data.identity = shown.identity;
-  if (verification.credits !== undefined) data.credits = verification.credits;
+  if (verification.credits !== undefined) {
+    data.credits = verification.credits;
+    // Said only where there is a choice, so a key without identity credits answers exactly as Unkey's would.
+    const source = verification.creditsSource;
+    if (source === "identity" || (source === "key" && key.identityHasCredits)) data.creditsSource = source;
+  }
   if (ratelimits.length > 0) data.ratelimits = ratelimits;
   return data;
 }

@@ -1,5 +1,5 @@
--- Lua shared by every script that reads or writes a credit balance (keys.keyCredits: JSON {remaining, refill?:
--- {interval, amount, refillDay?}, lastRefillAt}): the refill arithmetic of lib/credit-refill.ts, mirrored (keep
+-- Lua shared by every script that reads or writes a credit balance (keys.keyCredits, keys.identityCredits: JSON
+-- {remaining, refill?: {interval, amount, refillDay?}, lastRefillAt, lowThreshold?}): the refill arithmetic of lib/credit-refill.ts, mirrored (keep
 -- them in step), the balance's encoding, and the decision time. Defines DAY, whole, encodeBalance, refilled and
 -- timeFrom.
 local DAY = 86400000
@@ -51,15 +51,18 @@ end
 -- A whole number written in full: Lua's own conversion (and cjson's) keeps 14 significant digits, exact below 10^14.
 local function whole(value) return string.format("%.0f", value) end
 
--- JSON of a balance in the key store's shape; integers are written in full.
-local function encodeBalance(remaining, refill, lastRefillAt)
+-- JSON of a balance in the stores' shape; integers are written in full. The low threshold is kept as it was:
+-- scripts move the balance, never its settings.
+local function encodeBalance(remaining, refill, lastRefillAt, lowThreshold)
   local json = '{"remaining":' .. whole(remaining)
   if refill then
     json = json .. ',"refill":{"interval":' .. cjson.encode(refill.interval) .. ',"amount":' .. whole(refill.amount)
     if refill.refillDay then json = json .. ',"refillDay":' .. whole(refill.refillDay) end
     json = json .. '}'
   end
-  return json .. ',"lastRefillAt":' .. whole(lastRefillAt) .. '}'
+  json = json .. ',"lastRefillAt":' .. whole(lastRefillAt)
+  if lowThreshold then json = json .. ',"lowThreshold":' .. whole(lowThreshold) end
+  return json .. '}'
 end
 
 -- A decoded balance's remaining and lastRefillAt with every refill due at 'now' applied (withRefills): a refill

@@ -20,8 +20,8 @@
 --
 -- KEYS      every key the batch uses, each once: counters (keys.ratelimitWindow), hashes with fields
 --             s = sequence number of the fixed window last written, c = its count, p = the count of the window
---             before it; and balances (keys.keyCredits: JSON {remaining, refill?: {interval, amount, refillDay?},
---             lastRefillAt}, written by the key store). A counter's name holds its limit and duration, so every
+--             before it; and balances (keys.keyCredits or keys.identityCredits: JSON {remaining, refill?: {interval,
+--             amount, refillDay?}, lastRefillAt, lowThreshold?}, written by the key and identity stores). A counter's name holds its limit and duration, so every
 --             check of one counter agrees on both. Last, when ARGV[4] is given, the execution's receipt key
 --             (keys.creditReceipt). All keys share one workspace's hash tag (one Cluster slot).
 -- ARGV[1]   now in unix ms, or "" to use the Redis server's TIME. Production passes "": every instance then
@@ -123,7 +123,10 @@ local function balanceAt(index)
     local raw = redis.call("GET", KEYS[index])
     if raw then
       local stored = cjson.decode(raw)
-      balance = { remaining = stored.remaining, refill = stored.refill, lastRefillAt = stored.lastRefillAt, written = false, spent = 0 }
+      balance = {
+        remaining = stored.remaining, refill = stored.refill, lastRefillAt = stored.lastRefillAt, lowThreshold = stored.lowThreshold,
+        written = false, spent = 0,
+      }
     else
       balance = { missing = true }
     end
@@ -251,7 +254,7 @@ end
 local spent = {}
 for index, balance in pairs(balances) do
   if balance.written then
-    redis.call("SET", KEYS[index], encodeBalance(balance.remaining, balance.refill, balance.lastRefillAt))
+    redis.call("SET", KEYS[index], encodeBalance(balance.remaining, balance.refill, balance.lastRefillAt, balance.lowThreshold))
     if balance.spent > 0 then spent[#spent + 1] = index .. ":" .. whole(balance.spent) end
   end
 end

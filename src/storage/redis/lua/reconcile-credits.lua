@@ -37,7 +37,7 @@ for index, amount in string.gmatch(receipt, "(%d+):(%d+)") do
     now = now or timeFrom(ARGV[3])
     local balance = cjson.decode(raw)
     local remaining, lastRefillAt = refilled(balance, now)
-    redis.call("SET", key, encodeBalance(remaining + tonumber(amount), balance.refill, lastRefillAt))
+    redis.call("SET", key, encodeBalance(remaining + tonumber(amount), balance.refill, lastRefillAt, balance.lowThreshold))
     refunded = refunded + tonumber(amount)
   end
 end

@@ -1,0 +1,109 @@
+import t from "tap";
+import type { Notice, NoticeSink } from "../../src/domain/notices.js";
+import { ManualClock } from "../helpers/clock.js";
+import { createApi, createKey } from "../helpers/fixtures.js";
+import { type Harness, harness, STORAGE_KINDS, WORKSPACE } from "../helpers/harness.js";
+
+// Credit crossings posted through the NoticeSink the verification service is given: once per crossing, by the
+// verification that crossed, however many verify at once; again after a top-up; never on a denial.
+
+class RecordingSink implements NoticeSink {
+  readonly posted: Notice[] = [];
+  post(notice: Notice): void {
+    this.posted.push(notice);
+  }
+  /** What was posted since the last call. */
+  take(): Notice[] {
+    return this.posted.splice(0);
+  }
+}
+
+const verify = async (h: Harness, key: string, cost?: number) =>
+  (await h.call("keys.verifyKey", cost === undefined ? { key } : { key, credits: { cost } })).body.data;
+
+for (const storage of STORAGE_KINDS) {
+  t.test(`credit notices on ${storage} stores`, async (t) => {
+    const sink = new RecordingSink();
+    const h = await harness(t, { storage, clock: new ManualClock(Date.UTC(2026, 5, 1)), notices: sink });
+    const apiId = await createApi(h);
+
+    await t.test("an identity's balance shared by three keys: low once, exhausted once, with concurrent verifications", async (t) => {
+      const externalId = `team_${storage}`;
+      const identityId = (await h.call("identities.createIdentity", { externalId, credits: { remaining: 20, lowThreshold: 5 } })).body.data
+        .identityId as string;
+      const keys = [
+        await createKey(h, apiId, { externalId }),
+        await createKey(h, apiId, { externalId }),
+        await createKey(h, apiId, { externalId }),
+      ];
+      const answers = await Promise.all(Array.from({ length: 40 }, (_, i) => verify(h, (keys[i % 3] as { key: string }).key)));
+      t.equal(answers.filter((answer) => answer.valid).length, 20, "exactly the balance was spent");
+      const posted = sink.take();
+      t.same(
+        posted.map((notice) => notice.type),
+        ["identity.credits.low", "identity.credits.exhausted"],
+        "each crossing posted once, in order",
+      );
+      t.match(posted[0], { remaining: 5, threshold: 5 });
+      t.match(posted[1], { remaining: 0, threshold: 5 });
+      for (const notice of posted) {
+        const subject = (notice as unknown as { subject: Record<string, string> }).subject;
+        t.same(Object.keys(subject).sort(), ["apiId", "externalId", "identityId", "keyId", "workspaceId"]);
+        t.match(subject, { workspaceId: WORKSPACE, apiId, identityId, externalId });
+        t.ok(
+          keys.some((key) => key.keyId === subject.keyId),
+          "the key whose verification crossed",
+        );
+        t.notOk(JSON.stringify(notice).includes((keys[0] as { key: string }).key), "never the key itself");
+      }
+
+      await Promise.all(Array.from({ length: 10 }, (_, i) => verify(h, (keys[i % 3] as { key: string }).key)));
+      t.same(sink.take(), [], "denials post nothing");
+
+      await h.call("keygate.updateIdentityCredits", { identity: identityId, operation: "increment", value: 8 });
+      await Promise.all(Array.from({ length: 12 }, (_, i) => verify(h, (keys[i % 3] as { key: string }).key)));
+      t.same(
+        sink.take().map((notice) => notice.type),
+        ["identity.credits.low", "identity.credits.exhausted"],
+        "a top-up and a new crossing post again",
+      );
+    });
+
+    await t.test("a key's own balance: a cost that jumps past the threshold, then to 0; cost 0 and denials post nothing", async (t) => {
+      const { key, keyId } = await createKey(h, apiId, { credits: { remaining: 10, lowThreshold: 4 } });
+      await verify(h, key, 0);
+      t.same(sink.take(), [], "a check that spends nothing crosses nothing");
+      t.equal((await verify(h, key, 3)).credits, 7);
+      t.same(sink.take(), [], "still above the threshold");
+      t.equal((await verify(h, key, 6)).credits, 1);
+      t.same(sink.take(), [{ type: "key.credits.low", subject: { workspaceId: WORKSPACE, apiId, keyId }, remaining: 1, threshold: 4 }]);
+      t.equal((await verify(h, key, 5)).code, "USAGE_EXCEEDED");
+      t.same(sink.take(), [], "a denied verification posts nothing");
+      t.equal((await verify(h, key, 1)).credits, 0);
+      t.same(sink.take(), [
+        { type: "key.credits.exhausted", subject: { workspaceId: WORKSPACE, apiId, keyId }, remaining: 0, threshold: 4 },
+      ]);
+    });
+
+    await t.test("without a threshold only exhaustion posts; a key of an identity names it", async (t) => {
+      const externalId = `solo_${storage}`;
+      await h.call("identities.createIdentity", { externalId });
+      const { key, keyId } = await createKey(h, apiId, { externalId, credits: { remaining: 2 } });
+      await verify(h, key);
+      t.same(sink.take(), []);
+      await verify(h, key);
+      const [exhausted] = sink.take();
+      t.match(exhausted, { type: "key.credits.exhausted", remaining: 0, subject: { keyId, externalId } });
+      t.notOk("threshold" in (exhausted as object));
+    });
+
+    await t.test("a threshold at 0: low and exhausted on the same verification", async (t) => {
+      const { key } = await createKey(h, apiId, { credits: { remaining: 1, lowThreshold: 0 } });
+      await verify(h, key);
+      t.same(
+        sink.take().map((notice) => notice.type),
+        ["key.credits.low", "key.credits.exhausted"],
+      );
+    });
+  });
+}
