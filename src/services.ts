@@ -7,6 +7,8 @@ import { SwrCache } from "./cache/swr-cache.js";
 import type { KeygateConfig } from "./config/schema.js";
 import { AnalyticsService } from "./domain/analytics/analytics-service.js";
 import { ApiService } from "./domain/apis/api-service.js";
+import { AuditLogService } from "./domain/audit/audit-log-service.js";
+import { type AuditTrail, SinkAuditTrail } from "./domain/audit/audit-trail.js";
 import { DashboardSessionService } from "./domain/dashboard/session-service.js";
 import { IdentityService } from "./domain/identities/identity-service.js";
 import { KeyAccessService } from "./domain/keys/key-access-service.js";
@@ -57,6 +59,10 @@ export interface Services {
   readonly verification: VerificationService;
   /** The analytics procedures, and `analytics.sinks`, where verification, rate limiting and the gateway record their events. */
   readonly analytics: AnalyticsService;
+  /** Where every management write records its entry (docs/audit-log.md); asked before a write whether it may go on. */
+  readonly audit: AuditTrail;
+  /** keygate.listAuditLogs. */
+  readonly auditLog: AuditLogService;
 }
 
 export interface ServiceOptions {
@@ -98,10 +104,11 @@ export function createServices(stores: Stores, config: KeygateConfig, clock: Clo
   const observer = options.observer ?? UNOBSERVED;
   const { rootKeyStore, keyViews } = caches(stores, clock, observer, invalidations);
   const { limiter, directory } = rateLimiting(stores, config, clock, observer, options.windowsFollowClock ?? false);
+  const audit = new SinkAuditTrail(analytics.audit, clock);
 
-  const apis = new ApiService(stores.apis, invalidations, clock);
-  const rbac = new RbacService(stores.permissions, stores.roles, invalidations, clock);
-  const identities = new IdentityService(stores.identities, invalidations, clock);
+  const apis = new ApiService(stores.apis, invalidations, clock, audit);
+  const rbac = new RbacService(stores.permissions, stores.roles, invalidations, clock, audit);
+  const identities = new IdentityService(stores.identities, invalidations, clock, audit);
   const liveKeys = new LiveKeys(stores.keys, apis);
   const keyViewSources = { keys: stores.keys, apis, rbac, identities };
   const keyMigrations = new KeyMigrationService({
@@ -112,10 +119,13 @@ export function createServices(stores: Stores, config: KeygateConfig, clock: Clo
     invalidator: invalidations,
     clock,
     migrations: config.migrations,
+    audit,
   });
-  const rootKeys = new RootKeyService(rootKeyStore, invalidations, clock, config.rootKeys);
+  const rootKeys = new RootKeyService(rootKeyStore, invalidations, clock, config.rootKeys, audit);
   return {
     invalidations,
+    audit,
+    auditLog: new AuditLogService(analytics.audit),
     rootKeys,
     routes: new RouteService({
       store: stores.routes,
@@ -126,6 +136,7 @@ export function createServices(stores: Stores, config: KeygateConfig, clock: Clo
       notifier: options.routeNotifier ?? invalidations,
       rules: ROUTE_RULES,
       clock,
+      audit,
     }),
     dashboardSessions: new DashboardSessionService(stores.dashboardSessions, rootKeys, clock, {
       idleMs: config.dashboard.sessionIdleTimeoutMs,
@@ -142,9 +153,10 @@ export function createServices(stores: Stores, config: KeygateConfig, clock: Clo
       invalidator: invalidations,
       clock,
       generateKey,
+      audit,
     }),
     keyMigrations,
-    keyAccess: new KeyAccessService({ keys: stores.keys, live: liveKeys, rbac, invalidator: invalidations, clock }),
+    keyAccess: new KeyAccessService({ keys: stores.keys, live: liveKeys, rbac, invalidator: invalidations, clock, audit }),
     rbac,
     identities,
     ratelimit: new RatelimitService({
@@ -153,6 +165,7 @@ export function createServices(stores: Stores, config: KeygateConfig, clock: Clo
       limiter,
       clock,
       events: analytics.sinks.ratelimits,
+      audit,
     }),
     verification: new VerificationService({
       keys: { find: (workspaceId, hash) => keyViews.get(workspaceId, hash, () => loadKeyView(keyViewSources, workspaceId, hash)) },

@@ -106,7 +106,7 @@ export async function dashboardRoutes(app: FastifyInstance, options: DashboardRo
         request.caller = caller;
         request.keyId = caller.rootKeyId;
       });
-      registerProcedures(withSession, PROCEDURES);
+      registerProcedures(withSession, PROCEDURES, "dashboard");
     },
     { prefix: api },
   );

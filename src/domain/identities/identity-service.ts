@@ -4,6 +4,7 @@ import { defined } from "../../lib/defined.js";
 import { newId } from "../../lib/ids.js";
 import type { IdentityStore } from "../../storage/interfaces.js";
 import type { IdentityRecord } from "../../storage/records.js";
+import { type AuditTrail, changesOf, created, UNAUDITED } from "../audit/audit-trail.js";
 import type { Caller } from "../caller.js";
 import type { CacheInvalidator } from "../invalidation.js";
 import { checkMeta, MAX_IDENTITY_META_BYTES } from "../meta.js";
@@ -26,11 +27,13 @@ export class IdentityService {
   private readonly identities: IdentityStore;
   private readonly invalidator: CacheInvalidator;
   private readonly clock: Clock;
+  private readonly audit: AuditTrail;
 
-  constructor(identities: IdentityStore, invalidator: CacheInvalidator, clock: Clock) {
+  constructor(identities: IdentityStore, invalidator: CacheInvalidator, clock: Clock, audit: AuditTrail = UNAUDITED) {
     this.identities = identities;
     this.invalidator = invalidator;
     this.clock = clock;
+    this.audit = audit;
   }
 
   async createIdentity(
@@ -54,6 +57,13 @@ export class IdentityService {
         `An identity with the externalId '${input.externalId}' already exists.`,
       );
     }
+    const view = viewIdentity(identity);
+    this.audit.record(caller, {
+      action: "identity.create",
+      description: `Created identity ${identity.id} (${identity.externalId})`,
+      resources: [{ type: "identity", id: identity.id }],
+      changes: created({ externalId: view.externalId, meta: view.meta, ratelimits: view.ratelimits }),
+    });
     return { identityId: identity.id };
   }
 
@@ -88,8 +98,15 @@ export class IdentityService {
       }),
     }));
     if (!updated) throw identityNotFound(input.identity);
+    const view = viewIdentity(updated);
+    this.audit.record(caller, {
+      action: "identity.update",
+      description: `Updated identity ${identity.id} (${identity.externalId})`,
+      resources: [{ type: "identity", id: identity.id }],
+      changes: changesOf({ ...viewIdentity(identity) }, { ...view }, ["meta", "ratelimits"]),
+    });
     await this.invalidator.workspaceChanged(caller.workspaceId);
-    return viewIdentity(updated);
+    return view;
   }
 
   /** Soft-deletes the identity; its externalId is free again at once, and its keys keep working without it. */
@@ -97,6 +114,11 @@ export class IdentityService {
     const identity = await this.findLive(caller.workspaceId, input.identity);
     caller.authorize(requireIdentity("delete_identity", identity.id));
     if (!(await this.identities.markDeleted(caller.workspaceId, identity.id, this.clock.now()))) throw identityNotFound(input.identity);
+    this.audit.record(caller, {
+      action: "identity.delete",
+      description: `Deleted identity ${identity.id} (${identity.externalId})`,
+      resources: [{ type: "identity", id: identity.id }],
+    });
     await this.invalidator.workspaceChanged(caller.workspaceId);
   }
 

@@ -5,6 +5,7 @@ import type { WindowResult } from "../../storage/counter-interfaces.js";
 import type { RatelimitNamespaceStore } from "../../storage/interfaces.js";
 import type { RatelimitNamespaceRecord } from "../../storage/records.js";
 import type { EventSink, RatelimitEvent } from "../analytics/events.js";
+import { type AuditTrail, UNAUDITED } from "../audit/audit-trail.js";
 import type { Caller } from "../caller.js";
 import type { RatelimitSource } from "../observer.js";
 import { allOf } from "../permissions/query.js";
@@ -13,7 +14,7 @@ import { decided, type NamespaceLimitCheck, type NamespaceLimitDecision } from "
 import type { Limiter } from "./limiter.js";
 import type { NamespaceDirectory, ResolvedNamespace } from "./namespace-directory.js";
 import { applyOverrides, type LimitRequest, missingNames, NamespaceResolver, namespaceNotFound } from "./namespace-resolver.js";
-import { type OverrideView, overrideNotFound, overrideView } from "./override-views.js";
+import { type OverrideView, overrideChanges, overrideNotFound, overrideView } from "./override-views.js";
 import { recordRatelimitDecision } from "./ratelimit-events.js";
 
 export type { NamespaceLimitCheck, NamespaceLimitDecision } from "./limit-decision.js";
@@ -63,6 +64,7 @@ export interface RatelimitServiceOptions {
   clock: Clock;
   /** Where every decision goes, one event per check (analytics.getRatelimits). */
   events: EventSink<RatelimitEvent>;
+  audit?: AuditTrail;
 }
 
 /**
@@ -78,6 +80,7 @@ export class RatelimitService {
   private readonly limiter: Limiter;
   private readonly clock: Clock;
   private readonly events: EventSink<RatelimitEvent>;
+  private readonly audit: AuditTrail;
 
   constructor(options: RatelimitServiceOptions) {
     this.namespaces = options.namespaces;
@@ -86,6 +89,7 @@ export class RatelimitService {
     this.limiter = options.limiter;
     this.clock = options.clock;
     this.events = options.events;
+    this.audit = options.audit ?? UNAUDITED;
   }
 
   /**
@@ -139,6 +143,7 @@ export class RatelimitService {
   ): Promise<{ overrideId: string }> {
     const namespace = await this.liveNamespace(caller, input.namespace, "set_override");
     const now = this.clock.now();
+    const before = await this.namespaces.getOverride(caller.workspaceId, namespace.id, input.identifier);
     const stored = await this.namespaces.setOverride({
       id: newId("rlor", now),
       workspaceId: caller.workspaceId,
@@ -149,6 +154,7 @@ export class RatelimitService {
       createdAt: now,
     });
     this.directory.forget(caller.workspaceId, namespace.id, namespace.name);
+    this.audit.record(caller, overrideChanges("ratelimit.set_override", namespace, before, stored));
     return { overrideId: stored.id };
   }
 
@@ -175,8 +181,10 @@ export class RatelimitService {
   /** ratelimit.deleteOverride: removes the override stored under exactly this identifier or pattern. */
   async deleteOverride(caller: Caller, input: NamespaceTarget & { identifier: string }): Promise<void> {
     const namespace = await this.liveNamespace(caller, input.namespace, "delete_override");
+    const before = await this.namespaces.getOverride(caller.workspaceId, namespace.id, input.identifier);
     const deleted = await this.namespaces.deleteOverride(caller.workspaceId, namespace.id, input.identifier);
-    if (!deleted) throw overrideNotFound(input.identifier, input.namespace);
+    if (!deleted || !before) throw overrideNotFound(input.identifier, input.namespace);
+    this.audit.record(caller, overrideChanges("ratelimit.delete_override", namespace, before, null));
     this.directory.forget(caller.workspaceId, namespace.id, namespace.name);
   }
 

@@ -25,6 +25,7 @@ import getApiIpAllowlist from "./keygate/get-api-ip-allowlist.js";
 import getRoute from "./keygate/get-route.js";
 import getRouteOpenApi from "./keygate/get-route-open-api.js";
 import listApis from "./keygate/list-apis.js";
+import listAuditLogs from "./keygate/list-audit-logs.js";
 import listRatelimitNamespaces from "./keygate/list-ratelimit-namespaces.js";
 import listRootKeys from "./keygate/list-root-keys.js";
 import listRoutes from "./keygate/list-routes.js";
@@ -135,6 +136,7 @@ export const PROCEDURES = [
   listPolicies,
   setPolicies,
   updatePolicy,
+  listAuditLogs,
 ] as const satisfies readonly AnyProcedure[];
 
 export interface V2Options {

@@ -5,6 +5,7 @@ import { Cursor, IdentityResponse, PageLimit, Search } from "../schemas.js";
 
 export default defineListProcedure({
   name: "identities.listIdentities",
+  audit: "none",
   body: Strict({ limit: PageLimit, cursor: Type.Optional(Cursor), search: Type.Optional(Search) }),
   item: IdentityResponse,
   handler: ({ body, caller, services }) => services.identities.listIdentities(caller, body),
