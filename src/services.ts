@@ -138,10 +138,16 @@ export function createServices(stores: Stores, config: KeygateConfig, clock: Clo
       clock,
       audit,
     }),
-    dashboardSessions: new DashboardSessionService(stores.dashboardSessions, rootKeys, clock, {
-      idleMs: config.dashboard.sessionIdleTimeoutMs,
-      absoluteMs: config.dashboard.sessionAbsoluteTimeoutMs,
-    }),
+    dashboardSessions: new DashboardSessionService(
+      stores.dashboardSessions,
+      rootKeys,
+      clock,
+      {
+        idleMs: config.dashboard.sessionIdleTimeoutMs,
+        absoluteMs: config.dashboard.sessionAbsoluteTimeoutMs,
+      },
+      audit,
+    ),
     apis,
     keys: new KeyService({
       keys: stores.keys,

@@ -95,6 +95,13 @@ export class RootKeyService {
     return this.accept(this.configured.get(hash) ?? (await this.store.findByHash(hash)));
   }
 
+  /** Whose a presented root key is, valid or not (revoked, expired): for the audit entry of a refused sign-in. */
+  async identify(plaintext: string): Promise<{ id: string; workspaceId: string; name: string } | null> {
+    const hash = hashKey(plaintext);
+    const record = this.configured.get(hash) ?? (await this.store.findByHash(hash));
+    return record ? { id: record.id, workspaceId: record.workspaceId, name: record.name ?? "" } : null;
+  }
+
   private accept(record: RootKeyRecord | null): Caller {
     if (!record) throw unauthorized("The provided root key is invalid.");
     if (record.revokedAt !== undefined) throw unauthorized("The provided root key has been revoked.");
