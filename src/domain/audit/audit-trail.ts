@@ -1,5 +1,5 @@
 import type { Clock } from "../../lib/clock.js";
-import { newId } from "../../lib/ids.js";
+import { randomBytes } from "node:crypto";
 import type { Caller } from "../caller.js";
 
 /**
@@ -150,7 +150,7 @@ export class SinkAuditTrail implements AuditTrail {
   recordAs(workspaceId: string, actor: AuditActor, context: EntryContext, event: AuditEvent): void {
     const time = this.clock.now();
     this.sink.record({
-      id: newId("audit", time),
+      id: auditId(time),
       time,
       workspaceId,
       actor,
@@ -163,6 +163,18 @@ export class SinkAuditTrail implements AuditTrail {
       userAgent: context.userAgent,
     });
   }
+}
+
+let sequence = 0;
+
+/**
+ * `audit_<time><sequence><random>` in fixed-width hex: ids sort as their entries were made (within one process, also
+ * several in one millisecond), which keeps "newest first" and the cursor exact; the random part keeps processes apart.
+ */
+export function auditId(time: number): string {
+  sequence = (sequence + 1) % 0x10000;
+  const hex = (value: number, width: number) => value.toString(16).padStart(width, "0");
+  return `audit_${hex(Math.max(0, Math.trunc(time)), 12)}${hex(sequence, 4)}${randomBytes(4).toString("hex")}`;
 }
 
 /** For services built without a trail (tests of one service); services.ts always gives a real one. */
