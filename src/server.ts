@@ -51,7 +51,7 @@ async function main(): Promise<void> {
   // "keygate is listening" comes last (from the primary, when there are several workers). The bootstrap root key
   // never goes there (see deliverBootstrapRootKey).
   const startup = app.log.child({}, { level: config.logging.level === "silent" ? "silent" : "info" });
-  if (speaks) summarise(startup, config, app.analytics.describe());
+  if (speaks) summarise(startup, config, `${app.analytics.describe()}; ${app.analytics.audit.describe()}`);
   if (speaks && app.certificates) {
     const certificate = describeCertificate(app.certificates.certificate);
     startup.info(

@@ -1,5 +1,5 @@
-import type { Clock } from "../../lib/clock.js";
 import { randomBytes } from "node:crypto";
+import type { Clock } from "../../lib/clock.js";
 import type { Caller } from "../caller.js";
 
 /**
