@@ -105,7 +105,7 @@ function entryOfRow(row: Record<string, unknown>): AuditEntry {
     actor: { type: row.actor_type as AuditActorType, id: String(row.actor_id), name: String(row.actor_name) },
     action: row.action as AuditEntry["action"],
     description: String(row.description),
-    resources: types.map((type, index) => ({ type, id: ids[index] ?? "" })),
+    resources: types.map((type, index) => ({ type, id: ids[index] as string })),
     changes: JSON.parse(String(row.changes)) as AuditChange[],
     requestId: String(row.request_id),
     clientAddress: String(row.client_address),
@@ -134,10 +134,13 @@ export class MemoryAuditLog implements AuditLog {
   async admit(): Promise<void> {}
 
   async list(query: AuditLogQuery): Promise<AuditEntry[]> {
-    return this.entries
-      .filter((entry) => matches(entry, query))
-      .sort((a, b) => b.time - a.time || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0))
-      .slice(0, query.limit);
+    return (
+      this.entries
+        .filter((entry) => matches(entry, query))
+        // Ids are unique: no two entries compare equal.
+        .sort((a, b) => b.time - a.time || (a.id < b.id ? 1 : -1))
+        .slice(0, query.limit)
+    );
   }
 
   describe(): string {

@@ -131,3 +131,26 @@ t.test("the bootstrap root key's creation is recorded by the system, without the
   t.match(entry, { action: "rootKey.create", actor: { type: "system" }, resources: [{ type: "rootKey", id: created?.id }] });
   t.notOk(JSON.stringify(entry).includes(created?.key as string));
 });
+
+t.test("a write outside a request (the CLI's operator) is recorded by its root key, without request context", async (t) => {
+  const h = await harness(t);
+  await h.app.services.apis.createApi(h.app.services.rootKeys.operator(WORKSPACE), { name: "from-cli" });
+  const [entry] = await entries(h);
+  t.match(entry, {
+    action: "api.create",
+    actor: { type: "root_key", id: "operator", name: "" },
+    requestId: "",
+    clientAddress: "",
+    userAgent: "",
+  });
+});
+
+t.test("keys.updateKey names the rate limits it changed, without their ids", async (t) => {
+  const h = await harness(t);
+  const apiId = (await h.call("apis.createApi", { name: "limited" })).body.data.apiId;
+  const keyId = (await h.call("keys.createKey", { apiId })).body.data.keyId;
+  const limit = { name: "burst", limit: 5, duration: 1_000, autoApply: true };
+  t.equal((await h.call("keys.updateKey", { keyId, ratelimits: [limit] })).status, 200);
+  const [entry] = await entries(h);
+  t.same(entry?.changes, [{ field: "ratelimits", old: null, new: [limit] }]);
+});
