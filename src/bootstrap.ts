@@ -1,6 +1,7 @@
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { DEFAULTS } from "./config/defaults.js";
+import { rootKeyCreated } from "./domain/root-keys/root-key-service.js";
 import type { Services } from "./services.js";
 
 /** The file a bootstrap root key is written to when no terminal can show it, relative to the working directory. */
@@ -21,7 +22,8 @@ export async function ensureBootstrapRootKey(services: Services): Promise<Bootst
   if (services.rootKeys.hasConfiguredKeys) return undefined;
   if ((await services.rootKeys.list()).some((rootKey) => rootKey.revokedAt === undefined)) return undefined;
   const workspaceId = DEFAULTS.bootstrapWorkspaceId;
-  const { id, key } = await services.rootKeys.create({ workspaceId, permissions: ["*"], name: "bootstrap" });
+  const { id, key, record } = await services.rootKeys.create({ workspaceId, permissions: ["*"], name: "bootstrap" });
+  services.audit.recordSystem(workspaceId, rootKeyCreated(record));
   return { id, key, workspaceId };
 }
 

@@ -7,7 +7,7 @@ import { runPrimary, workerCount } from "./cluster/primary.js";
 import { linkToPrimary } from "./cluster/worker.js";
 import { FIRST_WORKER_VARIABLE } from "./cluster/worker-pool.js";
 import { ConfigError, configPath, loadConfig } from "./config/load.js";
-import { reloadRoutes, watchRoutes } from "./config/reload.js";
+import { recordReload, reloadRoutes, watchRoutes } from "./config/reload.js";
 import type { KeygateConfig } from "./config/schema.js";
 import { describeCertificate, readTlsFiles } from "./config/tls-files.js";
 import { redactUrl } from "./lib/redact-url.js";
@@ -51,7 +51,7 @@ async function main(): Promise<void> {
   // "keygate is listening" comes last (from the primary, when there are several workers). The bootstrap root key
   // never goes there (see deliverBootstrapRootKey).
   const startup = app.log.child({}, { level: config.logging.level === "silent" ? "silent" : "info" });
-  if (speaks) summarise(startup, config, app.analytics.describe());
+  if (speaks) summarise(startup, config, `${app.analytics.describe()}; ${app.analytics.audit.describe()}`);
   if (speaks && app.certificates) {
     const certificate = describeCertificate(app.certificates.certificate);
     startup.info(
@@ -76,12 +76,23 @@ async function main(): Promise<void> {
   if (delivery?.to === "terminal") process.stderr.write(delivery.banner);
   worker?.ready(address);
 
+  let running = config;
   const path = configPath();
   const stopWatching = path
     ? watchRoutes({
         path,
         watchFile: config.gateway.watchConfig,
-        reload: () => reloadRoutes(app.gatewaySnapshot, config, () => loadConfig(), app.log),
+        reload: () =>
+          reloadRoutes(
+            app.gatewaySnapshot,
+            running,
+            () => loadConfig(),
+            app.log,
+            (next, changes) => {
+              running = next;
+              recordReload(app.services.audit, next, changes);
+            },
+          ),
       })
     : () => {};
 

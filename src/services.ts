@@ -7,6 +7,8 @@ import { SwrCache } from "./cache/swr-cache.js";
 import type { KeygateConfig } from "./config/schema.js";
 import { AnalyticsService } from "./domain/analytics/analytics-service.js";
 import { ApiService } from "./domain/apis/api-service.js";
+import { AuditLogService } from "./domain/audit/audit-log-service.js";
+import { type AuditTrail, SinkAuditTrail } from "./domain/audit/audit-trail.js";
 import { DashboardSessionService } from "./domain/dashboard/session-service.js";
 import { IdentityService } from "./domain/identities/identity-service.js";
 import { KeyAccessService } from "./domain/keys/key-access-service.js";
@@ -61,6 +63,10 @@ export interface Services {
   readonly analytics: AnalyticsService;
   /** Webhook endpoints (keygate.*Webhook), the notice sink and the delivery that runs once started. */
   readonly webhooks: Webhooks;
+  /** Where every management write records its entry (docs/audit-log.md); asked before a write whether it may go on. */
+  readonly audit: AuditTrail;
+  /** keygate.listAuditLogs. */
+  readonly auditLog: AuditLogService;
 }
 
 export interface ServiceOptions {
@@ -106,10 +112,11 @@ export function createServices(stores: Stores, config: KeygateConfig, clock: Clo
   const observer = options.observer ?? UNOBSERVED;
   const { rootKeyStore, keyViews } = caches(stores, clock, observer, invalidations);
   const { limiter, directory } = rateLimiting(stores, config, clock, observer, options.windowsFollowClock ?? false);
+  const audit = new SinkAuditTrail(analytics.audit, clock);
 
-  const apis = new ApiService(stores.apis, invalidations, clock);
-  const rbac = new RbacService(stores.permissions, stores.roles, invalidations, clock);
-  const identities = new IdentityService(stores.identities, invalidations, clock);
+  const apis = new ApiService(stores.apis, invalidations, clock, audit);
+  const rbac = new RbacService(stores.permissions, stores.roles, invalidations, clock, audit);
+  const identities = new IdentityService(stores.identities, invalidations, clock, audit);
   const liveKeys = new LiveKeys(stores.keys, apis);
   const keyViewSources = { keys: stores.keys, apis, rbac, identities };
   const keyMigrations = new KeyMigrationService({
@@ -120,13 +127,16 @@ export function createServices(stores: Stores, config: KeygateConfig, clock: Clo
     invalidator: invalidations,
     clock,
     migrations: config.migrations,
+    audit,
   });
-  const rootKeys = new RootKeyService(rootKeyStore, invalidations, clock, config.rootKeys);
+  const rootKeys = new RootKeyService(rootKeyStore, invalidations, clock, config.rootKeys, audit);
   const vault = config.vault.key === undefined ? undefined : new Vault(config.vault.key);
-  const webhooks = createWebhooks(stores, config, clock, vault, options.webhooks);
+  const webhooks = createWebhooks(stores, config, clock, vault, { ...options.webhooks, audit });
   const notices = options.notices ?? webhooks.dispatcher;
   return {
     invalidations,
+    audit,
+    auditLog: new AuditLogService(analytics.audit),
     rootKeys,
     routes: new RouteService({
       store: stores.routes,
@@ -137,11 +147,18 @@ export function createServices(stores: Stores, config: KeygateConfig, clock: Clo
       notifier: options.routeNotifier ?? invalidations,
       rules: ROUTE_RULES,
       clock,
+      audit,
     }),
-    dashboardSessions: new DashboardSessionService(stores.dashboardSessions, rootKeys, clock, {
-      idleMs: config.dashboard.sessionIdleTimeoutMs,
-      absoluteMs: config.dashboard.sessionAbsoluteTimeoutMs,
-    }),
+    dashboardSessions: new DashboardSessionService(
+      stores.dashboardSessions,
+      rootKeys,
+      clock,
+      {
+        idleMs: config.dashboard.sessionIdleTimeoutMs,
+        absoluteMs: config.dashboard.sessionAbsoluteTimeoutMs,
+      },
+      audit,
+    ),
     apis,
     keys: new KeyService({
       keys: stores.keys,
@@ -154,9 +171,10 @@ export function createServices(stores: Stores, config: KeygateConfig, clock: Clo
       clock,
       generateKey,
       notices,
+      audit,
     }),
     keyMigrations,
-    keyAccess: new KeyAccessService({ keys: stores.keys, live: liveKeys, rbac, invalidator: invalidations, clock }),
+    keyAccess: new KeyAccessService({ keys: stores.keys, live: liveKeys, rbac, invalidator: invalidations, clock, audit }),
     rbac,
     identities,
     ratelimit: new RatelimitService({
@@ -166,6 +184,7 @@ export function createServices(stores: Stores, config: KeygateConfig, clock: Clo
       clock,
       events: analytics.sinks.ratelimits,
       notices,
+      audit,
     }),
     verification: new VerificationService({
       keys: { find: (workspaceId, hash) => keyViews.get(workspaceId, hash, () => loadKeyView(keyViewSources, workspaceId, hash)) },

@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import type { KeygateConfig } from "./config/schema.js";
+import type { AuditTrail } from "./domain/audit/audit-trail.js";
 import { WebhookDeliverer, type WebhookSender } from "./domain/webhooks/deliverer.js";
 import { WebhookDispatcher } from "./domain/webhooks/dispatcher.js";
 import { scanExpiringKeys } from "./domain/webhooks/expiring-keys.js";
@@ -8,6 +9,7 @@ import { WebhookSecrets } from "./domain/webhooks/webhook-secrets.js";
 import { WebhookService } from "./domain/webhooks/webhook-service.js";
 import { HttpWebhookSender } from "./http/webhook-sender.js";
 import type { Clock } from "./lib/clock.js";
+import { defined } from "./lib/defined.js";
 import { type Scheduler, systemScheduler } from "./lib/scheduler.js";
 import type { Vault } from "./lib/vault.js";
 import type { Stores } from "./storage/interfaces.js";
@@ -27,6 +29,8 @@ export interface WebhookWiringOptions {
   /** This instance's consumer name; random by default. */
   instanceId?: string;
   onError?: (error: unknown, what: string) => void;
+  /** Where the keygate.*Webhook writes record their entries. */
+  audit?: AuditTrail;
 }
 
 export function createWebhooks(
@@ -99,6 +103,7 @@ export function createWebhooks(
     clock,
     allowPrivateAddresses: settings.allowPrivateAddresses,
     maxEndpoints: settings.maxEndpoints,
+    ...defined({ audit: options.audit }),
   });
   return { service, dispatcher, deliverer, runner };
 }

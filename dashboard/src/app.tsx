@@ -3,6 +3,7 @@ import { currentSession, type Session, signOut, whenSessionLost } from "./api.js
 import { AccessPage } from "./pages/access.js";
 import { AnalyticsPage } from "./pages/analytics.js";
 import { ApisPage } from "./pages/apis.js";
+import { AuditLogPage } from "./pages/audit-log.js";
 import { GatewayPage } from "./pages/gateway.js";
 import { IdentitiesPage } from "./pages/identities.js";
 import { KeysPage } from "./pages/keys.js";
@@ -40,7 +41,7 @@ export function App() {
   if (session === undefined) return <p aria-busy="true">Loading…</p>;
   if (session === null) return <SignInPage onSignedIn={setSession} />;
 
-  const [section, id] = route;
+  const [section, id, resourceId] = route;
   const nav = [
     ["#/apis", "APIs", section === undefined || section === "apis"],
     ["#/identities", "Identities", section === "identities"],
@@ -50,6 +51,7 @@ export function App() {
     ["#/analytics", "Analytics", section === "analytics"],
     ["#/gateway", "Gateway", section === "gateway"],
     ["#/webhooks", "Webhooks", section === "webhooks"],
+    ["#/audit-log", "Audit log", section === "audit-log"],
   ] as const;
   return (
     <>
@@ -93,6 +95,8 @@ export function App() {
           <GatewayPage />
         ) : section === "webhooks" ? (
           <WebhooksPage />
+        ) : section === "audit-log" ? (
+          <AuditLogPage {...(id && resourceId ? { resourceType: id, resourceId } : {})} />
         ) : section === "apis" && id !== undefined ? (
           <KeysPage apiId={id} />
         ) : (

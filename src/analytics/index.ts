@@ -4,9 +4,10 @@ import type { RetentionDays } from "../domain/analytics/tables.js";
 import type { Clock } from "../lib/clock.js";
 import { defined } from "../lib/defined.js";
 import type { AnalyticsEngine, EventBatch } from "./analytics-engine.js";
+import { type AuditLog, MemoryAuditLog, PipelineAuditLog } from "./audit-log.js";
 import { EmbeddedEngine } from "./embedded-engine.js";
 import { addStats, type BatchIO, EventPipeline, type EventPipelineStats, type PipelineLog, type Scheduler } from "./pipeline.js";
-import { type EventTable, GATEWAY_REQUESTS, RATELIMITS, VERIFICATIONS } from "./rows.js";
+import { AUDIT_LOGS, type EventTable, GATEWAY_REQUESTS, RATELIMITS, VERIFICATIONS } from "./rows.js";
 import { schemaStatements } from "./schema.js";
 import { ServerEngine, type ServerEngineOptions } from "./server-engine.js";
 
@@ -37,6 +38,8 @@ export interface AnalyticsRuntime {
   /** undefined when analytics is off. */
   readonly engine: AnalyticsQueryEngine | undefined;
   readonly sinks: AnalyticsSinks;
+  /** The audit log: in the engine (audit_logs_v1), or in memory when analytics is off. */
+  readonly audit: AuditLog;
   stats(): EventPipelineStats;
   /** Writes every event buffered now; resolves when the engine has them (tests and tools; the timer does it anyway). */
   flush(): Promise<void>;
@@ -87,7 +90,7 @@ export async function openAnalytics(config: AnalyticsSettings, options: OpenAnal
       );
   }
 
-  const pipelineOf = <E>(table: EventTable<E>): EventPipeline<E, EventBatch<E>> => {
+  const pipelineOf = <E>(table: EventTable<E>, audit = false): EventPipeline<E, EventBatch<E>> => {
     const batches: BatchIO<EventBatch<E>> = {
       create: () => engine.newBatch(table, config.region),
       write: async (batch) => {
@@ -98,7 +101,10 @@ export async function openAnalytics(config: AnalyticsSettings, options: OpenAnal
     };
     return new EventPipeline(
       batches,
-      { ...config.buffer, maxWriteAttempts: MAX_WRITE_ATTEMPTS },
+      // The audit log's entries are never dropped: kept beyond the buffer and retried until written (docs/audit-log.md).
+      audit
+        ? { ...config.buffer, maxWriteAttempts: Number.POSITIVE_INFINITY, keepWhenFull: true }
+        : { ...config.buffer, maxWriteAttempts: MAX_WRITE_ATTEMPTS },
       {
         clock: options.clock,
         ...defined({ scheduler: options.scheduler, log: options.log }),
@@ -111,7 +117,8 @@ export async function openAnalytics(config: AnalyticsSettings, options: OpenAnal
     ratelimits: pipelineOf(RATELIMITS),
     gatewayRequests: pipelineOf(GATEWAY_REQUESTS),
   };
-  const all = Object.values(pipelines);
+  const auditPipeline = pipelineOf(AUDIT_LOGS, true);
+  const all = [...Object.values(pipelines), auditPipeline];
   const gatedEngine: AnalyticsQueryEngine = {
     database: engine.database,
     withConnection: async (work) => {
@@ -125,6 +132,7 @@ export async function openAnalytics(config: AnalyticsSettings, options: OpenAnal
     mode: config.engine,
     engine: gatedEngine,
     sinks: pipelines,
+    audit: new PipelineAuditLog(auditPipeline, gatedEngine),
     stats: () => addStats(all.map((pipeline) => pipeline.stats())),
     check: () => ready.ensure(),
     flush: async () => {
@@ -196,6 +204,7 @@ export function disabledAnalytics(): AnalyticsRuntime {
       ratelimits: { record: () => recorded++ },
       gatewayRequests: { record: () => recorded++ },
     },
+    audit: new MemoryAuditLog(),
     stats: () => ({
       recorded,
       written: 0,

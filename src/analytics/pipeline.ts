@@ -19,6 +19,8 @@ export interface EventPipelineOptions {
   flushIntervalMs: number;
   /** A batch that failed this many times is dropped (and counted). */
   maxWriteAttempts: number;
+  /** Keep an event even beyond maxEvents (the audit log, whose writers ask isFull() first and wait or fail). */
+  keepWhenFull?: boolean;
 }
 
 export interface EventPipelineStats {
@@ -135,7 +137,7 @@ export class EventPipeline<E, B extends EventBatch<E>> implements EventSink<E> {
       this.noteDrop(1, "keygate is closing");
       return;
     }
-    if (this.held() >= this.options.maxEvents) {
+    if (this.isFull() && this.options.keepWhenFull !== true) {
       this.counters.bufferFull++;
       this.noteDrop(1, "the buffer is full");
       return;
@@ -195,6 +197,11 @@ export class EventPipeline<E, B extends EventBatch<E>> implements EventSink<E> {
       batchesWritten,
       failedWrites,
     };
+  }
+
+  /** Whether maxEvents are held now. */
+  isFull(): boolean {
+    return this.held() >= this.options.maxEvents;
   }
 
   private held(): number {

@@ -1,4 +1,5 @@
 import type { GatewayRequestEvent, RatelimitEvent, VerificationEvent } from "../domain/analytics/events.js";
+import type { AuditEntry } from "../domain/audit/audit-trail.js";
 
 /** The column types of the raw tables, as the engine reads them from a batch. */
 export type ColumnType = "String" | "Int32" | "Int64" | "UInt64" | "Float64" | "Bool" | "Array(String)";
@@ -165,6 +166,46 @@ export const GATEWAY_REQUESTS = eventTable<GatewayRequestEvent>(
     event.outcome,
     event.requestBody,
     event.responseBody,
+  ],
+);
+
+/** The audit log: resources as two parallel arrays, the changed fields as one JSON array (never a secret). */
+export const AUDIT_LOGS = eventTable<AuditEntry>(
+  "audit_logs_v1",
+  "audit log entries",
+  {
+    request_id: "String",
+    time: "Int64",
+    workspace_id: "String",
+    audit_id: "String",
+    actor_type: "String",
+    actor_id: "String",
+    actor_name: "String",
+    action: "String",
+    description: "String",
+    resource_types: "Array(String)",
+    resource_ids: "Array(String)",
+    changes: "String",
+    client_address: "String",
+    user_agent: "String",
+    region: "String",
+  },
+  (entry, region) => [
+    entry.requestId,
+    wholeNumber(entry.time),
+    entry.workspaceId,
+    entry.id,
+    entry.actor.type,
+    entry.actor.id,
+    entry.actor.name,
+    entry.action,
+    entry.description,
+    entry.resources.map((resource) => resource.type),
+    entry.resources.map((resource) => resource.id),
+    JSON.stringify(entry.changes),
+    entry.clientAddress,
+    entry.userAgent,
+    region,
   ],
 );
 

@@ -26,6 +26,8 @@ interface RawTable {
   added?: readonly string[];
   /** Sorting key after workspace_id and time. */
   orderBy: string;
+  /** Which retention setting is its TTL (`raw` unless said). */
+  retention?: "raw" | "audit";
 }
 
 interface AggregatedFamily {
@@ -114,6 +116,23 @@ const RAW_TABLES: readonly RawTable[] = [
     added: ["request_body String", "response_body String"],
     orderBy: "api_id, app_id",
   },
+  {
+    name: "audit_logs_v1",
+    columns: `audit_id String,
+      actor_type LowCardinality(String),
+      actor_id String,
+      actor_name String,
+      action LowCardinality(String),
+      description String,
+      resource_types Array(String),
+      resource_ids Array(String),
+      changes String,
+      client_address String,
+      user_agent String,
+      region LowCardinality(String)`,
+    orderBy: "audit_id",
+    retention: "audit",
+  },
 ];
 
 const LATENCY_MEASURES = `latency_avg AggregateFunction(avg, Float64),
@@ -163,7 +182,7 @@ export function schemaStatements(database: string, retentionDays: RetentionDays)
   const db = database;
   const statements = [`CREATE DATABASE IF NOT EXISTS ${db}`];
   for (const raw of RAW_TABLES) {
-    const ttl = `${SECONDS} + INTERVAL ${retentionDays.raw} DAY`;
+    const ttl = `${SECONDS} + INTERVAL ${retentionDays[raw.retention ?? "raw"]} DAY`;
     const added = raw.added ?? [];
     statements.push(
       `CREATE TABLE IF NOT EXISTS ${db}.${raw.name} (

@@ -1,5 +1,7 @@
 import type { AnalyticsSinks } from "../domain/analytics/events.js";
 import { AnalyticsEngineError } from "../domain/analytics/query-engine.js";
+import type { AuditLogQuery } from "../domain/audit/audit-log-service.js";
+import type { AuditEntry } from "../domain/audit/audit-trail.js";
 import { defined } from "../lib/defined.js";
 
 /** What a worker asks the primary, and the primary a worker. */
@@ -8,6 +10,8 @@ export type Question =
   | { kind: "release"; connection: number }
   | { kind: "analytics-check" }
   | { kind: "analytics-flush" }
+  | { kind: "audit-admit" }
+  | { kind: "audit-list"; query: AuditLogQuery }
   | { kind: "metrics" }
   | { kind: "metrics-json" };
 
@@ -16,12 +20,16 @@ export type EventsMessage = {
   [Kind in keyof AnalyticsSinks]: { keygate: "events"; kind: Kind; events: Parameters<AnalyticsSinks[Kind]["record"]>[0][] };
 }[keyof AnalyticsSinks];
 
+/** A worker's audit log entries, handed to the primary's audit log as soon as they are made. */
+export type AuditMessage = { keygate: "events"; kind: "audit"; events: AuditEntry[] };
+
 /** Every message between keygate's processes carries `keygate`, so other IPC traffic (prom-client's, say) passes by. */
 export type Message =
   | { keygate: "ask"; id: number; question: Question }
   | { keygate: "answer"; id: number; ok: true; value: unknown }
   | { keygate: "answer"; id: number; ok: false; error: { message: string; engine?: { kind: "query" | "unavailable"; code?: number } } }
   | EventsMessage
+  | AuditMessage
   | { keygate: "ready"; address: string };
 
 /**

@@ -1,8 +1,10 @@
+import { type AuditLog, auditLogUnavailable } from "../analytics/audit-log.js";
 import { type AnalyticsRuntime, EMBEDDED_DATABASE } from "../analytics/index.js";
 import type { AnalyticsSinks, EventSink } from "../domain/analytics/events.js";
 import type { AnalyticsConnection } from "../domain/analytics/query-engine.js";
+import type { AuditEntry } from "../domain/audit/audit-trail.js";
 import { defined } from "../lib/defined.js";
-import type { Channel, EventsMessage, Message } from "./channel.js";
+import type { AuditMessage, Channel, EventsMessage, Message } from "./channel.js";
 
 /** How long a worker gathers events before it hands them to the primary in one message. */
 const HAND_OVER_MS = 20;
@@ -72,6 +74,7 @@ export function remoteAnalytics(channel: Channel, send: (message: Message, done:
       },
     },
     sinks: { verifications: sinkOf("verifications"), ratelimits: sinkOf("ratelimits"), gatewayRequests: sinkOf("gatewayRequests") },
+    audit: remoteAuditLog(channel, send),
     stats: () => ({
       recorded,
       written: 0,
@@ -93,8 +96,29 @@ export function remoteAnalytics(channel: Channel, send: (message: Message, done:
   };
 }
 
+/**
+ * A worker's audit log: each entry goes to the primary at once (IPC keeps the order, so a listing asked for after a
+ * write finds it), and admit() and listings are the primary's.
+ */
+function remoteAuditLog(channel: Channel, send: (message: Message, done: () => void) => void): AuditLog {
+  return {
+    record: (entry: AuditEntry) => send({ keygate: "events", kind: "audit", events: [entry] } satisfies AuditMessage, () => {}),
+    admit: () =>
+      channel.ask<void>({ kind: "audit-admit" }).catch(() => {
+        throw auditLogUnavailable();
+      }),
+    list: (query) => channel.ask<AuditEntry[]>({ kind: "audit-list", query }),
+    describe: () => "audit log: audit_logs_v1, written by the primary",
+  };
+}
+
 /** The primary's side of a hand-over: a worker's events go to the primary's sink of their kind. */
-export function recordHandedOver(sinks: AnalyticsSinks, message: EventsMessage): void {
+export function recordHandedOver(analytics: Pick<AnalyticsRuntime, "sinks" | "audit">, message: EventsMessage | AuditMessage): void {
+  if (message.kind === "audit") {
+    for (const entry of message.events) analytics.audit.record(entry);
+    return;
+  }
+  const sinks: AnalyticsSinks = analytics.sinks;
   const sink = sinks[message.kind] as EventSink<(typeof message.events)[number]>;
   for (const event of message.events) sink.record(event);
 }

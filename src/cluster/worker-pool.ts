@@ -81,7 +81,7 @@ export class WorkerPool {
     worker.on("message", (message: unknown) => {
       if (!isKeygateMessage(message)) return;
       if (message.keygate === "events") {
-        if (analytics) recordHandedOver(analytics.sinks, message);
+        if (analytics) recordHandedOver(analytics, message);
         return;
       }
       channel.receive(message);

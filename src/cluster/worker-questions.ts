@@ -16,6 +16,10 @@ export function answerWorker(
       return analytics ? analytics.check() : Promise.resolve();
     case "analytics-flush":
       return analytics ? analytics.flush() : Promise.resolve();
+    case "audit-admit":
+      return analytics ? analytics.audit.admit() : Promise.resolve();
+    case "audit-list":
+      return analytics ? analytics.audit.list(question.query) : Promise.resolve([]);
     case "sql":
     case "release":
       if (!connections) return Promise.reject(new Error("analytics are not kept in the primary"));

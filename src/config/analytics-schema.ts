@@ -48,6 +48,8 @@ export const AnalyticsConfigSchema = Strict(
         perHour: Days(AD.retentionDays.perHour),
         perDay: Days(AD.retentionDays.perDay),
         perMonth: Days(AD.retentionDays.perMonth),
+        /** The audit log (audit_logs_v1). */
+        audit: Days(AD.retentionDays.audit),
       },
       EMPTY,
     ),

@@ -43,7 +43,7 @@ export const ANALYTICS_DEFAULTS = {
   // Few, large batches: every insert into the embedded engine has a fixed cost, and fewer parts mean fewer merges.
   // Events then show up in queries within 5 s; at most about 40 MB are held.
   buffer: { maxEvents: 150_000, batchSize: 50_000, flushIntervalMs: 5_000 },
-  retentionDays: { raw: 90, perMinute: 90, perHour: 90, perDay: 365, perMonth: 1_095 },
+  retentionDays: { raw: 90, perMinute: 90, perHour: 90, perDay: 365, perMonth: 1_095, audit: 365 },
   query: {
     maxExecutionMs: 10_000,
     maxMemoryBytes: 1_000_000_000,

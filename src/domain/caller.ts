@@ -7,6 +7,10 @@ import type { PermissionQuery } from "./permissions/query.js";
 export interface Caller {
   readonly rootKeyId: string;
   readonly workspaceId: string;
+  /** The root key's name, "" when it has none: how the audit log names the actor. */
+  readonly rootKeyName: string;
+  /** Where the call came from, for the audit log; absent outside a request (the CLI, tests of the domain). */
+  readonly context?: RequestContext;
   /** Throws 403 insufficient_permissions, naming what is missing, unless the root key satisfies `requirement`. */
   authorize(requirement: PermissionQuery): void;
   /** Whether the root key satisfies `requirement`, without throwing. */
@@ -18,4 +22,27 @@ export interface Caller {
    * ids left out. Candidates only: ask can() whether one of them grants a given action.
    */
   namedResourceIds(resourceType: string): string[];
+}
+
+/** Who and where a management call comes from, as its audit entry records it. */
+export interface RequestContext {
+  /** `root_key`: a /v2 call with a bearer root key; `dashboard`: a dashboard session (acting with its root key). */
+  readonly actorType: "root_key" | "dashboard";
+  readonly requestId: string;
+  readonly clientAddress: string;
+  readonly userAgent: string;
+}
+
+/** `caller` for one request: the same permissions, with the request's context (a root key's caller is shared). */
+export function callerInRequest(caller: Caller, context: RequestContext): Caller {
+  return {
+    rootKeyId: caller.rootKeyId,
+    workspaceId: caller.workspaceId,
+    rootKeyName: caller.rootKeyName,
+    context,
+    authorize: (requirement) => caller.authorize(requirement),
+    can: (requirement) => caller.can(requirement),
+    holdsAny: (test) => caller.holdsAny(test),
+    namedResourceIds: (resourceType) => caller.namedResourceIds(resourceType),
+  };
 }

@@ -222,6 +222,12 @@ export const ERROR_CATALOGUE = {
     meaning: "Something failed inside keygate; the cause is in the server log under the request id.",
   },
   "err:unkey:application:service_unavailable": { status: 500, title: INTERNAL, meaning: "A backing service did not answer." },
+  "err:keygate:data:audit_log_unavailable": {
+    status: 503,
+    title: "Service Unavailable",
+    meaning:
+      "The audit log cannot take the entry this write would make (its buffer is full and the engine does not take writes), so nothing was changed.",
+  },
   "err:unkey:data:analytics_connection_failed": {
     status: 503,
     title: "Service Unavailable",

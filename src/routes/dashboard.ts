@@ -60,7 +60,7 @@ export async function dashboardRoutes(app: FastifyInstance, options: DashboardRo
       },
     },
     async (request, reply) => {
-      const { sessionId, view } = await sessions.signIn((request.body as { rootKey: string }).rootKey);
+      const { sessionId, view } = await sessions.signIn((request.body as { rootKey: string }).rootKey, contextOf(request));
       setSessionCookie(request, reply, options.path, sessionId, Math.floor(options.sessionAbsoluteTimeoutMs / 1000));
       return answer(request, reply, view);
     },
@@ -73,9 +73,9 @@ export async function dashboardRoutes(app: FastifyInstance, options: DashboardRo
 
   app.delete(`${api}/session`, { schema: { response: { 200: Envelope(Type.Object({})) } } }, async (request, reply) => {
     const sessionId = requireCookie(request);
-    const { view } = await sessions.resume(sessionId);
+    const { view, caller } = await sessions.resume(sessionId);
     requireCsrf(request, view);
-    await sessions.signOut(sessionId);
+    await sessions.signOut(sessionId, caller, contextOf(request));
     setSessionCookie(request, reply, options.path, "", 0);
     reply.header("cache-control", "no-store");
     return { meta: { requestId: request.id }, data: {} };
@@ -106,10 +106,14 @@ export async function dashboardRoutes(app: FastifyInstance, options: DashboardRo
         request.caller = caller;
         request.keyId = caller.rootKeyId;
       });
-      registerProcedures(withSession, PROCEDURES);
+      registerProcedures(withSession, PROCEDURES, "dashboard");
     },
     { prefix: api },
   );
+}
+
+function contextOf(request: FastifyRequest): { requestId: string; clientAddress: string; userAgent: string } {
+  return { requestId: request.id, clientAddress: request.ip, userAgent: request.headers["user-agent"] ?? "" };
 }
 
 function requireCookie(request: FastifyRequest): string {

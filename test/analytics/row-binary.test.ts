@@ -112,7 +112,7 @@ t.test("the embedded engine reads batches back exactly, and leaves no batch file
   const engine = await EmbeddedEngine.open(dir, "keygate");
   t.teardown(() => engine.close());
   t.same(readdirSync(stale), [], "opening clears what an earlier process left in incoming/");
-  for (const statement of schemaStatements("keygate", { raw: 90, perMinute: 90, perHour: 90, perDay: 365, perMonth: 1_095 }))
+  for (const statement of schemaStatements("keygate", { raw: 90, perMinute: 90, perHour: 90, perDay: 365, perMonth: 1_095, audit: 365 }))
     await engine.command(statement);
 
   const time = Date.UTC(2026, 10, 22, 12, 0, 0);

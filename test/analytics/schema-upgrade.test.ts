@@ -57,7 +57,14 @@ t.test("an embedded engine that has the table without bodies gets the columns at
   // A new installation (another database of the same directory: chDB binds one directory per process).
   const fresh = await EmbeddedEngine.open(dir, "keygate_fresh");
   t.teardown(() => fresh.close());
-  for (const statement of schemaStatements("keygate_fresh", { raw: 90, perMinute: 90, perHour: 90, perDay: 365, perMonth: 1_095 }))
+  for (const statement of schemaStatements("keygate_fresh", {
+    raw: 90,
+    perMinute: 90,
+    perHour: 90,
+    perDay: 365,
+    perMonth: 1_095,
+    audit: 365,
+  }))
     await fresh.command(statement);
   t.same(
     await columnsOf(fresh, "keygate_fresh.gateway_requests_v1"),

@@ -1,5 +1,5 @@
 import t from "tap";
-import { Channel, type EventsMessage, type Message, type Question } from "../../src/cluster/channel.js";
+import { type AuditMessage, Channel, type EventsMessage, type Message, type Question } from "../../src/cluster/channel.js";
 import { recordHandedOver, remoteAnalytics } from "../../src/cluster/remote-analytics.js";
 import { event, gatewayRequestEvent, type RecordedEvents, ratelimitEvent, recordingAnalytics } from "../helpers/analytics.js";
 
@@ -9,8 +9,8 @@ import { event, gatewayRequestEvent, type RecordedEvents, ratelimitEvent, record
  */
 function link() {
   const inPrimary: Required<RecordedEvents> = { verifications: [], ratelimits: [], gatewayRequests: [] };
-  const primarySinks = recordingAnalytics(inPrimary).sinks;
-  const handedOver: EventsMessage[] = [];
+  const primary = recordingAnalytics(inPrimary);
+  const handedOver: (EventsMessage | AuditMessage)[] = [];
   const asked: Question["kind"][] = [];
   const sides: { worker?: Channel; primary?: Channel } = {};
   sides.worker = new Channel(
@@ -24,10 +24,10 @@ function link() {
   const send = (message: Message, done: () => void) => {
     if (message.keygate !== "events") throw new Error(`only events are sent this way, not ${message.keygate}`);
     handedOver.push(message);
-    recordHandedOver(primarySinks, message);
+    recordHandedOver(primary, message);
     done();
   };
-  return { worker: remoteAnalytics(sides.worker, send), inPrimary, handedOver, asked };
+  return { worker: remoteAnalytics(sides.worker, send), inPrimary, handedOver, asked, primary };
 }
 
 t.test("flush hands over one message per kind, with its kind, before asking the primary to write", async (t) => {

@@ -251,7 +251,7 @@ t.test("analytics defaults to the embedded engine in ./data/analytics, with Unke
   const config = loadConfig({ env: {}, cwd: directoryWith({}) });
   t.equal(config.analytics.engine, "embedded");
   t.equal(config.analytics.path, "./data/analytics");
-  t.same(config.analytics.retentionDays, { raw: 90, perMinute: 90, perHour: 90, perDay: 365, perMonth: 1095 });
+  t.same(config.analytics.retentionDays, { raw: 90, perMinute: 90, perHour: 90, perDay: 365, perMonth: 1095, audit: 365 });
   t.same(config.analytics.quota, { windowMs: 3_600_000, queries: 1_000, executionMs: 1_800_000 });
   t.equal(config.analytics.clickhouse.database, "keygate");
 });

@@ -92,6 +92,27 @@ t.test("keygate with two workers on Redis", async (t) => {
     t.equal(verifications, 30, "GET /metrics adds up the verifications of both workers");
   });
 
+  await t.test("the audit log holds the writes of both workers, and either lists them all", async (t) => {
+    const made: string[] = [];
+    for (let i = 0; i < 10; i++)
+      made.push((await call(server, "identities.createIdentity", { externalId: `audited_${i}` })).body.data.identityId);
+    const served = new Set(
+      server
+        .logLines()
+        .filter((line) => line.msg === "request" && line.route === "identities.createIdentity")
+        .map((line) => line.pid),
+    );
+    t.equal(served.size, 2, "both workers made identities");
+    for (let i = 0; i < 4; i++) {
+      const listed = await call(server, "keygate.listAuditLogs", { action: "identity.create" });
+      t.same(
+        listed.body.data.map((entry: { resources: { id: string }[] }) => entry.resources[0]?.id).sort(),
+        [...made].sort(),
+        `listing ${i + 1}: every entry, whichever worker answers`,
+      );
+    }
+  });
+
   await t.test("analytics counts the rate limit decisions and gateway requests of both workers", async (t) => {
     const key = (await call(server, "keys.createKey", { apiId: API })).body.data.key as string;
     for (let i = 0; i < 10; i++) {
@@ -182,6 +203,13 @@ t.test("keygate with two workers on Redis", async (t) => {
     configWith("/moved");
     server.child.kill("SIGHUP");
     await waitFor("both workers reloaded", 10_000, () => (pidsLogging(server, "routes reloaded").size === 2 ? true : undefined));
+    const reloads = await waitFor("both workers' reloads in the audit log", 10_000, async (because) => {
+      const listed = (await call(server, "keygate.listAuditLogs", { action: "config.reload" })).body.data;
+      because(`${listed.length} entries`);
+      return listed.length === 2 ? listed : undefined;
+    });
+    t.equal(reloads.length, 2, "each worker records the reload it applied");
+    t.match(reloads[0], { actor: { type: "system" }, changes: [{ field: "routes.svc" }] });
     const key = (await post(server.baseUrl, "keys.createKey", ROOT_KEY, { apiId: API })).body.data.key;
     for (let i = 0; i < 4; i++) {
       const response = await fetch(`${server.baseUrl}/moved/x`, { headers: { authorization: `Bearer ${key}`, connection: "close" } });

@@ -7,7 +7,7 @@ import { defineListProcedure, definePaginatedProcedure, defineProcedure } from "
 const body = Type.Object({});
 
 t.test("plain, paginated and list procedures all keep problemJsonErrors and aliases", async (t) => {
-  const common = { name: "things.doIt", aliases: ["thing.doIt"], problemJsonErrors: true, body };
+  const common = { name: "things.doIt", aliases: ["thing.doIt"], problemJsonErrors: true, audit: "none" as const, body };
   const kinds = {
     plain: defineProcedure({ ...common, data: Type.Null(), handler: async () => null }),
     paginated: definePaginatedProcedure({
@@ -23,6 +23,7 @@ t.test("plain, paginated and list procedures all keep problemJsonErrors and alia
   }
   const plainErrors = definePaginatedProcedure({
     name: "things.list",
+    audit: "none",
     body,
     data: Type.Null(),
     handler: async () => ({ data: null, pagination: { hasMore: false } }),

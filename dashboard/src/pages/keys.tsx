@@ -180,6 +180,9 @@ function EditKey(props: { keyId: string; onDone: (secret?: { label: string; valu
   return (
     <section aria-label={`Key ${props.keyId}`} class="editor">
       <h2>Key {props.keyId}</h2>
+      <p>
+        <a href={`#/audit-log/key/${encodeURIComponent(props.keyId)}`}>History of this key</a>
+      </p>
       {key && (
         <form onSubmit={save} aria-label="Edit the key">
           <KeyFieldControls fields={fields} onChange={setFields} error={error} />

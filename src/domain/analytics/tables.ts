@@ -13,6 +13,8 @@ export interface RetentionDays {
   perHour: number;
   perDay: number;
   perMonth: number;
+  /** The audit log's raw table (audit_logs_v1). */
+  audit: number;
 }
 
 export interface PublicTable {

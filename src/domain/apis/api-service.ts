@@ -5,6 +5,7 @@ import { newId } from "../../lib/ids.js";
 import { ipEntryProblem } from "../../lib/ip-allowlist.js";
 import type { ApiStore } from "../../storage/interfaces.js";
 import type { ApiRecord } from "../../storage/records.js";
+import { type AuditTrail, changesOf, created, UNAUDITED } from "../audit/audit-trail.js";
 import type { Caller } from "../caller.js";
 import type { CacheInvalidator } from "../invalidation.js";
 import { requireApi } from "../root-keys/permissions.js";
@@ -23,11 +24,13 @@ export class ApiService {
   private readonly apis: ApiStore;
   private readonly invalidator: CacheInvalidator;
   private readonly clock: Clock;
+  private readonly audit: AuditTrail;
 
-  constructor(apis: ApiStore, invalidator: CacheInvalidator, clock: Clock) {
+  constructor(apis: ApiStore, invalidator: CacheInvalidator, clock: Clock, audit: AuditTrail = UNAUDITED) {
     this.apis = apis;
     this.invalidator = invalidator;
     this.clock = clock;
+    this.audit = audit;
   }
 
   async createApi(caller: Caller, input: { name: string }): Promise<{ apiId: string }> {
@@ -42,6 +45,12 @@ export class ApiService {
       deleteProtection: false,
     };
     if (!(await this.apis.create(api))) throw new Error("API id collision; try again");
+    this.audit.record(caller, {
+      action: "api.create",
+      description: `Created API ${api.id} (${api.name})`,
+      resources: [{ type: "api", id: api.id }],
+      changes: created({ name: api.name }),
+    });
     return { apiId: api.id };
   }
 
@@ -70,6 +79,11 @@ export class ApiService {
     }
     // A concurrent delete may win the race; the loser reports 404, as a second delete would.
     if (!(await this.apis.markDeleted(caller.workspaceId, api.id, this.clock.now()))) throw apiNotFound(api.id);
+    this.audit.record(caller, {
+      action: "api.delete",
+      description: `Deleted API ${api.id} (${api.name})`,
+      resources: [{ type: "api", id: api.id }],
+    });
     // Its keys verify as NOT_FOUND from now on, on every instance.
     await this.invalidator.workspaceChanged(caller.workspaceId);
   }
@@ -85,9 +99,15 @@ export class ApiService {
       return problem === undefined ? [] : [{ location: `body.ipAllowlist[${index}]`, message: problem }];
     });
     if (problems.length > 0) throw invalidInput(problems);
-    await this.findLive(caller.workspaceId, input.apiId);
+    const before = await this.findLive(caller.workspaceId, input.apiId);
     const stored = await this.apis.setIpAllowlist(caller.workspaceId, input.apiId, normalisedAllowlist(input.ipAllowlist));
     if (!stored) throw apiNotFound(input.apiId);
+    this.audit.record(caller, {
+      action: "api.update",
+      description: `Set the IP allowlist of API ${stored.id}`,
+      resources: [{ type: "api", id: stored.id }],
+      changes: changesOf({ ipAllowlist: before.ipAllowlist ?? [] }, { ipAllowlist: stored.ipAllowlist ?? [] }, ["ipAllowlist"]),
+    });
     await this.invalidator.workspaceChanged(caller.workspaceId);
     return { apiId: stored.id, ipAllowlist: stored.ipAllowlist ?? [] };
   }

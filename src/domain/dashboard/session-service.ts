@@ -5,6 +5,7 @@ import type { Clock } from "../../lib/clock.js";
 import { hashKey } from "../../lib/hash.js";
 import type { DashboardSessionStore } from "../../storage/interfaces.js";
 import type { DashboardSessionRecord } from "../../storage/records.js";
+import { type AuditEvent, type AuditTrail, type EntryContext, UNAUDITED } from "../audit/audit-trail.js";
 import type { Caller } from "../caller.js";
 import type { RootKeyService } from "../root-keys/root-key-service.js";
 
@@ -38,17 +39,40 @@ export class DashboardSessionService {
   private readonly rootKeys: RootKeyService;
   private readonly clock: Clock;
   private readonly timeouts: SessionTimeouts;
+  private readonly audit: AuditTrail;
 
-  constructor(store: DashboardSessionStore, rootKeys: RootKeyService, clock: Clock, timeouts: SessionTimeouts) {
+  constructor(
+    store: DashboardSessionStore,
+    rootKeys: RootKeyService,
+    clock: Clock,
+    timeouts: SessionTimeouts,
+    audit: AuditTrail = UNAUDITED,
+  ) {
     this.store = store;
     this.rootKeys = rootKeys;
     this.clock = clock;
     this.timeouts = timeouts;
+    this.audit = audit;
   }
 
-  /** Opens a session for a valid root key (a 401 otherwise) and returns its id, for the cookie, once. */
-  async signIn(rootKey: string): Promise<{ sessionId: string; view: SessionView }> {
-    const caller = await this.rootKeys.authenticate(rootKey);
+  /**
+   * Opens a session for a valid root key (a 401 otherwise) and returns its id, for the cookie, once. Both a sign-in
+   * and a refused one are in the audit log; a refused one under the root key's workspace when the key is known.
+   */
+  async signIn(rootKey: string, context: EntryContext = NO_CONTEXT): Promise<{ sessionId: string; view: SessionView }> {
+    await this.audit.admit();
+    let caller: Caller;
+    try {
+      caller = await this.rootKeys.authenticate(rootKey);
+    } catch (error) {
+      const known = await this.rootKeys.identify(rootKey);
+      this.audit.recordAs(known?.workspaceId ?? "", { type: "dashboard", id: known?.id ?? "", name: known?.name ?? "" }, context, {
+        action: "dashboard.sign_in_failed",
+        description: `Refused a dashboard sign-in: ${(error as Error).message}`,
+        resources: known ? [{ type: "rootKey", id: known.id }] : [],
+      });
+      throw error;
+    }
     const now = this.clock.now();
     const sessionId = secret();
     const record: DashboardSessionRecord = {
@@ -60,6 +84,7 @@ export class DashboardSessionService {
       lastSeenAt: now,
     };
     if (!(await this.store.create(record, this.ttl(record, now)))) throw new Error("session id collision; try again");
+    this.recordAs(caller, context, "dashboard.sign_in", "Signed in to the dashboard");
     return { sessionId, view: this.viewOf(record, caller) };
   }
 
@@ -97,8 +122,19 @@ export class DashboardSessionService {
     return expected.length === given.length && timingSafeEqual(expected, given);
   }
 
-  async signOut(sessionId: string): Promise<void> {
+  /** Ends a session; `caller` (the session's root key, from resume) is named in the audit entry. */
+  async signOut(sessionId: string, caller?: Caller, context: EntryContext = NO_CONTEXT): Promise<void> {
     await this.store.delete(hashKey(sessionId));
+    if (caller) this.recordAs(caller, context, "dashboard.sign_out", "Signed out of the dashboard");
+  }
+
+  private recordAs(caller: Caller, context: EntryContext, action: AuditEvent["action"], description: string): void {
+    const actor = { type: "dashboard" as const, id: caller.rootKeyId, name: caller.rootKeyName };
+    this.audit.recordAs(caller.workspaceId, actor, context, {
+      action,
+      description,
+      resources: [{ type: "rootKey", id: caller.rootKeyId }],
+    });
   }
 
   /** The store forgets a session once neither timeout can leave it alive. */
@@ -115,6 +151,8 @@ export class DashboardSessionService {
     };
   }
 }
+
+const NO_CONTEXT: EntryContext = { requestId: "", clientAddress: "", userAgent: "" };
 
 function secret(): string {
   return base58Encode(randomBytes(SECRET_BYTES));

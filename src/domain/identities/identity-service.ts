@@ -4,6 +4,7 @@ import { defined } from "../../lib/defined.js";
 import { newId } from "../../lib/ids.js";
 import type { IdentityStore } from "../../storage/interfaces.js";
 import type { CreditRecord, IdentityRecord } from "../../storage/records.js";
+import { type AuditChange, type AuditTrail, changesOf, created, UNAUDITED } from "../audit/audit-trail.js";
 import type { Caller } from "../caller.js";
 import {
   type CreditsInput,
@@ -45,11 +46,13 @@ export class IdentityService {
   private readonly identities: IdentityStore;
   private readonly invalidator: CacheInvalidator;
   private readonly clock: Clock;
+  private readonly audit: AuditTrail;
 
-  constructor(identities: IdentityStore, invalidator: CacheInvalidator, clock: Clock) {
+  constructor(identities: IdentityStore, invalidator: CacheInvalidator, clock: Clock, audit: AuditTrail = UNAUDITED) {
     this.identities = identities;
     this.invalidator = invalidator;
     this.clock = clock;
+    this.audit = audit;
   }
 
   async createIdentity(
@@ -73,6 +76,13 @@ export class IdentityService {
         `An identity with the externalId '${input.externalId}' already exists.`,
       );
     }
+    const view = viewIdentity(identity);
+    this.audit.record(caller, {
+      action: "identity.create",
+      description: `Created identity ${identity.id} (${identity.externalId})`,
+      resources: [{ type: "identity", id: identity.id }],
+      changes: created({ externalId: view.externalId, meta: view.meta, ratelimits: view.ratelimits, credits: input.credits }),
+    });
     return { identityId: identity.id };
   }
 
@@ -123,15 +133,23 @@ export class IdentityService {
     }));
     if (!updated) throw identityNotFound(input.identity);
     let credits: CreditRecord | null;
+    const changes: AuditChange[] = changesOf({ ...viewIdentity(identity) }, { ...viewIdentity(updated) }, ["meta", "ratelimits"]);
     if (input.credits === undefined) credits = await this.identities.getCredits(caller.workspaceId, identity.id);
     else {
       const changed = await this.identities.updateCredits(caller.workspaceId, identity.id, (_, current) => {
         const next = creditsAfterUpdate(current, input.credits as CreditsInput | null, now, "identity");
-        return { credits: next, result: { next } };
+        return { credits: next, result: { next, before: current } };
       });
       if (!changed) throw identityNotFound(input.identity);
       credits = changed.next;
+      changes.push(creditsChange(changed.before, changed.next, now));
     }
+    this.audit.record(caller, {
+      action: "identity.update",
+      description: `Updated identity ${identity.id} (${identity.externalId})`,
+      resources: [{ type: "identity", id: identity.id }],
+      changes,
+    });
     await this.invalidator.workspaceChanged(caller.workspaceId);
     return detailed(updated, credits, now);
   }
@@ -148,10 +166,16 @@ export class IdentityService {
     const now = this.clock.now();
     const changed = await this.identities.updateCredits(caller.workspaceId, identity.id, (_, current) => {
       const next = creditsAfterOperation(current, input.operation, input.value, now, "identity");
-      return { credits: next, result: { next, paidBefore: current !== null } };
+      return { credits: next, result: { next, before: current } };
     });
     if (!changed) throw identityNotFound(input.identity);
-    if (changed.paidBefore !== (changed.next !== null)) await this.invalidator.workspaceChanged(caller.workspaceId);
+    this.audit.record(caller, {
+      action: "identity.update",
+      description: `Changed the credits of identity ${identity.id} (${input.operation})`,
+      resources: [{ type: "identity", id: identity.id }],
+      changes: [creditsChange(changed.before, changed.next, now)],
+    });
+    if ((changed.before !== null) !== (changed.next !== null)) await this.invalidator.workspaceChanged(caller.workspaceId);
     return viewCredits(changed.next, now) ?? { remaining: null };
   }
 
@@ -170,6 +194,11 @@ export class IdentityService {
     const identity = await this.findLive(caller.workspaceId, input.identity);
     caller.authorize(requireIdentity("delete_identity", identity.id));
     if (!(await this.identities.markDeleted(caller.workspaceId, identity.id, this.clock.now()))) throw identityNotFound(input.identity);
+    this.audit.record(caller, {
+      action: "identity.delete",
+      description: `Deleted identity ${identity.id} (${identity.externalId})`,
+      resources: [{ type: "identity", id: identity.id }],
+    });
     await this.invalidator.workspaceChanged(caller.workspaceId);
   }
 
@@ -228,4 +257,9 @@ function detailed(identity: IdentityRecord, credits: CreditRecord | null, now: n
 
 function identityNotFound(what: string): KeygateError {
   return new KeygateError("err:unkey:data:identity_not_found", `The identity '${what}' does not exist.`);
+}
+
+/** A balance's change as the audit log shows it: the credits view before and after (null: none). */
+function creditsChange(before: CreditRecord | null, after: CreditRecord | null, now: number): AuditChange {
+  return { field: "credits", old: viewCredits(before, now) ?? null, new: viewCredits(after, now) ?? null };
 }

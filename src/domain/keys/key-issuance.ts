@@ -6,6 +6,7 @@ import { newId } from "../../lib/ids.js";
 import type { KeyStore } from "../../storage/interfaces.js";
 import type { CreditRecord, KeyRecord } from "../../storage/records.js";
 import type { ApiService } from "../apis/api-service.js";
+import { type AuditTrail, created, UNAUDITED } from "../audit/audit-trail.js";
 import type { Caller } from "../caller.js";
 import { type CreditsInput, creditsForNewKey, withRefills } from "../credits.js";
 import type { IdentityService } from "../identities/identity-service.js";
@@ -53,6 +54,7 @@ export interface KeyIssuanceDeps {
   invalidator: CacheInvalidator;
   clock: Clock;
   generateKey: (prefix: string | undefined, byteLength: number) => { key: string; start: string };
+  audit?: AuditTrail;
   /** Told of keys created, updated and deleted (webhooks); nobody without one. */
   notices?: NoticeSink;
 }
@@ -100,6 +102,25 @@ export async function createKey(deps: KeyIssuanceDeps, caller: Caller, input: Cr
   if (!(await deps.keys.create(record, credits))) throw idCollision();
   // An instance may remember this hash as unknown from an earlier attempt; it is known now.
   await deps.invalidator.keyChanged(workspaceId, record.hash);
+  (deps.audit ?? UNAUDITED).record(caller, {
+    action: "key.create",
+    description: `Created key ${id} in API ${api.id}`,
+    resources: [{ type: "key", id }, { type: "api", id: api.id }, ...(identity ? [{ type: "identity", id: identity.id }] : [])],
+    // The wire's fields as given, never the key (nor its hash or start).
+    changes: created({
+      name: input.name,
+      prefix: input.prefix,
+      externalId: input.externalId,
+      meta: input.meta,
+      roles: input.roles,
+      permissions: input.permissions,
+      expires: input.expires,
+      credits: input.credits,
+      ratelimits: input.ratelimits,
+      enabled: input.enabled,
+      recoverable: input.recoverable,
+    }),
+  });
   await postKeyNotice(deps, "key.created", record, identity ?? null);
   return { keyId: id, key };
 }
@@ -145,6 +166,16 @@ export async function rerollKey(deps: KeyIssuanceDeps, caller: Caller, input: { 
   );
   await deps.invalidator.keyChanged(workspaceId, old.hash);
   await deps.invalidator.keyChanged(workspaceId, record.hash);
+  (deps.audit ?? UNAUDITED).record(caller, {
+    action: "key.reroll",
+    description: `Rerolled key ${old.id} into key ${id}`,
+    resources: [
+      { type: "key", id: old.id },
+      { type: "key", id },
+      { type: "api", id: old.apiId },
+    ],
+    changes: [{ field: "expires", old: old.expires ?? null, new: Math.min(old.expires ?? Number.POSITIVE_INFINITY, expiresAt) }],
+  });
   await postKeyNotice(deps, "key.created", record);
   return { keyId: id, key };
 }

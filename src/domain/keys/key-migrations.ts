@@ -6,6 +6,7 @@ import { newId } from "../../lib/ids.js";
 import type { KeyStore } from "../../storage/interfaces.js";
 import type { CreditRecord, KeyRecord } from "../../storage/records.js";
 import type { ApiService } from "../apis/api-service.js";
+import { type AuditTrail, UNAUDITED } from "../audit/audit-trail.js";
 import type { Caller } from "../caller.js";
 import { type CreditsInput, creditsForNewKey } from "../credits.js";
 import type { IdentityService } from "../identities/identity-service.js";
@@ -104,6 +105,7 @@ export interface KeyMigrationDeps {
   invalidator: CacheInvalidator;
   clock: Clock;
   migrations: readonly MigrationDeclaration[];
+  audit?: AuditTrail;
 }
 
 /** Keys written to the store at once: enough to keep a Redis connection busy, few enough to bound memory. */
@@ -209,6 +211,13 @@ export class KeyMigrationService {
     input.keys.forEach((key, index) => {
       if (created[index]) result.migrated.push({ hash: key.hash, keyId: (records[index] as (typeof records)[number]).record.id });
       else result.failed.push(key.hash);
+    });
+    // One entry for the call, naming every key imported; never a hash (a secret of the other system).
+    (this.deps.audit ?? UNAUDITED).record(caller, {
+      action: "key.create",
+      description: `Migrated ${result.migrated.length} keys into API ${api.id} (migration ${migration.id}, ${result.failed.length} failed)`,
+      resources: [{ type: "api", id: api.id }, ...result.migrated.map(({ keyId }) => ({ type: "key", id: keyId }))],
+      changes: [{ field: "migrationId", old: null, new: migration.id }],
     });
     return result;
   }

@@ -1,7 +1,8 @@
 import { KeygateError } from "../../errors/keygate-error.js";
 import { defined } from "../../lib/defined.js";
 import { hashKey } from "../../lib/hash.js";
-import type { IdentityRecord, KeyRecord } from "../../storage/records.js";
+import type { CreditRecord, IdentityRecord, KeyRecord } from "../../storage/records.js";
+import { UNAUDITED } from "../audit/audit-trail.js";
 import type { Caller } from "../caller.js";
 import { type CreditsInput, type CreditsView, creditsAfterOperation, creditsAfterUpdate, viewCredits } from "../credits.js";
 import { checkMeta, MAX_KEY_META_BYTES } from "../meta.js";
@@ -9,6 +10,7 @@ import { type NamedLimitInput, replaceNamedLimits } from "../named-limits.js";
 import { type Listed, pagination } from "../pagination.js";
 import { allOf } from "../permissions/query.js";
 import { requireApi } from "../root-keys/permissions.js";
+import { keyChanges } from "./key-audit.js";
 import { describeKeys, type KeyDetails, type KeyDetailsDeps } from "./key-details.js";
 import type { CreateKeyInput, IssuedKey, KeyIssuanceDeps } from "./key-issuance.js";
 import * as issuance from "./key-issuance.js";
@@ -56,6 +58,7 @@ export class KeyService {
     caller.authorize(requireApi("read_key", key.apiId));
     if (input.decrypt) this.deps.secrets.authorizeDecrypt(caller, key.apiId);
     const [details] = await this.describe(caller.workspaceId, [key], input.decrypt);
+    if (input.decrypt) this.revealed(caller, key.encrypted === undefined ? [] : [key]);
     return details as KeyDetails;
   }
 
@@ -87,7 +90,13 @@ export class KeyService {
       limit: input.limit,
       ...defined({ cursor: input.cursor, identityId }),
     });
-    return { items: await this.describe(workspaceId, found.items, input.decrypt), pagination: pagination(found) };
+    const items = await this.describe(workspaceId, found.items, input.decrypt);
+    if (input.decrypt)
+      this.revealed(
+        caller,
+        found.items.filter((key) => key.encrypted !== undefined),
+      );
+    return { items, pagination: pagination(found) };
   }
 
   async updateKey(caller: Caller, input: UpdateKeyInput): Promise<void> {
@@ -104,6 +113,8 @@ export class KeyService {
     else if (input.externalId !== undefined) identity = await this.deps.identities.findOrCreate(workspaceId, input.externalId);
     const now = this.deps.clock.now();
 
+    let before: { key: KeyRecord; credits: CreditRecord | null } | undefined;
+    let after: { key: KeyRecord; credits: CreditRecord | null } | undefined;
     const updated = await this.deps.keys.update(workspaceId, key.id, (current, credits) => {
       if (current.deletedAt !== undefined) return { result: false };
       const next: KeyRecord = { ...current, updatedAt: now };
@@ -116,13 +127,18 @@ export class KeyService {
         next.ratelimits = replaceNamedLimits(current.ratelimits, input.ratelimits, "body.ratelimits", now);
       if (roles) next.roleIds = roles.map((role) => role.id);
       if (permissions) next.permissionIds = permissions.map((permission) => permission.id);
-      return {
-        key: next,
-        ...defined({ credits: input.credits !== undefined ? creditsAfterUpdate(credits, input.credits, now) : undefined }),
-        result: true,
-      };
+      const nextCredits = input.credits !== undefined ? creditsAfterUpdate(credits, input.credits, now) : undefined;
+      before = { key: current, credits };
+      after = { key: next, credits: nextCredits === undefined ? credits : nextCredits };
+      return { key: next, ...defined({ credits: nextCredits }), result: true };
     });
-    if (!updated) throw keyNotFound(input.keyId);
+    if (!updated || !before || !after) throw keyNotFound(input.keyId);
+    this.audit.record(caller, {
+      action: "key.update",
+      description: `Updated key ${key.id}`,
+      resources: keyResources(key),
+      changes: await keyChanges(this.deps, before, after, now),
+    });
     await this.deps.invalidator.keyChanged(workspaceId, key.hash);
     await postKeyNotice(this.deps, "key.updated", key, identity);
   }
@@ -137,9 +153,15 @@ export class KeyService {
     const credits = await this.deps.keys.update(caller.workspaceId, key.id, (current, balance) => {
       if (current.deletedAt !== undefined) return { result: undefined };
       const next = creditsAfterOperation(balance, input.operation, input.value, now);
-      return { credits: next, result: { balance: next } };
+      return { credits: next, result: { before: balance, balance: next } };
     });
     if (!credits) throw keyNotFound(input.keyId);
+    this.audit.record(caller, {
+      action: "key.update",
+      description: `Changed the credits of key ${key.id} (${input.operation})`,
+      resources: keyResources(key),
+      changes: [{ field: "credits", old: viewCredits(credits.before, now) ?? null, new: viewCredits(credits.balance, now) ?? null }],
+    });
     await this.deps.invalidator.keyChanged(caller.workspaceId, key.hash);
     return viewCredits(credits.balance, now) ?? { remaining: null };
   }
@@ -168,6 +190,11 @@ export class KeyService {
       );
       if (!deleted) throw keyNotFound(input.keyId);
     }
+    this.audit.record(caller, {
+      action: "key.delete",
+      description: `${input.permanent ? "Permanently deleted" : "Deleted"} key ${key.id}`,
+      resources: keyResources(key),
+    });
     await this.deps.invalidator.keyChanged(caller.workspaceId, key.hash);
     await postKeyNotice(this.deps, "key.deleted", key);
   }
@@ -177,9 +204,30 @@ export class KeyService {
     return issuance.rerollKey(this.deps, caller, input);
   }
 
+  private get audit() {
+    return this.deps.audit ?? UNAUDITED;
+  }
+
+  /** Plaintexts of recoverable keys were shown: one entry naming every key revealed. */
+  private revealed(caller: Caller, keys: readonly KeyRecord[]): void {
+    if (keys.length === 0) return;
+    this.audit.record(caller, {
+      action: "key.reveal",
+      description: `Revealed the plaintext of ${keys.length === 1 ? `key ${keys[0]?.id}` : `${keys.length} keys`}`,
+      resources: keys.flatMap(keyResources),
+    });
+  }
+
   private describe(workspaceId: string, keys: readonly KeyRecord[], decrypt: boolean): Promise<KeyDetails[]> {
     return describeKeys(this.deps, workspaceId, keys, decrypt);
   }
+}
+
+function keyResources(key: KeyRecord): { type: string; id: string }[] {
+  return [
+    { type: "key", id: key.id },
+    { type: "api", id: key.apiId },
+  ];
 }
 
 function setOrClear<K extends "name" | "meta" | "expires" | "identityId">(

@@ -5,6 +5,7 @@ import type { WindowResult } from "../../storage/counter-interfaces.js";
 import type { RatelimitNamespaceStore } from "../../storage/interfaces.js";
 import type { RatelimitNamespaceRecord } from "../../storage/records.js";
 import type { EventSink, RatelimitEvent } from "../analytics/events.js";
+import { type AuditTrail, UNAUDITED } from "../audit/audit-trail.js";
 import type { Caller } from "../caller.js";
 import { type NoticeSink, UNHEARD } from "../notices.js";
 import type { RatelimitSource } from "../observer.js";
@@ -15,7 +16,7 @@ import { decided, type NamespaceLimitCheck, type NamespaceLimitDecision } from "
 import type { Limiter } from "./limiter.js";
 import type { NamespaceDirectory, ResolvedNamespace } from "./namespace-directory.js";
 import { applyOverrides, type LimitRequest, missingNames, NamespaceResolver, namespaceNotFound } from "./namespace-resolver.js";
-import { type OverrideView, overrideNotFound, overrideView } from "./override-views.js";
+import { type OverrideView, overrideChanges, overrideNotFound, overrideView } from "./override-views.js";
 import { recordRatelimitDecision } from "./ratelimit-events.js";
 
 export type { NamespaceLimitCheck, NamespaceLimitDecision } from "./limit-decision.js";
@@ -67,6 +68,7 @@ export interface RatelimitServiceOptions {
   events: EventSink<RatelimitEvent>;
   /** Told of a window exceeded (ratelimit.exceeded); nobody by default. */
   notices?: NoticeSink;
+  audit?: AuditTrail;
 }
 
 /**
@@ -83,6 +85,7 @@ export class RatelimitService {
   private readonly clock: Clock;
   private readonly events: EventSink<RatelimitEvent>;
   private readonly exceeded: ExceededNotices;
+  private readonly audit: AuditTrail;
 
   constructor(options: RatelimitServiceOptions) {
     this.namespaces = options.namespaces;
@@ -92,6 +95,7 @@ export class RatelimitService {
     this.clock = options.clock;
     this.events = options.events;
     this.exceeded = new ExceededNotices(options.notices ?? UNHEARD);
+    this.audit = options.audit ?? UNAUDITED;
   }
 
   /**
@@ -145,6 +149,7 @@ export class RatelimitService {
   ): Promise<{ overrideId: string }> {
     const namespace = await this.liveNamespace(caller, input.namespace, "set_override");
     const now = this.clock.now();
+    const before = await this.namespaces.getOverride(caller.workspaceId, namespace.id, input.identifier);
     const stored = await this.namespaces.setOverride({
       id: newId("rlor", now),
       workspaceId: caller.workspaceId,
@@ -155,6 +160,7 @@ export class RatelimitService {
       createdAt: now,
     });
     this.directory.forget(caller.workspaceId, namespace.id, namespace.name);
+    this.audit.record(caller, overrideChanges("ratelimit.set_override", namespace, before, stored));
     return { overrideId: stored.id };
   }
 
@@ -181,8 +187,10 @@ export class RatelimitService {
   /** ratelimit.deleteOverride: removes the override stored under exactly this identifier or pattern. */
   async deleteOverride(caller: Caller, input: NamespaceTarget & { identifier: string }): Promise<void> {
     const namespace = await this.liveNamespace(caller, input.namespace, "delete_override");
+    const before = await this.namespaces.getOverride(caller.workspaceId, namespace.id, input.identifier);
     const deleted = await this.namespaces.deleteOverride(caller.workspaceId, namespace.id, input.identifier);
-    if (!deleted) throw overrideNotFound(input.identifier, input.namespace);
+    if (!deleted || !before) throw overrideNotFound(input.identifier, input.namespace);
+    this.audit.record(caller, overrideChanges("ratelimit.delete_override", namespace, before, null));
     this.directory.forget(caller.workspaceId, namespace.id, namespace.name);
   }
 

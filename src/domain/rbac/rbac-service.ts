@@ -4,6 +4,7 @@ import { defined } from "../../lib/defined.js";
 import { newId } from "../../lib/ids.js";
 import type { PermissionStore, RoleStore } from "../../storage/interfaces.js";
 import type { PermissionRecord, RoleRecord } from "../../storage/records.js";
+import { type AuditTrail, created, UNAUDITED } from "../audit/audit-trail.js";
 import type { Caller } from "../caller.js";
 import type { CacheInvalidator } from "../invalidation.js";
 import { type Listed, type ListInput, listed, page, pagination } from "../pagination.js";
@@ -30,12 +31,14 @@ export class RbacService {
   private readonly roles: RoleStore;
   private readonly invalidator: CacheInvalidator;
   private readonly clock: Clock;
+  private readonly audit: AuditTrail;
 
-  constructor(permissions: PermissionStore, roles: RoleStore, invalidator: CacheInvalidator, clock: Clock) {
+  constructor(permissions: PermissionStore, roles: RoleStore, invalidator: CacheInvalidator, clock: Clock, audit: AuditTrail = UNAUDITED) {
     this.permissions = permissions;
     this.roles = roles;
     this.invalidator = invalidator;
     this.clock = clock;
+    this.audit = audit;
   }
 
   async createPermission(caller: Caller, input: { name: string; slug: string; description?: string }): Promise<{ permissionId: string }> {
@@ -51,6 +54,12 @@ export class RbacService {
     if (!(await this.permissions.create(permission))) {
       throw new KeygateError("err:unkey:data:permission_already_exists", `A permission with the slug '${input.slug}' already exists.`);
     }
+    this.audit.record(caller, {
+      action: "permission.create",
+      description: `Created permission ${permission.id} (${permission.slug})`,
+      resources: [{ type: "permission", id: permission.id }],
+      changes: created({ name: permission.name, slug: permission.slug, description: permission.description }),
+    });
     return { permissionId: permission.id };
   }
 
@@ -69,6 +78,11 @@ export class RbacService {
     caller.authorize(requireRbac("delete_permission"));
     const permission = await this.findPermission(caller.workspaceId, input.permission);
     if (!(await this.permissions.delete(caller.workspaceId, permission.id))) throw permissionNotFound(input.permission);
+    this.audit.record(caller, {
+      action: "permission.delete",
+      description: `Deleted permission ${permission.id} (${permission.slug})`,
+      resources: [{ type: "permission", id: permission.id }],
+    });
     await this.invalidator.workspaceChanged(caller.workspaceId);
   }
 
@@ -90,6 +104,16 @@ export class RbacService {
         "err:unkey:data:role_already_exists",
         `A role named '${input.name}' already exists (names are compared ignoring case).`,
       );
+    this.audit.record(caller, {
+      action: "role.create",
+      description: `Created role ${role.id} (${role.name})`,
+      resources: [{ type: "role", id: role.id }, ...permissions.map((p) => ({ type: "permission", id: p.id }))],
+      changes: created({
+        name: role.name,
+        description: role.description,
+        permissions: slugs.length > 0 ? permissions.map((p) => p.slug) : undefined,
+      }),
+    });
     return { roleId: role.id };
   }
 
@@ -111,6 +135,11 @@ export class RbacService {
     caller.authorize(requireRbac("delete_role"));
     const role = await this.findRole(caller.workspaceId, input.role);
     if (!(await this.roles.delete(caller.workspaceId, role.id))) throw roleNotFound(input.role);
+    this.audit.record(caller, {
+      action: "role.delete",
+      description: `Deleted role ${role.id} (${role.name})`,
+      resources: [{ type: "role", id: role.id }],
+    });
     await this.invalidator.workspaceChanged(caller.workspaceId);
   }
 
@@ -127,6 +156,13 @@ export class RbacService {
       ))
     )
       throw roleNotFound(input.roleId);
+    const before = (await this.permissions.getMany(caller.workspaceId, role.permissionIds)).map((p) => p.slug);
+    this.audit.record(caller, {
+      action: "role.update",
+      description: `Set the permissions of role ${role.id} (${role.name})`,
+      resources: [{ type: "role", id: role.id }, ...permissions.map((p) => ({ type: "permission", id: p.id }))],
+      changes: [{ field: "permissions", old: before, new: permissions.map((p) => p.slug) }],
+    });
     await this.invalidator.workspaceChanged(caller.workspaceId);
     return permissions.map(viewPermission);
   }

@@ -65,6 +65,8 @@ export const requireRatelimit = (action: RatelimitAction, namespaceId?: string):
   scoped("ratelimit", action, namespaceId);
 export const requireRbac = (action: RbacAction): PermissionQuery => scoped("rbac", action);
 export const requireIdentity = (action: IdentityAction, identityId?: string): PermissionQuery => scoped("identity", action, identityId);
+/** The audit log (keygate.listAuditLogs): `audit.*.read_audit_logs`, always workspace-wide. */
+export const requireAudit = (action: "read_audit_logs"): PermissionQuery => scoped("audit", action);
 export const requireRootKey = (action: RootKeyAction): PermissionQuery => scoped("root_key", action);
 export const requireWebhook = (action: WebhookAction, webhookId?: string): PermissionQuery => scoped("webhook", action, webhookId);
 export const requireGateway = (action: GatewayAction, routeId?: string): PermissionQuery => scoped("gateway", action, routeId);

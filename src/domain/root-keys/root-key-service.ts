@@ -7,6 +7,7 @@ import { hashKey } from "../../lib/hash.js";
 import { newId } from "../../lib/ids.js";
 import type { RootKeyStore } from "../../storage/interfaces.js";
 import type { RootKeyRecord } from "../../storage/records.js";
+import { type AuditEvent, type AuditTrail, created, UNAUDITED } from "../audit/audit-trail.js";
 import type { Caller } from "../caller.js";
 import type { CacheInvalidator } from "../invalidation.js";
 import { PermissionSet } from "../permissions/permission-set.js";
@@ -53,11 +54,19 @@ export class RootKeyService {
   private readonly store: RootKeyStore;
   private readonly invalidator: CacheInvalidator;
   private readonly clock: Clock;
+  private readonly audit: AuditTrail;
 
-  constructor(store: RootKeyStore, invalidator: CacheInvalidator, clock: Clock, configured: readonly ConfiguredRootKey[] = []) {
+  constructor(
+    store: RootKeyStore,
+    invalidator: CacheInvalidator,
+    clock: Clock,
+    configured: readonly ConfiguredRootKey[] = [],
+    audit: AuditTrail = UNAUDITED,
+  ) {
     this.store = store;
     this.invalidator = invalidator;
     this.clock = clock;
+    this.audit = audit;
     configured.forEach((rootKey, index) => {
       const hash = rootKey.hash ?? hashKey(rootKey.key as string);
       this.configured.set(hash, {
@@ -84,6 +93,13 @@ export class RootKeyService {
   /** The same for a root key known by its hash (a dashboard session keeps the hash, never the key). */
   async authenticateHash(hash: string): Promise<Caller> {
     return this.accept(this.configured.get(hash) ?? (await this.store.findByHash(hash)));
+  }
+
+  /** Whose a presented root key is, valid or not (revoked, expired): for the audit entry of a refused sign-in. */
+  async identify(plaintext: string): Promise<{ id: string; workspaceId: string; name: string } | null> {
+    const hash = hashKey(plaintext);
+    const record = this.configured.get(hash) ?? (await this.store.findByHash(hash));
+    return record ? { id: record.id, workspaceId: record.workspaceId, name: record.name ?? "" } : null;
   }
 
   private accept(record: RootKeyRecord | null): Caller {
@@ -143,7 +159,9 @@ export class RootKeyService {
         );
       }
     }
-    return this.create({ ...request, workspaceId: caller.workspaceId });
+    const made = await this.create({ ...request, workspaceId: caller.workspaceId });
+    this.audit.record(caller, rootKeyCreated(made.record));
+    return made;
   }
 
   /** The stored root keys of the caller's workspace, revoked ones included (configured keys are not stored). */
@@ -159,6 +177,11 @@ export class RootKeyService {
     if (!owned || !(await this.revoke(id))) {
       throw new KeygateError("err:keygate:data:root_key_not_found", `The root key '${id}' does not exist or was revoked.`);
     }
+    this.audit.record(caller, {
+      action: "rootKey.delete",
+      description: `Revoked root key ${id}${owned.name === undefined ? "" : ` (${owned.name})`}`,
+      resources: [{ type: "rootKey", id }],
+    });
   }
 
   private callerOf(record: RootKeyRecord): RootKeyCaller {
@@ -174,12 +197,14 @@ export class RootKeyService {
 class RootKeyCaller implements Caller {
   readonly rootKeyId: string;
   readonly workspaceId: string;
+  readonly rootKeyName: string;
   private readonly permissions: PermissionSet;
   private readonly held: readonly string[];
 
   constructor(record: RootKeyRecord) {
     this.rootKeyId = record.id;
     this.workspaceId = record.workspaceId;
+    this.rootKeyName = record.name ?? "";
     this.held = record.permissions.map(normaliseRootPermission);
     this.permissions = new PermissionSet(this.held);
   }
@@ -205,6 +230,16 @@ class RootKeyCaller implements Caller {
   holdsAny(test: (permission: string) => boolean): boolean {
     return this.held.some(test);
   }
+}
+
+/** The audit event of a new root key: its name, permissions and expiry, never the key nor its hash. */
+export function rootKeyCreated(record: RootKeyRecord): AuditEvent {
+  return {
+    action: "rootKey.create",
+    description: `Created root key ${record.id}${record.name === undefined ? "" : ` (${record.name})`}`,
+    resources: [{ type: "rootKey", id: record.id }],
+    changes: created({ name: record.name, permissions: record.permissions, expires: record.expires }),
+  };
 }
 
 function unauthorized(detail: string): KeygateError {

@@ -3,13 +3,23 @@ import type { Clock } from "../../lib/clock.js";
 import { newId } from "../../lib/ids.js";
 import type { RouteStore, StoredRouteTable } from "../../storage/route-interfaces.js";
 import type { PolicyRecord, RouteRecord } from "../../storage/route-records.js";
+import { type AuditAction, type AuditTrail, UNAUDITED } from "../audit/audit-trail.js";
 import type { Caller } from "../caller.js";
 import { requireGateway } from "../root-keys/permissions.js";
 import { compilePolicies, POLICY_KINDS } from "./policy-compiler.js";
 import type { Problem, Problems } from "./problems.js";
 import { type CompiledRoute, compileRoute, type RouteCompileRules } from "./route-compiler.js";
 import { configView, type RouteView, storedView, type UpstreamTargetHealth, withHealth } from "./route-views.js";
-import { clashIn, definitionOf, keepingIds, type OptionalRouteField, setOptionalFields, swapped, withId } from "./route-writes.js";
+import {
+  clashIn,
+  definitionOf,
+  keepingIds,
+  type OptionalRouteField,
+  routeAudit,
+  setOptionalFields,
+  swapped,
+  withId,
+} from "./route-writes.js";
 
 /** A policy as a client writes it: its id is keygate's to give. */
 export type PolicyInput = Omit<PolicyRecord, "id">;
@@ -42,6 +52,7 @@ export interface RouteServiceOptions {
   clock: Clock;
   /** The state of a route's upstream targets as this process sees them (a pool's only); shown with the route. */
   upstreamHealth?: (routeId: string) => UpstreamTargetHealth[] | undefined;
+  audit?: AuditTrail;
 }
 
 /** Largest OpenAPI document a route may have, in characters. */
@@ -76,6 +87,7 @@ export class RouteService {
     setOptionalFields(route, input);
     await this.validate(route);
     return this.write(
+      { caller, action: "route.create", before: null, after: route },
       () => storedView(route),
       (table) => [...table.routes, route],
     );
@@ -111,12 +123,13 @@ export class RouteService {
     if (input.upstream !== undefined) next.upstream = input.upstream;
     if (input.policies !== undefined) next.policies = keepingIds(current.policies, input.policies, now);
     setOptionalFields(next, input);
-    return this.replace(current, next);
+    return this.replace(caller, "route.update", current, next);
   }
 
   async deleteRoute(caller: Caller, input: { route: string }): Promise<void> {
     const current = await this.stored(caller, input.route, "delete_route");
     await this.write(
+      { caller, action: "route.delete", before: current, after: null },
       () => undefined,
       (table) => table.routes.filter((route) => route.id !== current.id),
     );
@@ -129,7 +142,11 @@ export class RouteService {
   async setRoutePolicies(caller: Caller, input: { route: string; policies: PolicyInput[] }): Promise<RouteView> {
     const current = await this.stored(caller, input.route, "update_route");
     const now = this.options.clock.now();
-    return this.replace(current, { ...current, policies: keepingIds(current.policies, input.policies, now), updatedAt: now });
+    return this.replace(caller, "route.set_policies", current, {
+      ...current,
+      policies: keepingIds(current.policies, input.policies, now),
+      updatedAt: now,
+    });
   }
 
   /** Changes one policy, keeping its id and its place; a rule given replaces the policy's rule, whatever its kind. */
@@ -153,7 +170,7 @@ export class RouteService {
     const problems: Problems = [];
     compilePolicies([next], current.name, "policy", problems);
     if (problems.length > 0) throw invalid(problems.map((problem) => ({ ...problem, at: problem.at.replace(/^policy\[0\]\.?/, "") })));
-    return this.replace(current, { ...current, policies, updatedAt: this.options.clock.now() });
+    return this.replace(caller, "route.update_policy", current, { ...current, policies, updatedAt: this.options.clock.now() });
   }
 
   /** Stores the OpenAPI document a route's openapi policies validate requests against (null removes it). */
@@ -173,6 +190,7 @@ export class RouteService {
     // Later than the upload it replaces, even within one millisecond: instances keep a document while it is the same.
     else next.openApi = { uploadedAt: Math.max(now, (current.openApi?.uploadedAt ?? 0) + 1) };
     return this.write(
+      { caller, action: "route.set_openapi", before: current, after: next },
       () => storedView(next),
       (table) => swapped(table, current, next),
       { routeId: current.id, text: document },
@@ -185,19 +203,21 @@ export class RouteService {
     return this.options.store.openApi(current.id);
   }
 
-  private async replace(current: RouteRecord, next: RouteRecord): Promise<RouteView> {
+  private async replace(caller: Caller, action: AuditAction, current: RouteRecord, next: RouteRecord): Promise<RouteView> {
     await this.validate(next);
     return this.write(
+      { caller, action, before: current, after: next },
       () => storedView(next),
       (table) => swapped(table, current, next),
     );
   }
 
   /**
-   * Writes the table `next` makes of the current one, unless the route changed meanwhile or now clashes (409), and
-   * tells every instance. Returns `result()`.
+   * Writes the table `next` makes of the current one, unless the route changed meanwhile or now clashes (409), records
+   * `audit`, and tells every instance. Returns `result()`.
    */
   private async write<R>(
+    audit: { caller: Caller; action: AuditAction; before: RouteRecord | null; after: RouteRecord | null },
     result: () => R,
     next: (table: StoredRouteTable) => RouteRecord[],
     openApi?: { routeId: string; text: string | null },
@@ -208,6 +228,7 @@ export class RouteService {
       if (clash) throw clash;
       return openApi ? { result: table.version + 1, routes, openApi } : { result: table.version + 1, routes };
     });
+    (this.options.audit ?? UNAUDITED).record(audit.caller, routeAudit(audit.action, audit.before, audit.after));
     await this.options.notifier.routesChanged(version);
     return result();
   }

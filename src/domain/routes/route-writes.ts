@@ -2,6 +2,8 @@ import { KeygateError } from "../../errors/keygate-error.js";
 import { newId } from "../../lib/ids.js";
 import type { StoredRouteTable } from "../../storage/route-interfaces.js";
 import type { PolicyRecord, RouteRecord } from "../../storage/route-records.js";
+import type { AuditAction, AuditEvent } from "../audit/audit-trail.js";
+import { changesOf } from "../audit/audit-trail.js";
 import type { CompiledRoute, RouteCompileRules, RouteDefinition } from "./route-compiler.js";
 import type { PolicyInput } from "./route-service.js";
 
@@ -72,4 +74,24 @@ export function clashIn(
 
 function conflict(detail: string): KeygateError {
   return new KeygateError("err:keygate:data:route_conflict", detail);
+}
+
+/** A route's fields as the wire names them, for its audit entry; credentials in an upstream URL are masked. */
+function auditFields(route: RouteRecord | null): Record<string, unknown> {
+  if (!route) return {};
+  const { id: _id, workspaceId: _workspace, createdAt: _created, updatedAt: _updated, ...fields } = route;
+  return JSON.parse(JSON.stringify(fields).replace(/\/\/[^/@"\s]*@/g, "//***@")) as Record<string, unknown>;
+}
+
+/** The audit event of a route written (`before` null: created; `after` null: deleted). */
+export function routeAudit(action: AuditAction, before: RouteRecord | null, after: RouteRecord | null): AuditEvent {
+  const route = (after ?? before) as RouteRecord;
+  const old = auditFields(before);
+  const now = auditFields(after);
+  return {
+    action,
+    description: `${action === "route.create" ? "Created" : action === "route.delete" ? "Deleted" : "Changed"} route ${route.id} (${route.name})`,
+    resources: [{ type: "route", id: route.id }],
+    changes: changesOf(old, now, [...new Set([...Object.keys(old), ...Object.keys(now)])]),
+  };
 }

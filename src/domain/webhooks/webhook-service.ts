@@ -5,6 +5,7 @@ import { newId } from "../../lib/ids.js";
 import { isPrivateAddress } from "../../lib/private-addresses.js";
 import type { WebhookOutbox, WebhookStore } from "../../storage/webhook-interfaces.js";
 import type { WebhookDeliveryRecord, WebhookEndpointRecord } from "../../storage/webhook-records.js";
+import { type AuditTrail, changesOf, created, removed, UNAUDITED } from "../audit/audit-trail.js";
 import type { Caller } from "../caller.js";
 import { requireWebhook } from "../root-keys/permissions.js";
 import type { WebhookDispatcher } from "./dispatcher.js";
@@ -21,6 +22,8 @@ export interface WebhookServiceDeps {
   allowPrivateAddresses: boolean;
   /** Endpoints a workspace may have, at most. */
   maxEndpoints: number;
+  /** Where the writes record their entries (never a secret, and an endpoint's URL only as its origin). */
+  audit?: AuditTrail;
 }
 
 /** An endpoint as listed: everything but its secrets. */
@@ -41,9 +44,11 @@ const DEFAULT_GRACE_MS = 24 * 3_600_000;
 /** The keygate.*Webhook procedures: endpoints of the caller's workspace, their secrets, test events and deliveries. */
 export class WebhookService {
   private readonly deps: WebhookServiceDeps;
+  private readonly audit: AuditTrail;
 
   constructor(deps: WebhookServiceDeps) {
     this.deps = deps;
+    this.audit = deps.audit ?? UNAUDITED;
   }
 
   async create(
@@ -69,6 +74,12 @@ export class WebhookService {
     };
     if (!(await this.deps.store.create(record))) throw new Error("webhook id collision; try again");
     this.deps.dispatcher.endpointsChanged(caller.workspaceId);
+    this.audit.record(caller, {
+      action: "webhook.create",
+      description: `Created webhook ${id}`,
+      resources: [{ type: "webhook", id }],
+      changes: created(audited(view(record))),
+    });
     return { webhookId: id, secret };
   }
 
@@ -86,7 +97,9 @@ export class WebhookService {
     caller.authorize(requireWebhook("update_webhook", input.webhookId));
     const url = input.url === undefined ? undefined : this.checkUrl(input.url);
     const now = this.deps.clock.now();
+    let before: WebhookEndpointRecord | undefined;
     const updated = await this.deps.store.update(caller.workspaceId, input.webhookId, (current) => {
+      before = current;
       const next: WebhookEndpointRecord = { ...current, updatedAt: now };
       if (url !== undefined) next.url = url;
       if (input.events !== undefined) next.events = [...new Set(input.events)];
@@ -102,14 +115,27 @@ export class WebhookService {
     });
     if (!updated) throw notFound(input.webhookId);
     this.deps.dispatcher.endpointsChanged(caller.workspaceId);
+    this.audit.record(caller, {
+      action: "webhook.update",
+      description: `Updated webhook ${updated.id}`,
+      resources: [{ type: "webhook", id: updated.id }],
+      changes: changesOf(audited(view(before as WebhookEndpointRecord)), audited(view(updated)), AUDITED_FIELDS),
+    });
     return view(updated);
   }
 
   async delete(caller: Caller, input: { webhookId: string }): Promise<void> {
     caller.authorize(requireWebhook("delete_webhook", input.webhookId));
+    const endpoint = await this.find(caller, input.webhookId);
     if (!(await this.deps.store.delete(caller.workspaceId, input.webhookId))) throw notFound(input.webhookId);
     await this.deps.outbox.drop(input.webhookId);
     this.deps.dispatcher.endpointsChanged(caller.workspaceId);
+    this.audit.record(caller, {
+      action: "webhook.delete",
+      description: `Deleted webhook ${endpoint.id}`,
+      resources: [{ type: "webhook", id: endpoint.id }],
+      changes: removed(audited(view(endpoint))),
+    });
   }
 
   /** A new secret, shown once; the one before keeps signing (alongside) for `graceMs`. */
@@ -128,6 +154,12 @@ export class WebhookService {
       updatedAt: now,
     }));
     if (!updated) throw notFound(input.webhookId);
+    this.audit.record(caller, {
+      action: "webhook.rotate_secret",
+      description: `Rotated the signing secret of webhook ${updated.id}; the previous one signs until ${new Date(until).toISOString()}`,
+      resources: [{ type: "webhook", id: updated.id }],
+      changes: [],
+    });
     return { secret, previousValidUntil: until };
   }
 
@@ -138,6 +170,12 @@ export class WebhookService {
     const messageId = await this.deps.dispatcher.enqueueFor(endpoint, TEST_EVENT_TYPE, {
       workspaceId: caller.workspaceId,
       webhookId: endpoint.id,
+    });
+    this.audit.record(caller, {
+      action: "webhook.test",
+      description: `Sent a test event to webhook ${endpoint.id}`,
+      resources: [{ type: "webhook", id: endpoint.id }],
+      changes: [],
     });
     return { messageId };
   }
@@ -186,6 +224,16 @@ function view(record: WebhookEndpointRecord): WebhookView {
     createdAt: record.createdAt,
     ...defined({ updatedAt: record.updatedAt, failingSince: record.failingSince, disabledReason: record.disabledReason }),
   };
+}
+
+const AUDITED_FIELDS = ["url", "events", "description", "enabled"];
+
+/**
+ * An endpoint's fields as the audit log keeps them: its URL only as its origin, since a receiver's path or query
+ * often carries a token of its own.
+ */
+function audited(endpoint: WebhookView): Record<string, unknown> {
+  return { url: new URL(endpoint.url).origin, events: endpoint.events, description: endpoint.description, enabled: endpoint.enabled };
 }
 
 function notFound(webhookId: string): KeygateError {

@@ -27,6 +27,7 @@ import getApiIpAllowlist from "./keygate/get-api-ip-allowlist.js";
 import getRoute from "./keygate/get-route.js";
 import getRouteOpenApi from "./keygate/get-route-open-api.js";
 import listApis from "./keygate/list-apis.js";
+import listAuditLogs from "./keygate/list-audit-logs.js";
 import listRatelimitNamespaces from "./keygate/list-ratelimit-namespaces.js";
 import listRootKeys from "./keygate/list-root-keys.js";
 import listRoutes from "./keygate/list-routes.js";
@@ -36,8 +37,8 @@ import rotateWebhookSecret from "./keygate/rotate-webhook-secret.js";
 import setApiIpAllowlist from "./keygate/set-api-ip-allowlist.js";
 import setRouteOpenApi from "./keygate/set-route-open-api.js";
 import setRoutePolicies from "./keygate/set-route-policies.js";
-import updateIdentityCredits from "./keygate/update-identity-credits.js";
 import testWebhook from "./keygate/test-webhook.js";
+import updateIdentityCredits from "./keygate/update-identity-credits.js";
 import updateRoute from "./keygate/update-route.js";
 import updateRoutePolicy from "./keygate/update-route-policy.js";
 import updateWebhook from "./keygate/update-webhook.js";
@@ -151,6 +152,7 @@ export const PROCEDURES = [
   listPolicies,
   setPolicies,
   updatePolicy,
+  listAuditLogs,
 ] as const satisfies readonly AnyProcedure[];
 
 export interface V2Options {

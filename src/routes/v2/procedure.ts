@@ -8,7 +8,8 @@ declare module "fastify" {
 }
 
 import { type Static, type TSchema, Type } from "typebox";
-import type { Caller } from "../../domain/caller.js";
+import type { AuditAction } from "../../domain/audit/audit-trail.js";
+import { type Caller, callerInRequest, type RequestContext } from "../../domain/caller.js";
 import { Envelope, type PaginationData } from "../../http/schemas.js";
 import { defined } from "../../lib/defined.js";
 import type { Services } from "../../services.js";
@@ -32,6 +33,11 @@ interface BaseDefinition<B extends TSchema> {
    * that for some procedures (identities.deleteIdentity) and treats any other media type as an unknown error.
    */
   problemJsonErrors?: boolean;
+  /**
+   * The audit log's actions this procedure may record (docs/audit-log.md), or "none" for a read that changes and
+   * reveals nothing. Every write declares its actions: a test fails on one that does not.
+   */
+  audit: readonly AuditAction[] | "none";
   body: B;
 }
 
@@ -54,6 +60,7 @@ export type AnyProcedure = {
   name: string;
   aliases?: readonly string[];
   problemJsonErrors?: boolean;
+  audit: readonly AuditAction[] | "none";
   body: TSchema;
   response: TSchema;
   run(context: ProcedureContext<unknown>): Promise<{ data: unknown; pagination?: PaginationData }>;
@@ -72,9 +79,10 @@ export interface Procedure<Name extends string, Body, Answer> extends AnyProcedu
 /** Name, aliases and error media type, as every kind of procedure declares them. */
 function basics<N extends string>(
   definition: BaseDefinition<TSchema> & { name: N },
-): { name: N } & Pick<AnyProcedure, "aliases" | "problemJsonErrors"> {
+): { name: N } & Pick<AnyProcedure, "aliases" | "problemJsonErrors" | "audit"> {
   return {
     name: definition.name,
+    audit: definition.audit,
     ...defined({ aliases: definition.aliases, problemJsonErrors: definition.problemJsonErrors || undefined }),
   };
 }
@@ -122,8 +130,13 @@ export function defineListProcedure<N extends string, B extends TSchema, I exten
  * Registers procedures as `POST /v2/<name>`: the body is validated against the schema, the response serialised
  * by its schema (so nothing outside it can leak), and the result wrapped in the envelope.
  */
-export function registerProcedures(app: FastifyInstance, procedures: readonly AnyProcedure[]): void {
+export function registerProcedures(
+  app: FastifyInstance,
+  procedures: readonly AnyProcedure[],
+  actorType: RequestContext["actorType"] = "root_key",
+): void {
   for (const procedure of procedures) {
+    const audited = procedure.audit !== "none";
     for (const name of [procedure.name, ...(procedure.aliases ?? [])]) {
       app.post(
         `/v2/${name}`,
@@ -132,9 +145,11 @@ export function registerProcedures(app: FastifyInstance, procedures: readonly An
           config: { problemJsonErrors: procedure.problemJsonErrors ?? false },
         },
         async (request) => {
+          // A write waits for room for its audit entry, or fails, before anything is changed.
+          if (audited) await app.services.audit.admit();
           const result = await procedure.run({
             body: request.body,
-            caller: request.caller,
+            caller: audited ? inRequest(request.caller, actorType, request.id, request.ip, request.headers["user-agent"]) : request.caller,
             services: app.services,
             requestId: request.id,
             clientAddress: request.ip,
@@ -145,4 +160,14 @@ export function registerProcedures(app: FastifyInstance, procedures: readonly An
       );
     }
   }
+}
+
+function inRequest(
+  caller: Caller,
+  actorType: RequestContext["actorType"],
+  requestId: string,
+  clientAddress: string,
+  userAgent: string | undefined,
+): Caller {
+  return callerInRequest(caller, { actorType, requestId, clientAddress, userAgent: userAgent ?? "" });
 }

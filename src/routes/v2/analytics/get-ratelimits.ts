@@ -3,6 +3,7 @@ import { AnalyticsQueryBody, AnalyticsRows } from "./get-verifications.js";
 
 export default defineProcedure({
   name: "analytics.getRatelimits",
+  audit: "none",
   body: AnalyticsQueryBody,
   data: AnalyticsRows,
   handler: ({ body, caller, services }) => services.analytics.getRatelimits(caller, body),

@@ -13,6 +13,7 @@ export const AnalyticsRows = Type.Array(Type.Record(Type.String(), Type.Unknown(
 
 export default defineProcedure({
   name: "analytics.getVerifications",
+  audit: "none",
   body: AnalyticsQueryBody,
   data: AnalyticsRows,
   handler: ({ body, caller, services }) => services.analytics.getVerifications(caller, body),

@@ -4,6 +4,7 @@ import { defineProcedure } from "../procedure.js";
 
 export default defineProcedure({
   name: "apis.deleteApi",
+  audit: ["api.delete"],
   body: Strict({ apiId: Type.String({ minLength: 8, maxLength: 255, pattern: ID_PATTERN }) }),
   data: Type.Object({}),
   handler: async ({ body, caller, services }) => {

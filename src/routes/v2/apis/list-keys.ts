@@ -5,6 +5,7 @@ import { ApiId, Cursor, ExternalId, KeyResponse, PageLimit } from "../schemas.js
 
 export default defineListProcedure({
   name: "apis.listKeys",
+  audit: ["key.reveal"],
   body: Strict({
     apiId: ApiId,
     limit: PageLimit,

@@ -6,6 +6,7 @@ import { DeploymentTarget } from "./gateway-wire.js";
 
 export default defineProcedure({
   name: "gateway.listPolicies",
+  audit: "none",
   body: Strict(DeploymentTarget),
   data: Type.Array(PolicyResponseSchema, { maxItems: 50 }),
   handler: async ({ body, caller, services }) => (await services.routes.getRoute(caller, { route: body.app })).policies,

@@ -7,6 +7,7 @@ import { DeploymentTarget } from "./gateway-wire.js";
 
 export default defineProcedure({
   name: "gateway.setPolicies",
+  audit: ["route.set_policies"],
   body: Strict({ ...DeploymentTarget, policies: POLICY_LIST }),
   data: Type.Object({}),
   handler: async ({ body, caller, services }) => {

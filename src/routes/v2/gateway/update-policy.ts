@@ -6,6 +6,7 @@ import { DeploymentTarget } from "./gateway-wire.js";
 
 export default defineProcedure({
   name: "gateway.updatePolicy",
+  audit: ["route.update_policy"],
   body: Strict({ ...DeploymentTarget, ...PolicyChangeFields }),
   data: Type.Object({}),
   handler: async ({ body, caller, services }) => {

@@ -5,6 +5,7 @@ import { CreditsCreate, ExternalId, Meta, RatelimitsInput } from "../schemas.js"
 
 export default defineProcedure({
   name: "identities.createIdentity",
+  audit: ["identity.create"],
   body: Strict({
     externalId: ExternalId,
     meta: Type.Optional(Meta),

@@ -5,6 +5,7 @@ import { Cursor, IdentityWithCreditsResponse, PageLimit, Search } from "../schem
 
 export default defineListProcedure({
   name: "identities.listIdentities",
+  audit: "none",
   body: Strict({ limit: PageLimit, cursor: Type.Optional(Cursor), search: Type.Optional(Search) }),
   item: IdentityWithCreditsResponse,
   handler: ({ body, caller, services }) => services.identities.listIdentities(caller, body),

@@ -5,6 +5,7 @@ import { CreditsUpdate, IdentityWithCreditsResponse, Meta, RatelimitsInput } fro
 
 export default defineProcedure({
   name: "identities.updateIdentity",
+  audit: ["identity.update"],
   body: Strict({
     identity: Type.String({ minLength: 1, maxLength: 255 }),
     meta: Type.Optional(Meta),

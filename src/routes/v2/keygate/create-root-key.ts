@@ -5,6 +5,7 @@ import { Expires, RootKeyPermission } from "../schemas.js";
 
 export default defineProcedure({
   name: "keygate.createRootKey",
+  audit: ["rootKey.create"],
   body: Strict({
     name: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
     permissions: Type.Array(RootKeyPermission, { minItems: 1, maxItems: 1000 }),

@@ -4,6 +4,7 @@ import { policiesFromWire, RouteFields, RouteResponse, routeResponse } from "./r
 
 export default defineProcedure({
   name: "keygate.createRoute",
+  audit: ["route.create"],
   body: Strict(RouteFields),
   data: RouteResponse,
   handler: async ({ body, caller, services }) => {

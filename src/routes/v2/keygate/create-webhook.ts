@@ -5,6 +5,7 @@ import { WebhookDescription, WebhookEvents, WebhookUrl } from "./webhook-wire.js
 
 export default defineProcedure({
   name: "keygate.createWebhook",
+  audit: ["webhook.create"],
   body: Strict({ url: WebhookUrl, events: WebhookEvents, description: Type.Optional(WebhookDescription) }),
   /** The secret is shown this once. */
   data: Type.Object({ webhookId: Type.String(), secret: Type.String() }),

@@ -5,6 +5,7 @@ import { RouteTarget } from "./route-wire.js";
 
 export default defineProcedure({
   name: "keygate.deleteRoute",
+  audit: ["route.delete"],
   body: Strict(RouteTarget),
   data: Type.Object({}),
   handler: async ({ body, caller, services }) => {

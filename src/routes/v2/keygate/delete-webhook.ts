@@ -5,6 +5,7 @@ import { WebhookId } from "./webhook-wire.js";
 
 export default defineProcedure({
   name: "keygate.deleteWebhook",
+  audit: ["webhook.delete"],
   body: Strict({ webhookId: WebhookId }),
   data: Type.Object({}),
   handler: async ({ body, caller, services }) => {

@@ -5,6 +5,7 @@ import { RouteTarget } from "./route-wire.js";
 
 export default defineProcedure({
   name: "keygate.getRouteOpenApi",
+  audit: "none",
   body: Strict(RouteTarget),
   data: Type.Object({ document: Type.Optional(Type.String()) }),
   handler: async ({ body, caller, services }) => {

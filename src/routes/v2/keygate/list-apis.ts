@@ -4,6 +4,7 @@ import { defineProcedure } from "../procedure.js";
 
 export default defineProcedure({
   name: "keygate.listApis",
+  audit: "none",
   body: Strict({}),
   // The key space id is what analytics rows name the API by (key_space_id).
   data: Type.Array(Type.Object({ id: Type.String(), name: Type.String(), keySpaceId: Type.String() })),

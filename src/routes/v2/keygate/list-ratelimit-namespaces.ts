@@ -4,6 +4,7 @@ import { defineProcedure } from "../procedure.js";
 
 export default defineProcedure({
   name: "keygate.listRatelimitNamespaces",
+  audit: "none",
   body: Strict({}),
   data: Type.Array(Type.Object({ id: Type.String(), name: Type.String(), createdAt: Type.Integer() })),
   handler: ({ caller, services }) => services.ratelimit.listLiveNamespaces(caller),

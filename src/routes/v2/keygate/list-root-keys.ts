@@ -6,6 +6,7 @@ import { RootKeyResponse } from "../schemas.js";
 
 export default defineProcedure({
   name: "keygate.listRootKeys",
+  audit: "none",
   body: Strict({}),
   data: Type.Array(RootKeyResponse),
   handler: async ({ caller, services }) =>

@@ -6,6 +6,7 @@ import { WebhookDeliveryResponse, WebhookId } from "./webhook-wire.js";
 
 export default defineProcedure({
   name: "keygate.listWebhookDeliveries",
+  audit: "none",
   body: Strict({ webhookId: WebhookId, limit: Type.Integer({ minimum: 1, maximum: 1_000, default: 100 }) }),
   data: Type.Array(WebhookDeliveryResponse),
   handler: async ({ body, caller, services }) =>

@@ -5,6 +5,7 @@ import { WebhookResponse } from "./webhook-wire.js";
 
 export default defineProcedure({
   name: "keygate.listWebhooks",
+  audit: "none",
   body: Strict({}),
   data: Type.Array(WebhookResponse),
   handler: ({ caller, services }) => services.webhooks.service.list(caller),

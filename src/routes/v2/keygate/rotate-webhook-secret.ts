@@ -5,6 +5,7 @@ import { WebhookId } from "./webhook-wire.js";
 
 export default defineProcedure({
   name: "keygate.rotateWebhookSecret",
+  audit: ["webhook.rotate_secret"],
   body: Strict({
     webhookId: WebhookId,
     /** How long the secret before keeps signing too; a day by default. */

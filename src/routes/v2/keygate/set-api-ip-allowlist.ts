@@ -7,6 +7,7 @@ import { ApiId } from "../schemas.js";
 /** Keygate's own (Unkey's v2 API has no IP allowlists): which addresses keys of an API may be verified from. */
 export default defineProcedure({
   name: "keygate.setApiIpAllowlist",
+  audit: ["api.update"],
   body: Strict({
     apiId: ApiId,
     /** IPv4/IPv6 addresses and CIDR ranges; [] lets every address in again. */

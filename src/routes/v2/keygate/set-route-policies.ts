@@ -6,6 +6,7 @@ import { policiesFromWire, RouteResponse, RouteTarget, routeResponse } from "./r
 /** Replaces a route's policies, all at once; a policy whose name stays keeps its id and its rate limit counts. */
 export default defineProcedure({
   name: "keygate.setRoutePolicies",
+  audit: ["route.set_policies"],
   body: Strict({ ...RouteTarget, policies: POLICY_LIST }),
   data: RouteResponse,
   handler: async ({ body, caller, services }) =>

@@ -5,6 +5,7 @@ import { WebhookId } from "./webhook-wire.js";
 
 export default defineProcedure({
   name: "keygate.testWebhook",
+  audit: ["webhook.test"],
   body: Strict({ webhookId: WebhookId }),
   /** The queued message's id (`webhook-id`); listWebhookDeliveries shows how it went. */
   data: Type.Object({ deliveryId: Type.String() }),

@@ -6,6 +6,7 @@ import { CreditAmount, CreditsResponse } from "../schemas.js";
 /** Keygate's own: keys.updateCredits for the balance an identity's keys share (the identity by id or externalId). */
 export default defineProcedure({
   name: "keygate.updateIdentityCredits",
+  audit: ["identity.update"],
   body: Strict({
     identity: Type.String({ minLength: 1, maxLength: 255 }),
     operation: StringEnum(["set", "increment", "decrement"]),

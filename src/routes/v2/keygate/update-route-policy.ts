@@ -5,6 +5,7 @@ import { PolicyChangeFields, policyChangeFromWire, RouteResponse, RouteTarget, r
 /** Changes one policy, keeping its id and its place. */
 export default defineProcedure({
   name: "keygate.updateRoutePolicy",
+  audit: ["route.update_policy"],
   body: Strict({ ...RouteTarget, ...PolicyChangeFields }),
   data: RouteResponse,
   handler: async ({ body, caller, services }) => {

@@ -8,6 +8,7 @@ import { policiesFromWire, RouteFields, RouteResponse, RouteTarget, routeRespons
 /** Fields given replace the stored ones; the optional ones (`forward`, `timeoutMs`, `rewrite`, ...) may be null to remove them. */
 export default defineProcedure({
   name: "keygate.updateRoute",
+  audit: ["route.update"],
   body: Strict({
     ...RouteTarget,
     name: Type.Optional(RouteFields.name),

@@ -5,6 +5,7 @@ import { WebhookDescription, WebhookEvents, WebhookId, WebhookResponse, WebhookU
 
 export default defineProcedure({
   name: "keygate.updateWebhook",
+  audit: ["webhook.update"],
   body: Strict({
     webhookId: WebhookId,
     url: Type.Optional(WebhookUrl),

@@ -5,6 +5,7 @@ import { ApiId, CreditsCreate, Expires, ExternalId, Meta, PermissionSlug, Rateli
 
 export default defineProcedure({
   name: "keys.createKey",
+  audit: ["key.create"],
   body: Strict({
     apiId: ApiId,
     prefix: Type.Optional(Type.String({ minLength: 1, maxLength: 16, pattern: ID_PATTERN })),

@@ -5,6 +5,7 @@ import { Empty, KeyId } from "../schemas.js";
 
 export default defineProcedure({
   name: "keys.deleteKey",
+  audit: ["key.delete"],
   body: Strict({ keyId: KeyId, permanent: Type.Boolean({ default: false }) }),
   data: Empty,
   handler: async ({ body, caller, services }) => {

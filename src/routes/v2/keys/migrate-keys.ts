@@ -23,6 +23,7 @@ export const MigratedKey = Strict({
 /** Partial success is a 200: hashes a key already holds are listed in data.failed, never overwritten. */
 export default defineProcedure({
   name: "keys.migrateKeys",
+  audit: ["key.create"],
   body: Strict({
     migrationId: Type.String({ minLength: 3, maxLength: 255, pattern: EXTERNAL_ID_PATTERN }),
     apiId: ApiId,

@@ -5,6 +5,7 @@ import { KeyId, PermissionResponse, PermissionSlug } from "../schemas.js";
 
 export default defineProcedure({
   name: "keys.removePermissions",
+  audit: ["authorization.disconnect_permission_and_key"],
   body: Strict({ keyId: KeyId, permissions: Type.Array(PermissionSlug, { minItems: 1, maxItems: 1000 }) }),
   data: Type.Array(PermissionResponse),
   handler: ({ body, caller, services }) => services.keyAccess.removePermissions(caller, body),

@@ -5,6 +5,7 @@ import { KeyId, PermissionResponse, PermissionSlug } from "../schemas.js";
 
 export default defineProcedure({
   name: "keys.setPermissions",
+  audit: ["key.update"],
   body: Strict({ keyId: KeyId, permissions: Type.Array(PermissionSlug, { minItems: 0, maxItems: 1000 }) }),
   data: Type.Array(PermissionResponse),
   handler: ({ body, caller, services }) => services.keyAccess.setPermissions(caller, body),

@@ -5,6 +5,7 @@ import { CreditAmount, CreditsResponse, KeyId } from "../schemas.js";
 
 export default defineProcedure({
   name: "keys.updateCredits",
+  audit: ["key.update"],
   body: Strict({
     keyId: KeyId,
     operation: StringEnum(["set", "increment", "decrement"]),

@@ -6,6 +6,7 @@ import { CreditsUpdate, Empty, Expires, ExternalId, KeyId, Meta, PermissionSlug,
 /** Three-state fields: omitted leaves the value, null clears it, a value sets it. */
 export default defineProcedure({
   name: "keys.updateKey",
+  audit: ["key.update"],
   body: Strict({
     keyId: KeyId,
     name: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 255 }))),

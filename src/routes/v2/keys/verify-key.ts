@@ -37,6 +37,7 @@ const VerificationData = Type.Object({
 /** A failed check is still a 200: the answer is in data.valid and data.code (docs/decisions.md#verification-codes). */
 export default defineProcedure({
   name: "keys.verifyKey",
+  audit: "none",
   body: Strict({
     key: Type.String({ minLength: 1, maxLength: 512 }),
     tags: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 256, pattern: TAG_PATTERN }), { maxItems: 20 })),

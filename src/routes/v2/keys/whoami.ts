@@ -5,6 +5,7 @@ import { KeyResponse } from "../schemas.js";
 
 export default defineProcedure({
   name: "keys.whoami",
+  audit: "none",
   body: Strict({ key: Type.String({ minLength: 1, maxLength: 512 }) }),
   data: KeyResponse,
   handler: ({ body, caller, services }) => services.keys.whoami(caller, body),

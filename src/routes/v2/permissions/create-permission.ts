@@ -5,6 +5,7 @@ import { PERMISSION_SLUG_PATTERN } from "../schemas.js";
 
 export default defineProcedure({
   name: "permissions.createPermission",
+  audit: ["permission.create"],
   body: Strict({
     name: Type.String({ minLength: 1, maxLength: 512 }),
     slug: Type.String({ minLength: 1, maxLength: 128, pattern: PERMISSION_SLUG_PATTERN }),

@@ -5,6 +5,7 @@ import { RbacPermissionSlug, RoleName } from "../schemas.js";
 
 export default defineProcedure({
   name: "permissions.createRole",
+  audit: ["role.create"],
   body: Strict({
     name: RoleName,
     description: Type.Optional(Type.String({ maxLength: 512 })),

@@ -4,6 +4,7 @@ import { Empty, RbacPermissionSlug } from "../schemas.js";
 
 export default defineProcedure({
   name: "permissions.deletePermission",
+  audit: ["permission.delete"],
   /** A permission by its `perm_` id or its slug. */
   body: Strict({ permission: RbacPermissionSlug }),
   data: Empty,

@@ -4,6 +4,7 @@ import { Empty, RoleReference } from "../schemas.js";
 
 export default defineProcedure({
   name: "permissions.deleteRole",
+  audit: ["role.delete"],
   body: Strict({ role: RoleReference }),
   data: Empty,
   handler: async ({ body, caller, services }) => {

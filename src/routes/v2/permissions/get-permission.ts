@@ -4,6 +4,7 @@ import { PermissionResponse, RbacPermissionSlug } from "../schemas.js";
 
 export default defineProcedure({
   name: "permissions.getPermission",
+  audit: "none",
   /** A permission by its `perm_` id or its slug. */
   body: Strict({ permission: RbacPermissionSlug }),
   data: PermissionResponse,

@@ -5,6 +5,7 @@ import { PermissionResponse, RbacPermissionSlug, RoleIdentifier } from "../schem
 
 export default defineProcedure({
   name: "permissions.setRolePermissions",
+  audit: ["role.update"],
   body: Strict({ roleId: RoleIdentifier, permissions: Type.Array(RbacPermissionSlug, { maxItems: 1000 }) }),
   data: Type.Array(PermissionResponse),
   handler: ({ body, caller, services }) => services.rbac.setRolePermissions(caller, body),

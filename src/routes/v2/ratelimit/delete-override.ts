@@ -5,6 +5,7 @@ import { IdentifierField, NamespaceField } from "./wire.js";
 
 export default defineProcedure({
   name: "ratelimit.deleteOverride",
+  audit: ["ratelimit.delete_override"],
   aliases: ["ratelimits.deleteOverride"],
   /** The identifier or pattern exactly as it was set. */
   body: Strict({ namespace: NamespaceField, identifier: IdentifierField }),

@@ -4,6 +4,7 @@ import { IdentifierField, NamespaceField, OverrideData, overrideData } from "./w
 
 export default defineProcedure({
   name: "ratelimit.getOverride",
+  audit: "none",
   aliases: ["ratelimits.getOverride"],
   body: Strict({ namespace: NamespaceField, identifier: IdentifierField }),
   data: OverrideData,

@@ -4,6 +4,7 @@ import { LimitBody, toLimitRequest, withLimitFields } from "./wire.js";
 
 export default defineProcedure({
   name: "ratelimit.limit",
+  audit: "none",
   aliases: ["ratelimits.limit"],
   body: LimitBody,
   data: Type.Object({

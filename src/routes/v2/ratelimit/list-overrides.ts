@@ -7,6 +7,7 @@ import { NamespaceField, OverrideData, overrideData } from "./wire.js";
 /** `data` is an object holding `overrides`; the hosted service sends a bare array here (docs/decisions.md#overrides). */
 export default definePaginatedProcedure({
   name: "ratelimit.listOverrides",
+  audit: "none",
   aliases: ["ratelimits.listOverrides"],
   body: Strict({
     namespace: NamespaceField,

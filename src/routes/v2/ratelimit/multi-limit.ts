@@ -4,6 +4,7 @@ import { LimitBody, toLimitRequest, withLimitFields } from "./wire.js";
 
 export default defineProcedure({
   name: "ratelimit.multiLimit",
+  audit: "none",
   aliases: ["ratelimits.multiLimit"],
   body: Type.Array(LimitBody, { minItems: 1, maxItems: 100 }),
   data: Type.Object({

@@ -5,6 +5,7 @@ import { DurationField, IdentifierField, NamespaceField } from "./wire.js";
 
 export default defineProcedure({
   name: "ratelimit.setOverride",
+  audit: ["ratelimit.set_override"],
   aliases: ["ratelimits.setOverride"],
   body: Strict({
     namespace: NamespaceField,
