@@ -16,6 +16,7 @@ import { KeySecrets } from "./domain/keys/key-secrets.js";
 import { KeyService } from "./domain/keys/key-service.js";
 import { LiveKeys } from "./domain/keys/live-keys.js";
 import { type Observer, UNOBSERVED } from "./domain/observer.js";
+import { Portals } from "./domain/portals/portals.js";
 import { Limiter } from "./domain/ratelimit/limiter.js";
 import { RatelimitService } from "./domain/ratelimit/ratelimit-service.js";
 import { RbacService } from "./domain/rbac/rbac-service.js";
@@ -57,6 +58,8 @@ export interface Services {
   readonly verification: VerificationService;
   /** The analytics procedures, and `analytics.sinks`, where verification, rate limiting and the gateway record their events. */
   readonly analytics: AnalyticsService;
+  /** Customer portals: the records, their sessions, and the customer's own procedures (portal.*). */
+  readonly portals: Portals;
 }
 
 export interface ServiceOptions {
@@ -114,6 +117,18 @@ export function createServices(stores: Stores, config: KeygateConfig, clock: Clo
     migrations: config.migrations,
   });
   const rootKeys = new RootKeyService(rootKeyStore, invalidations, clock, config.rootKeys);
+  const keys = new KeyService({
+    keys: stores.keys,
+    live: liveKeys,
+    apis,
+    rbac,
+    identities,
+    secrets: new KeySecrets(config.vault.key === undefined ? undefined : new Vault(config.vault.key)),
+    invalidator: invalidations,
+    clock,
+    generateKey,
+  });
+  const analyticsQueries = analyticsService(stores, config, clock, analytics);
   return {
     invalidations,
     rootKeys,
@@ -132,17 +147,7 @@ export function createServices(stores: Stores, config: KeygateConfig, clock: Clo
       absoluteMs: config.dashboard.sessionAbsoluteTimeoutMs,
     }),
     apis,
-    keys: new KeyService({
-      keys: stores.keys,
-      live: liveKeys,
-      apis,
-      rbac,
-      identities,
-      secrets: new KeySecrets(config.vault.key === undefined ? undefined : new Vault(config.vault.key)),
-      invalidator: invalidations,
-      clock,
-      generateKey,
-    }),
+    keys,
     keyMigrations,
     keyAccess: new KeyAccessService({ keys: stores.keys, live: liveKeys, rbac, invalidator: invalidations, clock }),
     rbac,
@@ -162,7 +167,8 @@ export function createServices(stores: Stores, config: KeygateConfig, clock: Clo
       observer,
       pendingKeys: keyMigrations,
     }),
-    analytics: analyticsService(stores, config, clock, analytics),
+    analytics: analyticsQueries,
+    portals: new Portals(stores, keys, analyticsQueries, clock),
   };
 }
 

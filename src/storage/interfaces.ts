@@ -1,5 +1,6 @@
 import type { CircuitState } from "../lib/circuit-breaker.js";
 import type { RatelimitCounterStore } from "./counter-interfaces.js";
+import type { PortalSessionStore, PortalStore } from "./portal-interfaces.js";
 import type {
   ApiRecord,
   CreditRecord,
@@ -271,6 +272,8 @@ export interface Stores {
   readonly ratelimitCounters: RatelimitCounterStore;
   readonly analyticsQuota: AnalyticsQuotaStore;
   readonly dashboardSessions: DashboardSessionStore;
+  readonly portals: PortalStore;
+  readonly portalSessions: PortalSessionStore;
   readonly routes: RouteStore;
   readonly health: StoreHealth;
   /** Carries cache invalidations (and any other news every instance must hear) between instances. */

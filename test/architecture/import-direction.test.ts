@@ -20,6 +20,8 @@ const LAYERS: readonly { name: string; prefixes: readonly string[] }[] = [
       "storage/counter-interfaces.ts",
       "storage/route-interfaces.ts",
       "storage/route-records.ts",
+      "storage/portal-interfaces.ts",
+      "storage/portal-records.ts",
       "storage/records.ts",
       "storage/unavailable.ts",
     ],

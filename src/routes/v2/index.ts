@@ -57,6 +57,8 @@ import getRole from "./permissions/get-role.js";
 import listPermissions from "./permissions/list-permissions.js";
 import listRoles from "./permissions/list-roles.js";
 import setRolePermissions from "./permissions/set-role-permissions.js";
+import { PORTAL_ROOT_PROCEDURES } from "./portal/index.js";
+import { portalSessionRoutes } from "./portal/session-routes.js";
 import { type AnyProcedure, registerProcedures } from "./procedure.js";
 import deleteOverride from "./ratelimit/delete-override.js";
 import getOverride from "./ratelimit/get-override.js";
@@ -135,6 +137,7 @@ export const PROCEDURES = [
   listPolicies,
   setPolicies,
   updatePolicy,
+  ...PORTAL_ROOT_PROCEDURES,
 ] as const satisfies readonly AnyProcedure[];
 
 export interface V2Options {
@@ -155,4 +158,5 @@ export async function v2Routes(app: FastifyInstance, options: V2Options): Promis
     });
     registerProcedures(authenticated, PROCEDURES);
   });
+  await app.register(portalSessionRoutes);
 }

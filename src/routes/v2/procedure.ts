@@ -1,6 +1,10 @@
 import type { FastifyInstance } from "fastify";
 
 declare module "fastify" {
+  interface FastifyRequest {
+    /** The customer's portal session, on the portal's session procedures only. */
+    portalContext?: PortalContext;
+  }
   interface FastifyContextConfig {
     /** See ProcedureDefinition.problemJsonErrors; read by the error handler. */
     problemJsonErrors?: boolean;
@@ -9,6 +13,7 @@ declare module "fastify" {
 
 import { type Static, type TSchema, Type } from "typebox";
 import type { Caller } from "../../domain/caller.js";
+import type { PortalContext } from "../../domain/portals/portal-sessions.js";
 import { Envelope, type PaginationData } from "../../http/schemas.js";
 import { defined } from "../../lib/defined.js";
 import type { Services } from "../../services.js";
@@ -20,6 +25,10 @@ export interface ProcedureContext<Body> {
   requestId: string;
   /** The address of the connection's peer (no proxy is trusted on /v2): keys.verifyKey's caller, for IP allowlists. */
   clientAddress: string;
+  /** Where the request was sent (`https://host:port`), for URLs keygate answers with (portal.createSession). */
+  origin: string;
+  /** The customer's portal session, for the portal's session procedures (routes/v2/portal/session-routes.ts). */
+  portal?: PortalContext;
 }
 
 interface BaseDefinition<B extends TSchema> {
@@ -32,6 +41,8 @@ interface BaseDefinition<B extends TSchema> {
    * that for some procedures (identities.deleteIdentity) and treats any other media type as an unknown error.
    */
   problemJsonErrors?: boolean;
+  /** Answer with `Cache-Control: no-store` (answers that carry a credential). */
+  noStore?: boolean;
   body: B;
 }
 
@@ -54,6 +65,7 @@ export type AnyProcedure = {
   name: string;
   aliases?: readonly string[];
   problemJsonErrors?: boolean;
+  noStore?: boolean;
   body: TSchema;
   response: TSchema;
   run(context: ProcedureContext<unknown>): Promise<{ data: unknown; pagination?: PaginationData }>;
@@ -72,10 +84,14 @@ export interface Procedure<Name extends string, Body, Answer> extends AnyProcedu
 /** Name, aliases and error media type, as every kind of procedure declares them. */
 function basics<N extends string>(
   definition: BaseDefinition<TSchema> & { name: N },
-): { name: N } & Pick<AnyProcedure, "aliases" | "problemJsonErrors"> {
+): { name: N } & Pick<AnyProcedure, "aliases" | "problemJsonErrors" | "noStore"> {
   return {
     name: definition.name,
-    ...defined({ aliases: definition.aliases, problemJsonErrors: definition.problemJsonErrors || undefined }),
+    ...defined({
+      aliases: definition.aliases,
+      problemJsonErrors: definition.problemJsonErrors || undefined,
+      noStore: definition.noStore || undefined,
+    }),
   };
 }
 
@@ -131,14 +147,19 @@ export function registerProcedures(app: FastifyInstance, procedures: readonly An
           schema: { body: procedure.body, response: { 200: procedure.response } },
           config: { problemJsonErrors: procedure.problemJsonErrors ?? false },
         },
-        async (request) => {
-          const result = await procedure.run({
+        async (request, reply) => {
+          if (procedure.noStore) reply.header("cache-control", "no-store");
+          // On the request path (keys.verifyKey): assignments, no spread (docs/architecture.md#conventions).
+          const context: ProcedureContext<unknown> = {
             body: request.body,
             caller: request.caller,
             services: app.services,
             requestId: request.id,
             clientAddress: request.ip,
-          });
+            origin: `${request.protocol}://${request.host}`,
+          };
+          if (request.portalContext !== undefined) context.portal = request.portalContext;
+          const result = await procedure.run(context);
           // Serialised by the response schema, which has pagination only where the procedure gives it.
           return { meta: { requestId: request.id }, data: result.data, pagination: result.pagination };
         },
