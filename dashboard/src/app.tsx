@@ -6,6 +6,7 @@ import { ApisPage } from "./pages/apis.js";
 import { GatewayPage } from "./pages/gateway.js";
 import { IdentitiesPage } from "./pages/identities.js";
 import { KeysPage } from "./pages/keys.js";
+import { PortalsPage } from "./pages/portals.js";
 import { RatelimitsPage } from "./pages/ratelimits.js";
 import { RootKeysPage } from "./pages/root-keys.js";
 import { SignInPage } from "./pages/sign-in.js";
@@ -48,6 +49,7 @@ export function App() {
     ["#/root-keys", "Root keys", section === "root-keys"],
     ["#/analytics", "Analytics", section === "analytics"],
     ["#/gateway", "Gateway", section === "gateway"],
+    ["#/portals", "Portals", section === "portals"],
   ] as const;
   return (
     <>
@@ -89,6 +91,8 @@ export function App() {
           <AnalyticsPage />
         ) : section === "gateway" ? (
           <GatewayPage />
+        ) : section === "portals" ? (
+          <PortalsPage />
         ) : section === "apis" && id !== undefined ? (
           <KeysPage apiId={id} />
         ) : (

@@ -1,11 +1,11 @@
 import type { AddressInfo } from "node:net";
 import t from "tap";
 import { analyticsDir } from "../helpers/analytics.js";
-import { harness } from "../helpers/harness.js";
+import { harness, ROOT_KEY } from "../helpers/harness.js";
 import { waitFor } from "../helpers/wait.js";
 import { launchBrowser } from "./dashboard-flows.js";
 
-// The customer portal in a real browser: a session URL opened in a fresh context lands on the customer's keys; the
+// The customer portal in a real browser: an operator creates the portal in the dashboard; a session URL opened in a fresh context lands on the customer's keys; the
 // customer creates a key, which verifies; rerolls it (the old one refused, the new one valid); sees the
 // verifications on the usage chart; a reused or unknown URL shows a clear page.
 
@@ -16,13 +16,35 @@ t.test("the customer portal in Chromium", async (t) => {
   await h.app.listen({ host: "127.0.0.1", port: 0 });
   const origin = `http://127.0.0.1:${(h.app.server.address() as AddressInfo).port}`;
   const apiId = (await h.call("apis.createApi", { name: "portal-e2e" })).body.data.apiId;
-  await h.call("portal.createPortal", {
-    slug: "acme",
+  const browser = await launchBrowser(t);
+
+  // The operator creates the portal in the dashboard's Portals page and makes a preview link there.
+  const operator = await (await browser.newContext()).newPage();
+  await operator.goto(`${origin}/dashboard`);
+  await operator.getByLabel("Root key").fill(ROOT_KEY);
+  await operator.getByRole("button", { name: "Sign in" }).click();
+  await operator.getByRole("heading", { name: "APIs" }).waitFor();
+  await operator.getByRole("link", { name: "Portals" }).click();
+  await operator.getByRole("heading", { name: "Create a portal" }).waitFor();
+  await operator.getByLabel("Portal slug").fill("acme");
+  await operator.getByLabel("Portal name").fill("Acme API");
+  await operator.getByLabel("Portal API").selectOption(apiId);
+  await operator.getByLabel("Portal colour").fill("#0f766e");
+  await operator.getByLabel("Prefix of customers' new keys").fill("acme");
+  await operator.getByRole("button", { name: "Create portal" }).click();
+  await operator.getByRole("button", { name: "Edit acme" }).waitFor();
+  const stored = (await h.call("portal.getPortal", { portal: "acme" })).body.data;
+  t.match(stored, {
     displayName: "Acme API",
     mapping: { type: "keyspace", id: apiId },
     primaryColor: "#0f766e",
     keyDefaults: { prefix: "acme" },
   });
+  await operator.getByLabel("Preview portal (slug)").fill("acme");
+  await operator.getByLabel("Customer's externalId").fill("preview_user");
+  await operator.getByRole("button", { name: "Make a preview link" }).click();
+  t.match(await operator.getByTestId("preview-link").getAttribute("href"), /\/portal\/acme\?code=pst_/, "a preview link");
+
   // Minted through the listening server, so that the URL names its origin.
   const minted = await fetch(`${origin}/v2/portal.createSession`, {
     method: "POST",
@@ -37,7 +59,6 @@ t.test("the customer portal in Chromium", async (t) => {
   const url = ((await minted.json()) as { data: { url: string } }).data.url;
   t.ok(url.startsWith(`${origin}/portal/acme?code=pst_`), url);
 
-  const browser = await launchBrowser(t);
   const context = await browser.newContext();
   const page = await context.newPage();
   const errors: string[] = [];
