@@ -92,6 +92,19 @@ for (const storage of STORAGE_KINDS) {
       );
       assertInvalidAt(t, await h.call("portal.createPortal", { ...base, slug: "_ui" }), "body.slug");
       assertInvalidAt(t, await h.call("portal.createPortal", { ...base, slug: "fine", primaryColor: "red" }), "body.primaryColor");
+      for (const logoUrl of ["javascript:alert(1)", "not a url at all", "https://x.test/a b"])
+        assertInvalidAt(t, await h.call("portal.createPortal", { ...base, slug: "fine", logoUrl }), "body.logoUrl");
+      assertInvalidAt(t, await h.call("portal.updatePortal", { portal: "first", logoUrl: "ftp://x.test/logo" }), "body.logoUrl");
+      assertInvalidAt(
+        t,
+        await h.call("portal.createSession", {
+          portal: "first",
+          externalId: "u",
+          scopes: ["keys:read"],
+          returnUrl: "javascript:void(0)//",
+        }),
+        "body.returnUrl",
+      );
       assertError(t, await h.call("portal.getPortal", { portal: "first" }, { rootKey: OTHER_ROOT_KEY }), "err:unkey:data:portal_not_found");
       await h.call("portal.deletePortal", { portal: "first" });
     });

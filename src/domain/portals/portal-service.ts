@@ -1,4 +1,4 @@
-import { KeygateError } from "../../errors/keygate-error.js";
+import { invalidAt, KeygateError } from "../../errors/keygate-error.js";
 import type { Clock } from "../../lib/clock.js";
 import { defined } from "../../lib/defined.js";
 import { newId } from "../../lib/ids.js";
@@ -66,6 +66,7 @@ export class PortalService {
 
   async createPortal(caller: Caller, input: CreatePortalInput): Promise<{ portalId: string }> {
     caller.authorize(requirePortal("create_portal"));
+    checkWebUrl(input.logoUrl, "body.logoUrl");
     await this.apisOf(caller.workspaceId, input.mapping);
     const now = this.clock.now();
     const record: PortalRecord = {
@@ -101,6 +102,7 @@ export class PortalService {
   async updatePortal(caller: Caller, input: UpdatePortalInput): Promise<PortalView> {
     const found = await this.find(caller.workspaceId, input.portal);
     caller.authorize(requirePortal("update_portal", found.id));
+    checkWebUrl(input.logoUrl, "body.logoUrl");
     if (input.mapping) await this.apisOf(caller.workspaceId, input.mapping);
     const now = this.clock.now();
     return this.store.update((portals) => {
@@ -217,4 +219,17 @@ function setOrClear<K extends "logoUrl" | "primaryColor" | "keyDefaults">(
 ): void {
   if (value === null) delete record[field];
   else if (value !== undefined) record[field] = value;
+}
+
+/** 400 unless `url` is an absolute http(s) URL (a logo, a link back): nothing else may reach a portal's page. */
+export function checkWebUrl(url: string | null | undefined, location: string): void {
+  if (url === null || url === undefined) return;
+  let parsed: URL | undefined;
+  try {
+    parsed = new URL(url);
+  } catch {
+    parsed = undefined;
+  }
+  if (!parsed || (parsed.protocol !== "https:" && parsed.protocol !== "http:") || /[\s"'<>]/.test(url))
+    throw invalidAt(location, "must be an absolute http(s) URL");
 }

@@ -10,7 +10,7 @@ import type { PortalCodeRecord, PortalRecord, PortalScope, PortalSessionRecord }
 import type { Caller } from "../caller.js";
 import { requirePortal } from "../root-keys/permissions.js";
 import { PortalCaller, scopeRequirement } from "./portal-caller.js";
-import { type PortalService, portalNotFound } from "./portal-service.js";
+import { checkWebUrl, type PortalService, portalNotFound } from "./portal-service.js";
 
 /** How long a code waits to be redeemed, and how long the session it becomes lasts. */
 export const CODE_TTL_MS = 15 * 60_000;
@@ -70,6 +70,7 @@ export class PortalSessionService {
       throw new KeygateError("err:unkey:application:precondition_failed", `The portal '${portal.slug}' is disabled; enable it first.`);
     const apiIds = await this.portals.apisOf(caller.workspaceId, portal.mapping);
     for (const scope of input.scopes) for (const apiId of apiIds) caller.authorize(scopeRequirement(scope, apiId));
+    checkWebUrl(input.returnUrl, "body.returnUrl");
 
     const now = this.clock.now();
     const code = `pst_${secret()}`;

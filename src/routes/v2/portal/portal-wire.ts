@@ -23,11 +23,8 @@ export const Mapping = Strict({
   id: Type.String({ minLength: 3, maxLength: 255 }),
 });
 
-const HttpsUrl = Type.String({
-  minLength: 8,
-  maxLength: 500,
-  pattern: describedPattern("^https?://[^\\s\"'<>]+$", "be an http(s) URL"),
-});
+/** Checked to be an http(s) URL by the portal service (a pattern cannot say it well). */
+const HttpsUrl = Type.String({ minLength: 8, maxLength: 500 });
 export const LogoUrl = HttpsUrl;
 export const ReturnUrl = HttpsUrl;
 export const PrimaryColor = Type.String({ pattern: describedPattern("^#[0-9a-fA-F]{6}$", "be a colour written #rrggbb") });
