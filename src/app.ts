@@ -21,6 +21,7 @@ import { packageVersion } from "./lib/package-version.js";
 import { dashboardRoutes } from "./routes/dashboard.js";
 import { type MetricsRouteOptions, metricsRoute } from "./routes/metrics.js";
 import { openApi } from "./routes/openapi.js";
+import { portalPageRoutes } from "./routes/portal-pages.js";
 import { healthRoutes } from "./routes/v2/health.js";
 import { v2Routes } from "./routes/v2/index.js";
 import { createServices, type Services } from "./services.js";
@@ -196,6 +197,7 @@ async function registerHttpFace(
   await openApi(app, { version: packageVersion() });
   await app.register(v2Routes, { requestTimeoutMs: config.server.requestTimeoutMs });
   await app.register(healthRoutes, { stores: runtime.stores, analytics: runtime.analytics });
+  await app.register(portalPageRoutes);
   if (config.dashboard.enabled) {
     await app.register(dashboardRoutes, {
       path: config.dashboard.path,

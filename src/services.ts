@@ -19,6 +19,7 @@ import { KeyService } from "./domain/keys/key-service.js";
 import { LiveKeys } from "./domain/keys/live-keys.js";
 import type { NoticeSink } from "./domain/notices.js";
 import { type Observer, UNOBSERVED } from "./domain/observer.js";
+import { Portals } from "./domain/portals/portals.js";
 import { Limiter } from "./domain/ratelimit/limiter.js";
 import { RatelimitService } from "./domain/ratelimit/ratelimit-service.js";
 import { RbacService } from "./domain/rbac/rbac-service.js";
@@ -67,6 +68,8 @@ export interface Services {
   readonly audit: AuditTrail;
   /** keygate.listAuditLogs. */
   readonly auditLog: AuditLogService;
+  /** Customer portals: the records, their sessions, and the customer's own procedures (portal.*). */
+  readonly portals: Portals;
 }
 
 export interface ServiceOptions {
@@ -133,6 +136,20 @@ export function createServices(stores: Stores, config: KeygateConfig, clock: Clo
   const vault = config.vault.key === undefined ? undefined : new Vault(config.vault.key);
   const webhooks = createWebhooks(stores, config, clock, vault, { ...options.webhooks, audit });
   const notices = options.notices ?? webhooks.dispatcher;
+  const keys = new KeyService({
+    keys: stores.keys,
+    live: liveKeys,
+    apis,
+    rbac,
+    identities,
+    secrets: new KeySecrets(vault),
+    invalidator: invalidations,
+    clock,
+    generateKey,
+    notices,
+    audit,
+  });
+  const analyticsQueries = analyticsService(stores, config, clock, analytics);
   return {
     invalidations,
     audit,
@@ -160,19 +177,7 @@ export function createServices(stores: Stores, config: KeygateConfig, clock: Clo
       audit,
     ),
     apis,
-    keys: new KeyService({
-      keys: stores.keys,
-      live: liveKeys,
-      apis,
-      rbac,
-      identities,
-      secrets: new KeySecrets(vault),
-      invalidator: invalidations,
-      clock,
-      generateKey,
-      notices,
-      audit,
-    }),
+    keys,
     keyMigrations,
     keyAccess: new KeyAccessService({ keys: stores.keys, live: liveKeys, rbac, invalidator: invalidations, clock, audit }),
     rbac,
@@ -195,8 +200,9 @@ export function createServices(stores: Stores, config: KeygateConfig, clock: Clo
       pendingKeys: keyMigrations,
       notices,
     }),
-    analytics: analyticsService(stores, config, clock, analytics),
+    analytics: analyticsQueries,
     webhooks,
+    portals: new Portals(stores, keys, analyticsQueries, clock, audit),
   };
 }
 

@@ -7,6 +7,7 @@ import { AuditLogPage } from "./pages/audit-log.js";
 import { GatewayPage } from "./pages/gateway.js";
 import { IdentitiesPage } from "./pages/identities.js";
 import { KeysPage } from "./pages/keys.js";
+import { PortalsPage } from "./pages/portals.js";
 import { RatelimitsPage } from "./pages/ratelimits.js";
 import { RootKeysPage } from "./pages/root-keys.js";
 import { SignInPage } from "./pages/sign-in.js";
@@ -52,6 +53,7 @@ export function App() {
     ["#/gateway", "Gateway", section === "gateway"],
     ["#/webhooks", "Webhooks", section === "webhooks"],
     ["#/audit-log", "Audit log", section === "audit-log"],
+    ["#/portals", "Portals", section === "portals"],
   ] as const;
   return (
     <>
@@ -97,6 +99,8 @@ export function App() {
           <WebhooksPage />
         ) : section === "audit-log" ? (
           <AuditLogPage {...(id && resourceId ? { resourceType: id, resourceId } : {})} />
+        ) : section === "portals" ? (
+          <PortalsPage />
         ) : section === "apis" && id !== undefined ? (
           <KeysPage apiId={id} />
         ) : (

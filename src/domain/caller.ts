@@ -1,3 +1,4 @@
+import { defined } from "../lib/defined.js";
 import type { PermissionQuery } from "./permissions/query.js";
 
 /**
@@ -9,6 +10,8 @@ export interface Caller {
   readonly workspaceId: string;
   /** The root key's name, "" when it has none: how the audit log names the actor. */
   readonly rootKeyName: string;
+  /** Who the audit log names instead of the root key: a portal session's external id. */
+  readonly actorId?: string;
   /** Where the call came from, for the audit log; absent outside a request (the CLI, tests of the domain). */
   readonly context?: RequestContext;
   /** Throws 403 insufficient_permissions, naming what is missing, unless the root key satisfies `requirement`. */
@@ -26,8 +29,11 @@ export interface Caller {
 
 /** Who and where a management call comes from, as its audit entry records it. */
 export interface RequestContext {
-  /** `root_key`: a /v2 call with a bearer root key; `dashboard`: a dashboard session (acting with its root key). */
-  readonly actorType: "root_key" | "dashboard";
+  /**
+   * `root_key`: a /v2 call with a bearer root key; `dashboard`: a dashboard session (acting with its root key);
+   * `portal`: a customer's portal session.
+   */
+  readonly actorType: "root_key" | "dashboard" | "portal";
   readonly requestId: string;
   readonly clientAddress: string;
   readonly userAgent: string;
@@ -39,6 +45,7 @@ export function callerInRequest(caller: Caller, context: RequestContext): Caller
     rootKeyId: caller.rootKeyId,
     workspaceId: caller.workspaceId,
     rootKeyName: caller.rootKeyName,
+    ...defined({ actorId: caller.actorId }),
     context,
     authorize: (requirement) => caller.authorize(requirement),
     can: (requirement) => caller.can(requirement),

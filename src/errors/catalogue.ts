@@ -84,6 +84,16 @@ export const ERROR_CATALOGUE = {
     title: "Unauthorized",
     meaning: "The dashboard session is unknown, timed out or signed out, or its root key is no longer valid.",
   },
+  "err:unkey:authentication:portal_token_missing": {
+    status: 401,
+    title: "Unauthorized",
+    meaning: "A portal procedure was called without a portal session (the `portal_session` cookie).",
+  },
+  "err:unkey:authentication:portal_session_not_found": {
+    status: 401,
+    title: "Unauthorized",
+    meaning: "The portal session or exchange code is unknown, expired, already redeemed or revoked.",
+  },
 
   // 403: the caller is known but may not do this
   "err:unkey:authorization:insufficient_permissions": {
@@ -94,7 +104,7 @@ export const ERROR_CATALOGUE = {
   "err:keygate:authorization:csrf_token_invalid": {
     status: 403,
     title: "Forbidden",
-    meaning: "A request made with a dashboard session lacks the session's CSRF token in `x-keygate-csrf-token`.",
+    meaning: "A request made with a dashboard or portal session lacks the session's CSRF token in `x-keygate-csrf-token`.",
   },
 
   // 404: the resource does not exist in the caller's workspace (another workspace's resources are 404 too)
@@ -123,6 +133,7 @@ export const ERROR_CATALOGUE = {
     title: NOT_FOUND,
     meaning: "The webhook endpoint does not exist, or not for this workspace.",
   },
+  "err:unkey:data:portal_not_found": { status: 404, title: NOT_FOUND, meaning: "The portal does not exist, or the caller may not see it." },
   "err:keygate:data:policy_not_found": { status: 404, title: NOT_FOUND, meaning: "The route has no policy with this id." },
 
   // 405, 408, 409, 410
@@ -143,6 +154,11 @@ export const ERROR_CATALOGUE = {
     status: 409,
     title: CONFLICT,
     meaning: "Another route has this name, or already takes this prefix for these methods.",
+  },
+  "err:keygate:data:portal_conflict": {
+    status: 409,
+    title: CONFLICT,
+    meaning: "Another portal has this slug, or already serves this mapping.",
   },
   "err:keygate:data:route_owned_by_config": {
     status: 409,

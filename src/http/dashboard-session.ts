@@ -21,9 +21,14 @@ export const DASHBOARD_SECURITY_HEADERS: Readonly<Record<string, string>> = {
 
 /** The session id from the request's cookies, if it sent one. */
 export function sessionCookie(request: FastifyRequest): string | undefined {
+  return cookieNamed(request, SESSION_COOKIE);
+}
+
+/** The value of the cookie `name` the request sent, if any (an empty one counts as none). */
+export function cookieNamed(request: FastifyRequest, name: string): string | undefined {
   for (const pair of (request.headers.cookie ?? "").split(";")) {
     const at = pair.indexOf("=");
-    if (at > 0 && pair.slice(0, at).trim() === SESSION_COOKIE) {
+    if (at > 0 && pair.slice(0, at).trim() === name) {
       const value = pair.slice(at + 1).trim();
       return value === "" ? undefined : value;
     }
@@ -37,13 +42,25 @@ export function sessionCookie(request: FastifyRequest): string | undefined {
  * stricter.
  */
 export function setSessionCookie(request: FastifyRequest, reply: FastifyReply, path: string, value: string, maxAgeSeconds: number): void {
+  setCookie(request, reply, SESSION_COOKIE, path, value, maxAgeSeconds);
+}
+
+/** Sets (or clears) an httpOnly, SameSite=Strict cookie under `path`, Secure as setSessionCookie says. */
+export function setCookie(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  name: string,
+  path: string,
+  value: string,
+  maxAgeSeconds: number,
+): void {
   const overTls =
     (request.raw.socket as { encrypted?: boolean }).encrypted === true ||
     String(request.headers["x-forwarded-proto"] ?? "")
       .split(",")[0]
       ?.trim()
       .toLowerCase() === "https";
-  const attributes = [`${SESSION_COOKIE}=${value}`, `Path=${path}`, `Max-Age=${maxAgeSeconds}`, "HttpOnly", "SameSite=Strict"];
+  const attributes = [`${name}=${value}`, `Path=${path}`, `Max-Age=${maxAgeSeconds}`, "HttpOnly", "SameSite=Strict"];
   if (overTls) attributes.push("Secure");
   reply.header("set-cookie", attributes.join("; "));
 }

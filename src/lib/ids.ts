@@ -1,7 +1,24 @@
 import { randomFillSync } from "node:crypto";
 import { base58Encode } from "./base58.js";
 
-export type IdPrefix = "key" | "api" | "ks" | "req" | "ws" | "role" | "perm" | "id" | "rl" | "rlns" | "rlor" | "rt" | "pol" | "wh" | "msg";
+export type IdPrefix =
+  | "key"
+  | "api"
+  | "ks"
+  | "req"
+  | "ws"
+  | "role"
+  | "perm"
+  | "id"
+  | "rl"
+  | "rlns"
+  | "rlor"
+  | "rt"
+  | "pol"
+  | "wh"
+  | "msg"
+  | "pc"
+  | "ps";
 
 /** Seconds are counted from here so the time part fits 4 bytes for a long while. */
 const ID_EPOCH_SECONDS = 1_700_000_000;

@@ -8,6 +8,7 @@ import { MemoryDashboardSessionStore } from "./memory/dashboard-session-store.js
 import { MemoryIdentityStore } from "./memory/identity-store.js";
 import { MemoryKeyStore } from "./memory/key-store.js";
 import { MemoryPermissionStore } from "./memory/permission-store.js";
+import { MemoryPortalSessionStore, MemoryPortalStore } from "./memory/portal-store.js";
 import { creditLedger, MemoryRatelimitCounterStore } from "./memory/ratelimit-counter-store.js";
 import { MemoryRatelimitNamespaceStore } from "./memory/ratelimit-namespace-store.js";
 import { MemoryRoleStore } from "./memory/role-store.js";
@@ -28,6 +29,7 @@ import { RedisIdentityStore } from "./redis/identity-store.js";
 import { RedisKeyStore } from "./redis/key-store.js";
 import { createRedisKeys } from "./redis/keys.js";
 import { RedisPermissionStore } from "./redis/permission-store.js";
+import { RedisPortalSessionStore, RedisPortalStore } from "./redis/portal-store.js";
 import { MAX_KEYS_PER_EXECUTION, RedisRatelimitCounterStore } from "./redis/ratelimit-counter-store.js";
 import { RedisRatelimitNamespaceStore } from "./redis/ratelimit-namespace-store.js";
 import { type ReplicaWaitSettings, waitingForReplicas } from "./redis/replica-wait.js";
@@ -63,6 +65,8 @@ export function createMemoryStores(options: StoreOptions = {}): Stores {
     ratelimitCounters: new MemoryRatelimitCounterStore(options.clock ?? systemClock, creditLedger(keys, identities)),
     analyticsQuota: new MemoryAnalyticsQuotaStore(),
     dashboardSessions: new MemoryDashboardSessionStore(options.clock ?? systemClock),
+    portals: new MemoryPortalStore(),
+    portalSessions: new MemoryPortalSessionStore(options.clock ?? systemClock),
     routes: new MemoryRouteStore(),
     webhooks: new MemoryWebhookStore(options.clock ?? systemClock),
     webhookOutbox: new MemoryWebhookOutbox(),
@@ -154,6 +158,8 @@ export function createRedisStores(
     breaker: guard.breaker,
     analyticsQuota: new RedisAnalyticsQuotaStore(guarded, keys),
     dashboardSessions: new RedisDashboardSessionStore(guarded, keys),
+    portals: new RedisPortalStore(guarded, keys),
+    portalSessions: new RedisPortalSessionStore(guarded, keys),
     routes: new RedisRouteStore(guarded, keys),
     webhooks: new RedisWebhookStore(guarded, keys),
     webhookOutbox: new RedisWebhookOutbox(guardedClient(redis, guard), keys),

@@ -18,8 +18,11 @@ const LAYERS: readonly { name: string; prefixes: readonly string[] }[] = [
     prefixes: [
       "storage/interfaces.ts",
       "storage/counter-interfaces.ts",
+      "storage/connection-interfaces.ts",
       "storage/route-interfaces.ts",
       "storage/route-records.ts",
+      "storage/portal-interfaces.ts",
+      "storage/portal-records.ts",
       "storage/records.ts",
       "storage/unavailable.ts",
       "storage/webhook-interfaces.ts",

@@ -202,6 +202,7 @@ function typesOf(schema: JsonSchema): string[] {
 const PATTERN_EXAMPLES: Readonly<Record<string, { valid: string; mismatch: string }>> = {
   "^/": { valid: "/fuzzed", mismatch: "fuzzed" },
   "^https?://[^\\s/?#]+[^\\s]*$": { valid: "http://127.0.0.1:9/fuzzed", mismatch: "ftp://127.0.0.1/fuzzed" },
+  "^#[0-9a-fA-F]{6}$": { valid: "#12ab34", mismatch: "12ab34" },
 };
 
 /** One `[class]` of a pattern of the form `^[class]quantifier...$`, and how many characters it takes. */

@@ -7,7 +7,8 @@ import { REDIS_URL, uniquePrefix } from "../helpers/redis.js";
 import { waitFor } from "../helpers/wait.js";
 import { Receiver, verifySignature } from "../helpers/webhook-receiver.js";
 
-const WEBHOOKS = "analytics: { engine: \"off\" }\nwebhooks: { allowPrivateAddresses: true, pollIntervalMs: 50, leaseMs: 6000, timeoutMs: 5000 }\n";
+const WEBHOOKS =
+  'analytics: { engine: "off" }\nwebhooks: { allowPrivateAddresses: true, pollIntervalMs: 50, leaseMs: 6000, timeoutMs: 5000 }\n';
 
 t.test("two keygates on one Redis deliver each event once, each key's events in order", async (t) => {
   const receiver = new Receiver();

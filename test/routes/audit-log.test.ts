@@ -65,6 +65,34 @@ t.test("every write procedure records exactly one entry, and no entry holds a se
       check: (t, entry) => t.same(change(entry, "ipAllowlist"), { field: "ipAllowlist", old: [], new: ["10.0.0.0/8"] }),
     },
     {
+      procedure: "portal.createPortal",
+      body: () => ({ slug: "audited", displayName: "Audited", mapping: { type: "keyspace", id: ids.apiId } }),
+      check: (t, entry, data) => {
+        ids.portalId = data.portalId;
+        t.ok(has(entry, "portal", data.portalId));
+        t.same(change(entry, "slug"), { field: "slug", old: null, new: "audited" });
+      },
+    },
+    {
+      procedure: "portal.updatePortal",
+      body: () => ({ portal: "audited", displayName: "Audited portal" }),
+      check: (t, entry) => t.same(change(entry, "displayName"), { field: "displayName", old: "Audited", new: "Audited portal" }),
+    },
+    {
+      procedure: "portal.createSession",
+      body: () => ({ portal: "audited", externalId: "customer_1", scopes: ["keys:read"] }),
+      secrets: (data) => [new URL(data.url).searchParams.get("code") as string],
+      check: (t, entry) => {
+        t.ok(has(entry, "portal", ids.portalId as string));
+        t.same(change(entry, "externalId"), { field: "externalId", old: null, new: "customer_1" });
+      },
+    },
+    {
+      procedure: "portal.deletePortal",
+      body: () => ({ portal: "audited" }),
+      check: (t, entry) => t.ok(has(entry, "portal", ids.portalId as string)),
+    },
+    {
       procedure: "keys.createKey",
       body: () => ({ apiId: ids.apiId, name: "k1", recoverable: true, externalId: "user_a", credits: { remaining: 10 } }),
       secrets: (data) => [data.key],

@@ -13,6 +13,7 @@ import type {
   RootKeyRecord,
 } from "../../src/storage/records.js";
 import { keyRecord } from "../helpers/records.js";
+import { portalStoreContract } from "./portal-store-contract.js";
 import { routeStoreContract } from "./route-store-contract.js";
 import { webhookStoreContract } from "./webhook-store-contract.js";
 
@@ -530,6 +531,7 @@ export async function storeContract(t: Test, open: (t: Test) => Promise<Stores>)
   await creditContract(t, open);
   await routeStoreContract(t, open);
   await webhookStoreContract(t, open);
+  await portalStoreContract(t, open);
 }
 
 async function ratelimitNamespaceContract(t: Test, open: (t: Test) => Promise<Stores>): Promise<void> {

@@ -35,3 +35,24 @@ t.test("in-memory dashboard sessions end when their time to live has passed, and
   await stores.dashboardSessions.touch(session.id, clock.now(), 1_000);
   t.equal(await stores.dashboardSessions.get(session.id), null, "and a touch does not bring it back");
 });
+
+t.test("in-memory portal codes and sessions end when their time to live has passed", async (t) => {
+  const clock = new ManualClock(0);
+  const stores = createMemoryStores({ clock });
+  const grant = { sessionId: "ps_1", workspaceId: "ws_a", portalId: "pc_1", epoch: 0, externalId: "u", scopes: ["keys:read" as const] };
+  await stores.portalSessions.createCode({ ...grant, hash: "c1", createdAt: 0, expiresAt: 1_000 }, 1_000);
+  await stores.portalSessions.createSession(
+    { ...grant, hash: "s1", codeHash: "c1", csrfToken: "x", createdAt: 0, expiresAt: 1_000 },
+    1_000,
+  );
+  t.equal((await stores.portalSessions.redeemCode("c1"))?.first, true);
+  clock.advance(1_000);
+  t.equal(await stores.portalSessions.redeemCode("c1"), null, "an expired code is gone");
+  t.equal(await stores.portalSessions.getSession("s1"), null, "an expired session is gone");
+  t.equal(
+    await stores.portalSessions.createCode({ ...grant, hash: "c1", createdAt: 1_000, expiresAt: 2_000 }, 1_000),
+    true,
+    "expired entries are swept when another is stored",
+  );
+  t.equal((await stores.portalSessions.redeemCode("c1"))?.first, true, "a new code under the same hash is redeemed afresh");
+});

@@ -40,6 +40,12 @@ export const AUDIT_ACTIONS = [
   "route.set_policies",
   "route.update_policy",
   "route.set_openapi",
+  "portal.create",
+  "portal.update",
+  "portal.delete",
+  "portal.create_session",
+  "portal.exchange_code",
+  "portal.sign_out",
   "webhook.create",
   "webhook.update",
   "webhook.delete",
@@ -127,7 +133,7 @@ export interface EntryContext {
   userAgent: string;
 }
 
-const NO_CONTEXT: EntryContext = { requestId: "", clientAddress: "", userAgent: "" };
+export const NO_CONTEXT: EntryContext = { requestId: "", clientAddress: "", userAgent: "" };
 export const SYSTEM_ACTOR: AuditActor = { type: "system", id: "keygate", name: "" };
 
 export class SinkAuditTrail implements AuditTrail {
@@ -144,7 +150,11 @@ export class SinkAuditTrail implements AuditTrail {
   }
 
   record(caller: Caller, event: AuditEvent): void {
-    const actor: AuditActor = { type: caller.context?.actorType ?? "root_key", id: caller.rootKeyId, name: caller.rootKeyName };
+    const actor: AuditActor = {
+      type: caller.context?.actorType ?? "root_key",
+      id: caller.actorId ?? caller.rootKeyId,
+      name: caller.rootKeyName,
+    };
     this.recordAs(caller.workspaceId, actor, caller.context ?? NO_CONTEXT, event);
   }
 

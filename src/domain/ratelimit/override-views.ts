@@ -50,3 +50,21 @@ export function overrideChanges(
     changes: changesOf(fields(before), fields(after), ["identifier", "limit", "duration"]),
   };
 }
+
+export interface NamespaceTarget {
+  /** Namespace name, or its `rlns_` id. */
+  namespace: string;
+}
+
+/** A page of a namespace's overrides: `limit` of them, from `cursor` (an override id) on. */
+export interface ListOverridesInput extends NamespaceTarget {
+  cursor?: string;
+  limit: number;
+}
+
+export interface OverridesPage {
+  overrides: OverrideView[];
+  /** The first id of the next page, when there is one. */
+  cursor?: string;
+  hasMore: boolean;
+}

@@ -16,12 +16,20 @@ import { decided, type NamespaceLimitCheck, type NamespaceLimitDecision } from "
 import type { Limiter } from "./limiter.js";
 import type { NamespaceDirectory, ResolvedNamespace } from "./namespace-directory.js";
 import { applyOverrides, type LimitRequest, missingNames, NamespaceResolver, namespaceNotFound } from "./namespace-resolver.js";
-import { type OverrideView, overrideChanges, overrideNotFound, overrideView } from "./override-views.js";
+import {
+  type ListOverridesInput,
+  type NamespaceTarget,
+  type OverridesPage,
+  type OverrideView,
+  overrideChanges,
+  overrideNotFound,
+  overrideView,
+} from "./override-views.js";
 import { recordRatelimitDecision } from "./ratelimit-events.js";
 
 export type { NamespaceLimitCheck, NamespaceLimitDecision } from "./limit-decision.js";
 export type { LimitRequest } from "./namespace-resolver.js";
-export type { OverrideView } from "./override-views.js";
+export type { ListOverridesInput, NamespaceTarget, OverridesPage, OverrideView } from "./override-views.js";
 
 /** A live namespace as keygate.listRatelimitNamespaces shows it. */
 export interface NamespaceView {
@@ -39,24 +47,6 @@ export interface LimitOutcome {
   decidedAt: number;
   /** See LimiterOutcome.degraded: the shared counters were unavailable and `ratelimit.fail` answered. */
   degraded?: "open" | "local";
-}
-
-export interface NamespaceTarget {
-  /** Namespace name, or its `rlns_` id. */
-  namespace: string;
-}
-
-/** A page of a namespace's overrides: `limit` of them, from `cursor` (an override id) on. */
-export interface ListOverridesInput extends NamespaceTarget {
-  cursor?: string;
-  limit: number;
-}
-
-export interface OverridesPage {
-  overrides: OverrideView[];
-  /** The first id of the next page, when there is one. */
-  cursor?: string;
-  hasMore: boolean;
 }
 
 export interface RatelimitServiceOptions {

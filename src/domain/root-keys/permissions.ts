@@ -50,6 +50,9 @@ export type IdentityAction = "create_identity" | "read_identity" | "update_ident
 /** The gateway's routes (keygate.*Route and gateway.* procedures): `gateway.*.<action>` or `gateway.<routeId>.<action>`. */
 export type GatewayAction = "create_route" | "read_route" | "update_route" | "delete_route";
 
+/** Customer portals (portal.* procedures): `portal.*.<action>` or `portal.<portalId>.<action>`; create_portal is workspace-wide. */
+export type PortalAction = "create_portal" | "read_portal" | "update_portal" | "delete_portal" | "create_portal_session";
+
 /** keygate's own root-key management (keygate.*RootKey procedures); always workspace-wide (`root_key.*`). */
 export type RootKeyAction = "create_root_key" | "read_root_key" | "delete_root_key";
 
@@ -69,6 +72,7 @@ export const requireIdentity = (action: IdentityAction, identityId?: string): Pe
 export const requireAudit = (action: "read_audit_logs"): PermissionQuery => scoped("audit", action);
 export const requireRootKey = (action: RootKeyAction): PermissionQuery => scoped("root_key", action);
 export const requireWebhook = (action: WebhookAction, webhookId?: string): PermissionQuery => scoped("webhook", action, webhookId);
+export const requirePortal = (action: PortalAction, portalId?: string): PermissionQuery => scoped("portal", action, portalId);
 export const requireGateway = (action: GatewayAction, routeId?: string): PermissionQuery => scoped("gateway", action, routeId);
 
 /**

@@ -66,6 +66,8 @@ import getRole from "./permissions/get-role.js";
 import listPermissions from "./permissions/list-permissions.js";
 import listRoles from "./permissions/list-roles.js";
 import setRolePermissions from "./permissions/set-role-permissions.js";
+import { PORTAL_ROOT_PROCEDURES } from "./portal/index.js";
+import { portalSessionRoutes } from "./portal/session-routes.js";
 import { type AnyProcedure, registerProcedures } from "./procedure.js";
 import deleteOverride from "./ratelimit/delete-override.js";
 import getOverride from "./ratelimit/get-override.js";
@@ -153,6 +155,7 @@ export const PROCEDURES = [
   setPolicies,
   updatePolicy,
   listAuditLogs,
+  ...PORTAL_ROOT_PROCEDURES,
 ] as const satisfies readonly AnyProcedure[];
 
 export interface V2Options {
@@ -173,4 +176,5 @@ export async function v2Routes(app: FastifyInstance, options: V2Options): Promis
     });
     registerProcedures(authenticated, PROCEDURES);
   });
+  await app.register(portalSessionRoutes);
 }

@@ -1,6 +1,10 @@
 import type { FastifyInstance } from "fastify";
 
 declare module "fastify" {
+  interface FastifyRequest {
+    /** The customer's portal session, on the portal's session procedures only. */
+    portalContext?: PortalContext;
+  }
   interface FastifyContextConfig {
     /** See ProcedureDefinition.problemJsonErrors; read by the error handler. */
     problemJsonErrors?: boolean;
@@ -10,6 +14,7 @@ declare module "fastify" {
 import { type Static, type TSchema, Type } from "typebox";
 import type { AuditAction } from "../../domain/audit/audit-trail.js";
 import { type Caller, callerInRequest, type RequestContext } from "../../domain/caller.js";
+import type { PortalContext } from "../../domain/portals/portal-sessions.js";
 import { Envelope, type PaginationData } from "../../http/schemas.js";
 import { defined } from "../../lib/defined.js";
 import type { Services } from "../../services.js";
@@ -21,6 +26,12 @@ export interface ProcedureContext<Body> {
   requestId: string;
   /** The address of the connection's peer (no proxy is trusted on /v2): keys.verifyKey's caller, for IP allowlists. */
   clientAddress: string;
+  /** The request's User-Agent ("" without one), for the audit log. */
+  userAgent: string;
+  /** Where the request was sent (`https://host:port`), for URLs keygate answers with (portal.createSession). */
+  origin: string;
+  /** The customer's portal session, for the portal's session procedures (routes/v2/portal/session-routes.ts). */
+  portal?: PortalContext;
 }
 
 interface BaseDefinition<B extends TSchema> {
@@ -38,6 +49,8 @@ interface BaseDefinition<B extends TSchema> {
    * reveals nothing. Every write declares its actions: a test fails on one that does not.
    */
   audit: readonly AuditAction[] | "none";
+  /** Answer with `Cache-Control: no-store` (answers that carry a credential). */
+  noStore?: boolean;
   body: B;
 }
 
@@ -61,6 +74,7 @@ export type AnyProcedure = {
   aliases?: readonly string[];
   problemJsonErrors?: boolean;
   audit: readonly AuditAction[] | "none";
+  noStore?: boolean;
   body: TSchema;
   response: TSchema;
   run(context: ProcedureContext<unknown>): Promise<{ data: unknown; pagination?: PaginationData }>;
@@ -79,11 +93,15 @@ export interface Procedure<Name extends string, Body, Answer> extends AnyProcedu
 /** Name, aliases and error media type, as every kind of procedure declares them. */
 function basics<N extends string>(
   definition: BaseDefinition<TSchema> & { name: N },
-): { name: N } & Pick<AnyProcedure, "aliases" | "problemJsonErrors" | "audit"> {
+): { name: N } & Pick<AnyProcedure, "aliases" | "problemJsonErrors" | "audit" | "noStore"> {
   return {
     name: definition.name,
     audit: definition.audit,
-    ...defined({ aliases: definition.aliases, problemJsonErrors: definition.problemJsonErrors || undefined }),
+    ...defined({
+      aliases: definition.aliases,
+      problemJsonErrors: definition.problemJsonErrors || undefined,
+      noStore: definition.noStore || undefined,
+    }),
   };
 }
 
@@ -144,16 +162,26 @@ export function registerProcedures(
           schema: { body: procedure.body, response: { 200: procedure.response } },
           config: { problemJsonErrors: procedure.problemJsonErrors ?? false },
         },
-        async (request) => {
+        async (request, reply) => {
+          if (procedure.noStore) reply.header("cache-control", "no-store");
           // A write waits for room for its audit entry, or fails, before anything is changed.
           if (audited) await app.services.audit.admit();
-          const result = await procedure.run({
+          // On the request path (keys.verifyKey): assignments, no spread (docs/architecture.md#conventions).
+          const context: ProcedureContext<unknown> = {
             body: request.body,
-            caller: audited ? inRequest(request.caller, actorType, request.id, request.ip, request.headers["user-agent"]) : request.caller,
+            // portal.exchangeCode has no caller: its code is the credential, and the domain names the customer.
+            caller:
+              audited && request.caller
+                ? inRequest(request.caller, actorType, request.id, request.ip, request.headers["user-agent"])
+                : request.caller,
             services: app.services,
             requestId: request.id,
             clientAddress: request.ip,
-          });
+            userAgent: request.headers["user-agent"] ?? "",
+            origin: `${request.protocol}://${request.host}`,
+          };
+          if (request.portalContext !== undefined) context.portal = request.portalContext;
+          const result = await procedure.run(context);
           // Serialised by the response schema, which has pagination only where the procedure gives it.
           return { meta: { requestId: request.id }, data: result.data, pagination: result.pagination };
         },

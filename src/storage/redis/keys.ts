@@ -15,6 +15,12 @@ export function createRedisKeys(prefix: string) {
 
     /** A dashboard session is looked up by its id alone, one key per operation: its own tag per session. */
     dashboardSession: (id: string) => `${prefix}:{dashboard-session:${id}}`,
+    /** Every portal, one value (portals span workspaces: a slug is unique on the instance). */
+    portals: () => `${prefix}:{portals}:all`,
+    /** A portal code and its redemption marker share the code's tag; a session has its own. */
+    portalCode: (hash: string) => `${prefix}:{portal-code:${hash}}`,
+    portalCodeRedeemed: (hash: string) => `${prefix}:{portal-code:${hash}}:redeemed`,
+    portalSession: (hash: string) => `${prefix}:{portal-session:${hash}}`,
 
     apiWorkspace: (apiId: string) => `${prefix}:{apis}:ws:${apiId}`,
     api: (workspaceId: string, apiId: string) => `${workspace(workspaceId)}:api:${apiId}`,
