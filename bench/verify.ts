@@ -7,6 +7,7 @@
  * The bare route and keygate (on Redis stores) run in child processes of their own; the parent drives the load. See bench/README.md.
  */
 import Fastify from "fastify";
+import { WEBHOOK_EVENT_TYPES } from "../src/domain/webhooks/events.js";
 import { callKeygate, ROOT_KEY, startKeygate } from "./side-by-side/keygate.js";
 import { interleave, type Target } from "./side-by-side/load.js";
 import { describeRun, runOptions } from "./side-by-side/options.js";
@@ -49,16 +50,7 @@ async function drive(): Promise<void> {
   const limitedKey = String(limited.key);
   // BENCH_WEBHOOK=1: an endpoint subscribed to every event is registered first, to show what that costs the hot path.
   if (process.env.BENCH_WEBHOOK === "1") {
-    const events = [
-      "key.created",
-      "key.updated",
-      "key.deleted",
-      "key.expiring",
-      "key.credits.low",
-      "key.credits.exhausted",
-      "ratelimit.exceeded",
-    ];
-    await callKeygate(keygate, "keygate.createWebhook", { url: "https://hooks.example.com/bench", events });
+    await callKeygate(keygate, "keygate.createWebhook", { url: "https://hooks.example.com/bench", events: WEBHOOK_EVENT_TYPES });
   }
   const headers = { "content-type": "application/json", authorization: `Bearer ${ROOT_KEY}` };
   const plainBody = JSON.stringify({ key: plainKey });

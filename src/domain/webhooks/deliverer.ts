@@ -1,6 +1,7 @@
 import type { Clock } from "../../lib/clock.js";
 import type { OutboxEntry, OutboxLease, WebhookOutbox, WebhookStore } from "../../storage/webhook-interfaces.js";
 import type { WebhookDeliveryRecord, WebhookEndpointRecord } from "../../storage/webhook-records.js";
+import { pending } from "./dispatcher.js";
 import type { WebhookSecrets } from "./webhook-secrets.js";
 
 /** One attempt at sending a message, as the sender gets it. */
@@ -118,7 +119,7 @@ export class WebhookDeliverer {
       if (clock.now() - leasedAt > settings.leaseMs - settings.attemptTimeoutMs) return { attempts, outOfTime: true };
       const message = entry.message;
       if (endpoint === undefined) endpoint = await store.get(message.workspaceId, message.endpointId);
-      const record = (await store.getDelivery(message.workspaceId, message.id)) ?? fresh(entry);
+      const record = (await store.getDelivery(message.workspaceId, message.id)) ?? pending(message);
       if (!endpoint?.enabled) {
         await this.finish(
           record,
@@ -199,17 +200,4 @@ export class WebhookDeliverer {
       return rest;
     });
   }
-}
-
-function fresh(entry: OutboxEntry): WebhookDeliveryRecord {
-  const message = entry.message;
-  return {
-    id: message.id,
-    workspaceId: message.workspaceId,
-    endpointId: message.endpointId,
-    type: message.type,
-    status: "pending",
-    attempts: 0,
-    createdAt: message.createdAt,
-  };
 }

@@ -151,7 +151,8 @@ export class WebhookDispatcher implements NoticeSink {
   }
 }
 
-function pending(message: OutboxMessage): WebhookDeliveryRecord {
+/** The delivery record of a message not yet tried. */
+export function pending(message: OutboxMessage): WebhookDeliveryRecord {
   return {
     id: message.id,
     workspaceId: message.workspaceId,
