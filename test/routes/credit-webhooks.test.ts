@@ -15,7 +15,9 @@ for (const storage of STORAGE_KINDS) {
     const receiver = new Receiver();
     await receiver.start();
     t.teardown(() => receiver.stop());
-    const { secret } = (await h.call("keygate.createWebhook", { url: receiver.url, events: [...CREDIT_EVENTS, "key.created"] })).body.data;
+    const { secret } = (
+      await h.call("keygate.createWebhook", { url: receiver.url, events: [...CREDIT_EVENTS, "key.created", "key.updated"] })
+    ).body.data;
     const apiId = (await h.call("apis.createApi", { name: `credits-${storage}` })).body.data.apiId;
     /** Every credit event received so far, by type, once the marker (a key created after them) has arrived. */
     const creditEvents = async (markers: number) => {
@@ -52,6 +54,11 @@ for (const storage of STORAGE_KINDS) {
         t.same(
           again.map((r) => r.event.type),
           ["key.credits.low", "key.credits.exhausted"],
+        );
+        t.same(
+          receiver.of("key.updated").map((r) => r.event.data.keyId),
+          [keyId],
+          "the top-up itself is a key.updated",
         );
       });
     });

@@ -163,6 +163,7 @@ export class KeyService {
       changes: [{ field: "credits", old: viewCredits(credits.before, now) ?? null, new: viewCredits(credits.balance, now) ?? null }],
     });
     await this.deps.invalidator.keyChanged(caller.workspaceId, key.hash);
+    await postKeyNotice(this.deps, "key.updated", key);
     return viewCredits(credits.balance, now) ?? { remaining: null };
   }
 
