@@ -7,10 +7,11 @@ import { type Harness, harness, STORAGE_KINDS, WORKSPACE } from "../helpers/harn
 // Credit crossings posted through the NoticeSink the verification service is given: once per crossing, by the
 // verification that crossed, however many verify at once; again after a top-up; never on a denial.
 
+/** Records the credit notices posted (key changes are posted to the same sink, and told apart by their type). */
 class RecordingSink implements NoticeSink {
   readonly posted: Notice[] = [];
   post(notice: Notice): void {
-    this.posted.push(notice);
+    if (notice.type.includes(".credits.")) this.posted.push(notice);
   }
   /** What was posted since the last call. */
   take(): Notice[] {
