@@ -29,7 +29,7 @@ export interface ProcedureContext<Body> {
   /** The request's User-Agent ("" without one), for the audit log. */
   userAgent: string;
   /** Where the request was sent (`https://host:port`), for URLs keygate answers with (portal.createSession). */
-  origin: string;
+  origin: () => string;
   /** The customer's portal session, for the portal's session procedures (routes/v2/portal/session-routes.ts). */
   portal?: PortalContext;
 }
@@ -178,7 +178,8 @@ export function registerProcedures(
             requestId: request.id,
             clientAddress: request.ip,
             userAgent: request.headers["user-agent"] ?? "",
-            origin: `${request.protocol}://${request.host}`,
+            // Worked out only when asked: every other procedure, keys.verifyKey included, leaves it alone.
+            origin: () => `${request.protocol}://${request.host}`,
           };
           if (request.portalContext !== undefined) context.portal = request.portalContext;
           const result = await procedure.run(context);

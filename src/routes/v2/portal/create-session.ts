@@ -15,5 +15,5 @@ export default defineProcedure({
     returnUrl: Type.Optional(ReturnUrl),
   }),
   data: Type.Object({ id: Type.String(), url: Type.String() }),
-  handler: ({ body, caller, services, origin }) => services.portals.sessions.createSession(caller, { ...body, origin }),
+  handler: ({ body, caller, services, origin }) => services.portals.sessions.createSession(caller, { ...body, origin: origin() }),
 });
