@@ -1,9 +1,10 @@
-import { Counter, collectDefaultMetrics, Gauge, Histogram, type MetricObjectWithValues, type MetricValue, Registry } from "prom-client";
+import { Counter, collectDefaultMetrics, Gauge, type MetricObjectWithValues, type MetricValue, Registry } from "prom-client";
 import type { AnalyticsRuntime } from "../analytics/index.js";
 import type { EventPipelineStats } from "../analytics/pipeline.js";
 import type { CacheLookup, CacheName, Observer, RatelimitDecider, RatelimitSource, VerificationSource } from "../domain/observer.js";
 import type { VerificationCode } from "../domain/verification/codes.js";
 import type { Stores } from "../storage/interfaces.js";
+import { BoundCounter, BoundHistogram } from "./bound-series.js";
 
 /** Which face of keygate served a request. */
 export type Face = "v2" | "gateway" | "other";
@@ -53,37 +54,38 @@ function processMetrics(): Registry {
  */
 export class Metrics implements Observer, UpstreamObserver {
   private readonly registry = new Registry();
-  private readonly httpRequests = new Counter({
+  // The series counted on the request path are bound (bound-series.ts); the rest are prom-client's own.
+  private readonly httpRequests = new BoundCounter({
     name: "keygate_http_requests_total",
     help: "HTTP requests answered, by face (v2, gateway, other), procedure or route, and status code.",
-    labelNames: ["face", "route", "status"] as const,
-    registers: [this.registry],
+    labelNames: ["face", "route", "status"],
+    registry: this.registry,
   });
-  private readonly httpDuration = new Histogram({
+  private readonly httpDuration = new BoundHistogram({
     name: "keygate_http_request_duration_seconds",
     help: "Time from a request's arrival to its answer, by face, procedure or route, and status code.",
-    labelNames: ["face", "route", "status"] as const,
+    labelNames: ["face", "route", "status"],
     buckets: LATENCY_BUCKETS,
-    registers: [this.registry],
+    registry: this.registry,
   });
-  private readonly verifications = new Counter({
+  private readonly verifications = new BoundCounter({
     name: "keygate_verifications_total",
     help: "Key verifications, by source (api: keys.verifyKey, gateway) and outcome.",
-    labelNames: ["source", "outcome"] as const,
-    registers: [this.registry],
+    labelNames: ["source", "outcome"],
+    registry: this.registry,
   });
-  private readonly ratelimitDecisions = new Counter({
+  private readonly ratelimitDecisions = new BoundCounter({
     name: "keygate_ratelimit_decisions_total",
     help: "Rate limit calls, by source, result (allowed, denied) and who decided (redis, memory, local, fail_open, fail_closed, fail_local).",
-    labelNames: ["source", "result", "decided"] as const,
-    registers: [this.registry],
+    labelNames: ["source", "result", "decided"],
+    registry: this.registry,
   });
-  private readonly upstreamDuration = new Histogram({
+  private readonly upstreamDuration = new BoundHistogram({
     name: "keygate_upstream_duration_seconds",
     help: "Time until a route's upstream answered with its status and headers, by gateway route.",
-    labelNames: ["route"] as const,
+    labelNames: ["route"],
     buckets: LATENCY_BUCKETS,
-    registers: [this.registry],
+    registry: this.registry,
   });
   private readonly upstreamErrors = new Counter({
     name: "keygate_upstream_errors_total",
@@ -91,25 +93,25 @@ export class Metrics implements Observer, UpstreamObserver {
     labelNames: ["route", "kind"] as const,
     registers: [this.registry],
   });
-  private readonly cacheLookups = new Counter({
+  private readonly cacheLookups = new BoundCounter({
     name: "keygate_cache_lookups_total",
     help: "In-process cache lookups, by cache and result (hit, miss, stale).",
-    labelNames: ["cache", "result"] as const,
-    registers: [this.registry],
+    labelNames: ["cache", "result"],
+    registry: this.registry,
   });
-  private readonly redisDuration = new Histogram({
+  private readonly redisDuration = new BoundHistogram({
     name: "keygate_redis_command_duration_seconds",
     help: "Time Redis took to answer, by command (or the store operation it served), failures included.",
-    labelNames: ["command"] as const,
+    labelNames: ["command"],
     buckets: REDIS_BUCKETS,
-    registers: [this.registry],
+    registry: this.registry,
   });
   private readonly stopTimingCommands: () => void;
   private upstreamTargets: () => readonly UpstreamTargetSample[] = () => [];
 
   constructor(stores: Stores, analytics: AnalyticsRuntime) {
     this.upstreamTargetSeries();
-    this.stopTimingCommands = stores.health.observeCommands((command, seconds) => this.redisDuration.observe({ command }, seconds));
+    this.stopTimingCommands = stores.health.observeCommands((command, seconds) => this.redisDuration.observe(seconds, command));
     new Gauge({
       name: "keygate_redis_breaker_open",
       help: "1 while the Redis circuit breaker is open (Redis does not answer and calls fail fast), else 0.",
@@ -122,25 +124,25 @@ export class Metrics implements Observer, UpstreamObserver {
   }
 
   request(face: Face, route: string, status: number, seconds: number): void {
-    const labels = { face, route, status: String(status) };
-    this.httpRequests.inc(labels);
-    this.httpDuration.observe(labels, seconds);
+    const code = String(status);
+    this.httpRequests.inc(face, route, code);
+    this.httpDuration.observe(seconds, face, route, code);
   }
 
   verified(source: VerificationSource, outcome: VerificationCode): void {
-    this.verifications.inc({ source, outcome });
+    this.verifications.inc(source, outcome);
   }
 
   ratelimitDecided(source: RatelimitSource, allowed: boolean, decider: RatelimitDecider): void {
-    this.ratelimitDecisions.inc({ source, result: allowed ? "allowed" : "denied", decided: decider });
+    this.ratelimitDecisions.inc(source, allowed ? "allowed" : "denied", decider);
   }
 
   cacheLookedUp(cache: CacheName, result: CacheLookup): void {
-    this.cacheLookups.inc({ cache, result });
+    this.cacheLookups.inc(cache, result);
   }
 
   upstreamAnswered(route: string, seconds: number): void {
-    this.upstreamDuration.observe({ route }, seconds);
+    this.upstreamDuration.observe(seconds, route);
   }
 
   upstreamFailed(route: string, kind: UpstreamErrorKind): void {
