@@ -69,13 +69,28 @@ export class RequestTelemetry {
   }
 }
 
+type Named = { face: Face; route: string };
+
+const UNMATCHED_V2: Named = { face: "v2", route: "unmatched" };
+const UNMATCHED_GATEWAY: Named = { face: "gateway", route: "unmatched" };
+
+/**
+ * Each route pattern's face and name, worked out once: the same name object every time also spares the metrics'
+ * lookups hashing a new string per request. Bounded by the app's routes.
+ */
+const namesOfPatterns = new Map<string, Named>();
+
 /** The face and the bounded name a request Fastify answered is counted under: a procedure, or "unmatched". */
-export function faceAndRoute(request: FastifyRequest): { face: Face; route: string } {
+export function faceAndRoute(request: FastifyRequest): Named {
   const pattern = request.routeOptions.url;
-  if (pattern?.startsWith("/v2/")) return { face: "v2", route: pattern.slice("/v2/".length) };
-  if (pattern !== undefined) return { face: "other", route: pattern };
   // No route took it: a /v2 path no procedure has, or a path no gateway route takes.
-  return { face: isManagementPath(splitTarget(request.url).path) ? "v2" : "gateway", route: "unmatched" };
+  if (pattern === undefined) return isManagementPath(splitTarget(request.url).path) ? UNMATCHED_V2 : UNMATCHED_GATEWAY;
+  let named = namesOfPatterns.get(pattern);
+  if (named === undefined) {
+    named = pattern.startsWith("/v2/") ? { face: "v2", route: pattern.slice("/v2/".length) } : { face: "other", route: pattern };
+    namesOfPatterns.set(pattern, named);
+  }
+  return named;
 }
 
 /** Tells `telemetry` of every request Fastify answers, once the response is sent. Nothing when it is off. */
