@@ -75,11 +75,12 @@ export interface CounterCall {
   checks: readonly WindowCheck[];
   credit?: CreditCheck | undefined;
   /**
-   * Units to take besides the cost on the first check's counter, for the caller to admit later without asking
-   * (0 or absent: none). Honoured only for one check without credit that passes, on a counter already in use
-   * (counted above 0 before the call), and only as far as the window stays at most half used.
+   * Units to take besides the cost on each check's counter, in the order of `checks`, for the caller to admit later
+   * without asking (absent, or 0 for a check: none). Honoured only for a call without credit that passes, on each
+   * counter already in use (counted above 0 before the call), and only as far as its window stays at most half
+   * used. The checks of a call that asks are on distinct counters.
    */
-  reserve?: number;
+  reserve?: readonly number[];
 }
 
 /** What a batch store knows of one check's counter after deciding it. */

@@ -54,7 +54,7 @@ t.test("rate limit reservations: a counter's first call reserves nothing, so one
   t.equal(await inRedis(), 10_000 - 2 - 64, "the third call is admitted from them, without Redis");
 });
 
-t.test("rate limit reservations: none past half the limit, for small limits, credits or several checks", async (t) => {
+t.test("rate limit reservations: none past half the limit, for small limits, credits, or two checks on one counter", async (t) => {
   const prefix = uniquePrefix(t, "noreserve");
   const stores = await openRedisStores(t, prefix);
   const other = (await openRedisStores(t, prefix)).ratelimitCounters;
@@ -71,13 +71,31 @@ t.test("rate limit reservations: none past half the limit, for small limits, cre
   for (let i = 0; i < 20; i++) {
     await counters.applyChecks("ws_a", [check("small", 999)], now);
     await counters.applyChecks("ws_a", [check("credited", 10_000)], now, { keyId: "key_1", cost: 1 });
-    await counters.applyChecks("ws_a", [check("pair-a", 10_000), check("pair-b", 10_000)], now);
+    await counters.applyChecks("ws_a", [check("twice", 10_000), { ...check("twice", 10_000), cost: 2 }], now);
   }
   t.same(
-    [await inRedis("small", 999), await inRedis("credited", 10_000), await inRedis("pair-a", 10_000), await inRedis("pair-b", 10_000)],
-    [999 - 20, 10_000 - 20, 10_000 - 20, 10_000 - 20],
-    "a limit under 1,000, a credit or a second check: nothing reserved, every call counted in Redis",
+    [await inRedis("small", 999), await inRedis("credited", 10_000), await inRedis("twice", 10_000)],
+    [999 - 20, 10_000 - 20, 10_000 - 3 * 20],
+    "a limit under 1,000, a credit, or one counter twice in a call: nothing reserved, every call counted in Redis",
   );
+});
+
+t.test("rate limit reservations: a call of several checks is admitted from units reserved on each of its counters", async (t) => {
+  const prefix = uniquePrefix(t, "reserve-several");
+  const stores = await openRedisStores(t, prefix);
+  const other = (await openRedisStores(t, prefix)).ratelimitCounters;
+  const counters = stores.ratelimitCounters;
+  const now = 5_000 * 60_000 + 10;
+  const key = { bucket: "key", limit: 10_000, durationMs: 60_000, cost: 1 };
+  const route = { bucket: "route", limit: 1_000_000, durationMs: 3_600_000, cost: 1 };
+  const inRedis = async (check: typeof key) => (await other.applyChecks("ws_a", [{ ...check, cost: 0 }], now)).results[0]?.remaining;
+  for (let i = 0; i < 40; i++) t.equal((await counters.applyChecks("ws_a", [key, route], now)).passed, true);
+  // The first call found both counters unused; the second reserved 64 on each; the other 38 took 38 of them.
+  t.same([await inRedis(key), await inRedis(route)], [10_000 - 2 - 64, 1_000_000 - 2 - 64], "counted in Redis first, two calls made there");
+  const alone = await counters.applyChecks("ws_a", [key], now);
+  t.equal(alone.passed, true);
+  t.equal(await inRedis(key), 10_000 - 2 - 64, "a call of the key's check alone is admitted from the same units");
+  t.equal(alone.results[0]?.remaining, 10_000 - 2 - 64 + (64 - 39), "with what Redis had left plus the units still held");
 });
 
 t.test("rate limit reservations: two instances never admit more than the limit, and miss at most a reservation each", async (t) => {

@@ -95,7 +95,7 @@ export class MemoryRatelimitCounterStore implements RatelimitCounterStore, Ratel
     return calls.map((call) => this.decide(workspaceId, call, now));
   }
 
-  private decide(workspaceId: string, { checks, credit, reserve = 0 }: CounterCall, now: number): CallDecision {
+  private decide(workspaceId: string, { checks, credit, reserve }: CounterCall, now: number): CallDecision {
     this.sweep(now);
     const { counters, evaluated, passed: limitsPassed } = this.evaluate(workspaceId, checks, now);
     let passed = limitsPassed;
@@ -111,8 +111,9 @@ export class MemoryRatelimitCounterStore implements RatelimitCounterStore, Ratel
       }
     }
 
-    const reserved =
-      passed && !credit && checks.length === 1 ? this.reservable(checks[0] as WindowCheck, evaluated[0]?.before ?? 0, reserve) : 0;
+    const reserved = checks.map((check, index) =>
+      passed && !credit ? this.reservable(check, evaluated[index]?.before ?? 0, reserve?.[index] ?? 0) : 0,
+    );
     if (passed) {
       if (credit && balance && (credit.cost > 0 || balance.refilled !== balance.stored)) {
         (this.ledger as CreditLedger).writeBalance(workspaceId, credit, {
@@ -120,7 +121,8 @@ export class MemoryRatelimitCounterStore implements RatelimitCounterStore, Ratel
           remaining: balance.refilled.remaining - credit.cost,
         });
       }
-      if (reserved > 0) (counters.get(evaluated[0]?.key as string) as Counter).taken += reserved;
+      for (const [index, units] of reserved.entries())
+        if (units > 0) (counters.get(evaluated[index]?.key as string) as Counter).taken += units;
       for (const [key, counter] of counters) {
         if (counter.taken === 0) continue;
         const { sequence, current, previous } = counter.stored;
@@ -138,11 +140,11 @@ export class MemoryRatelimitCounterStore implements RatelimitCounterStore, Ratel
       const { key, before, passed: checkPassed } = evaluated[index] as { key: string; before: number; passed: boolean };
       const counter = counters.get(key) as Counter;
       // A denied call consumed nothing, so every check reports the room its window had before the call.
-      const used = passed ? before + check.cost + (index === 0 ? reserved : 0) : counter.base;
+      const used = passed ? before + check.cost + (reserved[index] as number) : counter.base;
       const remaining = Math.max(0, check.limit - used);
       const { sequence, current, previous } = counter.stored;
       const counts = remaining === 0 ? { current: passed ? current + counter.taken : current, previous } : undefined;
-      windows.push({ sequence, reserved: index === 0 ? reserved : 0, ...defined({ counts }) });
+      windows.push({ sequence, reserved: reserved[index] as number, ...defined({ counts }) });
       return { passed: checkPassed, remaining, resetAt: windowEnd(sequence, check.durationMs) };
     });
     if (!credit) return { outcome: { passed, results, now }, windows };
@@ -186,7 +188,7 @@ export class MemoryRatelimitCounterStore implements RatelimitCounterStore, Ratel
     return { counters, evaluated, passed };
   }
 
-  /** The units a passing lone check may reserve besides its cost (see CounterCall.reserve). */
+  /** The units a check of a passing call may reserve besides its cost (see CounterCall.reserve). */
   private reservable(check: WindowCheck, before: number, reserve: number): number {
     if (reserve <= 0 || before <= 0) return 0;
     return Math.max(0, Math.min(reserve, Math.floor(check.limit / 2) - (before + check.cost)));

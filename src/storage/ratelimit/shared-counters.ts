@@ -46,10 +46,11 @@ export class SharedCounters implements RatelimitCounterStore {
     // A limit known to be exhausted denies the call whatever the balance says, so this holds with credits too.
     const denied = this.exhausted.denial(workspaceId, checks, at);
     if (denied) return Promise.resolve(decidedHere(denied));
-    const reserve = this.reservations?.ask(workspaceId, checks, credit) ?? 0;
+    const reserve = this.reservations?.ask(workspaceId, checks, credit);
+    if (reserve === undefined)
+      return this.batcher.decide(workspaceId, { checks, credit }, now).then((answer) => this.learn(workspaceId, checks, answer));
     const decision = this.batcher.decide(workspaceId, { checks, credit, reserve }, now);
-    if (reserve === 0) return decision.then((answer) => this.learn(workspaceId, checks, answer));
-    const settled = () => this.reservations?.settled(workspaceId, checks[0] as WindowCheck);
+    const settled = () => this.reservations?.settled(workspaceId, checks);
     return decision.then(
       (answer) => {
         settled();

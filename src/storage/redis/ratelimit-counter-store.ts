@@ -129,11 +129,11 @@ export class RedisRatelimitCounterStore implements RatelimitBatchStore {
     };
     const callArgs: number[] = [];
     const spentFrom = new Map<string, number>();
-    for (const { checks, credit, reserve = 0 } of calls) {
+    for (const { checks, credit, reserve } of calls) {
       callArgs.push(checks.length * 2 + (credit ? 1 : 0));
       for (const [index, check] of checks.entries()) {
         const key = this.keys.ratelimitWindow(workspaceId, check.limit, check.durationMs, check.bucket);
-        callArgs.push(position(key, check.limit, check.durationMs), check.cost, index === 0 ? reserve : 0);
+        callArgs.push(position(key, check.limit, check.durationMs), check.cost, reserve?.[index] ?? 0);
       }
       if (credit) {
         const key =
@@ -157,13 +157,13 @@ export class RedisRatelimitCounterStore implements RatelimitBatchStore {
 function decodeReply(reply: readonly number[], calls: readonly CounterCall[]): CallDecision[] {
   const now = reply[0] as number;
   let at = 1;
-  return calls.map(({ checks, credit, reserve = 0 }): CallDecision => {
+  return calls.map(({ checks, credit, reserve }): CallDecision => {
     const windows: DecidedWindow[] = [];
     const results = checks.map((check, index): WindowResult => {
       const passed = reply[at++] === 1;
       const remaining = reply[at++] as number;
       const sequence = reply[at++] as number;
-      const reserved = index === 0 && reserve > 0 ? (reply[at++] as number) : 0;
+      const reserved = (reserve?.[index] ?? 0) > 0 ? (reply[at++] as number) : 0;
       if (remaining === 0)
         windows.push({ sequence, reserved, counts: { current: reply[at++] as number, previous: reply[at++] as number } });
       else windows.push({ sequence, reserved });

@@ -42,7 +42,7 @@ async function batchStoreContract(t: Test, open: (t: Test) => Promise<Opened>): 
 
   await t.test("a reservation is granted on a counter in use, up to half the window, and counted", async (t) => {
     const { batches } = await open(t);
-    const call = (cost = 1, reserve = 64) => batches.applyBatch("ws_a", [{ checks: [check("r", 1_000, cost)], reserve }], NOW);
+    const call = (cost = 1, reserve = 64) => batches.applyBatch("ws_a", [{ checks: [check("r", 1_000, cost)], reserve: [reserve] }], NOW);
     const first = await call();
     t.same([first[0]?.windows[0]?.reserved, first[0]?.outcome.results[0]?.remaining], [0, 999], "a counter's first call reserves nothing");
     const second = await call();
@@ -56,24 +56,65 @@ async function batchStoreContract(t: Test, open: (t: Test) => Promise<Opened>): 
     t.equal((await call())[0]?.windows[0]?.reserved, 0, "past half, none");
   });
 
-  await t.test("a call with credits or several checks reserves nothing, whatever it asks", async (t) => {
+  await t.test("a call with credits reserves nothing, whatever it asks", async (t) => {
     const { batches, keys } = await open(t);
     await keys.create(keyRecord("key_1"), { remaining: 100, lastRefillAt: 0 });
     for (let i = 0; i < 2; i++) {
       const decisions = await batches.applyBatch(
         "ws_a",
-        [
-          { checks: [check("c", 1_000)], credit: { keyId: "key_1", cost: 1 }, reserve: 64 },
-          { checks: [check("p", 1_000), check("q", 1_000)], reserve: 64 },
-        ],
+        [{ checks: [check("c", 1_000)], credit: { keyId: "key_1", cost: 1 }, reserve: [64] }],
         NOW,
       );
       t.same(
         decisions.map((decision) => decision.windows.map((window) => window.reserved)),
-        [[0], [0, 0]],
+        [[0]],
       );
       t.equal(decisions[0]?.outcome.credit?.remaining, 100 - i - 1);
     }
+  });
+
+  await t.test("each check of a call reserves on its own counter, only when the whole call passes", async (t) => {
+    const { batches } = await open(t);
+    const call = (q: number, reserve: number[]) =>
+      batches.applyBatch("ws_a", [{ checks: [check("p", 1_000), check("q", q)], reserve }], NOW).then((d) => d[0]);
+    const first = await call(2_000, [10, 20]);
+    t.same(
+      first?.windows.map((window) => window.reserved),
+      [0, 0],
+      "counters not in use yet: nothing",
+    );
+    const second = await call(2_000, [10, 20]);
+    t.same(
+      second?.windows.map((window) => window.reserved),
+      [10, 20],
+      "then each its own units",
+    );
+    t.same(
+      second?.outcome.results.map((result) => result.remaining),
+      [1_000 - 2 - 10, 2_000 - 2 - 20],
+      "counted in each window",
+    );
+    const onlyFirst = await call(2_000, [10, 0]);
+    t.same(
+      onlyFirst?.windows.map((window) => window.reserved),
+      [10, 0],
+      "a check that asks for none gets none",
+    );
+    // q at 1,000 is a new counter (its limit names it) of the same bucket: p passes, q does too, but is not in use yet.
+    const fresh = await call(1_000, [10, 10]);
+    t.same(
+      fresh?.windows.map((window) => window.reserved),
+      [10, 0],
+      "each counter's own rule: q's is new",
+    );
+    const denied = await batches.applyBatch("ws_a", [{ checks: [check("p", 1_000), check("z", 1_000, 2_000)], reserve: [10, 10] }], NOW);
+    t.equal(denied[0]?.outcome.passed, false);
+    t.same(
+      denied[0]?.windows.map((window) => window.reserved),
+      [0, 0],
+      "a denied call reserves nothing",
+    );
+    t.equal(denied[0]?.outcome.results[0]?.remaining, 1_000 - 4 - 30, "and consumed nothing");
   });
 }
 

@@ -67,7 +67,7 @@ t.test("a call that asked for a reservation and failed lets the next one ask", a
   await t.rejects(counters.applyChecks("ws_a", [busy]), store.failWith);
   store.failWith = undefined;
   await counters.applyChecks("ws_a", [busy]);
-  t.equal(store.batches.at(-1)?.calls[0]?.reserve, 64, "asked again");
+  t.same(store.batches.at(-1)?.calls[0]?.reserve, [64], "asked again");
   const calls = store.calls;
   t.equal((await counters.applyChecks("ws_a", [busy])).passed, true);
   t.equal(store.calls, calls, "and admitted from what it got");

@@ -36,10 +36,10 @@
 --             counter's index in KEYS, cost (0 checks without consuming) and the units to reserve, and with a
 --             credit check the balance's index in KEYS and the cost. A counter may appear more than once in a
 --             call; later checks see the cost taken by earlier ones.
---           Reserving: a call of one check and no credit that passes may also take up to that many units more for
---             its instance to admit later without asking (storage/ratelimit/reservations.ts), but only on a counter
---             already in use (its count before the call is above 0) and as long as the window stays at most half
---             used; they are consumed here like any cost.
+--           Reserving: each check of a call without credit that passes may also take up to its units more for its
+--             instance to admit later without asking (storage/ratelimit/reservations.ts), but only on a counter
+--             already in use (its count before the call is above 0) and as long as its window stays at most half
+--             used; they are consumed here like any cost. A call that asks has its checks on distinct counters.
 -- ARGV[4]   only with a receipt key: how long a receipt stays, in ms. The receipt is the positions in KEYS of the
 --             balances this execution took credits from and what it took from each, "position:credits" joined by
 --             commas; it is written only when something was taken.
@@ -184,14 +184,18 @@ for call = 1, tonumber(ARGV[2]) do
   end
 
   -- Phase 2: only when every check passed, consume them all (in the batch's state; written at the end), with the
-  -- reservation a lone check asked for, as far as the window stays at most half used, and only on a counter that
-  -- was in use already: one called once (a new identifier per request) would leave units nobody admits.
+  -- reservations a call without credit asked for, each as far as its window stays at most half used, and only on a
+  -- counter that was in use already: one called once (a new identifier per request) would leave units nobody admits.
   if all then
-    if checks == 1 and not hasCredit and checkReserve[1] > 0 and checkBefore[1] > 0 then
-      local room = math.floor(checkLimit[1] / 2) - (checkBefore[1] + checkCost[1])
-      if room > 0 then
-        checkReserved[1] = math.min(checkReserve[1], room)
-        checkCounter[1].taken = checkCounter[1].taken + checkReserved[1]
+    if not hasCredit then
+      for i = 1, checks do
+        if checkReserve[i] > 0 and checkBefore[i] > 0 then
+          local room = math.floor(checkLimit[i] / 2) - (checkBefore[i] + checkCost[i])
+          if room > 0 then
+            checkReserved[i] = math.min(checkReserve[i], room)
+            checkCounter[i].taken = checkCounter[i].taken + checkReserved[i]
+          end
+        end
       end
     end
     if creditRemaining and (creditCost > 0 or creditLastRefillAt ~= balance.lastRefillAt) then
