@@ -190,9 +190,10 @@ export function bodyLocation(path: Path): string {
 }
 
 function typesOf(schema: JsonSchema): string[] {
-  if (schema.enum) return [typeof schema.enum[0]];
-  if (schema.type === undefined) return [];
-  return Array.isArray(schema.type) ? schema.type : [schema.type];
+  if (schema.type !== undefined) return Array.isArray(schema.type) ? schema.type : [schema.type];
+  // An enum without a type allows the types of its values (null among them: an optional field that may be cleared).
+  if (schema.enum) return [...new Set(schema.enum.map((value) => (value === null ? "null" : typeof value)))];
+  return [];
 }
 
 /**
