@@ -1,7 +1,8 @@
 /**
  * Idle memory: the resident set of keygate, as `node dist/server.js` starts it on in-memory stores, some seconds
  * after start, beside a bare Fastify app's, in one run. Each target is a child process of its own, started one after
- * the other so that none starts while another is measured; a target with workers is measured process by process.
+ * the other so that none starts while another is measured; a target with workers is measured process by process,
+ * once its last worker has run for the wait too.
  *
  *   npm run build:test && node build/bench/idle-memory.js [--wait 10] [--entry build/src/server.js]
  *
@@ -54,6 +55,8 @@ interface Target {
   name: string;
   args: string[];
   env: Record<string, string>;
+  /** The processes it forks (its workers): each is measured once it too has run for the wait. */
+  workers?: number;
 }
 
 const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms));
@@ -67,8 +70,10 @@ async function measure(target: Target, waitMs: number, directory: string): Promi
   });
   const exited = new Promise<void>((done) => child.once("exit", () => done()));
   try {
-    await sleep(waitMs);
     const pid = child.pid as number;
+    // A primary forks its first worker, and the others once it listens: the wait starts when the last is forked.
+    while (child.exitCode === null && childrenOf(pid).length < (target.workers ?? 0)) await sleep(100);
+    await sleep(waitMs);
     if (child.exitCode !== null) throw new Error(`${target.name} exited early (${child.exitCode})`);
     const rows = [{ name: target.name, ...memoryOf(pid) }];
     childrenOf(pid).forEach((worker, index) => {
@@ -101,6 +106,7 @@ async function drive(): Promise<void> {
     {
       name: "keygate, 2 workers (Redis)",
       args: [entry],
+      workers: 2,
       env: {
         ...quiet,
         KEYGATE_WORKERS: "2",
