@@ -130,14 +130,13 @@ async function main(): Promise<void> {
 
 /** The start-up summary: storage, analytics, routes. */
 async function summarise(log: FastifyBaseLogger, config: KeygateConfig, analytics: string): Promise<void> {
-  // Loaded with the Redis stores, only when they are configured.
-  const { describeTarget } = config.storage.redis ? await import("./storage/redis/topology.js") : { describeTarget: () => "" };
+  const redis = config.storage.redis;
+  // topology.js (and ioredis with it) is loaded with the Redis stores, only when they are configured.
+  const target = redis && (await import("./storage/redis/topology.js")).describeTarget(redis);
   log.info(
-    config.storage.redis
-      ? { storage: "redis", redis: describeTarget(config.storage.redis), prefix: config.storage.redis.prefix }
-      : { storage: "memory" },
-    config.storage.redis
-      ? `storage: ${describeTarget(config.storage.redis)}, key prefix '${config.storage.redis.prefix}'`
+    redis ? { storage: "redis", redis: target, prefix: redis.prefix } : { storage: "memory" },
+    redis
+      ? `storage: ${target}, key prefix '${redis.prefix}'`
       : "storage: in-memory (everything is lost when keygate stops; set REDIS_URL to keep data in Redis)",
   );
   log.info({ analytics: config.analytics.engine }, analytics);
