@@ -8,6 +8,7 @@ import type { RouteTable } from "./gateway/route-table.js";
 import { clientErrorHandler } from "./http/client-errors.js";
 import { answerFrameworkError } from "./http/error-handler.js";
 import { NODE_CHECKS_LEFT_TO_KEYGATE } from "./http/protocol-checks.js";
+import { compilersOnFirstUse } from "./http/schema-compilers.js";
 import { connectionsCheckingInterval } from "./http/slow-requests.js";
 import { newId } from "./lib/ids.js";
 import { LogRedaction } from "./lib/log-redaction.js";
@@ -68,6 +69,7 @@ export function serverOptions(
       // Validate strictly, never coerce or drop (docs/decisions.md#validation). Defaults of optional fields are filled in.
       customOptions: { coerceTypes: false, removeAdditional: false, useDefaults: true, allErrors: true, allowUnionTypes: true },
     },
+    schemaController: { compilersFactory: compilersOnFirstUse() },
   };
 }
 

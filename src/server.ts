@@ -1,17 +1,13 @@
 import cluster from "node:cluster";
 import type { AddressInfo } from "node:net";
 import type { FastifyBaseLogger } from "fastify";
-import { buildApp } from "./app.js";
-import { deliverBootstrapRootKey, ensureBootstrapRootKey } from "./bootstrap.js";
 import { runPrimary, workerCount } from "./cluster/primary.js";
 import { linkToPrimary } from "./cluster/worker.js";
 import { FIRST_WORKER_VARIABLE } from "./cluster/worker-pool.js";
 import { ConfigError, configPath, loadConfig } from "./config/load.js";
-import { recordReload, reloadRoutes, watchRoutes } from "./config/reload.js";
 import type { KeygateConfig } from "./config/schema.js";
 import { describeCertificate, readTlsFiles } from "./config/tls-files.js";
 import { redactUrl } from "./lib/redact-url.js";
-import { describeTarget } from "./storage/redis/topology.js";
 
 /**
  * Process entry: load the configuration; with one worker, build the app, listen, and close gracefully on
@@ -36,6 +32,9 @@ async function main(): Promise<void> {
     const count = workerCount(config);
     if (count > 1) return runPrimary(config, count);
   }
+  // Imported by a process that serves requests only: the primary of several workers never loads the app.
+  const [{ buildApp }, { deliverBootstrapRootKey, ensureBootstrapRootKey }, { recordReload, reloadRoutes, watchRoutes }] =
+    await Promise.all([import("./app.js"), import("./bootstrap.js"), import("./config/reload.js")]);
   const worker = cluster.isWorker ? linkToPrimary(config) : undefined;
   // The first worker (or the only process) speaks for keygate at start-up; the others only say they listen.
   const speaks = worker === undefined || process.env[FIRST_WORKER_VARIABLE] === "1";
@@ -51,7 +50,7 @@ async function main(): Promise<void> {
   // "keygate is listening" comes last (from the primary, when there are several workers). The bootstrap root key
   // never goes there (see deliverBootstrapRootKey).
   const startup = app.log.child({}, { level: config.logging.level === "silent" ? "silent" : "info" });
-  if (speaks) summarise(startup, config, `${app.analytics.describe()}; ${app.analytics.audit.describe()}`);
+  if (speaks) await summarise(startup, config, `${app.analytics.describe()}; ${app.analytics.audit.describe()}`);
   if (speaks && app.certificates) {
     const certificate = describeCertificate(app.certificates.certificate);
     startup.info(
@@ -130,13 +129,14 @@ async function main(): Promise<void> {
 }
 
 /** The start-up summary: storage, analytics, routes. */
-function summarise(log: FastifyBaseLogger, config: KeygateConfig, analytics: string): void {
+async function summarise(log: FastifyBaseLogger, config: KeygateConfig, analytics: string): Promise<void> {
+  const redis = config.storage.redis;
+  // topology.js (and ioredis with it) is loaded with the Redis stores, only when they are configured.
+  const target = redis && (await import("./storage/redis/topology.js")).describeTarget(redis);
   log.info(
-    config.storage.redis
-      ? { storage: "redis", redis: describeTarget(config.storage.redis), prefix: config.storage.redis.prefix }
-      : { storage: "memory" },
-    config.storage.redis
-      ? `storage: ${describeTarget(config.storage.redis)}, key prefix '${config.storage.redis.prefix}'`
+    redis ? { storage: "redis", redis: target, prefix: redis.prefix } : { storage: "memory" },
+    redis
+      ? `storage: ${target}, key prefix '${redis.prefix}'`
       : "storage: in-memory (everything is lost when keygate stops; set REDIS_URL to keep data in Redis)",
   );
   log.info({ analytics: config.analytics.engine }, analytics);

@@ -9,7 +9,7 @@ import { EmbeddedEngine } from "./embedded-engine.js";
 import { addStats, type BatchIO, EventPipeline, type EventPipelineStats, type PipelineLog, type Scheduler } from "./pipeline.js";
 import { AUDIT_LOGS, type EventTable, GATEWAY_REQUESTS, RATELIMITS, VERIFICATIONS } from "./rows.js";
 import { schemaStatements } from "./schema.js";
-import { ServerEngine, type ServerEngineOptions } from "./server-engine.js";
+import type { ServerEngineOptions } from "./server-engine.js";
 
 /** The embedded engine's database; a ClickHouse server's is configured (analytics.clickhouse.database). */
 export const EMBEDDED_DATABASE = "keygate";
@@ -65,7 +65,7 @@ export async function openAnalytics(config: AnalyticsSettings, options: OpenAnal
   const engine: AnalyticsEngine =
     config.engine === "embedded"
       ? await EmbeddedEngine.open(config.path, EMBEDDED_DATABASE)
-      : new ServerEngine({
+      : new (await serverEngine())({
           url: config.clickhouse.url as string,
           database: config.clickhouse.database,
           username: config.clickhouse.username,
@@ -147,6 +147,11 @@ export async function openAnalytics(config: AnalyticsSettings, options: OpenAnal
         .then(() => {})
         .finally(() => engine.close())),
   };
+}
+
+/** The ClickHouse server's engine, and its client library, loaded only when analytics.engine is clickhouse. */
+async function serverEngine() {
+  return (await import("./server-engine.js")).ServerEngine;
 }
 
 /**

@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import { resolve } from "node:path";
-import { parseDocument } from "yaml";
 import { ConfigError } from "./config-error.js";
 import { nonEmpty, type RawConfig } from "./environment.js";
 
@@ -25,6 +25,8 @@ export function configPath(options: LoadConfigOptions = {}): string | undefined 
 /** The file's sections, not yet validated. YAML errors and a file that is not a mapping are ConfigErrors. */
 export function readYaml(path: string): RawConfig {
   const text = readFileSync(path, "utf8");
+  // Loaded when there is a file to read (synchronously: loading the configuration is), not by every keygate.
+  const { parseDocument } = createRequire(import.meta.url)("yaml") as typeof import("yaml");
   const document = parseDocument(text);
   if (document.errors.length > 0) {
     throw new ConfigError(

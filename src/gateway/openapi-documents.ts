@@ -1,7 +1,6 @@
 import type { Ajv, Options as AjvOptions, ErrorObject, Format } from "ajv";
 import type { FormatsPlugin } from "ajv-formats";
 import type { Document, Operation } from "openapi-backend";
-import { parse as parseYaml } from "yaml";
 import type { ValidationIssue } from "../errors/keygate-error.js";
 import { aboutBody, issueOf } from "./openapi-issues.js";
 
@@ -49,7 +48,7 @@ const MAX_DOCUMENT_PROBLEMS = 5;
  * within itself, and its schemas must compile into request validators.
  */
 export async function openApiDocumentProblems(text: string): Promise<string[]> {
-  const parsed = parseDocument(text);
+  const parsed = await parseDocument(text);
   if (typeof parsed === "string") return [parsed];
   const { Validator } = await import("@seriousme/openapi-schema-validator");
   // The validator is given the parsed object: given text without a line break, it would read it as a file's name.
@@ -68,7 +67,7 @@ export async function openApiDocumentProblems(text: string): Promise<string[]> {
  * at once: nothing is compiled per request. Throws when the document cannot be compiled.
  */
 export async function compileOpenApiDocument(text: string, uploadedAt: number): Promise<OpenApiDocument> {
-  const parsed = parseDocument(text);
+  const parsed = await parseDocument(text);
   if (typeof parsed === "string") throw new Error(`the document ${parsed}`);
   const libraries = await loadLibraries();
   const version31 = String(parsed.openapi).startsWith("3.1");
@@ -139,11 +138,11 @@ function loadLibraries(): Promise<Libraries> {
   return libraries as Promise<Libraries>;
 }
 
-/** The document's text parsed (JSON or YAML), or what is wrong with it. */
-function parseDocument(text: string): Record<string, unknown> | string {
+/** The document's text parsed (JSON or YAML, the YAML parser loaded on demand), or what is wrong with it. */
+async function parseDocument(text: string): Promise<Record<string, unknown> | string> {
   let document: unknown;
   try {
-    document = text.trimStart().startsWith("{") ? JSON.parse(text) : parseYaml(text);
+    document = text.trimStart().startsWith("{") ? JSON.parse(text) : (await import("yaml")).parse(text);
   } catch (error) {
     return `is neither JSON nor YAML: ${error instanceof Error ? error.message : String(error)}`;
   }

@@ -1,9 +1,10 @@
 import t from "tap";
 import { CachedNamespaceDirectory } from "../../src/cache/ratelimit-namespace-directory.js";
 import { NAMESPACE_FRESH_MS } from "../../src/domain/ratelimit/namespace-directory.js";
-import { createMemoryStores, createRedisStores } from "../../src/storage/index.js";
+import { createMemoryStores } from "../../src/storage/index.js";
 import type { RatelimitNamespaceStore } from "../../src/storage/interfaces.js";
 import { connectRedis } from "../../src/storage/redis/connection.js";
+import { createRedisStores } from "../../src/storage/redis-stores.js";
 import { StoreUnavailableError } from "../../src/storage/unavailable.js";
 import { ManualClock } from "../helpers/clock.js";
 import { REDIS_URL, uniquePrefix } from "../helpers/redis.js";

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { Redis } from "ioredis";
-import { createRedisStores } from "../../src/storage/index.js";
 import { connectRedis } from "../../src/storage/redis/connection.js";
+import { createRedisStores } from "../../src/storage/redis-stores.js";
 
 export const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
 

@@ -1,6 +1,6 @@
 import t, { type Test } from "tap";
-import { createRedisStores } from "../../src/storage/index.js";
 import { connectRedis } from "../../src/storage/redis/connection.js";
+import { createRedisStores } from "../../src/storage/redis-stores.js";
 import { startRedisCluster } from "../helpers/redis-cluster.js";
 import { storeContract } from "./contract.js";
 

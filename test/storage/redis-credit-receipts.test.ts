@@ -1,10 +1,10 @@
 import t, { type Test } from "tap";
-import { createRedisStores } from "../../src/storage/index.js";
 import { connectRedis } from "../../src/storage/redis/connection.js";
 import type { StoreLog } from "../../src/storage/redis/credit-reconciler.js";
 import { defineCreditCommands } from "../../src/storage/redis/credit-scripts.js";
 import { RECEIPT_TTL_MS } from "../../src/storage/redis/ratelimit-counter-store.js";
 import { defineRatelimitCommand } from "../../src/storage/redis/ratelimit-script.js";
+import { createRedisStores } from "../../src/storage/redis-stores.js";
 import { isStoreUnavailable } from "../../src/storage/unavailable.js";
 import { keyRecord } from "../helpers/records.js";
 import { REDIS_URL, redisClient, uniquePrefix } from "../helpers/redis.js";

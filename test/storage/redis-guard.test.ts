@@ -1,8 +1,8 @@
 import { Redis } from "ioredis";
 import t from "tap";
 import { CircuitOpenError } from "../../src/lib/circuit-breaker.js";
-import { createRedisStores } from "../../src/storage/index.js";
 import { isRedisUnavailable } from "../../src/storage/redis/guard.js";
+import { createRedisStores } from "../../src/storage/redis-stores.js";
 import { StoreUnavailableError } from "../../src/storage/unavailable.js";
 import { redisClient, uniquePrefix } from "../helpers/redis.js";
 import { blackHole } from "../helpers/redis-server.js";

@@ -1,8 +1,8 @@
 import t, { type Test } from "tap";
-import { createRedisStores } from "../../src/storage/index.js";
 import type { ApiRecord } from "../../src/storage/records.js";
 import { connectRedis } from "../../src/storage/redis/connection.js";
 import { WriteNotReplicatedError } from "../../src/storage/redis/replica-wait.js";
+import { createRedisStores } from "../../src/storage/redis-stores.js";
 import { startRedisSentinel } from "../helpers/redis-sentinel.js";
 import { waitFor } from "../helpers/wait.js";
 

@@ -4,8 +4,8 @@ import { UNOBSERVED } from "../../../src/domain/observer.js";
 import { Limiter } from "../../../src/domain/ratelimit/limiter.js";
 import { KeygateError } from "../../../src/errors/keygate-error.js";
 import type { RatelimitCounterStore } from "../../../src/storage/counter-interfaces.js";
-import { createRedisStores } from "../../../src/storage/index.js";
 import { MemoryRatelimitCounterStore } from "../../../src/storage/memory/ratelimit-counter-store.js";
+import { createRedisStores } from "../../../src/storage/redis-stores.js";
 import { ManualClock } from "../../helpers/clock.js";
 import { freePort } from "../../helpers/ports.js";
 
