@@ -246,7 +246,7 @@ async function drive(): Promise<void> {
   printRatio(runs, gateway, floor, 0.8);
   printRatio(runs, bareProxy, direct);
   if (nginx) printRatio(runs, gateway, nginx);
-  if (unmetered) printRatio(runs, gateway, unmetered, 0.95);
+  if (unmetered) printRatio(runs, gateway, unmetered, 0.97);
   if (policies) printRatio(runs, policies, floor, 0.8);
   if (policies) printRatio(runs, policies, gateway);
   if (pool) printRatio(runs, pool, gateway);

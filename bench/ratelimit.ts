@@ -91,7 +91,7 @@ async function drive(): Promise<void> {
   const runs = await interleave([bareRoute, limit, deniedLocally, ...(onCluster ? [onCluster] : [])], options);
   printTargets(runs);
   console.log();
-  printRatio(runs, limit, bareRoute, 0.5);
+  printRatio(runs, limit, bareRoute, 0.6);
   printRatio(runs, deniedLocally, bareRoute);
   if (onCluster) printRatio(runs, onCluster, limit);
 

@@ -85,7 +85,7 @@ async function drive(): Promise<void> {
   const runs = await interleave([bareRoute, verify, verifyLimited], options);
   printTargets(runs);
   console.log();
-  printRatio(runs, verify, bareRoute, 0.7);
+  printRatio(runs, verify, bareRoute, 0.75);
   printRatio(runs, verifyLimited, bareRoute, 0.5);
 
   await stopAll(bareChild, keygateChild);
