@@ -179,7 +179,16 @@ export function createServices(stores: Stores, config: KeygateConfig, clock: Clo
     apis,
     keys,
     keyMigrations,
-    keyAccess: new KeyAccessService({ keys: stores.keys, live: liveKeys, rbac, invalidator: invalidations, clock, audit }),
+    keyAccess: new KeyAccessService({
+      keys: stores.keys,
+      live: liveKeys,
+      rbac,
+      invalidator: invalidations,
+      clock,
+      audit,
+      notices,
+      identities,
+    }),
     rbac,
     identities,
     ratelimit: new RatelimitService({

@@ -45,6 +45,29 @@ for (const storage of STORAGE_KINDS) {
       }
     });
 
+    await t.test("a key's permissions or roles changed: key.updated, once per change", async (t) => {
+      receiver.received.length = 0;
+      const apiId = (await h.call("apis.createApi", { name: `access-${storage}` })).body.data.apiId;
+      const { keyId } = (await h.call("keys.createKey", { apiId, externalId: "user_8" })).body.data;
+      await h.call("permissions.createPermission", { name: `orders.read.${storage}`, slug: `orders.read.${storage}` });
+      await h.call("permissions.createRole", { name: `reader-${storage}` });
+      const changes: [string, Record<string, unknown>][] = [
+        ["keys.addPermissions", { keyId, permissions: [`orders.read.${storage}`] }],
+        ["keys.removePermissions", { keyId, permissions: [`orders.read.${storage}`] }],
+        ["keys.setPermissions", { keyId, permissions: [] }],
+        ["keys.addRoles", { keyId, roles: [`reader-${storage}`] }],
+        ["keys.removeRoles", { keyId, roles: [`reader-${storage}`] }],
+        ["keys.setRoles", { keyId, roles: [] }],
+      ];
+      for (const [procedure, body] of changes) t.equal((await h.call(procedure, body)).status, 200, procedure);
+      const got = await waitFor("six key.updated", 10_000, () =>
+        receiver.of("key.updated").length >= 6 ? receiver.of("key.updated") : undefined,
+      );
+      t.equal(got.length, 6);
+      for (const r of got) t.match(r.event.data, { workspaceId: "ws_test", apiId, keyId, externalId: "user_8" });
+      t.equal(receiver.of("key.created").length, 1, "and nothing else about the key");
+    });
+
     await t.test("ratelimit.exceeded once per namespace, identifier and window", async (t) => {
       receiver.received.length = 0;
       const limit = (identifier: string) =>

@@ -3,10 +3,13 @@ import type { KeyStore } from "../../storage/interfaces.js";
 import type { KeyRecord } from "../../storage/records.js";
 import { type AuditAction, type AuditTrail, UNAUDITED } from "../audit/audit-trail.js";
 import type { Caller } from "../caller.js";
+import type { IdentityService } from "../identities/identity-service.js";
 import type { CacheInvalidator } from "../invalidation.js";
+import type { NoticeSink } from "../notices.js";
 import { allOf } from "../permissions/query.js";
 import type { PermissionView, RbacService, RoleView } from "../rbac/rbac-service.js";
 import { requireApi, requireRbac } from "../root-keys/permissions.js";
+import { postKeyNotice } from "./key-notices.js";
 import { keyNotFound, type LiveKeys } from "./live-keys.js";
 
 export interface KeyAccessDeps {
@@ -16,6 +19,9 @@ export interface KeyAccessDeps {
   invalidator: CacheInvalidator;
   clock: Clock;
   audit?: AuditTrail;
+  /** Where key.updated is posted when a key's permissions or roles change (webhooks), and who names its identity. */
+  notices?: NoticeSink;
+  identities: IdentityService;
 }
 
 /** keys.add/remove/setPermissions and keys.add/remove/setRoles: what a key may do, granted directly or by role. */
@@ -89,6 +95,7 @@ export class KeyAccessService {
     });
     if (!ids) throw keyNotFound(key.id);
     await this.deps.invalidator.keyChanged(workspaceId, key.hash);
+    await postKeyNotice(this.deps, "key.updated", key);
     return ids;
   }
 

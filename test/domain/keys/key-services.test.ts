@@ -40,7 +40,7 @@ async function keyDomain(options: { vault?: boolean; keyStore?: (store: KeyStore
   const live = new LiveKeys(keyStore, apis);
   const secrets = new KeySecrets(options.vault ? new Vault(randomBytes(32).toString("base64")) : undefined);
   const keys = new KeyService({ keys: keyStore, live, apis, rbac, identities, secrets, invalidator, clock, generateKey });
-  const access = new KeyAccessService({ keys: keyStore, live, rbac, invalidator, clock });
+  const access = new KeyAccessService({ keys: keyStore, live, rbac, invalidator, clock, identities });
   const rootKeys = new RootKeyService(stores.rootKeys, invalidator, clock, [{ key: ROOT_KEY, workspaceId: "ws_unit", permissions: ["*"] }]);
   const caller: Caller = await rootKeys.authenticate(ROOT_KEY);
   const { apiId } = await apis.createApi(caller, { name: "unit-api" });
