@@ -2,9 +2,9 @@ import type { FastifyBaseLogger } from "fastify";
 import type { ApiService } from "../domain/apis/api-service.js";
 import { formatQuery } from "../domain/permissions/query.js";
 import type { NamespaceLimitCheck, RatelimitService } from "../domain/ratelimit/ratelimit-service.js";
-import type { CompiledKeyauth, CompiledRatelimit } from "../domain/routes/policy-compiler.js";
+import { type CompiledKeyauth, type CompiledRatelimit, keyauthVerifyRequest } from "../domain/routes/policy-compiler.js";
 import type { KeyView } from "../domain/verification/key-view.js";
-import type { ValidVerification, Verification, VerificationCode, VerifyRequest } from "../domain/verification/verification.js";
+import type { ValidVerification, Verification, VerificationCode } from "../domain/verification/verification.js";
 import type { VerificationService } from "../domain/verification/verification-service.js";
 import { ERROR_CATALOGUE, type ErrorCode } from "../errors/catalogue.js";
 import { KeygateError } from "../errors/keygate-error.js";
@@ -150,18 +150,7 @@ export class GatewayDecider {
     applicable: ApplicablePolicies,
     ip: () => string,
   ): Promise<Decision> {
-    const asked: VerifyRequest = {
-      requestId: request.id,
-      source: "gateway",
-      workspaceId,
-      key,
-      keyspaces: keyauth.keyspaces,
-      clientAddress: ip,
-    };
-    // Each optional field is set only when the policy has it (a spread here would cost every request microseconds).
-    if (keyauth.permissionQuery) asked.permissions = keyauth.permissionQuery;
-    if (keyauth.credits) asked.credits = keyauth.credits;
-    if (keyauth.ratelimits) asked.ratelimits = keyauth.ratelimits;
+    const asked = keyauthVerifyRequest(keyauth, request.id, workspaceId, key, ip);
     const ratelimits = applicable.ratelimits;
     if (ratelimits.length > 0) {
       asked.extraLimits = (view: KeyView) => this.resolveLimits(workspaceId, ratelimits, request, ip, view);

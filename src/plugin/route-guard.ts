@@ -1,6 +1,7 @@
 import type { FastifyBaseLogger, FastifyReply, FastifyRequest, preHandlerAsyncHookHandler } from "fastify";
 import type { ApiService } from "../domain/apis/api-service.js";
-import type { ValidVerification, VerifyRequest } from "../domain/verification/verification.js";
+import { keyauthVerifyRequest } from "../domain/routes/policy-compiler.js";
+import type { ValidVerification } from "../domain/verification/verification.js";
 import type { VerificationService } from "../domain/verification/verification-service.js";
 import { ERROR_CATALOGUE } from "../errors/catalogue.js";
 import { KeygateError } from "../errors/keygate-error.js";
@@ -84,17 +85,7 @@ export class RouteGuards {
       this.log.warn({ route: realm, apiId: route.apiId }, "the route's API does not exist; every request is refused");
       return unknownApiDenial(keyauth, realm).error;
     }
-    const asked: VerifyRequest = {
-      requestId: request.id,
-      source: "gateway",
-      workspaceId,
-      key,
-      keyspaces: keyauth.keyspaces,
-      clientAddress: request.ip,
-    };
-    if (keyauth.permissionQuery) asked.permissions = keyauth.permissionQuery;
-    if (keyauth.credits) asked.credits = keyauth.credits;
-    if (keyauth.ratelimits) asked.ratelimits = keyauth.ratelimits;
+    const asked = keyauthVerifyRequest(keyauth, request.id, workspaceId, key, request.ip);
     if (route.tags) asked.tags = route.tags;
     const verification = await this.services.verification.verify(asked);
     if (!verification.valid) return verificationDenial(keyauth, realm, workspaceId, verification).error;

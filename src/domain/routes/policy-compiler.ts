@@ -8,7 +8,7 @@ import type {
   RatelimitPolicy,
 } from "../../storage/route-records.js";
 import { type PermissionQuery, PermissionQuerySyntaxError, parsePermissionQuery } from "../permissions/query.js";
-import type { RequestedLimit } from "../verification/verification.js";
+import type { RequestedLimit, VerifyRequest } from "../verification/verification.js";
 import { type CompiledCorsRule, compileCors } from "./cors-policy.js";
 import { compileMatches, type RequestPredicate } from "./match-expressions.js";
 import type { Problems } from "./problems.js";
@@ -44,6 +44,24 @@ export interface CompiledKeyauth extends CompiledPolicyBase {
   permissionQuery?: PermissionQuery;
   ratelimits?: readonly RequestedLimit[];
   credits?: { cost: number };
+}
+
+/**
+ * What a keyauth policy asks of the one verification path for `key` (the gateway's routes and the Fastify plugin's).
+ * Each optional field is set only when the policy has it: assigned, not spread, as this runs for every request.
+ */
+export function keyauthVerifyRequest(
+  keyauth: CompiledKeyauth,
+  requestId: string,
+  workspaceId: string,
+  key: string,
+  clientAddress: string | (() => string),
+): VerifyRequest {
+  const asked: VerifyRequest = { requestId, source: "gateway", workspaceId, key, keyspaces: keyauth.keyspaces, clientAddress };
+  if (keyauth.permissionQuery) asked.permissions = keyauth.permissionQuery;
+  if (keyauth.credits) asked.credits = keyauth.credits;
+  if (keyauth.ratelimits) asked.ratelimits = keyauth.ratelimits;
+  return asked;
 }
 
 export interface CompiledRatelimit extends CompiledPolicyBase {
