@@ -1,19 +1,7 @@
 import { useEffect, useState } from "preact/hooks";
+import { WEBHOOK_EVENT_TYPES } from "../../../src/domain/webhooks/events.js";
 import { call, type DataOf } from "../api.js";
 import { DataTable, ErrorNote, fieldError, formatTime, ShownOnce, TextField, useAction } from "../ui.js";
-
-/** The event types an endpoint may subscribe to (keygate.createWebhook's `events`). */
-const EVENT_TYPES = [
-  "key.created",
-  "key.updated",
-  "key.deleted",
-  "key.expiring",
-  "key.credits.low",
-  "key.credits.exhausted",
-  "identity.credits.low",
-  "identity.credits.exhausted",
-  "ratelimit.exceeded",
-] as const;
 
 type Webhook = DataOf<"keygate.listWebhooks">[number];
 
@@ -22,7 +10,7 @@ function EventChoice(props: { legend: string; value: string[]; onValue: (events:
   return (
     <fieldset>
       <legend>{props.legend}</legend>
-      {EVENT_TYPES.map((type) => (
+      {WEBHOOK_EVENT_TYPES.map((type) => (
         <label key={type} class="inline">
           <input
             type="checkbox"
