@@ -1,41 +1,33 @@
 import t, { type Test } from "tap";
-import { InvalidationBus } from "../../../src/cache/invalidation-bus.js";
-import { validateConfig } from "../../../src/config/load.js";
 import type { Notice } from "../../../src/domain/notices.js";
-import { RootKeyService } from "../../../src/domain/root-keys/root-key-service.js";
 import { WebhookDispatcher } from "../../../src/domain/webhooks/dispatcher.js";
 import { WebhookRunner } from "../../../src/domain/webhooks/webhook-runner.js";
 import { WebhookSecrets } from "../../../src/domain/webhooks/webhook-secrets.js";
 import { Vault } from "../../../src/lib/vault.js";
-import { createServices } from "../../../src/services.js";
 import { createMemoryStores } from "../../../src/storage/index.js";
 import type { WebhookOutbox, WebhookStore } from "../../../src/storage/webhook-interfaces.js";
+import type { WebhookEndpointRecord } from "../../../src/storage/webhook-records.js";
 import { ManualClock, ManualScheduler } from "../../helpers/clock.js";
 import { TEST_VAULT_KEY } from "../../helpers/fixtures.js";
-import { Receiver } from "../../helpers/webhook-receiver.js";
+import { webhookServices } from "../../helpers/webhook-services.js";
 
 const HOUR = 3_600_000;
 
-/** Services on memory stores whose deliveries go to a receiver; nothing runs until the test says. */
-async function setup(t: Test, webhooks: Record<string, unknown> = {}) {
-  const clock = new ManualClock();
-  const stores = createMemoryStores({ clock });
-  const config = validateConfig({
-    analytics: { engine: "off" },
-    vault: { key: TEST_VAULT_KEY },
-    webhooks: { allowPrivateAddresses: true, ...webhooks },
-  });
-  const services = createServices(stores, config, clock, { invalidations: new InvalidationBus() });
-  const caller = new RootKeyService(stores.rootKeys, new InvalidationBus(), clock, []).operator("ws_unit");
-  const receiver = new Receiver();
-  await receiver.start();
-  t.teardown(() => receiver.stop());
-  const deliver = async () => {
-    await services.webhooks.dispatcher.flush();
-    return services.webhooks.deliverer.deliverDue();
+/** Endpoint wh_1 of workspace ws_a, subscribed to one event type. */
+function endpointOf(event: WebhookEndpointRecord["events"][number]): WebhookEndpointRecord {
+  return {
+    id: "wh_1",
+    workspaceId: "ws_a",
+    url: "http://x/",
+    events: [event],
+    enabled: true,
+    secret: { plain: "whsec_AA==" },
+    createdAt: 0,
   };
-  return { clock, stores, services, caller, receiver, deliver };
 }
+
+/** The services with the test vault and these webhooks settings, delivering to a receiver on loopback. */
+const setup = (t: Test, webhooks: Record<string, unknown> = {}) => webhookServices(t, { webhooks, vault: true });
 
 t.test("key.expiring: once per key and expiry, within the lead time, in subscribed workspaces only", async (t) => {
   const { clock, stores, services, caller, receiver, deliver } = await setup(t, { expiringLeadMs: 24 * HOUR });
@@ -137,15 +129,7 @@ t.test("the runner: at once when woken, every poll interval when idle, the scan 
 t.test("the dispatcher: a failed outbox write or too many waiting notices are reported, not thrown", async (t) => {
   const clock = new ManualClock();
   const stores = createMemoryStores({ clock });
-  await stores.webhooks.create({
-    id: "wh_1",
-    workspaceId: "ws_a",
-    url: "http://x/",
-    events: ["key.created"],
-    enabled: true,
-    secret: { plain: "whsec_AA==" },
-    createdAt: 0,
-  });
+  await stores.webhooks.create(endpointOf("key.created"));
   const failing: WebhookOutbox = { ...stores.webhookOutbox, enqueue: async () => Promise.reject(new Error("outbox down")) };
   const lost: string[] = [];
   const dispatcher = new WebhookDispatcher({
@@ -167,15 +151,7 @@ t.test("the dispatcher: a failed outbox write or too many waiting notices are re
 t.test("ratelimit.exceeded: once per window across dispatchers sharing a store", async (t) => {
   const clock = new ManualClock();
   const stores = createMemoryStores({ clock });
-  await stores.webhooks.create({
-    id: "wh_1",
-    workspaceId: "ws_a",
-    url: "http://x/",
-    events: ["ratelimit.exceeded"],
-    enabled: true,
-    secret: { plain: "whsec_AA==" },
-    createdAt: 0,
-  });
+  await stores.webhooks.create(endpointOf("ratelimit.exceeded"));
   const make = () =>
     new WebhookDispatcher({
       store: stores.webhooks,
@@ -266,15 +242,7 @@ t.test("at most maxEndpoints per workspace", async (t) => {
 t.test("the dispatcher: a notice whose endpoints cannot be read is reported, and the others of its batch still go", async (t) => {
   const clock = new ManualClock();
   const stores = createMemoryStores({ clock });
-  await stores.webhooks.create({
-    id: "wh_1",
-    workspaceId: "ws_a",
-    url: "http://x/",
-    events: ["key.created"],
-    enabled: true,
-    secret: { plain: "whsec_AA==" },
-    createdAt: 0,
-  });
+  await stores.webhooks.create(endpointOf("key.created"));
   const lost: string[] = [];
   const store: WebhookStore = Object.create(stores.webhooks);
   store.list = (ws: string) => (ws === "ws_down" ? Promise.reject(new Error("store down")) : stores.webhooks.list(ws));

@@ -1,50 +1,14 @@
 import t, { type Test } from "tap";
-import { InvalidationBus } from "../../../src/cache/invalidation-bus.js";
-import { validateConfig } from "../../../src/config/load.js";
-import type { Caller } from "../../../src/domain/caller.js";
 import type { CreditsNotice, Notice } from "../../../src/domain/notices.js";
-import { RootKeyService } from "../../../src/domain/root-keys/root-key-service.js";
 import { retryDelay } from "../../../src/domain/webhooks/deliverer.js";
 import { HttpWebhookSender } from "../../../src/http/webhook-sender.js";
-import { createServices, type Services } from "../../../src/services.js";
-import { createMemoryStores } from "../../../src/storage/index.js";
-import type { Stores } from "../../../src/storage/interfaces.js";
-import { ManualClock } from "../../helpers/clock.js";
-import { Receiver, verifySignature } from "../../helpers/webhook-receiver.js";
+import { verifySignature } from "../../helpers/webhook-receiver.js";
+import { webhookServices } from "../../helpers/webhook-services.js";
 
 const HOUR = 3_600_000;
 
-interface Setup {
-  clock: ManualClock;
-  stores: Stores;
-  services: Services;
-  caller: Caller;
-  receiver: Receiver;
-  /** Every notice in the outbox, then one delivery pass. */
-  deliver(): Promise<number>;
-}
-
-async function setup(t: Test, config: Record<string, unknown> = {}, stores?: Stores): Promise<Setup> {
-  const clock = new ManualClock();
-  const storesInUse = stores ?? createMemoryStores({ clock });
-  const services = createServices(
-    storesInUse,
-    validateConfig({ analytics: { engine: "off" }, webhooks: { allowPrivateAddresses: true, ...config } }),
-    clock,
-    {
-      invalidations: new InvalidationBus(),
-    },
-  );
-  const caller = new RootKeyService(storesInUse.rootKeys, new InvalidationBus(), clock, []).operator("ws_unit");
-  const receiver = new Receiver();
-  await receiver.start();
-  t.teardown(() => receiver.stop());
-  const deliver = async () => {
-    await services.webhooks.dispatcher.flush();
-    return services.webhooks.deliverer.deliverDue();
-  };
-  return { clock, stores: storesInUse, services, caller, receiver, deliver };
-}
+/** The services with these webhooks settings, delivering to a receiver on loopback. */
+const setup = (t: Test, webhooks: Record<string, unknown> = {}) => webhookServices(t, { webhooks });
 
 function credits(type: CreditsNotice["type"], keyId: string, remaining: number): Notice {
   return {
