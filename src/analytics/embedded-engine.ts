@@ -66,11 +66,15 @@ export class EmbeddedEngine implements AnalyticsEngine {
     }
     mkdirSync(location, { recursive: true });
     // Loaded on demand: the library is large and only this engine needs it.
+    // chdb is an optional dependency (about 540 MB): an installation without it says how to get it.
     const chdb = await import("chdb").catch((error: unknown) => {
-      throw new Error(
-        `the embedded analytics engine (chDB) cannot be loaded on ${process.platform}-${process.arch}: ${(error as Error).message}; set analytics.engine to 'clickhouse' or 'off'`,
-        { cause: error },
-      );
+      const missing = (error as NodeJS.ErrnoException).code === "ERR_MODULE_NOT_FOUND";
+      const why = missing
+        ? "it is not installed (an optional dependency: install without --omit=optional, or run `npm install chdb`)"
+        : `it cannot be loaded on ${process.platform}-${process.arch}: ${(error as Error).message}`;
+      throw new Error(`the embedded analytics engine (chDB) is not available: ${why}; or set analytics.engine to 'clickhouse' or 'off'`, {
+        cause: error,
+      });
     });
     claimDirectory(location);
     let writer: Session | undefined;
