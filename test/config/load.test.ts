@@ -289,7 +289,9 @@ t.test("a ClickHouse server is named by the environment, overriding the file and
     requestTimeoutMs: 30000,
   });
   t.match(
-    problemsOf(() => loadConfig({ env: { KEYGATE_ANALYTICS_ENGINE: "clickhouse", KEYGATE_CLICKHOUSE_URL: "tcp://x:9000" }, cwd })).join("\n"),
+    problemsOf(() => loadConfig({ env: { KEYGATE_ANALYTICS_ENGINE: "clickhouse", KEYGATE_CLICKHOUSE_URL: "tcp://x:9000" }, cwd })).join(
+      "\n",
+    ),
     /analytics\.clickhouse\.url \(from KEYGATE_CLICKHOUSE_URL\)/,
   );
 });
