@@ -5,7 +5,7 @@
 #                                                               server, or off; no embedded engine
 #   docker build --target embedded -t keygate:embedded .        with the embedded analytics engine (chDB): one
 #                                                               container whose analytics data lives on its volume
-# Node 24: the LTS line with the longest support among those keygate is tested on (maintenance to April 2028).
+# Node 24: the LTS line with the longest support among those keygate is tested on (supported to April 2028).
 # docs/container.md: sizes, running as a sidecar, probes, the read-only root filesystem.
 ARG NODE_MAJOR=24
 
