@@ -14,7 +14,7 @@ export async function errorPages(app: FastifyInstance): Promise<void> {
     if (wantsJson(request)) return answer(reply, "application/json; charset=utf-8", JSON.stringify(codes.map(entryOf)));
     const rows = codes.map((code) => {
       const { status, title } = ERROR_CATALOGUE[code];
-      return `<tr><td><a href="${KEYGATE_ERRORS_PATH}/${pathOf(code)}"><code>${code}</code></a></td><td>${status}</td><td>${escape(title)}</td></tr>`;
+      return `<tr><td><a href="${KEYGATE_ERRORS_PATH}/${pathOf(code)}"><code>${code}</code></a></td><td>${status}</td><td>${htmlText(title)}</td></tr>`;
     });
     return answer(
       reply,
@@ -45,7 +45,7 @@ ${rows.join("\n")}
         page(
           code,
           `<dl>
-<dt>Status</dt><dd>${status} ${escape(title)}</dd>
+<dt>Status</dt><dd>${status} ${htmlText(title)}</dd>
 <dt>Meaning</dt><dd>${withCode(meaning)}</dd>
 </dl>
 <p>The answer's <code>error.detail</code> says what happened to that request, and its <code>meta.requestId</code> finds
@@ -77,9 +77,9 @@ function answer(reply: FastifyReply, type: string, body: string): FastifyReply {
 function page(heading: string, body: string): string {
   return `<!doctype html>
 <html lang="en">
-<head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>${escape(heading)}</title></head>
+<head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>${htmlText(heading)}</title></head>
 <body><main>
-<h1>${escape(heading)}</h1>
+<h1>${htmlText(heading)}</h1>
 ${body}
 </main></body>
 </html>
@@ -88,9 +88,9 @@ ${body}
 
 /** The catalogue's meanings write names in backticks, as Markdown does: shown as code. */
 function withCode(text: string): string {
-  return escape(text).replace(/`([^`]+)`/g, "<code>$1</code>");
+  return htmlText(text).replace(/`([^`]+)`/g, "<code>$1</code>");
 }
 
-function escape(text: string): string {
-  return text.replace(/[&<>"]/g, (character) => `&#${character.charCodeAt(0)};`);
+function htmlText(text: string): string {
+  return text.replace(/[&<>"']/g, (character) => `&#${character.charCodeAt(0)};`);
 }
