@@ -27,13 +27,16 @@ export function useCursorPages(): CursorPages {
     restart: () => setCursors([undefined]),
     hasPrevious: cursors.length > 1,
     number: cursors.length,
+    // Until the page asked for is answered, its own next cursor is unknown: Next waits for it.
     back: () => {
       const previous = cursors.slice(0, -1);
       setCursors(previous);
+      setNext(undefined);
       return previous[previous.length - 1];
     },
     forward: () => {
       setCursors([...cursors, next]);
+      setNext(undefined);
       return next;
     },
   };

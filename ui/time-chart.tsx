@@ -45,7 +45,7 @@ export function TimeChart(props: { title: string; times: number[]; series: Serie
   return (
     <figure>
       <figcaption>{props.title}</figcaption>
-      <div ref={container} role="img" aria-label={`${props.title}, ${props.unit} over time: ${names || "no data"}`} class="chart" />
+      <div ref={container} role="img" aria-label={`${props.title}: ${names || "no data"}`} class="chart" />
     </figure>
   );
 }

@@ -1,7 +1,7 @@
 import { useEffect, useState } from "preact/hooks";
 import { TableScroll } from "../../ui/shell.js";
 import { type Series, TimeChart } from "../../ui/time-chart.js";
-import { type Counts, call, type Point, type PortalKey, type PortalSession } from "./api.js";
+import { type Counts, call, callPage, type Point, type PortalKey, type PortalSession } from "./api.js";
 
 const RANGES = {
   hour: { label: "Last hour", ms: 3_600_000 },
@@ -23,6 +23,21 @@ const LINES: { label: string; of: (counts: Counts) => number; stroke: string; da
   },
 ];
 
+/** A customer's keys usage is counted for, at most (portal.getVerifications reads as many). */
+const KEYS_COUNTED = 1_000;
+
+/** Every key of the customer, page after page, up to KEYS_COUNTED. */
+async function everyKey(session: PortalSession): Promise<PortalKey[]> {
+  const keys: PortalKey[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await callPage<PortalKey>(session, "listKeys", { limit: 100, ...(cursor ? { cursor } : {}) });
+    keys.push(...page.items);
+    cursor = page.cursor;
+  } while (cursor !== undefined && keys.length < KEYS_COUNTED);
+  return keys;
+}
+
 /**
  * The customer's verifications over a range: a chart with a time axis, a count axis and a legend, the totals, and
  * how each key contributed (portal.getVerifications with `byKey`).
@@ -42,7 +57,7 @@ export function Usage({ session }: { session: PortalSession }) {
       .catch((error: Error) => setProblem(error.message));
     // The keys' names and starts, for the breakdown (without keys:read the ids stand alone).
     if (session.scopes.includes("keys:read"))
-      call<PortalKey[]>(session, "listKeys", { limit: 100 }).then(
+      everyKey(session).then(
         (keys) => setNames(new Map(keys.map((key) => [key.keyId, key]))),
         () => {},
       );

@@ -80,7 +80,7 @@ export function KeysPage(props: { apiId: string }) {
       <DataTable
         label="Keys"
         columns={["Key", "Name", "External id", "State", "Credits", "Created", "Actions"]}
-        empty={filter ? "No keys with this external id." : "No keys yet: create one above (Create a key)."}
+        empty={filter ? "No keys with this external id." : "No keys yet: make the first with the form above."}
         items={keys}
         row={(key) => (
           <tr key={key.keyId}>
