@@ -8,7 +8,7 @@ import { waitFor } from "../helpers/wait.js";
 import { launchBrowser } from "./dashboard-flows.js";
 import { signIn } from "./page-checks.js";
 
-// What a newcomer tripped on in the first hour (issue 51), each in Chromium: a portal key that the API's route
+// What a newcomer tripped on in the first hour, each in Chromium: a portal key that the API's route
 // refused, a reroll that killed a key on one click, a key shown out of sight, controls out of line, header fields
 // that read as values, an API picked without being shown, checkboxes apart from their words, audit changes as one
 // blob, destructive buttons without a word of warning, a portal that listed 100 keys at most, usage without axes.
