@@ -135,9 +135,7 @@ async function summarise(log: FastifyBaseLogger, config: KeygateConfig, analytic
   const target = redis && (await import("./storage/redis/topology.js")).describeTarget(redis);
   log.info(
     redis ? { storage: "redis", redis: target, prefix: redis.prefix } : { storage: "memory" },
-    redis
-      ? `storage: ${target}, key prefix '${redis.prefix}'`
-      : memoryStorageLine(config.analytics),
+    redis ? `storage: ${target}, key prefix '${redis.prefix}'` : memoryStorageLine(config.analytics),
   );
   log.info({ analytics: config.analytics.engine }, analytics);
   log.info(

@@ -181,6 +181,7 @@ t.test("the first hour of a newcomer, in Chromium", async (t) => {
     t.match(await change.locator("summary").textContent(), /^policies: (changed|set) \(\d+ lines? removed, [1-9]\d* added\)$/);
     t.notOk(await change.locator("pre.diff").isVisible(), "collapsed");
     await change.locator("summary").click();
+    // biome-ignore lint/performance/useDomNodeTextContent: the lines as rendered, which textContent runs together
     const lines = (await change.locator("pre.diff").innerText()).split("\n");
     t.ok(
       lines.some((line) => /^\+ {5}"name": "api keys",?$/.test(line)),
@@ -270,6 +271,7 @@ t.test("the first hour of a newcomer, in Chromium", async (t) => {
     await waitFor("usage counted per key", 30_000, async (because) => {
       await page.getByTestId("refresh-usage").click();
       await page.waitForLoadState("networkidle");
+      // biome-ignore lint/performance/useDomNodeTextContent: the lines as rendered, which textContent runs together
       const text = (await byKey.locator("tbody").innerText()).replace(/\s+/g, " ");
       because(text);
       return (await page.getByTestId("usage-total").textContent()) === "7" ? true : undefined;
