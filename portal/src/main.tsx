@@ -1,6 +1,7 @@
 import { render } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import { ConfirmButton } from "../../ui/confirm.js";
+import { DEFAULT_GRACE_MS, GracePeriodField, KeyState } from "../../ui/key-state.js";
 import { Pager, useCursorPages } from "../../ui/pager.js";
 import { Shell, TableScroll } from "../../ui/shell.js";
 import { ShownOnce } from "../../ui/shown-once.js";
@@ -15,14 +16,6 @@ type State = { kind: "loading" } | { kind: "failed"; message: string } | { kind:
 
 /** Keys listed per page: a customer with hundreds of keys pages through them. */
 const PAGE_SIZE = 50;
-/** How long a rerolled key keeps working unless the customer picks another: time to swap it in their application. */
-const DEFAULT_GRACE_MS = 3_600_000;
-const GRACE_PERIODS = [
-  [0, "no time: it stops at once"],
-  [3_600_000, "1 hour"],
-  [86_400_000, "1 day"],
-] as const;
-
 /** Lands from the session URL (redeems the code, then takes it out of the address bar) or resumes the cookie's session. */
 function App() {
   const [state, setState] = useState<State>({ kind: "loading" });
@@ -216,7 +209,7 @@ function Keys({ session }: { session: PortalSession }) {
                   </td>
                   <td>{key.name ?? ""}</td>
                   <td data-testid="key-state">
-                    <KeyState expires={key.expires} enabled={key.enabled} />
+                    <KeyState expires={key.expires} enabled={key.enabled} formatTime={(ms) => new Date(ms).toLocaleString()} />
                   </td>
                   <td>{new Date(key.createdAt).toLocaleString()}</td>
                   <td>{key.lastUsed === undefined ? "never" : new Date(key.lastUsed).toLocaleString()}</td>
@@ -236,16 +229,7 @@ function Keys({ session }: { session: PortalSession }) {
                         confirm="Reroll the key"
                         onConfirm={() => issue(call<Issued>(session, "rerollKey", { keyId: key.keyId, expiration: grace }))}
                       >
-                        <div class="field">
-                          <label for={`grace-${key.keyId}`}>This key keeps working for</label>
-                          <select id={`grace-${key.keyId}`} value={grace} onChange={(event) => setGrace(Number(event.currentTarget.value))}>
-                            {GRACE_PERIODS.map(([ms, label]) => (
-                              <option key={ms} value={ms}>
-                                {label}
-                              </option>
-                            ))}
-                          </select>
-                        </div>
+                        <GracePeriodField label="This key keeps working for" value={grace} onValue={setGrace} />
                       </ConfirmButton>
                     )}
                   </td>
@@ -258,14 +242,6 @@ function Keys({ session }: { session: PortalSession }) {
       <Pager label="Pages of keys" pages={pages} load={load} />
     </section>
   );
-}
-
-/** Whether a key works now: a rerolled key keeps its name, so its state tells it from its successor. */
-function KeyState(props: { enabled: boolean; expires: number | undefined }) {
-  if (!props.enabled) return <span class="badge off">disabled</span>;
-  if (props.expires !== undefined && props.expires <= Date.now()) return <span class="badge off">expired</span>;
-  if (props.expires !== undefined) return <span class="badge">stops {new Date(props.expires).toLocaleString()}</span>;
-  return <span class="badge ok">active</span>;
 }
 
 render(<App />, document.getElementById("app") as HTMLElement);

@@ -1,10 +1,10 @@
 import { useEffect, useState } from "preact/hooks";
+import { DEFAULT_GRACE_MS, GracePeriodField, KeyState } from "../../../ui/key-state.js";
 import { call, callPage, type DataOf } from "../api.js";
 import {
   ConfirmButton,
   DataTable,
   ErrorNote,
-  Field,
   FormError,
   fieldError,
   formatTime,
@@ -90,7 +90,7 @@ export function KeysPage(props: { apiId: string }) {
             <td>{key.name ?? ""}</td>
             <td>{key.identity?.externalId ?? ""}</td>
             <td>
-              <KeyState enabled={key.enabled} expires={key.expires} />
+              <KeyState enabled={key.enabled} expires={key.expires} formatTime={formatTime} />
             </td>
             <td>{key.credits ? (key.credits.remaining ?? "unlimited") : "unlimited"}</td>
             <td>{formatTime(key.createdAt)}</td>
@@ -225,7 +225,7 @@ function EditKey(props: { keyId: string; onDone: (secret?: { label: string; valu
             })
           }
         >
-          <GracePeriod value={grace} onValue={setGrace} />
+          <GracePeriodField label="The old key keeps working for" value={grace} onValue={setGrace} />
         </ConfirmButton>
         <button
           type="button"
@@ -257,38 +257,4 @@ function EditKey(props: { keyId: string; onDone: (secret?: { label: string; valu
       <FormError error={error} instead="The key was not saved: see the fields marked above." />
     </section>
   );
-}
-
-/** How long a rerolled key's predecessor goes on working, unless the operator picks another: long enough to hand over. */
-export const DEFAULT_GRACE_MS = 3_600_000;
-const GRACE_PERIODS = [
-  [0, "no time: it stops at once"],
-  [3_600_000, "1 hour"],
-  [86_400_000, "1 day"],
-  [604_800_000, "7 days"],
-] as const;
-
-/** The choice of how long the old key keeps working after a reroll. */
-export function GracePeriod(props: { value: number; onValue: (ms: number) => void }) {
-  return (
-    <Field label="The old key keeps working for">
-      {(id) => (
-        <select id={id} value={props.value} onChange={(event) => props.onValue(Number(event.currentTarget.value))}>
-          {GRACE_PERIODS.map(([ms, label]) => (
-            <option key={ms} value={ms}>
-              {label}
-            </option>
-          ))}
-        </select>
-      )}
-    </Field>
-  );
-}
-
-/** Whether a key works now: disabled, expired, expiring (after a reroll, say), or active. */
-function KeyState(props: { enabled: boolean; expires: number | undefined }) {
-  if (!props.enabled) return <span class="badge off">disabled</span>;
-  if (props.expires !== undefined && props.expires <= Date.now()) return <span class="badge off">expired {formatTime(props.expires)}</span>;
-  if (props.expires !== undefined) return <span class="badge">expires {formatTime(props.expires)}</span>;
-  return <span class="badge ok">active</span>;
 }
