@@ -63,10 +63,15 @@ t.test("the Webhooks page in Chromium: create (secret shown once), test, deliver
   await row.getByRole("button", { name: "Disable" }).click();
   await row.getByText("disabled").waitFor();
   await row.getByRole("button", { name: "Rotate secret" }).click();
+  await page
+    .getByRole("dialog", { name: /^Rotate the signing secret/ })
+    .getByRole("button", { name: "Rotate the secret" })
+    .click();
   const rotated = (await page.getByRole("region", { name: "New signing secret" }).getByLabel("New signing secret").textContent()) ?? "";
   t.match(rotated, /^whsec_/);
   t.not(rotated, secret);
   await page.getByRole("button", { name: /^Delete wh_/ }).click();
+  await page.getByRole("button", { name: /^Confirm deleting wh_/ }).click();
   await row.waitFor({ state: "detached" });
   t.same((await h.call("keygate.listWebhooks", {})).body.data, [], "deleted");
 });

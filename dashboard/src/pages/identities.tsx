@@ -1,6 +1,6 @@
 import { useEffect, useState } from "preact/hooks";
 import { ApiError, call, callPage, type DataOf } from "../api.js";
-import { DataTable, ErrorNote, FormError, fieldError, Pager, TextField, useAction, useCursorPages } from "../ui.js";
+import { ConfirmButton, DataTable, ErrorNote, FormError, fieldError, Pager, TextField, useAction, useCursorPages } from "../ui.js";
 import { type LimitDraft, limitsBody, RateLimitsEditor } from "./key-form.js";
 
 function parseMeta(text: string): Record<string, unknown> | undefined {
@@ -140,9 +140,14 @@ export function IdentitiesPage() {
               >
                 Edit
               </button>{" "}
-              <button type="button" aria-label={`Delete ${identity.externalId}`} onClick={() => remove(identity.id)}>
-                Delete
-              </button>
+              <ConfirmButton
+                label="Delete"
+                name={`Delete ${identity.externalId}`}
+                title={`Delete the identity ${identity.externalId}?`}
+                consequence={<p>Its rate limits and shared credits are deleted with it. This cannot be undone.</p>}
+                confirm={`Confirm deleting ${identity.externalId}`}
+                onConfirm={() => remove(identity.id)}
+              />
             </td>
           </tr>
         )}

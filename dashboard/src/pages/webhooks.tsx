@@ -1,7 +1,7 @@
 import { useEffect, useState } from "preact/hooks";
 import { WEBHOOK_EVENT_TYPES } from "../../../src/domain/webhooks/events.js";
 import { call, type DataOf } from "../api.js";
-import { DataTable, ErrorNote, fieldError, formatTime, ShownOnce, TextField, useAction } from "../ui.js";
+import { ConfirmButton, DataTable, ErrorNote, fieldError, formatTime, ShownOnce, TextField, useAction } from "../ui.js";
 
 type Webhook = DataOf<"keygate.listWebhooks">[number];
 
@@ -10,20 +10,22 @@ function EventChoice(props: { legend: string; value: string[]; onValue: (events:
   return (
     <fieldset>
       <legend>{props.legend}</legend>
-      {WEBHOOK_EVENT_TYPES.map((type) => (
-        <label key={type} class="inline">
-          <input
-            type="checkbox"
-            checked={props.value.includes(type)}
-            onChange={(event) =>
-              props.onValue(
-                (event.currentTarget as HTMLInputElement).checked ? [...props.value, type] : props.value.filter((t) => t !== type),
-              )
-            }
-          />{" "}
-          {type}
-        </label>
-      ))}
+      <div class="checks">
+        {WEBHOOK_EVENT_TYPES.map((type) => (
+          <label key={type} class="check">
+            <input
+              type="checkbox"
+              checked={props.value.includes(type)}
+              onChange={(event) =>
+                props.onValue(
+                  (event.currentTarget as HTMLInputElement).checked ? [...props.value, type] : props.value.filter((t) => t !== type),
+                )
+              }
+            />{" "}
+            {type}
+          </label>
+        ))}
+      </div>
       {props.error && <small class="error">{props.error}</small>}
     </fieldset>
   );
@@ -107,7 +109,7 @@ export function WebhooksPage() {
         <DataTable
           label="Webhooks"
           columns={["Id", "URL", "Events", "State", "Created", "Actions"]}
-          empty="No webhooks yet."
+          empty="No webhooks yet: add an endpoint above to be told of key changes, low credits and rate limits exceeded."
           items={webhooks}
           row={(webhook: Webhook) => (
             <tr key={webhook.webhookId}>
@@ -132,30 +134,37 @@ export function WebhooksPage() {
                 >
                   {webhook.enabled ? "Disable" : "Enable"}
                 </button>{" "}
-                <button
-                  type="button"
-                  onClick={() =>
+                <ConfirmButton
+                  label="Rotate secret"
+                  title={`Rotate the signing secret of ${webhook.url}?`}
+                  consequence={
+                    <p>
+                      A new secret is made and shown once. For a day, deliveries are signed with both secrets; after that a receiver that
+                      still checks the old secret refuses them.
+                    </p>
+                  }
+                  confirm="Rotate the secret"
+                  onConfirm={() =>
                     act(async () => {
                       const rotated = await call("keygate.rotateWebhookSecret", { webhookId: webhook.webhookId });
                       setShown({ label: "New signing secret", value: rotated.secret });
                     })
                   }
-                >
-                  Rotate secret
-                </button>{" "}
+                />{" "}
                 <button type="button" onClick={() => act(() => call("keygate.testWebhook", { webhookId: webhook.webhookId }))}>
                   Send test
                 </button>{" "}
                 <button type="button" onClick={() => showDeliveries(webhook.webhookId)}>
                   Deliveries
                 </button>{" "}
-                <button
-                  type="button"
-                  aria-label={`Delete ${webhook.webhookId}`}
-                  onClick={() => act(() => call("keygate.deleteWebhook", { webhookId: webhook.webhookId }))}
-                >
-                  Delete
-                </button>
+                <ConfirmButton
+                  label="Delete"
+                  name={`Delete ${webhook.webhookId}`}
+                  title={`Delete the webhook to ${webhook.url}?`}
+                  consequence={<p>No more events are sent there, and the deliveries not yet made are dropped. This cannot be undone.</p>}
+                  confirm={`Confirm deleting ${webhook.webhookId}`}
+                  onConfirm={() => act(() => call("keygate.deleteWebhook", { webhookId: webhook.webhookId }))}
+                />
               </td>
             </tr>
           )}
@@ -165,7 +174,7 @@ export function WebhooksPage() {
         <DataTable
           label={`Deliveries of ${deliveries.webhookId}`}
           columns={["Delivery", "Type", "Status", "Attempts", "Response", "Last error", "Created"]}
-          empty="No deliveries yet."
+          empty="No deliveries yet: Send test queues one."
           items={deliveries.items}
           row={(delivery) => (
             <tr key={delivery.deliveryId}>
