@@ -65,7 +65,10 @@ t.test("the build stage copies every file the build reads", async (t) => {
     .filter((instruction) => instruction.keyword === "COPY")
     .flatMap((instruction) => instruction.text.split(/\s+/).slice(0, -1));
   const inputs = buildInputs();
-  t.ok(inputs.includes("portal/vite.config.mjs") && inputs.includes("src") && inputs.includes("ui"), `the build's inputs: ${inputs.join(", ")}`);
+  t.ok(
+    inputs.includes("portal/vite.config.mjs") && inputs.includes("src") && inputs.includes("ui"),
+    `the build's inputs: ${inputs.join(", ")}`,
+  );
   for (const input of inputs) {
     t.ok(existsSync(join(REPOSITORY, input)), `${input} exists`);
     const copy = copied.find((source) => input === source || input.startsWith(`${source}/`));
