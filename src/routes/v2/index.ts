@@ -26,6 +26,7 @@ import deleteWebhook from "./keygate/delete-webhook.js";
 import getApiIpAllowlist from "./keygate/get-api-ip-allowlist.js";
 import getRoute from "./keygate/get-route.js";
 import getRouteOpenApi from "./keygate/get-route-open-api.js";
+import getUsage from "./keygate/get-usage.js";
 import listApis from "./keygate/list-apis.js";
 import listAuditLogs from "./keygate/list-audit-logs.js";
 import listRatelimitNamespaces from "./keygate/list-ratelimit-namespaces.js";
@@ -130,6 +131,7 @@ export const PROCEDURES = [
   getVerifications,
   getRatelimits,
   getGatewayRequests,
+  getUsage,
   createRootKey,
   listRootKeys,
   createWebhook,
