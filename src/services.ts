@@ -137,7 +137,11 @@ export function createServices(stores: Stores, config: KeygateConfig, clock: Clo
   });
   const rootKeys = new RootKeyService(rootKeyStore, invalidations, clock, config.rootKeys, audit);
   const vault = config.vault.key === undefined ? undefined : new Vault(config.vault.key);
-  const webhooks = createWebhooks(stores, config, clock, vault, { ...options.webhooks, audit });
+  const webhooks = createWebhooks(stores, config, clock, vault, {
+    ...options.webhooks,
+    audit,
+    ...defined({ analyticsEngine: analytics.engine }),
+  });
   const notices = options.notices ?? webhooks.dispatcher;
   const keys = new KeyService({
     keys: stores.keys,

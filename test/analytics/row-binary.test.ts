@@ -119,7 +119,14 @@ t.test("the embedded engine reads batches back exactly, and leaves no batch file
   const events = [
     event({ requestId: "req_rb_1", time, keyId: "k".repeat(200), externalId: "ünïcødé 🔑", tags: [], spentCredits: 0, latencyMs: 0 }),
     event({ requestId: "req_rb_2", time: time + 1, tags: ["a", "x".repeat(20_000), ""], spentCredits: -3, latencyMs: 1.25 }),
-    event({ requestId: "req_rb_3", time: time + 2, identityId: "id_1", spentCredits: 2 ** 40, creditsSource: "identity", latencyMs: Number.NaN }),
+    event({
+      requestId: "req_rb_3",
+      time: time + 2,
+      identityId: "id_1",
+      spentCredits: 2 ** 40,
+      creditsSource: "identity",
+      latencyMs: Number.NaN,
+    }),
     event({ requestId: "req_rb_4", time: time + 3, spentCredits: 1e30, latencyMs: 1e-9 }),
   ];
   await insertEvents(engine, events, "eu-west");

@@ -34,6 +34,7 @@ import listRootKeys from "./keygate/list-root-keys.js";
 import listRoutes from "./keygate/list-routes.js";
 import listWebhookDeliveries from "./keygate/list-webhook-deliveries.js";
 import listWebhooks from "./keygate/list-webhooks.js";
+import replayUsageReports from "./keygate/replay-usage-reports.js";
 import rotateWebhookSecret from "./keygate/rotate-webhook-secret.js";
 import setApiIpAllowlist from "./keygate/set-api-ip-allowlist.js";
 import setRouteOpenApi from "./keygate/set-route-open-api.js";
@@ -141,6 +142,7 @@ export const PROCEDURES = [
   rotateWebhookSecret,
   testWebhook,
   listWebhookDeliveries,
+  replayUsageReports,
   deleteRootKey,
   listApis,
   listRatelimitNamespaces,
