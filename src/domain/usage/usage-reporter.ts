@@ -97,6 +97,11 @@ export class UsageReporter {
     return produced;
   }
 
+  /** This instance's name as the lease holder. */
+  get owner(): string {
+    return this.deps.owner;
+  }
+
   /** Gives the lease up (this instance stops): another takes over at once rather than when it would have run out. */
   release(): Promise<void> {
     return this.deps.progress.release(this.deps.owner);
