@@ -59,6 +59,16 @@ t.test("the Webhooks page in Chromium: create (secret shown once), test, deliver
   await edit.getByRole("checkbox", { name: "ratelimit.exceeded" }).check();
   await edit.getByRole("button", { name: "Save events" }).click();
   await row.getByText("key.created, ratelimit.exceeded").waitFor();
+  // Usage reports need analytics, which this keygate has off: the form says so, and the events stay.
+  await row.getByRole("button", { name: "Edit events" }).click();
+  await edit.getByRole("checkbox", { name: "usage.reported" }).check();
+  await edit.getByLabel("Usage report period").selectOption("daily");
+  await edit.getByRole("button", { name: "Save events" }).click();
+  await page
+    .getByRole("alert")
+    .getByText(/usage\.reported and usage\.corrected are made from analytics/)
+    .waitFor();
+  await edit.getByRole("button", { name: "Cancel" }).click();
 
   await row.getByRole("button", { name: "Disable" }).click();
   await row.getByText("disabled").waitFor();

@@ -2,6 +2,7 @@ import { useEffect, useState } from "preact/hooks";
 import { call, callPage, type DataOf } from "../api.js";
 import { DataTable, ErrorNote, FormError, fieldError, formatTime, Pager, ShownOnce, TextField, useAction, useCursorPages } from "../ui.js";
 import { createFields, EMPTY_KEY_FIELDS, fieldsOf, type KeyAsShown, KeyFieldControls, type KeyFields, updateFields } from "./key-form.js";
+import { UsagePanel } from "./usage.js";
 
 const PAGE_SIZE = 25;
 
@@ -236,6 +237,7 @@ function EditKey(props: { keyId: string; onDone: (secret?: { label: string; valu
       </div>
       {revealed && <output aria-label="Revealed key">{revealed}</output>}
       <FormError error={error} instead="The key was not saved: see the fields marked above." />
+      <UsagePanel scope={{ keyId: props.keyId }} label={`Usage of key ${props.keyId}`} />
     </section>
   );
 }

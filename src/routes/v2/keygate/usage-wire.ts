@@ -1,5 +1,4 @@
-import { type TSchema, Type } from "typebox";
-import { OUTCOMES } from "../../../domain/usage/usage-numbers.js";
+import { Type } from "typebox";
 import { StringEnum } from "../../../http/schemas.js";
 import { Expires } from "../schemas.js";
 
@@ -13,7 +12,17 @@ const Count = Type.Integer();
 
 export const UsageNumbers = Type.Object({
   requests: Count,
-  outcomes: Type.Object(Object.fromEntries(OUTCOMES.map((outcome) => [outcome, Count])) as Record<string, TSchema>),
+  /** Every verification code (usage-numbers.ts OUTCOMES). */
+  outcomes: Type.Object({
+    VALID: Count,
+    RATE_LIMITED: Count,
+    USAGE_EXCEEDED: Count,
+    DISABLED: Count,
+    EXPIRED: Count,
+    FORBIDDEN: Count,
+    INSUFFICIENT_PERMISSIONS: Count,
+    NOT_FOUND: Count,
+  }),
   credits: Type.Object({ total: Count, key: Count, identity: Count }),
 });
 
