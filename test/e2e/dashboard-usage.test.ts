@@ -1,8 +1,7 @@
-import type { AddressInfo } from "node:net";
 import t from "tap";
 import { analyticsDir } from "../helpers/analytics.js";
-import { harness, ROOT_KEY } from "../helpers/harness.js";
-import { launchBrowser } from "./dashboard-flows.js";
+import { harness } from "../helpers/harness.js";
+import { signedInDashboard } from "./dashboard-flows.js";
 
 t.setTimeout(300_000);
 
@@ -24,13 +23,7 @@ t.test("the dashboard in Chromium shows an identity's and a key's usage from key
   for (let n = 0; n < 2; n++) await h.call("keys.verifyKey", { key: own.key });
   await h.app.analytics.flush();
 
-  await h.app.listen({ host: "127.0.0.1", port: 0 });
-  const origin = `http://127.0.0.1:${(h.app.server.address() as AddressInfo).port}`;
-  const browser = await launchBrowser(t);
-  const page = await (await browser.newContext({ viewport: { width: 1400, height: 900 } })).newPage();
-  await page.goto(`${origin}/dashboard`);
-  await page.getByLabel("Root key").fill(ROOT_KEY);
-  await page.getByRole("button", { name: "Sign in" }).click();
+  const page = await signedInDashboard(t, h);
 
   await page.getByRole("link", { name: "Identities" }).click();
   await page.getByRole("button", { name: "Edit acme" }).click();
