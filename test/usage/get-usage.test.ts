@@ -234,6 +234,14 @@ t.test("getUsage: its own permission, the caller's workspace only, clear 400s an
     t.match(refused.body.error.errors?.[0]?.message, message, `${label}: what`);
   }
 
+  const away = await harness(t, {
+    clock,
+    config: { analytics: { engine: "clickhouse", clickhouse: { url: "http://127.0.0.1:1", requestTimeoutMs: 500 } } },
+  });
+  const unavailable = await away.call("keygate.getUsage", { granularity: "daily", start: clock.now() - DAY });
+  t.equal(unavailable.status, 503, "a ClickHouse server that cannot be reached: unavailable, for now");
+  t.match(unavailable.body.error.type, /analytics_connection_failed$/);
+
   const off = await harness(t, { clock });
   const refused = await off.call("keygate.getUsage", { granularity: "daily", start: clock.now() - DAY });
   t.equal(refused.status, 412, "analytics off: a precondition fails");

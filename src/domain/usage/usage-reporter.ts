@@ -14,7 +14,7 @@ import { periodCount, periodEnd, periodStart, periodStarts } from "./periods.js"
 import { correctionEvent, type ReportPeriod, type ReportSubject, reportEvent } from "./usage-events.js";
 import { addUsage, emptyUsage, sameUsage, type UsageNumbers, usageDifference } from "./usage-numbers.js";
 import { type SubjectHour, subjectId, UsageQueries, type UsageSubjectRef } from "./usage-queries.js";
-import { analyticsOff } from "./usage-service.js";
+import { analyticsOff, engineFailure } from "./usage-service.js";
 
 export interface UsageReporterSettings {
   /**
@@ -138,7 +138,9 @@ export class UsageReporter {
     const periods = periodStarts(granularity, first, last).map(
       (at): ReportPeriod => ({ granularity, start: at, end: periodEnd(granularity, at) }),
     );
-    const hours = await this.queries.bySubjectAndHour(endpoint.workspaceId, first, last);
+    const hours = await this.queries.bySubjectAndHour(endpoint.workspaceId, first, last).catch((error: unknown) => {
+      throw engineFailure(error);
+    });
     const events: PreparedEvent[] = [];
     for (const period of periods) {
       for (const [subject, numbers] of await this.subjectsOf(endpoint.workspaceId, hours, period)) {

@@ -2,7 +2,7 @@ import { invalidAt, KeygateError } from "../../errors/keygate-error.js";
 import type { Clock } from "../../lib/clock.js";
 import { defined } from "../../lib/defined.js";
 import type { ApiStore, IdentityStore, KeyStore } from "../../storage/interfaces.js";
-import type { AnalyticsQueryEngine } from "../analytics/query-engine.js";
+import { AnalyticsEngineError, type AnalyticsQueryEngine } from "../analytics/query-engine.js";
 import { DAY_MS } from "../analytics/tables.js";
 import type { Caller } from "../caller.js";
 import { requireUsage } from "../root-keys/permissions.js";
@@ -68,7 +68,9 @@ export class UsageService {
     const end = periodEnd(granularity, (input.end ?? now + 1) - 1);
     checkRange(input, start, end, now, this.deps.rawRetentionDays);
     const filter = await this.filter(caller.workspaceId, input);
-    const found = await queries.buckets(filter, granularity, start, end);
+    const found = await queries.buckets(filter, granularity, start, end).catch((error: unknown) => {
+      throw engineFailure(error);
+    });
     const totals = emptyUsage();
     const buckets = periodStarts(granularity, start, end).map((at): UsageBucket => {
       const numbers = found.get(at) ?? emptyUsage();
@@ -117,6 +119,19 @@ function checkRange(input: UsageInput, start: number, end: number, now: number, 
       `is before ${new Date(cutoff).toISOString()}: verifications are kept ${rawRetentionDays} days (analytics.retentionDays.raw)`,
       "ask for a later start",
     );
+}
+
+/** An engine that cannot be reached now is a 503 the caller may retry; anything else stays a failure of keygate's. */
+export function engineFailure(error: unknown): unknown {
+  if (error instanceof AnalyticsEngineError && error.kind === "unavailable")
+    return new KeygateError(
+      "err:unkey:data:analytics_connection_failed",
+      "The analytics engine cannot be reached right now; try again later.",
+      {
+        cause: error,
+      },
+    );
+  return error;
 }
 
 export function analyticsOff(): KeygateError {
