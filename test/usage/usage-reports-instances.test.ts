@@ -129,15 +129,16 @@ t.test("two instances on one Redis, the lease's holder killed mid-period: each p
     }
   };
 
-  // Both run every pass, at the same moments: hours 0 to 2 close and are reported.
+  // Both run every pass, at the same moments: hours 0 to 2 close and are reported, by whichever takes the lease.
   for (let hour = 1; hour <= 3; hour++) await tick(instances, start + hour * HOUR + DELAY);
-  // The middle of hour 3: both pass (nothing is due), then the lease's holder dies.
-  await tick(instances, start + 3 * HOUR + 30 * MINUTE);
   const redis = new Redis(REDIS_URL);
   t.teardown(() => redis.quit());
   const holder = await redis.hget(`${prefix}:{usage-reports}:lease`, "owner");
   const victim = instances.find((instance) => instance.owner === holder);
   if (!victim) throw new Error(`the lease is held by ${holder}, which is neither instance`);
+  // The middle of hour 3: the holder (which has just reported hour 2) passes again, renewing its lease, and dies.
+  await tick([victim], start + 3 * HOUR + 30 * MINUTE);
+  t.equal(await redis.hget(`${prefix}:{usage-reports}:lease`, "owner"), victim.owner, "it holds the lease as it dies");
   const survivor = instances.find((instance) => instance !== victim) as Instance;
   const killed = new Promise((resolve) => victim.child.once("exit", resolve));
   victim.child.kill("SIGKILL");
