@@ -102,9 +102,13 @@ export async function buildApp(config: KeygateConfig, options: BuildOptions = {}
     ...defined({ observer: runtime.metrics, notices: options.notices }),
   });
   app.decorate("services", services);
-  if (config.webhooks.deliver) services.webhooks.runner.start();
+  if (config.webhooks.deliver) {
+    services.webhooks.runner.start();
+    services.webhooks.usageRunner.start();
+  }
   // Before the stores close: no lease is left held, and notices posted so far reach the outbox.
   app.addHook("preClose", async () => {
+    await services.webhooks.usageRunner.stop();
     await services.webhooks.runner.stop();
     await services.webhooks.dispatcher.flush();
   });

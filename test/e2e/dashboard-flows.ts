@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { type Browser, chromium, type Locator, type Page } from "playwright-core";
 import type { Test } from "tap";
 import { analyticsDir } from "../helpers/analytics.js";
-import { harness, ROOT_KEY, type StorageKind } from "../helpers/harness.js";
+import { type Harness, harness, ROOT_KEY, type StorageKind } from "../helpers/harness.js";
 import { startUpstream } from "../helpers/upstream.js";
 import { waitFor } from "../helpers/wait.js";
 
@@ -24,6 +24,18 @@ export async function launchBrowser(t: Test): Promise<Browser> {
   const browser = await chromium.launch({ executablePath: CHROMIUM_PATH, headless: true, args: ["--no-sandbox"] });
   t.teardown(() => browser.close());
   return browser;
+}
+
+/** The harness's app listening on a free port, and a Chromium page signed in to its dashboard with ROOT_KEY. */
+export async function signedInDashboard(t: Test, h: Harness): Promise<Page> {
+  await h.app.listen({ host: "127.0.0.1", port: 0 });
+  const origin = `http://127.0.0.1:${(h.app.server.address() as AddressInfo).port}`;
+  const browser = await launchBrowser(t);
+  const page = await (await browser.newContext({ viewport: { width: 1400, height: 900 } })).newPage();
+  await page.goto(`${origin}/dashboard`);
+  await page.getByLabel("Root key").fill(ROOT_KEY);
+  await page.getByRole("button", { name: "Sign in" }).click();
+  return page;
 }
 
 /**

@@ -15,6 +15,7 @@ import {
   useCursorPages,
 } from "../ui.js";
 import { createFields, EMPTY_KEY_FIELDS, fieldsOf, type KeyAsShown, KeyFieldControls, type KeyFields, updateFields } from "./key-form.js";
+import { UsagePanel } from "./usage.js";
 
 const PAGE_SIZE = 25;
 
@@ -255,6 +256,7 @@ function EditKey(props: { keyId: string; onDone: (secret?: { label: string; valu
       </div>
       {revealed && <output aria-label="Revealed key">{revealed}</output>}
       <FormError error={error} instead="The key was not saved: see the fields marked above." />
+      <UsagePanel scope={{ keyId: props.keyId }} label={`Usage of key ${props.keyId}`} />
     </section>
   );
 }

@@ -1,9 +1,29 @@
 import { useEffect, useState } from "preact/hooks";
 import { WEBHOOK_EVENT_TYPES } from "../../../src/domain/webhooks/events.js";
 import { call, type DataOf } from "../api.js";
-import { ConfirmButton, DataTable, ErrorNote, fieldError, formatTime, ShownOnce, TextField, useAction } from "../ui.js";
+import { ConfirmButton, DataTable, ErrorNote, Field, fieldError, formatTime, ShownOnce, TextField, useAction } from "../ui.js";
 
 type Webhook = DataOf<"keygate.listWebhooks">[number];
+type UsagePeriod = "hourly" | "daily";
+
+/** The periods of the endpoint's usage reports (usage.reported, usage.corrected). */
+function UsagePeriodField(props: { value: UsagePeriod; onValue: (period: UsagePeriod) => void }) {
+  return (
+    <Field label="Usage report period" hint="usage.reported: one report per customer and closed period (UTC)">
+      {(id, describedBy) => (
+        <select
+          id={id}
+          aria-describedby={describedBy}
+          value={props.value}
+          onChange={(event) => props.onValue(event.currentTarget.value as UsagePeriod)}
+        >
+          <option value="hourly">Hourly</option>
+          <option value="daily">Daily</option>
+        </select>
+      )}
+    </Field>
+  );
+}
 
 /** Checkboxes for the event types, bound to a list. */
 function EventChoice(props: { legend: string; value: string[]; onValue: (events: string[]) => void; error?: string | undefined }) {
@@ -36,7 +56,8 @@ export function WebhooksPage() {
   const [webhooks, setWebhooks] = useState<DataOf<"keygate.listWebhooks"> | null>(null);
   const [url, setUrl] = useState("");
   const [events, setEvents] = useState<string[]>([]);
-  const [editing, setEditing] = useState<{ webhookId: string; events: string[] } | null>(null);
+  const [usagePeriod, setUsagePeriod] = useState<UsagePeriod>("hourly");
+  const [editing, setEditing] = useState<{ webhookId: string; events: string[]; usagePeriod: UsagePeriod } | null>(null);
   const [shown, setShown] = useState<{ label: string; value: string } | null>(null);
   const [deliveries, setDeliveries] = useState<{ webhookId: string; items: DataOf<"keygate.listWebhookDeliveries"> } | null>(null);
   const { error, run } = useAction();
@@ -50,7 +71,8 @@ export function WebhooksPage() {
   const create = (event: Event) => {
     event.preventDefault();
     creation.run(async () => {
-      const created = await call("keygate.createWebhook", { url, events });
+      const usage = events.some((type) => type.startsWith("usage."));
+      const created = await call("keygate.createWebhook", { url, events, ...(usage ? { usagePeriod } : {}) });
       setShown({ label: "Signing secret", value: created.secret });
       setUrl("");
       setEvents([]);
@@ -80,6 +102,7 @@ export function WebhooksPage() {
           error={fieldError(creation.error, "body.url")}
         />
         <EventChoice legend="Events" value={events} onValue={setEvents} error={fieldError(creation.error, "body.events")} />
+        <UsagePeriodField value={usagePeriod} onValue={setUsagePeriod} />
         <button type="submit">Create webhook</button>
         <ErrorNote error={creation.error} />
       </form>
@@ -89,7 +112,11 @@ export function WebhooksPage() {
           onSubmit={(event) => {
             event.preventDefault();
             act(async () => {
-              await call("keygate.updateWebhook", { webhookId: editing.webhookId, events: editing.events });
+              await call("keygate.updateWebhook", {
+                webhookId: editing.webhookId,
+                events: editing.events,
+                usagePeriod: editing.usagePeriod,
+              });
               setEditing(null);
             });
           }}
@@ -99,6 +126,7 @@ export function WebhooksPage() {
             value={editing.events}
             onValue={(next) => setEditing({ ...editing, events: next })}
           />
+          <UsagePeriodField value={editing.usagePeriod} onValue={(next) => setEditing({ ...editing, usagePeriod: next })} />
           <button type="submit">Save events</button>{" "}
           <button type="button" onClick={() => setEditing(null)}>
             Cancel
@@ -117,7 +145,10 @@ export function WebhooksPage() {
                 <code>{webhook.webhookId}</code>
               </td>
               <td>{webhook.url}</td>
-              <td>{webhook.events.join(", ")}</td>
+              <td>
+                {webhook.events.join(", ")}
+                {webhook.usagePeriod && <small> (usage {webhook.usagePeriod})</small>}
+              </td>
               <td>
                 {webhook.enabled ? "enabled" : "disabled"}
                 {webhook.disabledReason && <small> ({webhook.disabledReason})</small>}
@@ -125,7 +156,16 @@ export function WebhooksPage() {
               </td>
               <td>{formatTime(webhook.createdAt)}</td>
               <td>
-                <button type="button" onClick={() => setEditing({ webhookId: webhook.webhookId, events: [...webhook.events] })}>
+                <button
+                  type="button"
+                  onClick={() =>
+                    setEditing({
+                      webhookId: webhook.webhookId,
+                      events: [...webhook.events],
+                      usagePeriod: (webhook.usagePeriod as UsagePeriod | undefined) ?? "hourly",
+                    })
+                  }
+                >
                   Edit events
                 </button>{" "}
                 <button
