@@ -80,6 +80,9 @@ export function configuredWorkspaces(config: KeygateConfig): string[] {
   return [...new Set(workspaces)];
 }
 
+/** The link a Kubernetes ConfigMap (or Secret) volume swaps to update its files atomically. */
+const CONFIG_MAP_DATA_LINK = "..data";
+
 /**
  * Reloads on SIGHUP and, when `watchFile`, whenever the file changes. The directory is watched rather than the
  * file, because editors and config managers replace files rather than writing them in place; changes within
@@ -93,7 +96,9 @@ export function watchRoutes(options: { path: string; watchFile: boolean; reload:
   if (options.watchFile) {
     const file = basename(options.path);
     watcher = watch(dirname(options.path), (_event, changed) => {
-      if (changed !== null && changed !== file) return;
+      // A Kubernetes ConfigMap volume updates every file at once by swapping its `..data` link: the file's own name
+      // sees no event then.
+      if (changed !== null && changed !== file && changed !== CONFIG_MAP_DATA_LINK) return;
       clearTimeout(timer);
       timer = setTimeout(options.reload, options.debounceMs ?? 100);
     });
