@@ -96,6 +96,7 @@ export async function buildApp(config: KeygateConfig, options: BuildOptions = {}
     ...defined({ observer: runtime.metrics, notices: options.notices }),
   });
   app.decorate("services", services);
+  runtime.metrics?.watchCaches(services.caches);
   if (config.webhooks.deliver) services.webhooks.runner.start();
   // Before the stores close: no lease is left held, and notices posted so far reach the outbox.
   app.addHook("preClose", async () => {

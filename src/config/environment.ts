@@ -18,6 +18,7 @@ const SIMPLE_VARIABLES: readonly [string, string, "text" | "whole number" | "who
   ["KEYGATE_ANALYTICS_ENGINE", "analytics.engine", "text"],
   ["KEYGATE_ANALYTICS_PATH", "analytics.path", "text"],
   ["KEYGATE_VAULT_KEY", "vault.key", "text"],
+  ["KEYGATE_CACHE_MAX_BYTES", "cache.maxBytes", "whole number"],
 ];
 
 /**
