@@ -52,6 +52,7 @@ export class KeyViewCache {
 
   invalidate(message: InvalidationMessage): void {
     if (message.kind === "key") this.cache.delete(this.cacheKey(message.workspaceId, message.hash));
+    else if (message.kind === "keys") for (const hash of message.hashes) this.cache.delete(this.cacheKey(message.workspaceId, hash));
     else if (message.kind === "workspace") this.epochs.set(message.workspaceId, (this.epochs.get(message.workspaceId) ?? 0) + 1);
     else if (message.kind === "everything") this.cache.revalidateAll();
   }

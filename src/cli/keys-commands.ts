@@ -11,6 +11,13 @@ export const KEYS_COMMANDS: CommandGroup = {
         "then batches of --batch keys (default 1000) are stored, with progress on stderr. stdout gets one JSON line a\n" +
         'key: {"line", "hash", "keyId"}, or {"line", "hash", "failed": "exists"} when a key already holds the hash.',
     },
+    compact: {
+      synopsis: "keys compact",
+      description:
+        "Moves every key still stored in the earlier form (a JSON record and a hash index of its own per key) to\n" +
+        "the compact form (a few hundred bytes a key less in Redis). keygate reads both forms, so this is only for\n" +
+        "memory; run it once every instance runs a version that reads the compact form. Safe to stop and run again.",
+    },
   },
   parse: keysCommand,
 };
@@ -19,7 +26,19 @@ export const KEYS_COMMANDS: CommandGroup = {
 const DEFAULT_IMPORT_BATCH = 1_000;
 
 /** Checks the arguments of a keys command (a UsageError when they are wrong) and returns what it does. */
-function keysCommand(_command: string, rest: string[], usage: string): Run {
+function keysCommand(command: string, rest: string[], usage: string): Run {
+  return command === "compact" ? compactCommand(rest, usage) : migrateCommand(rest, usage);
+}
+
+function compactCommand(rest: string[], usage: string): Run {
+  parseCommandArgs(usage, { args: rest, options: {}, strict: true });
+  return async (services) => {
+    const moved = await services.keys.upgradeStorage((so) => process.stderr.write(`moved ${so} keys so far\n`));
+    process.stderr.write(`Moved ${moved} key${moved === 1 ? "" : "s"} to the compact form.\n`);
+  };
+}
+
+function migrateCommand(rest: string[], usage: string): Run {
   const fail = (message: string) => new UsageError(message, usage);
   const { values } = parseCommandArgs(usage, {
     args: rest,

@@ -2,7 +2,7 @@ import { deepFreeze } from "../../lib/freeze.js";
 import { Interner } from "../../lib/interner.js";
 import { IpAllowlist } from "../../lib/ip-allowlist.js";
 import type { KeyStore } from "../../storage/interfaces.js";
-import type { CreditRefill, IdentityRecord, KeyRecord, RatelimitConfig, RoleRecord } from "../../storage/records.js";
+import type { CreditRefill, IdentityRecord, KeyRecord, PermissionRecord, RatelimitConfig, RoleRecord } from "../../storage/records.js";
 import type { ApiService } from "../apis/api-service.js";
 import { type IdentityService, type IdentityView, viewIdentity } from "../identities/identity-service.js";
 import { PermissionSet } from "../permissions/permission-set.js";
@@ -77,19 +77,21 @@ export async function loadKeyView(sources: KeyViewSources, workspaceId: string, 
   const key = await sources.keys.findByHash(workspaceId, hash);
   // A key pending migration is found only through its migration (keys.verifyKey with migrationId), never by hash.
   if (!key || key.deletedAt !== undefined || key.pendingMigrationId !== undefined) return null;
-  const [api, roles, identities, keyCredits, identityCredits] = await Promise.all([
+  // Everything the record names, read at once: on Redis one round trip (auto-pipelining), misses of other keys
+  // issued in the same turn sharing it. The key's own permissions come with it; its roles' others need one more.
+  const [api, roles, identities, keyCredits, identityCredits, direct] = await Promise.all([
     sources.apis.liveRecord(workspaceId, key.apiId),
-    key.roleIds.length === 0 ? Promise.resolve([]) : sources.rbac.rolesById(workspaceId, key.roleIds),
-    key.identityId ? sources.identities.liveById(workspaceId, [key.identityId]) : Promise.resolve(new Map()),
+    key.roleIds.length === 0 ? NO_ROLES : sources.rbac.rolesById(workspaceId, key.roleIds),
+    key.identityId ? sources.identities.liveById(workspaceId, [key.identityId]) : NO_IDENTITIES,
     sources.keys.getCredits(workspaceId, key.id),
-    key.identityId ? sources.identities.creditsOf(workspaceId, key.identityId) : Promise.resolve(null),
+    key.identityId ? sources.identities.creditsOf(workspaceId, key.identityId) : NO_CREDITS,
+    key.permissionIds.length === 0 ? NO_PERMISSION_RECORDS : sources.rbac.permissionsById(workspaceId, key.permissionIds),
   ]);
   if (!api) return null;
-  const permissionIds = [...new Set([...key.permissionIds, ...roles.flatMap((role) => role.permissionIds)])];
-  const permissions =
-    permissionIds.length === 0
-      ? NO_NAMES
-      : (await sources.rbac.permissionsById(workspaceId, permissionIds)).map((permission) => permission.slug);
+  const fromRoles =
+    roles.length === 0 ? [] : [...new Set(roles.flatMap((role) => role.permissionIds))].filter((id) => !key.permissionIds.includes(id));
+  const more = fromRoles.length === 0 ? [] : await sources.rbac.permissionsById(workspaceId, fromRoles);
+  const permissions = direct.length + more.length === 0 ? NO_NAMES : [...direct, ...more].map((permission) => permission.slug);
   const identity = key.identityId ? identities.get(key.identityId) : undefined;
   // A key's own balance pays; a key without one spends its (live) identity's, when that has one.
   const paidByIdentity = keyCredits === null && identity !== undefined && identityCredits !== null;
@@ -157,6 +159,10 @@ function stringBytes(text: string): number {
 }
 
 const NO_NAMES: readonly string[] = Object.freeze([]);
+const NO_ROLES: Promise<RoleRecord[]> = Promise.resolve([]);
+const NO_IDENTITIES: Promise<Map<string, IdentityRecord>> = Promise.resolve(new Map());
+const NO_CREDITS: Promise<null> = Promise.resolve(null);
+const NO_PERMISSION_RECORDS: Promise<PermissionRecord[]> = Promise.resolve([]);
 const NO_LIMITS: readonly KeyLimitCheck[] = Object.freeze([]);
 const NO_NAMED_LIMITS: ReadonlyMap<string, KeyLimitCheck> = new Map();
 const NO_PERMISSIONS = new PermissionSet([]);
