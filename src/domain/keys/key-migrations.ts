@@ -108,6 +108,12 @@ export interface KeyMigrationDeps {
   audit?: AuditTrail;
 }
 
+/**
+ * Keys written to the store at once. On Redis they go out together (auto-pipelining) and each must be answered
+ * within storage.redis.commandTimeoutMs of being sent: a group Redis works through in a few tens of milliseconds
+ * keeps far from it, and ten groups make a call of 10,000 keys.
+ */
+const CREATES_AT_ONCE = 1_000;
 /** Byte length recorded for an imported key: what rerollKey gives its successor (keygate's default). */
 const IMPORTED_BYTE_LENGTH = 16;
 
@@ -195,8 +201,12 @@ export class KeyMigrationService {
       });
     }
 
-    // Every key of the call at once: on Redis the writes share one pipeline (or a few), not a round trip each.
-    const created = await Promise.all(records.map(({ record, credits }) => this.deps.keys.create(record, credits)));
+    // CREATES_AT_ONCE keys at a time: on Redis each group is one pipeline (one round trip), not a round trip a key.
+    const created: boolean[] = [];
+    for (let start = 0; start < records.length; start += CREATES_AT_ONCE) {
+      const group = records.slice(start, start + CREATES_AT_ONCE);
+      created.push(...(await Promise.all(group.map(({ record, credits }) => this.deps.keys.create(record, credits)))));
+    }
     // A native hash may be remembered as unknown by some instance (someone tried the key before it was imported).
     const announced = records.filter(({ native }, index) => native && created[index]).map(({ record }) => record.hash);
     if (announced.length > 0) await this.deps.invalidator.keysChanged(workspaceId, announced);
