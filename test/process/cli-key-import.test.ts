@@ -13,8 +13,8 @@ const KEYS = 2_500;
 
 const hexOf = (text: string) => createHash("sha256").update(text).digest("hex");
 
-t.test("keygate keys migrate imports a JSON-lines file in batches through keys.migrateKeys", async (t) => {
-  const prefix = uniquePrefix(t, "cli-import");
+/** A directory with a configuration on the test Redis under `prefix`: the workspace, API and migration the imports use. */
+function importSetup(prefix: string): { directory: string; env: Record<string, string> } {
   const directory = mkdtempSync(join(tmpdir(), "keygate-import-"));
   const config = join(directory, "keygate.yaml");
   writeFileSync(
@@ -28,7 +28,11 @@ t.test("keygate keys migrate imports a JSON-lines file in batches through keys.m
       "",
     ].join("\n"),
   );
-  const env = { KEYGATE_CONFIG: config };
+  return { directory, env: { KEYGATE_CONFIG: config } };
+}
+
+t.test("keygate keys migrate imports a JSON-lines file in batches through keys.migrateKeys", async (t) => {
+  const { directory, env } = importSetup(uniquePrefix(t, "cli-import"));
   // The server creates the declared API; the CLI then imports into it.
   const server = await startServer(t, env);
 
@@ -116,21 +120,7 @@ t.test("keygate keys migrate imports a JSON-lines file in batches through keys.m
 });
 
 t.test("an import streams a large file, and one killed half-way goes on with --resume, storing every key once", async (t) => {
-  const prefix = uniquePrefix(t, "cli-resume");
-  const directory = mkdtempSync(join(tmpdir(), "keygate-resume-"));
-  const config = join(directory, "keygate.yaml");
-  writeFileSync(
-    config,
-    [
-      `storage:\n  redis: { url: "${REDIS_URL}", prefix: "${prefix}" }`,
-      `rootKeys:\n  - { key: ${ROOT_KEY}, workspaceId: ws_import, permissions: ["*"] }`,
-      `apis:\n  - { id: ${API}, name: imported, workspaceId: ws_import }`,
-      "migrations:\n  - { id: legacy, workspaceId: ws_import, scheme: sha256-hex }",
-      "analytics: { engine: 'off' }",
-      "",
-    ].join("\n"),
-  );
-  const env = { KEYGATE_CONFIG: config };
+  const { directory, env } = importSetup(uniquePrefix(t, "cli-resume"));
   const server = await startServer(t, env);
   const count = 20_000;
   const plaintext = (n: number) => `resumed_${n}`;
