@@ -8,7 +8,9 @@ import { gatewayFirst, type ServerLogOptions, serverOptions } from "./fastify-se
 import { TRUST_EVERY_HOP_WARNING } from "./gateway/client-address.js";
 import { Gateway, type GatewayOptions } from "./gateway/gateway.js";
 import { CurrentGatewaySnapshot, compileGatewaySnapshot } from "./gateway/gateway-snapshot.js";
+import { derivedPseudonym } from "./gateway/loop-detection.js";
 import { RouteSync } from "./gateway/route-sync.js";
+import { ApiUpstreamGuard } from "./gateway/upstream-guard.js";
 import { addRequestIdHeader, errorHandling } from "./http/error-handler.js";
 import { Metrics, UNOBSERVED_UPSTREAMS } from "./http/metrics.js";
 import { refuseAtTheDoor } from "./http/protocol-checks.js";
@@ -78,6 +80,8 @@ export async function buildApp(config: KeygateConfig, options: BuildOptions = {}
 
   const runtime = await openRuntime(app, config, clock, options);
   const routeSync = syncRoutes(app, snapshot, runtime);
+  // The operator's list in force: a reload of the gateway settings changes what routes of the API may reach.
+  const apiUpstreams = new ApiUpstreamGuard(() => snapshot.current.settings.apiRoutes.allowedUpstreams);
   // An injected clock (tests) also drives rate limit windows; otherwise they follow the store's shared clock.
   const services = createServices(runtime.stores, config, clock, {
     windowsFollowClock: options.clock !== undefined,
@@ -85,6 +89,7 @@ export async function buildApp(config: KeygateConfig, options: BuildOptions = {}
     analytics: runtime.analytics,
     configRoutes: () => snapshot.current.table.routes.filter((route) => route.definition.source === "config"),
     upstreamHealth: (routeId) => gateway?.pools.health(routeId),
+    apiUpstreams,
     // A change written here is in force on this instance before its procedure answers.
     routeNotifier: {
       routesChanged: async (version) => {
@@ -115,6 +120,8 @@ export async function buildApp(config: KeygateConfig, options: BuildOptions = {}
     analytics: runtime.analytics,
     upstreams: runtime.metrics ?? UNOBSERVED_UPSTREAMS,
     servedByApplication,
+    apiUpstreams,
+    pseudonym: derivedPseudonym(sharedStorage(config)),
   });
 
   try {
@@ -219,7 +226,10 @@ async function registerHttpFace(
 function openGateway(
   app: FastifyInstance,
   config: KeygateConfig,
-  parts: Pick<GatewayOptions, "services" | "snapshot" | "telemetry" | "clock" | "upstreams" | "servedByApplication"> & {
+  parts: Pick<
+    GatewayOptions,
+    "services" | "snapshot" | "telemetry" | "clock" | "upstreams" | "servedByApplication" | "apiUpstreams" | "pseudonym"
+  > & {
     analytics: AnalyticsRuntime;
   },
 ): Gateway {
@@ -238,6 +248,21 @@ function openGateway(
     await gateway.close();
   });
   return gateway;
+}
+
+/**
+ * What every instance of this deployment shares and nothing else does: its Redis (credentials left out) and key
+ * prefix; undefined on in-memory stores, where the process is the whole deployment.
+ */
+function sharedStorage(config: KeygateConfig): string | undefined {
+  const redis = config.storage.redis;
+  if (redis === undefined) return undefined;
+  const where = (url: string) => {
+    const parsed = URL.parse(url);
+    return parsed === null ? url : `${parsed.host}${parsed.pathname}`;
+  };
+  const servers = redis.url !== undefined ? [redis.url] : (redis.cluster?.nodes ?? redis.sentinel?.sentinels ?? []);
+  return JSON.stringify([servers.map(where).sort(), redis.sentinel?.name ?? null, redis.prefix]);
 }
 
 /** The server's certificate, reloaded when its files change (and by SIGHUP: server.ts); the watch ends with the app. */

@@ -32,6 +32,7 @@ import { loadKeyView } from "./domain/verification/key-view.js";
 import { VerificationService } from "./domain/verification/verification-service.js";
 import { openApiDocumentProblems } from "./gateway/openapi-documents.js";
 import { ROUTE_RULES } from "./gateway/route-table.js";
+import { ApiUpstreamGuard } from "./gateway/upstream-guard.js";
 import type { Clock } from "./lib/clock.js";
 import { defined } from "./lib/defined.js";
 import { Vault } from "./lib/vault.js";
@@ -93,6 +94,8 @@ export interface ServiceOptions {
   routeNotifier?: RouteChangeNotifier;
   /** The state of a route's upstream targets on this process (the gateway's pools); shown by getRoute. */
   upstreamHealth?: (routeId: string) => UpstreamTargetHealth[] | undefined;
+  /** What routes made through the API may reach; by default the configuration's `gateway.apiRoutes` as loaded. */
+  apiUpstreams?: ApiUpstreamGuard;
   /** Where the domain posts what an operator asked to hear of (credit crossings; webhooks); nowhere by default. */
   notices?: NoticeSink;
   /** How webhooks are sent and scheduled, and where their background failures go. */
@@ -181,6 +184,8 @@ export function createServices(stores: Stores, config: KeygateConfig, clock: Clo
       isApiOf: (workspaceId, id) => apis.isLiveApiOrKeySpace(workspaceId, id),
       openApiProblems: openApiDocumentProblems,
       notifier: options.routeNotifier ?? invalidations,
+      upstreamRefusal: (url) =>
+        (options.apiUpstreams ?? new ApiUpstreamGuard(() => config.gateway.apiRoutes.allowedUpstreams)).refusal(url),
       rules: ROUTE_RULES,
       clock,
       audit,

@@ -2,6 +2,7 @@ import { trustProxyProblems } from "../gateway/client-address.js";
 import { RouteTable, RouteTableError } from "../gateway/route-table.js";
 import { hashKey } from "../lib/hash.js";
 import { ipEntryProblem } from "../lib/ip-allowlist.js";
+import { allowanceEntryProblem } from "../lib/private-addresses.js";
 import type { KeygateConfig } from "./schema.js";
 
 /**
@@ -67,6 +68,10 @@ export function checkConsistency(config: KeygateConfig): string[] {
   }
   problems.push(...redisProblems(config.storage.redis));
   problems.push(...trustProxyProblems(config.gateway.trustProxy));
+  config.gateway.apiRoutes.allowedUpstreams.forEach((entry, index) => {
+    const problem = allowanceEntryProblem(entry);
+    if (problem !== undefined) problems.push(`gateway.apiRoutes.allowedUpstreams[${index}]: '${entry}' ${problem}`);
+  });
   try {
     RouteTable.compile(config.routes);
   } catch (error) {

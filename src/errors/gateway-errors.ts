@@ -66,4 +66,10 @@ export const GATEWAY_ERRORS = {
     title: "Service Unavailable",
     meaning: "Every target of the route's upstream pool is ejected by its passive health checks or down by its active ones.",
   },
+  "err:keygate:gateway:loop_detected": {
+    status: 508,
+    title: "Loop Detected",
+    meaning:
+      "The request came through this keygate already (its Via header names keygate's pseudonym: a route's upstream leads back to it), or through more proxies than gateway.via.maxHops; refused before any check or charge.",
+  },
 } as const;

@@ -4,6 +4,7 @@ import { KeygateError } from "../errors/keygate-error.js";
 import type { RequestTarget } from "../http/request-target.js";
 import type { GatewayRequest } from "./gateway-request.js";
 import { endToEndHeaders } from "./hop-by-hop.js";
+import { addVia } from "./loop-detection.js";
 import { principalHeader, type VerifiedKey } from "./principal.js";
 import type { CompiledRoute } from "./route-table.js";
 
@@ -84,7 +85,7 @@ export function pathRefusal(path: string): PathProblem | undefined {
 /**
  * The headers the upstream gets: the client's end-to-end headers (hop-by-hop ones stop here), without the key and
  * without any header the route forwards itself (a client cannot forge `x-keygate-key-id`), plus the identity
- * headers (for a verified key) and X-Forwarded-For/Proto/Host. X-Forwarded-For gets the address keygate's connection came from
+ * headers (for a verified key), X-Forwarded-For/Proto/Host and keygate's Via entry (`client.via`). X-Forwarded-For gets the address keygate's connection came from
  * (`client.peer`, the socket's remote address; nothing when the socket is gone), as every proxy appends its peer.
  * `target`: the target of the route's upstream pool the request goes to (its first by default).
  */
@@ -92,7 +93,7 @@ export function upstreamHeaders(
   route: CompiledRoute,
   incoming: IncomingHttpHeaders,
   verification: VerifiedKey | undefined,
-  client: { peer: string | undefined; protocol: string; host: string | undefined },
+  client: { peer: string | undefined; protocol: string; host: string | undefined; via: string },
   target: URL = route.upstream,
 ): IncomingHttpHeaders {
   const headers = endToEndHeaders(incoming, "request");
@@ -112,6 +113,7 @@ export function upstreamHeaders(
   if (entries.length > 0) headers["x-forwarded-for"] = entries.join(", ");
   headers["x-forwarded-proto"] = client.protocol;
   if (client.host) headers["x-forwarded-host"] = client.host;
+  addVia(headers, client.via);
   // The upstream is addressed by its own name (virtual hosts, TLS names), the client's Host going as X-Forwarded-Host,
   // unless the route passes the client's on (`host: client`).
   headers.host = route.clientHost && client.host ? client.host : target.host;

@@ -19,11 +19,13 @@ import { noteCors, type Preflight, preflightHeaders, preflightOf } from "./cors.
 import { type Allowed, type Decision, type DecisionServices, GatewayDecider, type RouteMatch } from "./decision.js";
 import { upstreamHeaders, upstreamPath } from "./forwarding.js";
 import type { GatewayRequest } from "./gateway-request.js";
-import type { CurrentGatewaySnapshot } from "./gateway-snapshot.js";
+import type { CurrentGatewaySnapshot, GatewaySnapshot } from "./gateway-snapshot.js";
+import { loopRefusal, viaEntry } from "./loop-detection.js";
 import { bodyStillArriving, PlainForwarding } from "./plain-forwarding.js";
 import { GatewayRequestEvents, noteDecision } from "./request-events.js";
 import type { CompiledRoute } from "./route-table.js";
 import { noHealthyUpstream, refundCredits, upstreamFailure } from "./upstream-failure.js";
+import type { ApiUpstreamGuard } from "./upstream-guard.js";
 import { UpstreamPools } from "./upstream-pools.js";
 import { relayUpgrade, upgradeRefusal } from "./websocket.js";
 
@@ -41,6 +43,10 @@ export interface GatewayOptions {
   upstreams: UpstreamObserver;
   /** Paths the application serves itself (e.g. /metrics) even where a route's prefix covers them. */
   servedByApplication: (path: string) => boolean;
+  /** What the upstreams of routes made through the API may be (not the operator's network). */
+  apiUpstreams: ApiUpstreamGuard;
+  /** keygate's name in Via when `gateway.via.pseudonym` gives none (loop-detection.ts). */
+  pseudonym: string;
 }
 
 /**
@@ -65,13 +71,19 @@ export class Gateway {
     this.options = options;
     this.decider = new GatewayDecider(options.services, options.log);
     this.events = new GatewayRequestEvents(options.events, options.clock, this.decider);
-    this.pools = new UpstreamPools({ clock: options.clock, log: options.log, snapshot: options.snapshot });
+    this.pools = new UpstreamPools({
+      clock: options.clock,
+      log: options.log,
+      snapshot: options.snapshot,
+      apiUpstreams: options.apiUpstreams,
+    });
     this.plain = new PlainForwarding({
       log: options.log,
       upstreams: options.upstreams,
       refund: (request, decision) => this.refund(request, decision),
       answerError: (request, response, error) => this.answerError(request, response, error),
       pools: this.pools,
+      pseudonym: (snapshot) => this.pseudonym(snapshot),
     });
   }
 
@@ -92,7 +104,7 @@ export class Gateway {
     if (match.kind === "route" && match.route.cors.length > 0) noteCors(request, match.route, preflight?.policy);
     // Closed once the answer is sent or the client went away, whichever the request came to.
     whenAnswerCloses(raw, response, () => this.answered(request, response));
-    const refusal = refusalAtTheDoor(raw, this.closing) ?? (match.kind === "refused" ? match.error : undefined);
+    const refusal = refusalAtTheDoor(raw, this.closing) ?? (match.kind === "refused" ? match.error : this.loop(request));
     if (refusal) this.refuse(request, refusal, (error) => this.answerError(request, response, error));
     else if (preflight) this.answerPreflight(request, response, preflight);
     else if (match.kind === "route") {
@@ -129,7 +141,7 @@ export class Gateway {
       const answer = answerOnSocket(socket, request.id, error, this.options.docsUrl);
       if (answer) [request.status, request.head] = [answer.status, answer.headers];
     };
-    const refusal = refusalAtTheDoor(raw, this.closing) ?? upgradeRefusal(match, target.path);
+    const refusal = refusalAtTheDoor(raw, this.closing) ?? upgradeRefusal(match, target.path) ?? this.loop(request);
     if (refusal) this.refuse(request, refusal, answerError);
     else if (match.kind === "route") this.decideAndRelay(request, match.route, socket, head, answerError, answered);
   }
@@ -152,13 +164,17 @@ export class Gateway {
       request.upstreamSentAt = performance.now();
       const call = pool.once(target);
       socket.once("close", () => call.released());
-      const client = { peer: request.remoteAddress, protocol: "encrypted" in socket ? "https" : "http", host: raw.headers.host };
+      const pseudonym = this.pseudonym(request.snapshot);
+      const protocol = "encrypted" in socket ? "https" : "http";
+      const client = { peer: request.remoteAddress, protocol, host: raw.headers.host, via: viaEntry(raw, pseudonym) };
       relayUpgrade(raw, socket, head, {
         target: target.origin + upstreamPath(route, request),
         headers: upstreamHeaders(route, raw.headers, decision.verification, client, target.url),
         tls: route.pool.tls,
+        guard: route.definition.source === "api" ? this.options.apiUpstreams.upgrade : undefined,
         timeoutMs: route.definition.timeoutMs ?? request.snapshot.settings.upstreamTimeoutMs,
         requestId: request.id,
+        pseudonym,
         onAnswer: (status, lines) => {
           call.answered(status);
           [request.status, request.head] = [status, lines];
@@ -170,10 +186,22 @@ export class Gateway {
           request.upstreamEndedAt = performance.now();
           this.options.log.warn({ err: error, requestId: request.id, route: route.name }, "upstream failed an upgrade");
           this.options.upstreams.upstreamFailed(route.name, kind);
-          void this.refund(request, decision).then(() => answerError(upstreamFailure(route, kind === "timeout")));
+          void this.refund(request, decision).then(() => answerError(upstreamFailure(route, kind === "timeout", error)));
         },
       });
     });
+  }
+
+  /** keygate's name in the Via of what it forwards. */
+  private pseudonym(snapshot: GatewaySnapshot): string {
+    return snapshot.settings.via.pseudonym ?? this.options.pseudonym;
+  }
+
+  /** 508 for a request a route took that has come through this keygate already, or through too many proxies. */
+  private loop(request: GatewayRequest): KeygateError | undefined {
+    if (request.route === undefined) return undefined;
+    const { via } = request.snapshot.settings;
+    return loopRefusal(request.raw.headers.via, via.pseudonym ?? this.options.pseudonym, via.maxHops);
   }
 
   /** From now on every request the gateway takes is refused (503) with `Connection: close`: keygate is closing. */

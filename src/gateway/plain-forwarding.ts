@@ -10,7 +10,9 @@ import { addCorsHeaders } from "./cors.js";
 import type { Allowed } from "./decision.js";
 import { bodyTooLarge, upstreamHeaders, upstreamPath } from "./forwarding.js";
 import type { GatewayRequest } from "./gateway-request.js";
+import type { GatewaySnapshot } from "./gateway-snapshot.js";
 import { addEndToEndHeaders } from "./hop-by-hop.js";
+import { addVia, viaEntry } from "./loop-detection.js";
 import { hasBody } from "./request-body.js";
 import type { CompiledRoute } from "./route-table.js";
 import { UpstreamAbort, type UpstreamCall, upstreamErrorKind } from "./upstream-client.js";
@@ -29,6 +31,8 @@ export interface PlainForwardingOptions {
   answerError: (request: GatewayRequest, response: ServerResponse, error: KeygateError) => void;
   /** Each route's pool of targets, and the HTTP client to them. */
   pools: UpstreamPools;
+  /** keygate's name in Via with these settings. */
+  pseudonym: (snapshot: GatewaySnapshot) => string;
 }
 
 /** One allowed request on its way to its upstream: what each attempt (one per target tried) sends. */
@@ -70,6 +74,7 @@ export class PlainForwarding {
       peer: request.remoteAddress,
       protocol: "encrypted" in raw.socket ? "https" : "http",
       host: requestAuthority(raw),
+      via: viaEntry(raw, this.options.pseudonym(request.snapshot)),
     });
     // Read whole already when an openapi policy validated it; streamed otherwise.
     const body = request.body ?? (hasBody(raw) ? new ClientBody(raw, route.bodyLimit, request) : null);
@@ -131,6 +136,7 @@ export class PlainForwarding {
         const limits = decision.ratelimitHeaders;
         for (const name in limits) head[name] = limits[name];
         addEndToEndHeaders(head, upstreamHeaders, "response");
+        addVia(head, viaEntry(undefined, this.options.pseudonym(request.snapshot)));
         if (request.cors !== undefined) addCorsHeaders(head, request.cors);
         // The rest of a request body the upstream did not wait for is not read: the connection cannot be reused.
         const raw = request.raw;
@@ -241,7 +247,7 @@ export class PlainForwarding {
     }
     void this.options
       .refund(request, decision)
-      .then(() => this.options.answerError(request, response, upstreamFailure(route, kind === "timeout")));
+      .then(() => this.options.answerError(request, response, upstreamFailure(route, kind === "timeout", error)));
   }
 
   /** The client's body through a new stream (the first was destroyed with its call, before anything was read). */

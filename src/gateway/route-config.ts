@@ -192,6 +192,31 @@ export const GatewaySettingsSchema = Strict(
     }),
     /** Reload `routes` when the configuration file changes (SIGHUP always reloads). */
     watchConfig: Type.Boolean({ default: true }),
+    /** Routes made through the API (the file's are the operator's, unrestricted). */
+    apiRoutes: Strict(
+      {
+        /**
+         * Addresses, CIDR ranges and host names (`*.internal`: every name under it) their upstreams may be at although
+         * loopback, private, link-local or reserved: the operator's network is closed to them otherwise.
+         */
+        allowedUpstreams: Type.Array(Type.String({ minLength: 1, maxLength: 253 }), { maxItems: 1_000, default: [] }),
+      },
+      { default: {} },
+    ),
+    /** The Via keygate adds to what it forwards, and the loops and long chains it refuses (508). */
+    via: Strict(
+      {
+        /** keygate's name in Via; by default one derived from the Redis every instance of the deployment shares. */
+        pseudonym: Type.Optional(
+          Type.String({
+            pattern: describedPattern(`^[${TOKEN_CHARACTERS}]{1,64}$`, "be 1 to 64 letters, digits and ! # $ % & ' * + . ^ _ ` | ~ -"),
+          }),
+        ),
+        /** A request that came through more proxies than this (Via entries) is refused. */
+        maxHops: Type.Integer({ minimum: 1, maximum: 100, default: 10 }),
+      },
+      { default: {} },
+    ),
   },
   { default: {} },
 );

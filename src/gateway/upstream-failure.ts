@@ -1,12 +1,22 @@
 import type { FastifyBaseLogger } from "fastify";
 import type { KeyService } from "../domain/keys/key-service.js";
 import { KeygateError } from "../errors/keygate-error.js";
+import { isPrivateAddressRefusal } from "../http/guarded-connections.js";
 import type { Allowed } from "./decision.js";
 import type { GatewayRequest } from "./gateway-request.js";
 import type { CompiledRoute } from "./route-table.js";
 
-/** The error a client gets when the route's upstream did not answer (timed out) or could not be reached. */
-export function upstreamFailure(route: CompiledRoute, timedOut: boolean): KeygateError {
+/**
+ * The error a client gets when the route's upstream did not answer (timed out) or could not be reached (`error`:
+ * why; the address of one refused by the guard of API routes stays in the log).
+ */
+export function upstreamFailure(route: CompiledRoute, timedOut: boolean, error?: unknown): KeygateError {
+  if (isPrivateAddressRefusal(error)) {
+    return new KeygateError(
+      "err:keygate:gateway:upstream_unreachable",
+      `The upstream of route '${route.name}' is at an address that routes made through the API may not reach.`,
+    );
+  }
   return timedOut
     ? new KeygateError("err:keygate:gateway:upstream_timeout", `The upstream of route '${route.name}' did not answer in time.`)
     : new KeygateError("err:keygate:gateway:upstream_unreachable", `The upstream of route '${route.name}' cannot be reached.`);

@@ -6,6 +6,7 @@ import type { Clock } from "../lib/clock.js";
 import type { CurrentGatewaySnapshot } from "./gateway-snapshot.js";
 import type { CompiledRoute } from "./route-table.js";
 import { UpstreamClient, upstreamAgent } from "./upstream-client.js";
+import type { ApiUpstreamGuard } from "./upstream-guard.js";
 import { type PoolTarget, UpstreamPool } from "./upstream-pool.js";
 
 /** A route's pool on this process, with the connections it uses and its probes. */
@@ -23,6 +24,8 @@ export interface UpstreamPoolsOptions {
   log: FastifyBaseLogger;
   /** The routes in force: a pool for each, taken up with every new table. */
   snapshot: CurrentGatewaySnapshot;
+  /** Every connection of a route made through the API (its calls and its probes) is checked by it. */
+  apiUpstreams: ApiUpstreamGuard;
 }
 
 /**
@@ -53,7 +56,7 @@ export class UpstreamPools {
     const seen = this.byRoute.get(route);
     if (seen !== undefined) return seen;
     let entry = this.entries.get(route.id);
-    if (entry?.fingerprint !== route.pool.fingerprint) {
+    if (entry?.fingerprint !== this.fingerprint(route)) {
       if (entry !== undefined) this.stop(entry);
       entry = this.start(route);
       this.entries.set(route.id, entry);
@@ -110,8 +113,9 @@ export class UpstreamPools {
     const entry: PoolEntry = {
       route: route.name,
       pool: new UpstreamPool(upstream, this.options.clock),
-      dispatcher: tls === undefined ? undefined : upstreamAgent(tls),
-      fingerprint: upstream.fingerprint,
+      dispatcher:
+        route.definition.source === "api" ? this.options.apiUpstreams.dispatcher(tls) : tls === undefined ? undefined : upstreamAgent(tls),
+      fingerprint: this.fingerprint(route),
     };
     const active = upstream.active;
     if (active !== undefined && !this.closed) {
@@ -126,6 +130,15 @@ export class UpstreamPools {
       entry.probes.unref();
     }
     return entry;
+  }
+
+  /**
+   * What a route's pool lives as long as: its upstream, and for a route made through the API the list of what it may
+   * reach, so that connections opened under a list a reload changed are not used again.
+   */
+  private fingerprint(route: CompiledRoute): string {
+    if (route.definition.source !== "api") return route.pool.fingerprint;
+    return `${route.pool.fingerprint}\u0000${JSON.stringify(this.options.apiUpstreams.allowance().entries)}`;
   }
 
   /** One probe of one target: GET its probe path, passed when it answers an expected status in time. */

@@ -1,22 +1,28 @@
 import { request as httpRequest, type IncomingHttpHeaders, type IncomingMessage } from "node:http";
 import { type RequestOptions as HttpsRequestOptions, request as httpsRequest } from "node:https";
+import type { LookupFunction } from "node:net";
 import type { Duplex } from "node:stream";
 import type { UpstreamTls } from "../domain/routes/upstream-compiler.js";
 import { KeygateError } from "../errors/keygate-error.js";
 import { malformedUrlError } from "../http/error-handler.js";
 import type { RouteMatch } from "./decision.js";
 import { addUpgradeHeaders, endToEndResponseLines } from "./hop-by-hop.js";
+import { addVia, viaEntry } from "./loop-detection.js";
 
 export interface UpgradeRelayOptions {
   /** The upstream URL (http: or https:) the upgrade is sent to. */
   target: string;
   /** The upstream's own TLS settings (CA, client certificate and key), when its pool has them. */
   tls?: UpstreamTls | undefined;
+  /** The checks of the upstream's address, for a route made through the API (upstream-guard.ts). */
+  guard?: { refusal(host: string): Error | undefined; lookup: LookupFunction } | undefined;
   /** The end-to-end headers for the upstream; the relay adds the upgrade's own `Connection` and `Upgrade`. */
   headers: IncomingHttpHeaders;
   timeoutMs: number;
   /** keygate's id of the request, sent back as `x-request-id` with the upstream's answer, as on every answer. */
   requestId: string;
+  /** keygate's name in the Via of the answer passed on. */
+  pseudonym: string;
   /** Called when the upstream cannot be reached or does not answer in time; must answer on the socket. */
   onUpstreamFailure: (kind: "unreachable" | "timeout", error: unknown) => void;
   /** Told the head of the upstream's answer as written to the client: a switch (101), or an answer passed on. */
@@ -31,12 +37,15 @@ export interface UpgradeRelayOptions {
  */
 export function relayUpgrade(client: IncomingMessage, clientSocket: Duplex, head: Buffer, options: UpgradeRelayOptions): void {
   const url = new URL(options.target);
+  const refused = options.guard?.refusal(url.hostname);
+  if (refused) return void options.onUpstreamFailure("unreachable", refused);
   const send = url.protocol === "https:" ? httpsRequest : httpRequest;
   // Copied, then the upgrade's own fields set: assigned rather than spread (docs/architecture.md#conventions).
   const headers: IncomingHttpHeaders = {};
   for (const name in options.headers) headers[name] = options.headers[name];
   addUpgradeHeaders(headers, client.headers);
   const sending: HttpsRequestOptions = { method: client.method ?? "GET", headers, timeout: options.timeoutMs };
+  if (options.guard) sending.lookup = options.guard.lookup;
   const tls = options.tls;
   if (tls?.ca !== undefined) sending.ca = tls.ca;
   if (tls?.cert !== undefined) sending.cert = tls.cert;
@@ -61,7 +70,7 @@ export function relayUpgrade(client: IncomingMessage, clientSocket: Duplex, head
     upstream.setTimeout(0);
     const status = response.statusCode ?? 101;
     const lines = [`HTTP/1.1 ${status} ${response.statusMessage ?? "Switching Protocols"}`];
-    const fields = answerLines(response, options.requestId, { upgrade: true });
+    const fields = answerLines(response, options, { upgrade: true });
     for (const [name, value] of fields) lines.push(`${name}: ${value}`);
     clientSocket.write(`${lines.join("\r\n")}\r\n\r\n`);
     options.onAnswer(status, fields);
@@ -85,7 +94,7 @@ export function relayUpgrade(client: IncomingMessage, clientSocket: Duplex, head
     answered = true;
     const status = response.statusCode ?? 502;
     const lines = [`HTTP/1.1 ${status} ${response.statusMessage ?? ""}`];
-    const fields = answerLines(response, options.requestId);
+    const fields = answerLines(response, options);
     fields.push(["Connection", "close"]);
     for (const [name, value] of fields) lines.push(`${name}: ${value}`);
     clientSocket.write(`${lines.join("\r\n")}\r\n\r\n`);
@@ -102,10 +111,24 @@ export function relayUpgrade(client: IncomingMessage, clientSocket: Duplex, head
   upstream.end();
 }
 
-/** The upstream's end-to-end header lines, with keygate's request id in place of any the upstream sent. */
-function answerLines(response: IncomingMessage, requestId: string, options?: { upgrade: true }): [string, string][] {
-  const lines = endToEndResponseLines(response.rawHeaders, options).filter(([name]) => name.toLowerCase() !== "x-request-id");
-  lines.push(["x-request-id", requestId]);
+/**
+ * The upstream's end-to-end header lines, with keygate's request id in place of any the upstream sent, and keygate's
+ * entry added to its Via.
+ */
+function answerLines(
+  response: IncomingMessage,
+  { requestId, pseudonym }: Pick<UpgradeRelayOptions, "requestId" | "pseudonym">,
+  options?: { upgrade: true },
+): [string, string][] {
+  const lines: [string, string][] = [];
+  const via: { via?: string } = {};
+  for (const line of endToEndResponseLines(response.rawHeaders, options)) {
+    const name = line[0].toLowerCase();
+    if (name === "via") addVia(via, line[1]);
+    else if (name !== "x-request-id") lines.push(line);
+  }
+  addVia(via, viaEntry(response, pseudonym));
+  lines.push(["x-request-id", requestId], ["via", via.via as string]);
   return lines;
 }
 

@@ -54,3 +54,67 @@ export function isPrivateAddress(address: string): boolean {
   if (mapped !== null) return REFUSED.check(mapped, "ipv4");
   return REFUSED.check(bare, "ipv6");
 }
+
+/** An IPv4 address written inside IPv6 as plain IPv4; any other address as it is (brackets taken off). */
+function plainAddress(address: string): string {
+  const bare = address.startsWith("[") && address.endsWith("]") ? address.slice(1, -1) : address;
+  return isIPv6(bare) ? (embeddedIpv4(bare) ?? bare) : bare;
+}
+
+const HOST_NAME = /^(?:\*\.)?(?:[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?\.)*[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?\.?$/i;
+
+/** Why `entry` is neither an address, a CIDR range nor a host name (`backend.internal`, `*.svc.cluster.local`). */
+export function allowanceEntryProblem(entry: string): string | undefined {
+  const [address = "", prefix, ...rest] = entry.split("/");
+  const family = isIPv4(address) ? 4 : isIPv6(address) ? 6 : 0;
+  if (family === 0) {
+    if (prefix === undefined && HOST_NAME.test(entry)) return undefined;
+    return "is not an IP address, a CIDR range (10.0.0.0/8, fd00::/8) or a host name (backend.internal, *.svc.cluster.local)";
+  }
+  if (rest.length > 0 || (prefix !== undefined && (!/^\d{1,3}$/.test(prefix) || Number(prefix) > (family === 4 ? 32 : 128)))) {
+    return `has a prefix length outside 0-${family === 4 ? 32 : 128}`;
+  }
+  return undefined;
+}
+
+/**
+ * Private addresses the operator lets through anyway: addresses and CIDR ranges, and host names (exact, or every
+ * name under `*.suffix`), whatever those resolve to. Entries must have passed allowanceEntryProblem.
+ */
+export class PrivateAddressAllowance {
+  private readonly ranges = new BlockList();
+  private readonly names = new Set<string>();
+  private readonly suffixes: string[] = [];
+  readonly entries: readonly string[];
+
+  constructor(entries: readonly string[]) {
+    this.entries = [...entries];
+    for (const entry of entries) {
+      const [address = "", prefix] = entry.split("/");
+      const type = isIPv4(address) ? "ipv4" : isIPv6(address) ? "ipv6" : undefined;
+      if (type === undefined) {
+        const name = entry.toLowerCase().replace(/\.$/, "");
+        if (name.startsWith("*.")) this.suffixes.push(name.slice(1));
+        else this.names.add(name);
+      } else if (prefix === undefined) this.ranges.addAddress(address, type);
+      else this.ranges.addSubnet(address, Number(prefix), type);
+    }
+  }
+
+  /** Whether connections to `host` (a name as written in a URL) are let through whatever it resolves to. */
+  allowsHost(host: string): boolean {
+    const name = host.toLowerCase().replace(/\.$/, "");
+    return this.names.has(name) || this.suffixes.some((suffix) => name.endsWith(suffix));
+  }
+
+  /** Whether `address` (an IP) may be reached: it is public, or in one of the ranges. */
+  allowsAddress(address: string): boolean {
+    if (!isPrivateAddress(address)) return true;
+    const plain = plainAddress(address);
+    if (isIPv4(plain)) return this.ranges.check(plain, "ipv4");
+    return isIPv6(plain) && this.ranges.check(plain, "ipv6");
+  }
+}
+
+/** Lets nothing private through. */
+export const NO_PRIVATE_ADDRESSES = new PrivateAddressAllowance([]);

@@ -65,9 +65,10 @@ t.test("upstream headers drop the key and forged identity headers, and add the r
       "x-keygate-external-id": "forged",
       accept: "application/json",
       "x-forwarded-for": "10.0.0.1",
+      via: "1.1 edge",
     },
     { key: { keyId: "key_real", identity: { id: "id_real", externalId: "customer_7" }, shown: { keyId: "key_real", enabled: true } } },
-    { peer: "192.0.2.7", protocol: "https", host: "api.example.com" },
+    { peer: "192.0.2.7", protocol: "https", host: "api.example.com", via: "1.1 keygate-test" },
   );
   t.equal(headers.authorization, undefined, "the key does not reach the upstream");
   t.equal(headers["x-keygate-key-id"], "key_real");
@@ -77,7 +78,7 @@ t.test("upstream headers drop the key and forged identity headers, and add the r
     route,
     { "x-keygate-identity": "id_forged", "x-keygate-external-id": "forged" },
     { key: { keyId: "key_real", shown: { keyId: "key_real", enabled: true } } },
-    { peer: "192.0.2.7", protocol: "https", host: "api.example.com" },
+    { peer: "192.0.2.7", protocol: "https", host: "api.example.com", via: "1.1 keygate-test" },
   );
   t.equal(withoutIdentity["x-keygate-identity"], undefined, "a forged header is dropped even when there is no real value");
   t.equal(withoutIdentity["x-keygate-external-id"], undefined, "a forged header is dropped even when there is no real value");
@@ -85,6 +86,8 @@ t.test("upstream headers drop the key and forged identity headers, and add the r
   t.equal(headers["x-forwarded-for"], "10.0.0.1, 192.0.2.7");
   t.equal(headers["x-forwarded-proto"], "https");
   t.equal(headers["x-forwarded-host"], "api.example.com");
+  t.equal(headers.via, "1.1 edge, 1.1 keygate-test", "keygate's entry is appended to the Via of the hops before it");
+  t.equal(withoutIdentity.via, "1.1 keygate-test");
   t.equal(headers.host, "127.0.0.1:9001", "the upstream is addressed by its own name");
 });
 

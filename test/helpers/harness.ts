@@ -16,6 +16,8 @@ export const WORKSPACE = "ws_test";
 export const OTHER_WORKSPACE = "ws_other";
 export const ROOT_KEY = "root_test_everything_allowed";
 export const OTHER_ROOT_KEY = "root_test_other_workspace";
+/** `gateway.apiRoutes.allowedUpstreams` letting routes made through the API reach the tests' upstreams. */
+export const LOOPBACK_UPSTREAMS = ["127.0.0.0/8", "::1"];
 
 interface TapLike {
   teardown(fn: () => unknown): void;
@@ -61,6 +63,9 @@ export async function harness(t: TapLike, options: HarnessOptions = {}): Promise
     // Tests that are not about analytics do not open an engine; analytics tests configure one.
     analytics: { engine: "off" },
     ...options.config,
+    // The tests' upstreams listen on loopback: routes made through the API may reach them, as an operator's list lets
+    // a sidecar's through. Tests of that guard give their own `gateway.apiRoutes`.
+    gateway: { apiRoutes: { allowedUpstreams: LOOPBACK_UPSTREAMS }, ...(options.config?.gateway as object | undefined) },
   };
   const config = validateConfig(raw, "test harness");
   const logging = options.log ? { logStream: options.log } : { logger: false };

@@ -46,7 +46,7 @@ t.test("keygate with two workers on Redis", async (t) => {
         `apis:\n  - { id: ${API}, name: workers, workspaceId: ws_workers }`,
         "logging: { level: info, requests: true }",
         `analytics: { path: "${join(directory, "analytics")}", buffer: { flushIntervalMs: 100 } }`,
-        "gateway: { watchConfig: false }",
+        "gateway: { watchConfig: false, apiRoutes: { allowedUpstreams: [127.0.0.0/8] } }",
         `routes:\n  - { name: svc, match: { prefix: ${routePrefix} }, upstream: "${upstream.url}", apiId: ${API}, namespaceLimits: [{ namespace: svc.calls, identifier: key, limit: 1000, duration: 60000 }] }`,
         "",
       ].join("\n"),

@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from "node:util";
 import { invalidInput, KeygateError } from "../../errors/keygate-error.js";
 import type { Clock } from "../../lib/clock.js";
 import { newId } from "../../lib/ids.js";
@@ -48,6 +49,11 @@ export interface RouteServiceOptions {
   /** What is wrong with an OpenAPI document's text (empty when it can validate requests). */
   openApiProblems: (text: string) => Promise<string[]>;
   notifier: RouteChangeNotifier;
+  /**
+   * Why a route may not have `url` as an upstream: one at (or resolving to) a loopback, private or reserved
+   * address, which only the operator's configuration may open to routes of the API; undefined when it may.
+   */
+  upstreamRefusal: (url: URL) => Promise<string | undefined>;
   rules: RouteCompileRules;
   clock: Clock;
   /** The state of a route's upstream targets as this process sees them (a pool's only); shown with the route. */
@@ -85,7 +91,7 @@ export class RouteService {
       updatedAt: now,
     };
     setOptionalFields(route, input);
-    await this.validate(route);
+    await this.validate(route, true);
     return this.write(
       { caller, action: "route.create", before: null, after: route },
       () => storedView(route),
@@ -204,7 +210,7 @@ export class RouteService {
   }
 
   private async replace(caller: Caller, action: AuditAction, current: RouteRecord, next: RouteRecord): Promise<RouteView> {
-    await this.validate(next);
+    await this.validate(next, !isDeepStrictEqual(current.upstream, next.upstream));
     return this.write(
       { caller, action, before: current, after: next },
       () => storedView(next),
@@ -233,10 +239,14 @@ export class RouteService {
     return result();
   }
 
-  /** Every problem of a route, each named by its field in the request body (`body.policies[2].match[0]`). */
-  private async validate(route: RouteRecord): Promise<void> {
+  /**
+   * Every problem of a route, each named by its field in the request body (`body.policies[2].match[0]`); where its
+   * upstream is too, when it is new (`upstreamChanged`): a route kept as it was is checked again at every connection.
+   */
+  private async validate(route: RouteRecord, upstreamChanged: boolean): Promise<void> {
     const problems: Problems = [];
     compileRoute(definitionOf(route), "", this.options.rules, problems);
+    if (upstreamChanged) problems.push(...(await this.upstreamProblems(route.upstream)));
     for (const [index, policy] of route.policies.entries()) {
       for (const [position, keyspace] of (policy.keyauth?.keyspaces ?? []).entries()) {
         if (!(await this.options.isApiOf(route.workspaceId, keyspace))) {
@@ -248,6 +258,21 @@ export class RouteService {
       }
     }
     if (problems.length > 0) throw invalid(problems);
+  }
+
+  /** Each target of `upstream` the route may not reach, named by its field (one that does not parse is compileRoute's). */
+  private async upstreamProblems(upstream: RouteRecord["upstream"]): Promise<Problem[]> {
+    const targets =
+      typeof upstream === "string"
+        ? [{ url: upstream, at: "upstream" }]
+        : upstream.targets.map((target, index) => ({ url: target.url, at: `upstream.targets[${index}].url` }));
+    const problems: Problem[] = [];
+    for (const { url, at } of targets) {
+      if (!URL.canParse(url)) continue;
+      const message = await this.options.upstreamRefusal(new URL(url));
+      if (message !== undefined) problems.push({ at, message });
+    }
+    return problems;
   }
 
   /** A stored route of the caller's workspace it may `action`; a route of the configuration file is 409. */
