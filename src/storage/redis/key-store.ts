@@ -24,8 +24,8 @@ interface StoredKey {
  * A key is a compact record in the bucket of its hash (one HGET finds it by hash), its hash in the bucket of its
  * id, its credit balance a JSON record of its own (the verification script changes it without touching the key),
  * and sorted sets of live key ids per API and per API and identity. Keys written before the compact form (a JSON
- * record per key and a hash → id key) are still read, in the same round trip, and move to the compact form when
- * written, or all at once with upgradeStorage (`keygate keys compact`).
+ * record per key and a hash → id key) are still read (a round trip more, when the compact form has no such key),
+ * and move to the compact form when written, or all at once with upgradeStorage (`keygate keys compact`).
  */
 export class RedisKeyStore implements KeyStore {
   private readonly redis: RedisClient;
@@ -136,7 +136,7 @@ export class RedisKeyStore implements KeyStore {
     for (;;) {
       const ids = await this.redis.zrange(index, start, "+", "BYLEX", "LIMIT", 0, chunk);
       if (ids.length === 0) return { items };
-      // One round trip finds every id's hash (or earlier record), one more reads the compact records.
+      // One round trip finds every id's hash, one more reads the records (keys in the earlier form: one more).
       const found = await Promise.all(ids.map((id) => this.read(workspaceId, id)));
       for (let i = 0; i < ids.length; i++) {
         const key = found[i];
@@ -199,29 +199,27 @@ export class RedisKeyStore implements KeyStore {
     throw new Error(`gave up moving key ${keyId} to the compact form: other writers kept changing it`);
   }
 
-  /** The key with this id in whichever form it is kept; null when absent. */
+  /**
+   * The key with this id in whichever form it is kept; null when absent. The compact form is asked first: the
+   * earlier form costs a round trip more, only for keys not (yet) in the compact one.
+   */
   private async read(workspaceId: string, keyId: string, retried = false): Promise<StoredKey | null> {
-    // Both forms are asked at once: one round trip (auto-pipelining) whichever holds the key.
-    const [hash, earlier] = await Promise.all([
-      this.redis.hget(this.hashesOf(workspaceId, keyId), keyId),
-      this.redis.get(this.keys.key(workspaceId, keyId)),
-    ]);
+    const hash = await this.redis.hget(this.hashesOf(workspaceId, keyId), keyId);
     if (hash !== null) {
       const raw = await this.redis.hget(this.recordsOf(workspaceId, hash), hash);
       if (raw !== null) return { record: decodeKeyRecord(raw, workspaceId, hash), raw, form: "compact" };
       // The key was removed, or moved to another hash, between the two reads: read it as it is now, once.
       return retried ? null : this.read(workspaceId, keyId, true);
     }
+    const earlier = await this.redis.get(this.keys.key(workspaceId, keyId));
     return earlier === null ? null : { record: JSON.parse(earlier) as KeyRecord, raw: earlier, form: "earlier" };
   }
 
-  /** The key with this hash in whichever form it is kept; null when absent. */
+  /** The key with this hash in whichever form it is kept (the compact one first); null when absent. */
   private async readByHash(workspaceId: string, hash: string): Promise<StoredKey | null> {
-    const [raw, earlierId] = await Promise.all([
-      this.redis.hget(this.recordsOf(workspaceId, hash), hash),
-      this.redis.get(this.keys.keyIdByHash(workspaceId, hash)),
-    ]);
+    const raw = await this.redis.hget(this.recordsOf(workspaceId, hash), hash);
     if (raw !== null) return { record: decodeKeyRecord(raw, workspaceId, hash), raw, form: "compact" };
+    const earlierId = await this.redis.get(this.keys.keyIdByHash(workspaceId, hash));
     if (earlierId === null) return null;
     const earlier = await this.read(workspaceId, earlierId);
     return earlier && earlier.record.hash === hash ? earlier : null;
