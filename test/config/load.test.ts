@@ -75,7 +75,7 @@ t.test("cache.maxBytes: 64 MiB unless the file or KEYGATE_CACHE_MAX_BYTES says o
   );
   t.match(
     problemsOf(() => loadConfig({ env: { KEYGATE_CACHE_MAX_BYTES: "1000" }, cwd: bare })),
-    [/cache\.maxBytes \(from KEYGATE_CACHE_MAX_BYTES\): must be >= 1048576/],
+    [/cache\.maxBytes \(from KEYGATE_CACHE_MAX_BYTES\): must be greater than or equal to 1048576/],
   );
 });
 
