@@ -19,6 +19,7 @@ COPY scripts ./scripts
 COPY src ./src
 COPY dashboard ./dashboard
 COPY portal ./portal
+COPY ui ./ui
 RUN npm run build
 
 # Production dependencies, with chDB (an optional dependency, about 540 MB) and without it.

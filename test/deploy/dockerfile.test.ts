@@ -1,4 +1,4 @@
-import { existsSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join, posix } from "node:path";
 import t from "tap";
 import { ANALYTICS_DEFAULTS, DEFAULTS } from "../../src/config/defaults.js";
@@ -24,13 +24,34 @@ const ignored = repositoryFile(".dockerignore")
   .map((line) => line.trim())
   .filter((line) => line !== "" && !line.startsWith("#"));
 
-/** The files `npm run build` reads besides the dependencies: named in the script, and tsconfig.build.json's. */
+/**
+ * The files `npm run build` reads besides the dependencies: named in the script, tsconfig.build.json's, and the
+ * top-level folders the pages Vite builds import from outside their own (the shared ui/).
+ */
 function buildInputs(): string[] {
   const script = pkg.scripts.build as string;
   const named = [...script.matchAll(/(?:-p|--config|node)\s+([\w./-]+\.(?:json|mjs|js))/g)].map((match) => match[1] as string);
   const tsconfig = JSON.parse(repositoryFile("tsconfig.build.json")) as { extends?: string; include?: string[] };
   const included = (tsconfig.include ?? []).map((pattern) => pattern.split("/")[0] as string);
-  return [...named, ...(tsconfig.extends ? [tsconfig.extends.replace(/^\.\//, "")] : []), ...included];
+  const pages = named.filter((file) => file.endsWith("vite.config.mjs")).map((file) => posix.dirname(file));
+  return [...named, ...(tsconfig.extends ? [tsconfig.extends.replace(/^\.\//, "")] : []), ...included, ...importedFolders(pages)];
+}
+
+/** Top-level folders that the sources under `roots` import by a relative path leaving their own folder. */
+function importedFolders(roots: readonly string[]): string[] {
+  const folders = new Set<string>();
+  for (const root of roots) {
+    for (const entry of readdirSync(join(REPOSITORY, root, "src"), { recursive: true, withFileTypes: true })) {
+      if (!entry.isFile() || !/\.(tsx?|css)$/.test(entry.name)) continue;
+      const file = join(entry.parentPath, entry.name);
+      for (const match of readFileSync(file, "utf8").matchAll(/(?:from|import)\s+"(\.\.\/[^"]+)"/g)) {
+        const target = posix.relative(REPOSITORY, posix.resolve(posix.dirname(file), match[1] as string));
+        const top = target.split("/")[0] as string;
+        if (top !== root && top !== ".." && top !== "src") folders.add(top);
+      }
+    }
+  }
+  return [...folders];
 }
 
 t.test("the build stage copies every file the build reads", async (t) => {
@@ -44,7 +65,10 @@ t.test("the build stage copies every file the build reads", async (t) => {
     .filter((instruction) => instruction.keyword === "COPY")
     .flatMap((instruction) => instruction.text.split(/\s+/).slice(0, -1));
   const inputs = buildInputs();
-  t.ok(inputs.includes("portal/vite.config.mjs") && inputs.includes("src"), `the build's inputs: ${inputs.join(", ")}`);
+  t.ok(
+    inputs.includes("portal/vite.config.mjs") && inputs.includes("src") && inputs.includes("ui"),
+    `the build's inputs: ${inputs.join(", ")}`,
+  );
   for (const input of inputs) {
     t.ok(existsSync(join(REPOSITORY, input)), `${input} exists`);
     const copy = copied.find((source) => input === source || input.startsWith(`${source}/`));
