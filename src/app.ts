@@ -102,6 +102,7 @@ export async function buildApp(config: KeygateConfig, options: BuildOptions = {}
     ...defined({ observer: runtime.metrics, notices: options.notices }),
   });
   app.decorate("services", services);
+  runtime.metrics?.watchCaches(services.caches);
   if (config.webhooks.deliver) {
     services.webhooks.runner.start();
     services.webhooks.usageRunner.start();

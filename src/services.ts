@@ -1,5 +1,6 @@
 import { type AnalyticsRuntime, disabledAnalytics } from "./analytics/index.js";
-import { CachedRootKeyStore } from "./cache/cached-root-key-store.js";
+import { type CacheBudget, type CacheSample, cacheBudget } from "./cache/cache-budget.js";
+import { CachedRootKeyStore, rootKeyBytes } from "./cache/cached-root-key-store.js";
 import { InvalidationBus } from "./cache/invalidation-bus.js";
 import { KeyViewCache } from "./cache/key-view-cache.js";
 import { CachedNamespaceDirectory } from "./cache/ratelimit-namespace-directory.js";
@@ -46,6 +47,8 @@ import { createWebhooks, type Webhooks, type WebhookWiringOptions } from "./webh
 export interface Services {
   /** Carries cache invalidations to this instance's caches and, with Redis, to every other instance. */
   readonly invalidations: InvalidationBus;
+  /** Each in-process cache's entries, bytes and evictions (the metrics read them when scraped). */
+  readonly caches: () => CacheSample[];
   readonly rootKeys: RootKeyService;
   readonly dashboardSessions: DashboardSessionService;
   readonly apis: ApiService;
@@ -106,10 +109,13 @@ export interface ServiceOptions {
  * How long an authenticated root key is trusted in process before the store is asked again. Revocations reach
  * every instance at once through the invalidation bus; the windows bound what a missed message can cost.
  */
-export const ROOT_KEY_CACHE = { max: 10_000, freshMs: 10_000, staleMs: 60_000, negativeMs: 2_000 } as const;
+export const ROOT_KEY_CACHE = { freshMs: 10_000, staleMs: 60_000, negativeMs: 2_000 } as const;
 
-/** Verification's key cache: fresh and stale windows as Unkey's, bounded by the LRU size. */
-export const KEY_VIEW_CACHE = { max: 100_000, freshMs: 10_000, staleMs: 60_000, negativeMs: 10_000 } as const;
+/**
+ * Verification's key cache: fresh and stale windows as Unkey's. Its bytes come from `cache.maxBytes`
+ * (cache/cache-budget.ts); a key created anywhere ends its hash's negative entry on every instance at once.
+ */
+export const KEY_VIEW_CACHE = { freshMs: 10_000, staleMs: 60_000, negativeMs: 10_000 } as const;
 
 /**
  * Every service, over the stores: the caches in front of them (kept true by the invalidation bus), the rate
@@ -119,8 +125,9 @@ export function createServices(stores: Stores, config: KeygateConfig, clock: Clo
   const invalidations = options.invalidations ?? new InvalidationBus();
   const analytics = options.analytics ?? disabledAnalytics();
   const observer = options.observer ?? UNOBSERVED;
-  const { rootKeyStore, keyViews } = caches(stores, clock, observer, invalidations);
-  const { limiter, directory } = rateLimiting(stores, config, clock, observer, options.windowsFollowClock ?? false);
+  const budget = cacheBudget(config.cache.maxBytes);
+  const { rootKeyStore, rootKeyCache, keyViews } = caches(stores, clock, observer, invalidations, budget);
+  const { limiter, directory } = rateLimiting(stores, config, clock, observer, options.windowsFollowClock ?? false, budget);
   const audit = new SinkAuditTrail(analytics.audit, clock);
 
   const apis = new ApiService(stores.apis, invalidations, clock, audit);
@@ -162,6 +169,18 @@ export function createServices(stores: Stores, config: KeygateConfig, clock: Clo
   const analyticsQueries = analyticsService(stores, config, clock, analytics);
   return {
     invalidations,
+    caches: () => {
+      const views = keyViews.stats();
+      const namespaces = directory.stats();
+      return [
+        { cache: "keys", ...views.keys },
+        { cache: "unknown_keys", ...views.unknownKeys },
+        { cache: "root_keys", ...rootKeyCache.stats() },
+        { cache: "unknown_root_keys", ...rootKeyCache.absentStats() },
+        { cache: "namespaces", ...namespaces.namespaces },
+        { cache: "namespace_names", ...namespaces.names },
+      ];
+    },
     audit,
     auditLog: new AuditLogService(analytics.audit),
     rootKeys,
@@ -240,18 +259,21 @@ export function createServices(stores: Stores, config: KeygateConfig, clock: Clo
  * answer, a cached entry that awaits revalidation is still served (within its stale window); any other failure of
  * the reload reaches the caller.
  */
-function caches(stores: Stores, clock: Clock, observer: Observer, invalidations: InvalidationBus) {
-  const rootKeyStore = new CachedRootKeyStore(
-    stores.rootKeys,
-    new SwrCache<RootKeyRecord>({
-      ...ROOT_KEY_CACHE,
-      clock,
-      keepServingOn: isStoreUnavailable,
-      onLookup: (result) => observer.cacheLookedUp("root_keys", result),
-    }),
-  );
+function caches(stores: Stores, clock: Clock, observer: Observer, invalidations: InvalidationBus, budget: CacheBudget) {
+  const rootKeyCache = new SwrCache<RootKeyRecord>({
+    ...ROOT_KEY_CACHE,
+    maxBytes: budget.root_keys,
+    absentMaxBytes: budget.unknown_root_keys,
+    sizeOf: rootKeyBytes,
+    clock,
+    keepServingOn: isStoreUnavailable,
+    onLookup: (result) => observer.cacheLookedUp("root_keys", result),
+  });
+  const rootKeyStore = new CachedRootKeyStore(stores.rootKeys, rootKeyCache);
   const keyViews = new KeyViewCache({
     ...KEY_VIEW_CACHE,
+    maxBytes: budget.keys,
+    absentMaxBytes: budget.unknown_keys,
     clock,
     keepServingOn: isStoreUnavailable,
     onLookup: (result) => observer.cacheLookedUp("keys", result),
@@ -261,11 +283,18 @@ function caches(stores: Stores, clock: Clock, observer: Observer, invalidations:
     else if (message.kind === "everything") rootKeyStore.revalidateAll();
     keyViews.invalidate(message);
   });
-  return { rootKeyStore, keyViews };
+  return { rootKeyStore, rootKeyCache, keyViews };
 }
 
 /** The limiter over the shared counters (this instance's own for `ratelimit.fail: local`), and the namespace directory. */
-function rateLimiting(stores: Stores, config: KeygateConfig, clock: Clock, observer: Observer, windowsFollowClock: boolean) {
+function rateLimiting(
+  stores: Stores,
+  config: KeygateConfig,
+  clock: Clock,
+  observer: Observer,
+  windowsFollowClock: boolean,
+  budget: CacheBudget,
+) {
   const limiter = new Limiter({
     counters: stores.ratelimitCounters,
     localCounters: new MemoryRatelimitCounterStore(clock),
@@ -275,8 +304,11 @@ function rateLimiting(stores: Stores, config: KeygateConfig, clock: Clock, obser
     shared: stores.kind,
     observer,
   });
-  const directory = new CachedNamespaceDirectory(stores.ratelimitNamespaces, clock, (result) =>
-    observer.cacheLookedUp("namespaces", result),
+  const directory = new CachedNamespaceDirectory(
+    stores.ratelimitNamespaces,
+    clock,
+    (result) => observer.cacheLookedUp("namespaces", result),
+    budget,
   );
   // A Redis that answers again after an outage may have restarted without its data: confirm what we know with it.
   stores.health.onStateChange((state) => {

@@ -28,12 +28,14 @@ export interface BenchKeygate {
  * keygate as a benchmark runs it: Redis stores (the single Redis, or the Cluster of `clusterNodes`) under a fresh prefix, a root key holding `*`, the given APIs and
  * other settings, analytics as --analytics says (in a temporary directory), listening on a port the OS picks.
  */
-export async function startKeygate(settings: { apiId?: string; clusterNodes?: string[] } & Record<string, unknown>): Promise<BenchKeygate> {
-  const { apiId, clusterNodes, ...rest } = settings;
+export async function startKeygate(
+  settings: { apiId?: string; clusterNodes?: string[]; redis?: Record<string, unknown> } & Record<string, unknown>,
+): Promise<BenchKeygate> {
+  const { apiId, clusterNodes, redis, ...rest } = settings;
   const prefix = `kgbench:${randomBytes(4).toString("hex")}`;
   const dataDir = await mkdtemp(join(tmpdir(), "keygate-bench-"));
   const config = validateConfig({
-    storage: { redis: clusterNodes ? { cluster: { nodes: clusterNodes }, prefix } : { url: REDIS_URL, prefix } },
+    storage: { redis: { ...(clusterNodes ? { cluster: { nodes: clusterNodes }, prefix } : { url: REDIS_URL, prefix }), ...redis } },
     rootKeys: [{ key: ROOT_KEY, workspaceId: BENCH_WORKSPACE, permissions: ["*"] }],
     apis: apiId === undefined ? [] : [{ id: apiId, name: "bench", workspaceId: BENCH_WORKSPACE }],
     analytics: { engine: analyticsEngineOption(), path: join(dataDir, "analytics") },

@@ -23,10 +23,11 @@ export interface Target {
   headers?: Record<string, string>;
   /**
    * A fixed body, or `{ numbered }`: a body in which `{n}` becomes a number of its own for every request of the run
-   * (for bodies that must differ). Numbering costs the load generator building every request, CPU that the
-   * servers then lack on a small machine: use it only when needed.
+   * (for bodies that must differ), or `{ drawn, from }`: one in which `{n}` becomes a whole number drawn uniformly
+   * from 0 to `from` - 1 for every request. Building every request costs the load generator CPU that the servers
+   * then lack on a small machine: use it only when needed, and alike for the targets compared.
    */
-  body?: string | { numbered: string };
+  body?: string | { numbered: string } | { drawn: string; from: number };
   /**
    * Loaded by h2load over HTTP/2 (a GET without a body), whatever --generator says, with `streams` requests in flight
    * on each connection: the run's concurrency (--connections) over that many times fewer connections.
@@ -63,8 +64,8 @@ export function sliceCount(duration: number, slice: number): number {
  * Loads each target for 2 s to warm it up, then measures the targets in turn, `slice` seconds each, until each has
  * had `duration` seconds: drift on a shared machine (other work starting or stopping) then hits all of them alike.
  */
-export async function interleave(targets: Target[], options: RunOptions): Promise<Runs> {
-  const redis = new Redis(REDIS_URL);
+export async function interleave(targets: Target[], options: RunOptions, redisUrl = REDIS_URL): Promise<Runs> {
+  const redis = new Redis(redisUrl);
   try {
     for (const target of targets) await measure(target, 2, options, redis);
     const runs: Runs = new Map(targets.map((target) => [target, []]));
@@ -98,8 +99,13 @@ async function loadWithAutocannon(target: Target, duration: number, connections:
   const { body } = target;
   const request: autocannon.Request = { method: target.method ?? "GET", headers: target.headers ?? {} };
   if (typeof body === "string") request.body = body;
-  if (typeof body === "object")
+  if (typeof body === "object" && "numbered" in body)
     request.setupRequest = (next: autocannon.Request) => ({ ...next, body: body.numbered.replaceAll("{n}", String(numbered++)) });
+  if (typeof body === "object" && "drawn" in body)
+    request.setupRequest = (next: autocannon.Request) => ({
+      ...next,
+      body: body.drawn.replaceAll("{n}", String(Math.floor(Math.random() * body.from))),
+    });
   const result = await autocannon({ url: target.url, connections, duration, requests: [request] });
   return {
     requests: result.requests.total,
@@ -191,7 +197,7 @@ async function loadWithWrk(target: Target, duration: number, connections: number
     await writeFile(script, wrkScript(target, numbered));
     const load = parseWrkOutput(await run("wrk", ["-t1", `-c${connections}`, `-d${duration}s`, "--latency", "-s", script, target.url]));
     // Numbers handed out in this slice: at most one per request sent, so the next slice starts beyond them.
-    if (typeof target.body === "object") numbered += load.requests + connections;
+    if (typeof target.body === "object" && "numbered" in target.body) numbered += load.requests + connections;
     return load;
   } finally {
     await rm(dirname(script), { recursive: true, force: true });
@@ -206,7 +212,7 @@ function wrkScript(target: Target, firstNumber: number): string {
     ...Object.entries(target.headers ?? {}).map(([name, value]) => `wrk.headers[${luaString(name)}] = ${luaString(value)}`),
   ];
   if (typeof body === "string") lines.push(`wrk.body = ${luaString(body)}`);
-  if (typeof body === "object") {
+  if (typeof body === "object" && "numbered" in body) {
     const parts = body.numbered.split("{n}").map(luaString).join(", ");
     lines.push(
       `local n = ${firstNumber}`,
@@ -214,6 +220,15 @@ function wrkScript(target: Target, firstNumber: number): string {
       "request = function()",
       "  n = n + 1",
       "  return wrk.format(nil, nil, nil, table.concat(parts, tostring(n)))",
+      "end",
+    );
+  }
+  if (typeof body === "object" && "drawn" in body) {
+    const parts = body.drawn.split("{n}").map(luaString).join(", ");
+    lines.push(
+      `local parts = { ${parts} }`,
+      "request = function()",
+      `  return wrk.format(nil, nil, nil, table.concat(parts, tostring(math.random(0, ${body.from - 1}))))`,
       "end",
     );
   }

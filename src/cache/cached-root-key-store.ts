@@ -40,3 +40,10 @@ export class CachedRootKeyStore implements RootKeyStore {
     this.cache.revalidateAll();
   }
 }
+
+/** A root key record's heap size, estimated: the record, its strings and its permissions. */
+export function rootKeyBytes(record: RootKeyRecord): number {
+  let bytes = 160 + record.id.length + record.hash.length + record.workspaceId.length + (record.name?.length ?? 0);
+  for (const permission of record.permissions) bytes += 24 + permission.length;
+  return bytes;
+}

@@ -4,6 +4,8 @@ import type { Broadcast } from "../storage/interfaces.js";
 
 export type InvalidationMessage =
   | { kind: "key"; workspaceId: string; hash: string }
+  /** Many keys at once (an import). Instances of versions before it ignore the kind: their negative entries age out. */
+  | { kind: "keys"; workspaceId: string; hashes: readonly string[] }
   | { kind: "workspace"; workspaceId: string }
   | { kind: "rootKey"; hash: string }
   /** The gateway's stored routes changed: the table is at `version` now. */
@@ -15,6 +17,8 @@ export type InvalidationListener = (message: InvalidationMessage) => void;
 
 /** The stores' broadcast channel invalidations travel on. */
 const CHANNEL = "invalidations";
+/** Hashes a "keys" message carries at most (about 50 KB). */
+const HASHES_PER_MESSAGE = 1_000;
 
 /**
  * Delivers invalidations to this instance's caches at once, and to every other instance through the stores'
@@ -49,6 +53,14 @@ export class InvalidationBus implements CacheInvalidator {
 
   async keyChanged(workspaceId: string, hash: string): Promise<void> {
     await this.send({ kind: "key", workspaceId, hash });
+  }
+
+  async keysChanged(workspaceId: string, hashes: readonly string[]): Promise<void> {
+    const messages: Promise<void>[] = [];
+    for (let start = 0; start < hashes.length; start += HASHES_PER_MESSAGE) {
+      messages.push(this.send({ kind: "keys", workspaceId, hashes: hashes.slice(start, start + HASHES_PER_MESSAGE) }));
+    }
+    await Promise.all(messages);
   }
 
   async workspaceChanged(workspaceId: string): Promise<void> {

@@ -1,12 +1,15 @@
 import type { CacheLookup } from "../domain/observer.js";
-import type { KeyView } from "../domain/verification/key-view.js";
+import { type KeyView, keyViewBytes } from "../domain/verification/key-view.js";
 import type { Clock } from "../lib/clock.js";
 import { defined } from "../lib/defined.js";
 import type { InvalidationMessage } from "./invalidation-bus.js";
-import { SwrCache } from "./swr-cache.js";
+import { type CacheStats, SwrCache } from "./swr-cache.js";
 
 export interface KeyViewCacheOptions {
-  max: number;
+  /** Bytes the views may take (cache-budget.ts: `keys`). */
+  maxBytes: number;
+  /** Bytes the hashes known to be no key may take (`unknown_keys`). */
+  absentMaxBytes: number;
   freshMs: number;
   staleMs: number;
   /** How long an unknown hash is remembered as unknown (creating a key invalidates it at once anyway). */
@@ -32,7 +35,9 @@ export class KeyViewCache {
 
   constructor(options: KeyViewCacheOptions) {
     this.cache = new SwrCache<KeyView>({
-      max: options.max,
+      maxBytes: options.maxBytes,
+      absentMaxBytes: options.absentMaxBytes,
+      sizeOf: keyViewBytes,
       freshMs: options.freshMs,
       staleMs: options.staleMs,
       negativeMs: options.negativeMs,
@@ -47,8 +52,14 @@ export class KeyViewCache {
 
   invalidate(message: InvalidationMessage): void {
     if (message.kind === "key") this.cache.delete(this.cacheKey(message.workspaceId, message.hash));
+    else if (message.kind === "keys") for (const hash of message.hashes) this.cache.delete(this.cacheKey(message.workspaceId, hash));
     else if (message.kind === "workspace") this.epochs.set(message.workspaceId, (this.epochs.get(message.workspaceId) ?? 0) + 1);
     else if (message.kind === "everything") this.cache.revalidateAll();
+  }
+
+  /** The views' part and the unknown keys' part, for the metrics. */
+  stats(): { keys: CacheStats; unknownKeys: CacheStats } {
+    return { keys: this.cache.stats(), unknownKeys: this.cache.absentStats() };
   }
 
   private cacheKey(workspaceId: string, hash: string): string {

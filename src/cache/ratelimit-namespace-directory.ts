@@ -4,11 +4,11 @@ import { OverrideMatcher } from "../domain/ratelimit/override-matcher.js";
 import type { Clock } from "../lib/clock.js";
 import type { RatelimitNamespaceStore } from "../storage/interfaces.js";
 import { isStoreUnavailable } from "../storage/unavailable.js";
-import { SwrCache } from "./swr-cache.js";
+import { type CacheBudget, cacheBudget, DEFAULT_CACHE_MAX_BYTES } from "./cache-budget.js";
+import { type CacheStats, SwrCache } from "./swr-cache.js";
 
-/** Sizes and ages of the two caches; see CachedNamespaceDirectory. */
+/** Ages of the two caches; see CachedNamespaceDirectory. Their sizes come from the cache budget. */
 export const NAMESPACE_CACHE = {
-  max: 100_000,
   freshMs: NAMESPACE_FRESH_MS,
   /** While the store does not answer (Redis down), the last known namespace keeps serving for this long. */
   staleIfErrorMs: 24 * 60 * 60 * 1_000,
@@ -31,12 +31,25 @@ export class CachedNamespaceDirectory implements NamespaceDirectory {
   private readonly namespaces: SwrCache<ResolvedNamespace>;
   private readonly onLookup: ((result: CacheLookup) => void) | undefined;
 
-  /** `onLookup` is told whether each find() was answered from memory (hit) or had to ask the store (miss). */
-  constructor(store: RatelimitNamespaceStore, clock: Clock, onLookup?: (result: CacheLookup) => void) {
+  /**
+   * `onLookup` is told whether each find() was answered from memory (hit) or had to ask the store (miss); `budget`
+   * gives the two caches their bytes (cache-budget.ts: `namespaces`, `namespace_names`).
+   */
+  constructor(
+    store: RatelimitNamespaceStore,
+    clock: Clock,
+    onLookup?: (result: CacheLookup) => void,
+    budget: Pick<CacheBudget, "namespaces" | "namespace_names"> = cacheBudget(DEFAULT_CACHE_MAX_BYTES),
+  ) {
     this.store = store;
     this.onLookup = onLookup;
-    this.ids = staleIfErrorCache(NAMESPACE_CACHE.nameFreshMs, clock);
-    this.namespaces = staleIfErrorCache(NAMESPACE_CACHE.freshMs, clock);
+    this.ids = staleIfErrorCache(NAMESPACE_CACHE.nameFreshMs, clock, budget.namespace_names, nameBytes);
+    this.namespaces = staleIfErrorCache(NAMESPACE_CACHE.freshMs, clock, budget.namespaces, namespaceBytes);
+  }
+
+  /** The namespaces' part and the names' part, for the metrics. */
+  stats(): { namespaces: CacheStats; names: CacheStats } {
+    return { namespaces: this.namespaces.stats(), names: this.ids.stats() };
   }
 
   find(workspaceId: string, nameOrId: string): Promise<ResolvedNamespace | null> {
@@ -92,9 +105,12 @@ function key(workspaceId: string, nameOrId: string): string {
 }
 
 /** One of the directory's caches: fresh for `freshMs`, then served for NAMESPACE_CACHE.staleIfErrorMs only while the store cannot answer. */
-function staleIfErrorCache<V>(freshMs: number, clock: Clock): SwrCache<V> {
+function staleIfErrorCache<V>(freshMs: number, clock: Clock, maxBytes: number, sizeOf: (value: V) => number): SwrCache<V> {
+  // Unknown names and ids are not remembered: a namespace created on another instance is found at once.
   return new SwrCache<V>({
-    max: NAMESPACE_CACHE.max,
+    maxBytes,
+    absentMaxBytes: 0,
+    sizeOf,
     freshMs,
     staleMs: freshMs + NAMESPACE_CACHE.staleIfErrorMs,
     negativeMs: 0,
@@ -102,4 +118,15 @@ function staleIfErrorCache<V>(freshMs: number, clock: Clock): SwrCache<V> {
     keepServingOn: isStoreUnavailable,
     clock,
   });
+}
+
+/** An id (`rlns_…`) as a string on the heap. */
+function nameBytes(id: string): number {
+  return 24 + id.length;
+}
+
+/** A namespace, its record and its overrides matcher, estimated (each override: its record and its place in the matcher). */
+function namespaceBytes(resolved: ResolvedNamespace): number {
+  const namespace = resolved.namespace;
+  return 300 + namespace.id.length + namespace.name.length + resolved.overrides.size * 240;
 }

@@ -8,9 +8,19 @@ import type { Clock } from "../lib/clock.js";
  */
 type Awaitable<T> = T | Promise<T>;
 
-export interface SwrCacheOptions {
-  /** Most entries kept; the least recently used go first. */
-  max: number;
+export interface SwrCacheOptions<V> {
+  /**
+   * Bytes the cached values may take, as `sizeOf` estimates them (lru-cache's own size accounting); the least
+   * recently used go first. A value estimated above it is not cached.
+   */
+  maxBytes: number;
+  /**
+   * Bytes the known absences may take. They are an LRU of their own, so a flood of unknown keys never pushes a
+   * known one out; 0 (or `negativeMs` 0) keeps none.
+   */
+  absentMaxBytes: number;
+  /** What a value costs the heap, estimated in bytes (its cache key and the entry's own cost are added). */
+  sizeOf: (value: V) => number;
   /** An entry younger than this is served as is. */
   freshMs: number;
   /**
@@ -38,6 +48,20 @@ export interface SwrCacheOptions {
   onLookup?: (result: CacheLookup) => void;
 }
 
+/** What a cache holds, for the metrics: entries, their estimated bytes, and how many were evicted to keep the budget. */
+export interface CacheStats {
+  entries: number;
+  bytes: number;
+  maxBytes: number;
+  evictions: number;
+}
+
+/**
+ * What an entry costs besides its value and key, estimated: the entry object and lru-cache's bookkeeping (its
+ * key map, lists and size arrays). bench/key-view-memory.ts compares the estimates with the heap.
+ */
+const ENTRY_BYTES = 160;
+
 interface Entry<V> {
   value: V | null;
   freshUntil: number;
@@ -55,18 +79,38 @@ interface Entry<V> {
  */
 export class SwrCache<V> {
   private readonly entries: LRUCache<string, Entry<V>>;
+  /** Known absences, when kept (absentMaxBytes and negativeMs above 0). */
+  private readonly absent: LRUCache<string, Entry<V>> | undefined;
   private readonly loading = new Map<string, Promise<V | null>>();
-  private readonly options: SwrCacheOptions;
+  private readonly options: SwrCacheOptions<V>;
   private round = 0;
+  private evicted = 0;
+  private absentEvicted = 0;
 
-  constructor(options: SwrCacheOptions) {
+  constructor(options: SwrCacheOptions<V>) {
     this.options = options;
-    this.entries = new LRUCache({ max: options.max });
+    const sizeOf = options.sizeOf;
+    this.entries = new LRUCache<string, Entry<V>>({
+      maxSize: options.maxBytes,
+      sizeCalculation: (entry, key) => ENTRY_BYTES + key.length + sizeOf(entry.value as V),
+      dispose: (_entry, _key, reason) => {
+        if (reason === "evict") this.evicted++;
+      },
+    });
+    if (options.absentMaxBytes > 0 && options.negativeMs > 0) {
+      this.absent = new LRUCache<string, Entry<V>>({
+        maxSize: options.absentMaxBytes,
+        sizeCalculation: (_entry, key) => ENTRY_BYTES + key.length,
+        dispose: (_entry, _key, reason) => {
+          if (reason === "evict") this.absentEvicted++;
+        },
+      });
+    }
   }
 
   /** The cached value at once while it may be served; a promise when it has to be loaded (or reloaded first). */
   get(key: string, load: (previous: V | null | undefined) => Promise<V | null>): Awaitable<V | null> {
-    const entry = this.entries.get(key);
+    const entry = this.entries.get(key) ?? this.absent?.get(key);
     const onLookup = this.options.onLookup;
     if (entry) {
       const now = this.options.clock.now();
@@ -95,17 +139,19 @@ export class SwrCache<V> {
 
   /** The value while it is fresh (null: known absent), without loading; undefined when get() would have to load. */
   peek(key: string): V | null | undefined {
-    const entry = this.entries.get(key);
+    const entry = this.entries.get(key) ?? this.absent?.get(key);
     return entry && entry.round === this.round && this.options.clock.now() < entry.freshUntil ? entry.value : undefined;
   }
 
   delete(key: string): void {
     this.entries.delete(key);
+    this.absent?.delete(key);
     this.loading.delete(key);
   }
 
   clear(): void {
     this.entries.clear();
+    this.absent?.clear();
     this.loading.clear();
   }
 
@@ -119,8 +165,22 @@ export class SwrCache<V> {
     this.loading.clear();
   }
 
+  /** Entries holding a value. */
   get size(): number {
     return this.entries.size;
+  }
+
+  /** The values' part of the cache. */
+  stats(): CacheStats {
+    return { entries: this.entries.size, bytes: this.entries.calculatedSize, maxBytes: this.options.maxBytes, evictions: this.evicted };
+  }
+
+  /** The known absences' part (all zero when none are kept). */
+  absentStats(): CacheStats {
+    const absent = this.absent;
+    return absent
+      ? { entries: absent.size, bytes: absent.calculatedSize, maxBytes: this.options.absentMaxBytes, evictions: this.absentEvicted }
+      : { entries: 0, bytes: 0, maxBytes: 0, evictions: 0 };
   }
 
   /** Reloads before answering; when that fails as keepServingOn allows, the last known value instead. */
@@ -162,8 +222,11 @@ export class SwrCache<V> {
     const now = this.options.clock.now();
     const round = this.round;
     if (value === null) {
-      this.entries.set(key, { value, freshUntil: now + this.options.negativeMs, staleUntil: now + this.options.negativeMs, round });
+      this.entries.delete(key);
+      const freshUntil = now + this.options.negativeMs;
+      this.absent?.set(key, { value, freshUntil, staleUntil: freshUntil, round });
     } else {
+      this.absent?.delete(key);
       this.entries.set(key, { value, freshUntil: now + this.options.freshMs, staleUntil: now + this.options.staleMs, round });
     }
   }

@@ -4,12 +4,22 @@ import { type CommandGroup, parseCommandArgs, type Run, UsageError, WORKSPACE_PA
 export const KEYS_COMMANDS: CommandGroup = {
   commands: {
     migrate: {
-      synopsis: "keys migrate --workspace <ws> --api <apiId> --migration <id> --file <keys.jsonl> [--batch <n>]",
+      synopsis:
+        "keys migrate --workspace <ws> --api <apiId> --migration <id> --file <keys.jsonl> [--batch <n>] [--resume] [--position <file>]",
       description:
         'Imports keys from another system, as keys.migrateKeys does: one key a line, as JSON ({"hash": ...} and\n' +
-        "createKey's fields), under a migration of the configuration. Every line is checked before anything is stored;\n" +
-        "then batches of --batch keys (default 1000) are stored, with progress on stderr. stdout gets one JSON line a\n" +
-        'key: {"line", "hash", "keyId"}, or {"line", "hash", "failed": "exists"} when a key already holds the hash.',
+        "createKey's fields), under a migration of the configuration. The file is streamed: every line is checked\n" +
+        "before anything is stored, then batches of --batch keys (default 1000) are stored, with progress on stderr.\n" +
+        'stdout gets one JSON line a key: {"line", "hash", "keyId"}, or {"line", "hash", "failed": "exists"} when a\n' +
+        "key already holds the hash. After each batch the position is kept in --position (default <file>.position);\n" +
+        'an interrupted import goes on from there with --resume (keys of a batch cut short report "exists").',
+    },
+    compact: {
+      synopsis: "keys compact",
+      description:
+        "Moves every key still stored in the earlier form (a JSON record and a hash index of its own per key) to\n" +
+        "the compact form (a few hundred bytes a key less in Redis). keygate reads both forms, so this is only for\n" +
+        "memory; run it once every instance runs a version that reads the compact form. Safe to stop and run again.",
     },
   },
   parse: keysCommand,
@@ -19,7 +29,19 @@ export const KEYS_COMMANDS: CommandGroup = {
 const DEFAULT_IMPORT_BATCH = 1_000;
 
 /** Checks the arguments of a keys command (a UsageError when they are wrong) and returns what it does. */
-function keysCommand(_command: string, rest: string[], usage: string): Run {
+function keysCommand(command: string, rest: string[], usage: string): Run {
+  return command === "compact" ? compactCommand(rest, usage) : migrateCommand(rest, usage);
+}
+
+function compactCommand(rest: string[], usage: string): Run {
+  parseCommandArgs(usage, { args: rest, options: {}, strict: true });
+  return async (services) => {
+    const moved = await services.keys.upgradeStorage((so) => process.stderr.write(`moved ${so} keys so far\n`));
+    process.stderr.write(`Moved ${moved} key${moved === 1 ? "" : "s"} to the compact form.\n`);
+  };
+}
+
+function migrateCommand(rest: string[], usage: string): Run {
   const fail = (message: string) => new UsageError(message, usage);
   const { values } = parseCommandArgs(usage, {
     args: rest,
@@ -29,6 +51,8 @@ function keysCommand(_command: string, rest: string[], usage: string): Run {
       migration: { type: "string" },
       file: { type: "string" },
       batch: { type: "string" },
+      resume: { type: "boolean" },
+      position: { type: "string" },
     },
     strict: true,
   });
@@ -46,6 +70,7 @@ function keysCommand(_command: string, rest: string[], usage: string): Run {
     ]);
     if (batchSize > MAX_MIGRATED_KEYS_PER_REQUEST)
       throw fail(`--batch may be at most ${MAX_MIGRATED_KEYS_PER_REQUEST}, as keys.migrateKeys takes`);
-    await importKeys(services, { workspaceId, apiId, migrationId, path, batchSize });
+    const positionPath = values.position ?? `${path}.position`;
+    await importKeys(services, { workspaceId, apiId, migrationId, path, batchSize, positionPath, resume: values.resume === true });
   };
 }

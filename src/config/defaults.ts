@@ -1,3 +1,4 @@
+import { DEFAULT_CACHE_MAX_BYTES } from "../cache/cache-budget.js";
 import { DEFAULT_DOCS_URL } from "../errors/catalogue.js";
 import { DEFAULT_BREAKER } from "../storage/redis/guard.js";
 
@@ -26,6 +27,8 @@ export const DEFAULTS = {
    */
   ratelimitFail: "local",
   docsUrl: DEFAULT_DOCS_URL,
+  /** What the in-process caches (key views, root keys, namespaces) may hold in all. */
+  cacheMaxBytes: DEFAULT_CACHE_MAX_BYTES,
   bootstrapWorkspaceId: "ws_default",
 } as const;
 

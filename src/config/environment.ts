@@ -21,6 +21,7 @@ const SIMPLE_VARIABLES: readonly [string, string, "text" | "whole number" | "who
   ["KEYGATE_CLICKHOUSE_USERNAME", "analytics.clickhouse.username", "text"],
   ["KEYGATE_CLICKHOUSE_PASSWORD", "analytics.clickhouse.password", "text"],
   ["KEYGATE_VAULT_KEY", "vault.key", "text"],
+  ["KEYGATE_CACHE_MAX_BYTES", "cache.maxBytes", "whole number"],
 ];
 
 /**

@@ -6,7 +6,7 @@ import { DashboardConfigSchema } from "./dashboard-schema.js";
 import { DeclaredApiSchema, MigrationSchema, RootKeyConfigSchema } from "./declarations-schema.js";
 import { DEFAULTS } from "./defaults.js";
 import { EMPTY, HTTP_URL_PATTERN } from "./schema-parts.js";
-import { LoggingConfigSchema, MetricsConfigSchema, ServerConfigSchema } from "./server-schema.js";
+import { CacheConfigSchema, LoggingConfigSchema, MetricsConfigSchema, ServerConfigSchema } from "./server-schema.js";
 import { RatelimitConfigSchema, RedisConfigSchema } from "./storage-schema.js";
 import { WebhooksConfigSchema } from "./webhooks-schema.js";
 
@@ -20,6 +20,8 @@ export const ConfigSchema = Strict({
   server: ServerConfigSchema,
   logging: LoggingConfigSchema,
   metrics: MetricsConfigSchema,
+  /** The in-process caches' memory budget. */
+  cache: CacheConfigSchema,
   storage: Strict({ redis: Type.Optional(RedisConfigSchema) }, EMPTY),
   ratelimit: RatelimitConfigSchema,
   errors: Strict({ docsUrl: Type.String({ pattern: HTTP_URL_PATTERN, default: DEFAULTS.docsUrl }) }, EMPTY),

@@ -63,3 +63,14 @@ export const MetricsConfigSchema = Strict(
   },
   EMPTY,
 );
+
+export const CacheConfigSchema = Strict(
+  {
+    /**
+     * Bytes the in-process caches (key views, unknown keys, root keys, rate limit namespaces) may hold in all, as
+     * estimated per entry; shared among them as cache/cache-budget.ts says. The least recently used go first.
+     */
+    maxBytes: Type.Integer({ minimum: 1024 * 1024, maximum: 64 * 1024 * 1024 * 1024, default: DEFAULTS.cacheMaxBytes }),
+  },
+  EMPTY,
+);

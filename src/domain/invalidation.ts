@@ -5,6 +5,8 @@
 export interface CacheInvalidator {
   /** One key changed (created, updated, deleted, its balance changed). */
   keyChanged(workspaceId: string, keyHash: string): Promise<void>;
+  /** Many keys changed at once (keys.migrateKeys created them): as keyChanged for each, in a few messages. */
+  keysChanged(workspaceId: string, keyHashes: readonly string[]): Promise<void>;
   /** Something many keys depend on changed (a role, a permission, an identity, an API). */
   workspaceChanged(workspaceId: string): Promise<void>;
   /** A root key was created or revoked. */

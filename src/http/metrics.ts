@@ -1,6 +1,7 @@
 import { Counter, collectDefaultMetrics, Gauge, type MetricObjectWithValues, type MetricValue, Registry } from "prom-client";
 import type { AnalyticsRuntime } from "../analytics/index.js";
 import type { EventPipelineStats } from "../analytics/pipeline.js";
+import type { CacheSample } from "../cache/cache-budget.js";
 import type { CacheLookup, CacheName, Observer, RatelimitDecider, RatelimitSource, VerificationSource } from "../domain/observer.js";
 import type { VerificationCode } from "../domain/verification/codes.js";
 import type { Stores } from "../storage/interfaces.js";
@@ -108,9 +109,11 @@ export class Metrics implements Observer, UpstreamObserver {
   });
   private readonly stopTimingCommands: () => void;
   private upstreamTargets: () => readonly UpstreamTargetSample[] = () => [];
+  private cacheSamples: () => readonly CacheSample[] = () => [];
 
   constructor(stores: Stores, analytics: AnalyticsRuntime) {
     this.upstreamTargetSeries();
+    this.cacheSeries();
     this.stopTimingCommands = stores.health.observeCommands((command, seconds) => this.redisDuration.observe(seconds, command));
     new Gauge({
       name: "keygate_redis_breaker_open",
@@ -152,6 +155,44 @@ export class Metrics implements Observer, UpstreamObserver {
   /** Where the upstream pools' targets are read from when scraped (the gateway's pools). */
   watchUpstreamTargets(read: () => readonly UpstreamTargetSample[]): void {
     this.upstreamTargets = read;
+  }
+
+  /** Where the in-process caches' state is read from when scraped (Services.caches). */
+  watchCaches(read: () => readonly CacheSample[]): void {
+    this.cacheSamples = read;
+  }
+
+  /** Each in-process cache's entries, estimated bytes, budget and evictions, read when scraped (labelled by cache). */
+  private cacheSeries(): void {
+    const read = () => this.cacheSamples();
+    const gauge = (name: string, help: string, value: (sample: CacheSample) => number) =>
+      new Gauge({
+        name,
+        help,
+        labelNames: ["cache"] as const,
+        registers: [this.registry],
+        collect() {
+          this.reset();
+          for (const sample of read()) this.set({ cache: sample.cache }, value(sample));
+        },
+      });
+    gauge("keygate_cache_entries", "Entries held by an in-process cache.", (sample) => sample.entries);
+    gauge(
+      "keygate_cache_bytes",
+      "Bytes an in-process cache holds, as estimated per entry (its share of cache.maxBytes bounds it).",
+      (sample) => sample.bytes,
+    );
+    gauge("keygate_cache_max_bytes", "An in-process cache's share of cache.maxBytes.", (sample) => sample.maxBytes);
+    new Counter({
+      name: "keygate_cache_evictions_total",
+      help: "Entries an in-process cache dropped to stay within its bytes (least recently used first).",
+      labelNames: ["cache"] as const,
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const sample of read()) this.inc({ cache: sample.cache }, sample.evictions);
+      },
+    });
   }
 
   /**

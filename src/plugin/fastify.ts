@@ -61,6 +61,7 @@ const keygatePlugin: FastifyPluginAsync<KeygatePluginOptions> = async (app, opti
     app.addHook("onClose", async () => metrics.close());
     // Windows follow Redis's clock, as on the servers: every instance agrees on them.
     const services = createServices(stores, config, clock, { invalidations, analytics, observer: metrics });
+    metrics.watchCaches(services.caches);
     const guards = new RouteGuards(services, config.errors.docsUrl, app.log);
     const preHandler = (route: KeygateRouteOptions, realm = route.apiId) => guards.guard(compileRouteOptions(route, realm), realm);
     app.decorate("keygate", { preHandler, metrics: () => metrics.text(), services });

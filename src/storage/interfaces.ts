@@ -146,6 +146,12 @@ export interface KeyStore {
   list(workspaceId: string, apiId: string, page: PageRequest & { identityId?: string }): Promise<Page<KeyRecord>>;
   /** Removes a key, its credits and its indexes for good. False when absent. */
   remove(workspaceId: string, keyId: string): Promise<boolean>;
+  /**
+   * Moves every key kept in an earlier storage form into the current one (`keygate keys compact`), telling
+   * `progress` how many have moved so far; returns how many moved. Keys read the same before and after; nothing
+   * is lost when it stops half-way, and running it again goes on where it stopped.
+   */
+  upgradeStorage(progress?: (moved: number) => void): Promise<number>;
 }
 
 export interface PermissionStore {

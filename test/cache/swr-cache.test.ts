@@ -2,11 +2,16 @@ import t from "tap";
 import { SwrCache } from "../../src/cache/swr-cache.js";
 import { ManualClock } from "../helpers/clock.js";
 
-function setup(options: Partial<{ max: number }> = {}) {
+/** A string's estimated size: its length, so the tests can count bytes. */
+const sizeOf = (value: string) => value.length;
+
+function setup(options: Partial<{ maxBytes: number; absentMaxBytes: number }> = {}) {
   const clock = new ManualClock();
   const errors: unknown[] = [];
   const cache = new SwrCache<string>({
-    max: options.max ?? 100,
+    maxBytes: options.maxBytes ?? 1_000_000,
+    absentMaxBytes: options.absentMaxBytes ?? 100_000,
+    sizeOf,
     freshMs: 1_000,
     staleMs: 10_000,
     negativeMs: 500,
@@ -141,16 +146,83 @@ t.test("a failed load is not cached and a failed refresh keeps the stale value",
   t.equal(await cache.get("k", async () => "later"), "up", "stale value still served after the failed refresh");
 });
 
-t.test("the least recently used entries are evicted past max", async (t) => {
-  const { cache } = setup({ max: 2 });
-  await cache.get("a", async () => "a");
-  await cache.get("b", async () => "b");
-  await cache.get("a", async () => "a");
-  await cache.get("c", async () => "c");
+t.test("the least recently used entries are evicted to stay within maxBytes, and the evictions are counted", async (t) => {
+  // Each entry: its estimated overhead, its one-character key and its value of 100 characters.
+  const value = (name: string) => name.repeat(100);
+  const entryBytes = await chargedFor(value("a"));
+  const { cache } = setup({ maxBytes: entryBytes * 2 });
+  await cache.get("a", async () => value("a"));
+  await cache.get("b", async () => value("b"));
+  await cache.get("a", async () => value("a"));
+  await cache.get("c", async () => value("c"));
   t.equal(cache.size, 2);
-  t.equal(await cache.get("b", async () => "b reloaded"), "b reloaded");
-  t.equal(await cache.get("c", async () => "c reloaded"), "c");
+  t.same(cache.stats(), { entries: 2, bytes: entryBytes * 2, maxBytes: entryBytes * 2, evictions: 1 });
+  t.equal(await cache.get("b", async () => "b reloaded"), "b reloaded", "b was the least recently used");
+  t.equal(await cache.get("c", async () => "c reloaded"), value("c"));
 });
+
+t.test("a stream of distinct keys never takes the cache over its byte budget", async (t) => {
+  const maxBytes = 50_000;
+  const { cache } = setup({ maxBytes, absentMaxBytes: 5_000 });
+  for (let i = 0; i < 5_000; i++) {
+    await cache.get(`key-${i}`, async () => (i % 3 === 0 ? null : "v".repeat(i % 200)));
+    if (cache.stats().bytes > maxBytes || cache.absentStats().bytes > 5_000) t.fail(`over budget after ${i} keys`);
+  }
+  t.ok(cache.stats().bytes <= maxBytes);
+  const { entries, bytes, evictions } = cache.stats();
+  t.ok(entries > 100, `still holds many entries (${entries}, ${bytes} bytes)`);
+  t.ok(evictions > 1_000, "made room by evicting the least recently used");
+  t.ok(cache.absentStats().entries > 10 && cache.absentStats().evictions > 0, "absences have a budget of their own");
+});
+
+t.test("a flood of unknown keys does not push known ones out: absences are an LRU of their own", async (t) => {
+  const { cache } = setup({ absentMaxBytes: 2_000 });
+  await cache.get("known", async () => "value");
+  for (let i = 0; i < 1_000; i++) await cache.get(`unknown-${i}`, async () => null);
+  let reloaded = false;
+  t.equal(
+    await cache.get("known", async () => {
+      reloaded = true;
+      return "reloaded";
+    }),
+    "value",
+  );
+  t.notOk(reloaded, "the known key is still cached");
+  t.ok(cache.absentStats().bytes <= 2_000);
+  t.equal(cache.absentStats().maxBytes, 2_000);
+});
+
+t.test("without a budget for absences none are kept: an unknown key is asked again", async (t) => {
+  const { cache } = setup({ absentMaxBytes: 0 });
+  let loads = 0;
+  const absent = async () => {
+    loads++;
+    return null;
+  };
+  await cache.get("absent", absent);
+  await cache.get("absent", absent);
+  t.equal(loads, 2);
+  t.same(cache.absentStats(), { entries: 0, bytes: 0, maxBytes: 0, evictions: 0 });
+});
+
+t.test("a key that becomes absent leaves the values' budget, and one that appears leaves the absences'", async (t) => {
+  const { cache, clock } = setup();
+  await cache.get("k", async () => "value");
+  clock.advance(20_000);
+  t.equal(await cache.get("k", async () => null), null);
+  t.equal(cache.stats().entries, 0);
+  t.equal(cache.absentStats().entries, 1);
+  cache.delete("k");
+  t.equal(await cache.get("k", async () => "back"), "back");
+  t.same([cache.stats().entries, cache.absentStats().entries], [1, 0]);
+});
+
+/** What the cache charges for an entry of a one-character key holding `value`. */
+async function chargedFor(value: string): Promise<number> {
+  const { cache } = setup();
+  await cache.get("x", async () => value);
+  return cache.stats().bytes;
+}
 
 t.test("each load is given the value cached before, so it can revalidate cheaply", async (t) => {
   const { cache, clock } = setup();
@@ -170,7 +242,9 @@ t.test("stale-if-error: past freshMs the value is reloaded before answering, and
   const clock = new ManualClock();
   const errors: unknown[] = [];
   const cache = new SwrCache<string>({
-    max: 10,
+    maxBytes: 10_000,
+    absentMaxBytes: 1_000,
+    sizeOf,
     freshMs: 1_000,
     staleMs: 10_000,
     negativeMs: 0,
@@ -218,7 +292,9 @@ t.test("after revalidateAll the last known value is served while the reload fail
   const errors: unknown[] = [];
   class Unavailable extends Error {}
   const cache = new SwrCache<string>({
-    max: 10,
+    maxBytes: 10_000,
+    absentMaxBytes: 1_000,
+    sizeOf,
     freshMs: 1_000,
     staleMs: 10_000,
     negativeMs: 500,

@@ -59,6 +59,26 @@ t.test("environment variables override the file", async (t) => {
   t.equal(config.vault.key, vaultKey);
 });
 
+t.test("cache.maxBytes: 64 MiB unless the file or KEYGATE_CACHE_MAX_BYTES says otherwise, at least 1 MiB", async (t) => {
+  const bare = directoryWith({});
+  t.equal(loadConfig({ env: {}, cwd: bare }).cache.maxBytes, 64 * 1024 * 1024);
+  const withFile = directoryWith({ "config/keygate.yaml": "cache: { maxBytes: 33554432 }\n" });
+  t.equal(loadConfig({ env: {}, cwd: withFile }).cache.maxBytes, 32 * 1024 * 1024);
+  t.equal(
+    loadConfig({ env: { KEYGATE_CACHE_MAX_BYTES: "268435456" }, cwd: withFile }).cache.maxBytes,
+    256 * 1024 * 1024,
+    "the variable wins",
+  );
+  t.match(
+    problemsOf(() => loadConfig({ env: { KEYGATE_CACHE_MAX_BYTES: "64MB" }, cwd: bare })),
+    [/KEYGATE_CACHE_MAX_BYTES: must be a whole number/],
+  );
+  t.match(
+    problemsOf(() => loadConfig({ env: { KEYGATE_CACHE_MAX_BYTES: "1000" }, cwd: bare })),
+    [/cache\.maxBytes \(from KEYGATE_CACHE_MAX_BYTES\): must be greater than or equal to 1048576/],
+  );
+});
+
 t.test("KEYGATE_REDIS_PREFIX sets storage.redis.prefix, over the file's, with REDIS_URL or a file's Redis", async (t) => {
   const withFile = directoryWith({ "config/keygate.yaml": "storage: { redis: { url: redis://a:6379, prefix: mine } }\n" });
   t.same(loadConfig({ env: { KEYGATE_REDIS_PREFIX: "staging" }, cwd: withFile }).storage.redis, {

@@ -87,6 +87,24 @@ t.test("/v2 traffic: requests, verifications, rate limit decisions and cache loo
     t.notOk(after.text.includes(secret), "no key, key id or identifier in a label");
 });
 
+t.test("each cache's entries, bytes, share of cache.maxBytes and evictions are series of their own", async (t) => {
+  const h = await harness(t, { config: { cache: { maxBytes: 4 * 1024 * 1024 } } });
+  const apiId = await createApi(h);
+  const { key } = await createKey(h, apiId);
+  const rootKey = await h.rootKey(["api.*.verify_key"]);
+  t.equal((await h.call("keys.verifyKey", { key }, { rootKey })).body.data.code, "VALID");
+  t.equal((await h.call("keys.verifyKey", { key: "sk_unknown" }, { rootKey })).body.data.code, "NOT_FOUND");
+  const scraped = await scrape(h);
+  t.equal(scraped.value("keygate_cache_entries", { cache: "keys" }), 1, "the verified key");
+  t.equal(scraped.value("keygate_cache_entries", { cache: "unknown_keys" }), 1, "the unknown key, apart");
+  t.equal(scraped.value("keygate_cache_entries", { cache: "root_keys" }), 1, "the stored root key");
+  t.ok(scraped.value("keygate_cache_bytes", { cache: "keys" }) > 100, "a view's estimated bytes");
+  t.equal(scraped.value("keygate_cache_max_bytes", { cache: "keys" }), Math.floor(4 * 1024 * 1024 * 0.7), "its share of the budget");
+  t.equal(scraped.value("keygate_cache_evictions_total", { cache: "keys" }), 0);
+  for (const cache of ["namespaces", "namespace_names", "unknown_root_keys"])
+    t.equal(scraped.value("keygate_cache_entries", { cache }), 0, `${cache} is there, empty`);
+});
+
 t.test("gateway traffic: per-route requests, verifications and upstream timings and errors", async (t) => {
   const { h, get } = await gatewayHarness(t);
   const { key } = await createKey(h, API);

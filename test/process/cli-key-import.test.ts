@@ -1,5 +1,6 @@
+import { spawn } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import t from "tap";
@@ -12,8 +13,8 @@ const KEYS = 2_500;
 
 const hexOf = (text: string) => createHash("sha256").update(text).digest("hex");
 
-t.test("keygate keys migrate imports a JSON-lines file in batches through keys.migrateKeys", async (t) => {
-  const prefix = uniquePrefix(t, "cli-import");
+/** A directory with a configuration on the test Redis under `prefix`: the workspace, API and migration the imports use. */
+function importSetup(prefix: string): { directory: string; env: Record<string, string> } {
   const directory = mkdtempSync(join(tmpdir(), "keygate-import-"));
   const config = join(directory, "keygate.yaml");
   writeFileSync(
@@ -27,7 +28,11 @@ t.test("keygate keys migrate imports a JSON-lines file in batches through keys.m
       "",
     ].join("\n"),
   );
-  const env = { KEYGATE_CONFIG: config };
+  return { directory, env: { KEYGATE_CONFIG: config } };
+}
+
+t.test("keygate keys migrate imports a JSON-lines file in batches through keys.migrateKeys", async (t) => {
+  const { directory, env } = importSetup(uniquePrefix(t, "cli-import"));
   // The server creates the declared API; the CLI then imports into it.
   const server = await startServer(t, env);
 
@@ -111,5 +116,71 @@ t.test("keygate keys migrate imports a JSON-lines file in batches through keys.m
   );
   t.equal(tooBig.code, 2);
   t.match(tooBig.stderr, /--batch may be at most 10000/);
+  await server.stop();
+});
+
+t.test("an import streams a large file, and one killed half-way goes on with --resume, storing every key once", async (t) => {
+  const { directory, env } = importSetup(uniquePrefix(t, "cli-resume"));
+  const server = await startServer(t, env);
+  const count = 20_000;
+  const plaintext = (n: number) => `resumed_${n}`;
+  const file = join(directory, "keys.jsonl");
+  writeFileSync(
+    file,
+    `${Array.from({ length: count }, (_, n) => JSON.stringify({ hash: hexOf(plaintext(n)), name: `user ${n}` })).join("\r\n")}\r\n`,
+  );
+  const args = ["keys", "migrate", "--workspace", "ws_import", "--api", API, "--migration", "legacy", "--file", file, "--batch", "1000"];
+  const position = `${file}.position`;
+
+  // The first run is killed once it has stored a few batches.
+  const first = spawn(process.execPath, [CLI_ENTRY, ...args], {
+    env: { PATH: process.env.PATH ?? "", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let firstOut = "";
+  const killed = new Promise<NodeJS.Signals | null>((resolve) => first.on("exit", (_code, signal) => resolve(signal)));
+  first.stdout.on("data", (chunk: Buffer) => {
+    firstOut += chunk.toString();
+    if (firstOut.split("\n").length > 3_000 && existsSync(position)) first.kill("SIGKILL");
+  });
+  first.stderr.resume();
+  t.equal(await killed, "SIGKILL", "killed half-way");
+  const saved = JSON.parse(readFileSync(position, "utf8")) as { line: number; offset: number; migrated: number };
+  t.ok(saved.line >= 1_000 && saved.line < count, `the position after the last batch stored: line ${saved.line}`);
+
+  const again = await run(CLI_ENTRY, args, env);
+  t.equal(again.code, 1, "without --resume an interrupted import is not started over");
+  t.match(again.stderr, /add --resume to go on from there/);
+
+  const resumed = await run(CLI_ENTRY, [...args, "--resume"], env);
+  t.equal(resumed.code, 0, resumed.stderr);
+  t.match(resumed.stderr, new RegExp(`Resuming at line ${saved.line + 1}`));
+  t.match(resumed.stderr, new RegExp(`imported ${count} of ${count} keys`), "progress counts the whole file");
+  t.notOk(existsSync(position), "the position is removed once the import is done");
+  const results = (text: string) =>
+    text
+      .trim()
+      .split("\n")
+      .filter((line) => line !== "")
+      .map((line) => JSON.parse(line) as { line: number; keyId?: string; failed?: string });
+  const after = results(resumed.stdout);
+  t.same(
+    after.map((result) => result.line),
+    Array.from({ length: count - saved.line }, (_, i) => saved.line + 1 + i),
+    "every line after the position, once",
+  );
+  const repeated = after.filter((result) => result.failed === "exists");
+  t.ok(repeated.length <= 1_000, `only keys of the batch cut short were there already (${repeated.length})`);
+  const storedBefore = new Set(results(firstOut).flatMap((result) => (result.keyId ? [result.line] : [])));
+  for (const result of repeated) t.ok(storedBefore.has(result.line) || result.line > saved.line, "stored by the killed run");
+  const keyIds = new Set([...results(firstOut), ...after].flatMap((result) => (result.keyId ? [result.keyId] : [])));
+  t.equal(keyIds.size, count, "every key stored exactly once");
+  for (const n of [0, saved.line - 1, saved.line, count - 1]) {
+    const verified = await post(server.baseUrl, "keys.verifyKey", ROOT_KEY, { key: plaintext(n) });
+    t.equal(verified.body.data.code, "VALID", `key on line ${n + 1} verifies`);
+  }
+  const nothing = await run(CLI_ENTRY, [...args, "--resume"], env);
+  t.equal(nothing.code, 1);
+  t.match(nothing.stderr, /no interrupted import to resume/);
   await server.stop();
 });

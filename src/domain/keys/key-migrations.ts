@@ -108,8 +108,12 @@ export interface KeyMigrationDeps {
   audit?: AuditTrail;
 }
 
-/** Keys written to the store at once: enough to keep a Redis connection busy, few enough to bound memory. */
-const WRITES_IN_FLIGHT = 100;
+/**
+ * Keys written to the store at once. On Redis they go out together (auto-pipelining) and each must be answered
+ * within storage.redis.commandTimeoutMs of being sent: a group Redis works through in a few tens of milliseconds
+ * keeps far from it, and ten groups make a call of 10,000 keys.
+ */
+const CREATES_AT_ONCE = 1_000;
 /** Byte length recorded for an imported key: what rerollKey gives its successor (keygate's default). */
 const IMPORTED_BYTE_LENGTH = 16;
 
@@ -161,19 +165,15 @@ export class KeyMigrationService {
     // Roles must exist: all are looked up before permissions and identities are created for the keys.
     const rolesOfKeys: string[][] = [];
     for (const key of input.keys) rolesOfKeys.push(key.roles && key.roles.length > 0 ? await roleIds(key.roles) : []);
-    const identityIds = new Map<string, string>();
+    // Identities are found or created all at once (one round trip each way), each distinct externalId once.
+    const externalIds = [...new Set(input.keys.flatMap((key) => (key.externalId === undefined ? [] : [key.externalId])))];
+    const identities = await Promise.all(externalIds.map((externalId) => this.deps.identities.findOrCreate(workspaceId, externalId)));
+    const identityIds = new Map(externalIds.map((externalId, index) => [externalId, (identities[index] as { id: string }).id]));
     const records: { record: KeyRecord; credits: CreditRecord | null; native: boolean }[] = [];
     for (const [index, key] of input.keys.entries()) {
       const { imported, ratelimits, credits } = checked[index] as (typeof checked)[number];
       const permissions = key.permissions && key.permissions.length > 0 ? await permissionIds(key.permissions) : [];
-      let identityId: string | undefined;
-      if (key.externalId !== undefined) {
-        identityId = identityIds.get(key.externalId);
-        if (identityId === undefined) {
-          identityId = (await this.deps.identities.findOrCreate(workspaceId, key.externalId)).id;
-          identityIds.set(key.externalId, identityId);
-        }
-      }
+      const identityId = key.externalId === undefined ? undefined : identityIds.get(key.externalId);
       records.push({
         native: imported.native,
         credits,
@@ -201,12 +201,15 @@ export class KeyMigrationService {
       });
     }
 
-    const created = await inBatches(records, ({ record, credits }) => this.deps.keys.create(record, credits));
+    // CREATES_AT_ONCE keys at a time: on Redis each group is one pipeline (one round trip), not a round trip a key.
+    const created: boolean[] = [];
+    for (let start = 0; start < records.length; start += CREATES_AT_ONCE) {
+      const group = records.slice(start, start + CREATES_AT_ONCE);
+      created.push(...(await Promise.all(group.map(({ record, credits }) => this.deps.keys.create(record, credits)))));
+    }
     // A native hash may be remembered as unknown by some instance (someone tried the key before it was imported).
-    await inBatches(
-      records.filter(({ native }, index) => native && created[index]),
-      ({ record }) => this.deps.invalidator.keyChanged(workspaceId, record.hash),
-    );
+    const announced = records.filter(({ native }, index) => native && created[index]).map(({ record }) => record.hash);
+    if (announced.length > 0) await this.deps.invalidator.keysChanged(workspaceId, announced);
     const result: MigrateKeysResult = { migrated: [], failed: [] };
     input.keys.forEach((key, index) => {
       if (created[index]) result.migrated.push({ hash: key.hash, keyId: (records[index] as (typeof records)[number]).record.id });
@@ -275,13 +278,4 @@ function memoised(resolve: (names: string[]) => Promise<string[]>): (names: stri
     }
     return resolved;
   };
-}
-
-/** `run` over every item, WRITES_IN_FLIGHT at a time; the results in the items' order. */
-async function inBatches<T, R>(items: readonly T[], run: (item: T) => Promise<R>): Promise<R[]> {
-  const results: R[] = [];
-  for (let start = 0; start < items.length; start += WRITES_IN_FLIGHT) {
-    results.push(...(await Promise.all(items.slice(start, start + WRITES_IN_FLIGHT).map(run))));
-  }
-  return results;
 }

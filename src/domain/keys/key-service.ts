@@ -179,6 +179,14 @@ export class KeyService {
   }
 
   /** Soft delete (the key stays on record, never verifies again) or, with `permanent`, removal for good. */
+  /**
+   * `keygate keys compact`: every key still kept in an earlier storage form is moved to the current one (the
+   * operator's command, not a procedure). Keys verify the same throughout; returns how many moved.
+   */
+  upgradeStorage(progress?: (moved: number) => void): Promise<number> {
+    return this.deps.keys.upgradeStorage(progress);
+  }
+
   async deleteKey(caller: Caller, input: { keyId: string; permanent: boolean }): Promise<void> {
     const key = await this.deps.live.find(caller.workspaceId, input.keyId);
     caller.authorize(requireApi("delete_key", key.apiId));

@@ -30,6 +30,11 @@ export class OverrideMatcher {
     );
   }
 
+  /** How many overrides it holds. */
+  get size(): number {
+    return this.exact.size + this.wildcards.length;
+  }
+
   match(identifier: string): RatelimitOverrideRecord | undefined {
     const exact = this.exact.get(identifier);
     if (exact) return exact;

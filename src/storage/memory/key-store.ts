@@ -125,6 +125,11 @@ export class MemoryKeyStore implements KeyStore, BalanceHolder {
     return true;
   }
 
+  /** In memory there is only the current form. */
+  async upgradeStorage(): Promise<number> {
+    return 0;
+  }
+
   /** Moves a key between the live-key indexes as it goes from `before` to `after` (undefined: not there). */
   private index(before: KeyRecord | undefined, after: KeyRecord | undefined): void {
     const live = (key: KeyRecord | undefined) => key !== undefined && key.deletedAt === undefined;

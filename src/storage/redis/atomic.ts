@@ -19,8 +19,8 @@ export function defineAtomicCommands(redis: RedisClient): void {
   redis.defineCommand(APPLY_BATCH_COMMAND, { lua: APPLY_BATCH_LUA });
 }
 
-type Check = [number, "absent" | "present" | "equals", string?];
-type Write = [string, number, string?];
+type Check = [number, "absent" | "present" | "equals" | "fieldAbsent" | "fieldEquals", string?, string?];
+type Write = [string, number, string?, string?];
 
 export class Batch {
   private readonly keys: string[] = [];
@@ -56,6 +56,18 @@ export class Batch {
     return this;
   }
 
+  /** The hash at `key` must not have `field`. */
+  fieldAbsent(key: string, field: string): this {
+    this.checks.push([this.position(key), "fieldAbsent", field]);
+    return this;
+  }
+
+  /** The hash at `key` must hold exactly this string in `field` (compare-and-set on one field). */
+  fieldEquals(key: string, field: string, value: string): this {
+    this.checks.push([this.position(key), "fieldEquals", field, value]);
+    return this;
+  }
+
   set(key: string, value: string): this {
     this.writes.push(["set", this.position(key), value]);
     return this;
@@ -83,6 +95,16 @@ export class Batch {
 
   srem(key: string, member: string): this {
     this.writes.push(["srem", this.position(key), member]);
+    return this;
+  }
+
+  hset(key: string, field: string, value: string): this {
+    this.writes.push(["hset", this.position(key), field, value]);
+    return this;
+  }
+
+  hdel(key: string, field: string): this {
+    this.writes.push(["hdel", this.position(key), field]);
     return this;
   }
 

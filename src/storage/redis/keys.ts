@@ -29,8 +29,16 @@ export function createRedisKeys(prefix: string) {
     /** Set once apiIds holds every API of the workspace, those created before it existed included. */
     apiIdsWhole: (workspaceId: string) => `${workspace(workspaceId)}:api-ids-whole`,
 
+    /**
+     * A key in compact form (key-record.ts): its record in the bucket of its hash (a Redis hash: field the key's
+     * hash, value the record), and its hash in the bucket of its id (recordBucket, hashBucket).
+     */
+    keyRecords: (workspaceId: string, bucket: string) => `${workspace(workspaceId)}:kh:${bucket}`,
+    keyHashes: (workspaceId: string, bucket: string) => `${workspace(workspaceId)}:ki:${bucket}`,
+    /** A key as written before the compact form (a JSON record, and its hash → id): still read, moved when written. */
     key: (workspaceId: string, keyId: string) => `${workspace(workspaceId)}:key:${keyId}`,
     keyCredits: (workspaceId: string, keyId: string) => `${workspace(workspaceId)}:key-credits:${keyId}`,
+    /** The earlier form's hash → key id (see `key`). */
     keyIdByHash: (workspaceId: string, hash: string) => `${workspace(workspaceId)}:key-hash:${hash}`,
     liveKeysOfApi: (workspaceId: string, apiId: string) => `${workspace(workspaceId)}:api-keys:${apiId}`,
     liveKeysOfIdentity: (workspaceId: string, apiId: string, identityId: string) =>

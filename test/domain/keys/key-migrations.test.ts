@@ -20,6 +20,7 @@ async function migrationDomain() {
   const changed: string[] = [];
   const invalidator: CacheInvalidator = {
     keyChanged: async (_workspaceId, hash) => void changed.push(hash),
+    keysChanged: async (_workspaceId, hashes) => void changed.push(...hashes),
     workspaceChanged: async () => {},
     rootKeyChanged: async () => {},
   };

@@ -31,6 +31,7 @@ async function keyDomain(options: { vault?: boolean; keyStore?: (store: KeyStore
   const changed: string[] = [];
   const invalidator: CacheInvalidator = {
     keyChanged: async (workspaceId, hash) => void changed.push(`${workspaceId}/${hash}`),
+    keysChanged: async (workspaceId, hashes) => void changed.push(...hashes.map((hash) => `${workspaceId}/${hash}`)),
     workspaceChanged: async () => {},
     rootKeyChanged: async () => {},
   };

@@ -2,8 +2,11 @@
 -- atomic. All keys of a batch must share a hash tag (see keys.ts) for Redis Cluster.
 --
 -- KEYS: the keys the batch reads or writes.
--- ARGV[1]: JSON { c: [[keyIndex, "absent"|"present"|"equals", value?]], w: [[op, keyIndex, arg?]] }
---   ops: "set" (value), "del", "zadd" (member, score 0), "zrem" (member), "sadd" (member), "srem" (member).
+-- ARGV[1]: JSON { c: [[keyIndex, check, arg?, arg?]], w: [[op, keyIndex, arg?, arg?]] }
+--   checks: "absent", "present", "equals" (value); on one field of a hash: "fieldAbsent" (field), "fieldEquals"
+--   (field, value).
+--   ops: "set" (value), "del", "zadd" (member, score 0), "zrem" (member), "sadd" (member), "srem" (member),
+--   "hset" (field, value), "hdel" (field).
 -- Returns 0 when applied, else the 1-based index of the first check that failed (nothing is written then).
 local spec = cjson.decode(ARGV[1])
 for i, check in ipairs(spec.c) do
@@ -15,6 +18,10 @@ for i, check in ipairs(spec.c) do
     if redis.call("EXISTS", key) == 0 then return i end
   elseif kind == "equals" then
     if redis.call("GET", key) ~= check[3] then return i end
+  elseif kind == "fieldAbsent" then
+    if redis.call("HEXISTS", key, check[3]) == 1 then return i end
+  elseif kind == "fieldEquals" then
+    if redis.call("HGET", key, check[3]) ~= check[4] then return i end
   end
 end
 for _, write in ipairs(spec.w) do
@@ -25,6 +32,8 @@ for _, write in ipairs(spec.w) do
   elseif op == "zrem" then redis.call("ZREM", key, write[3])
   elseif op == "sadd" then redis.call("SADD", key, write[3])
   elseif op == "srem" then redis.call("SREM", key, write[3])
+  elseif op == "hset" then redis.call("HSET", key, write[3], write[4])
+  elseif op == "hdel" then redis.call("HDEL", key, write[3])
   end
 end
 return 0
