@@ -238,8 +238,10 @@ function openGateway(
   app.metrics?.watchUpstreamTargets(() => gateway.pools.samples());
   const onUpgrade = gateway.handleUpgrade.bind(gateway);
   app.server.on("upgrade", onUpgrade);
+  const closeOnceIdle = connectionsClosedOnceIdle(app);
   app.addHook("preClose", (done) => {
     gateway.startClosing();
+    closeOnceIdle();
     done();
   });
   app.addHook("onClose", async () => {
@@ -263,6 +265,24 @@ function sharedStorage(config: KeygateConfig): string | undefined {
   const servers = redis.url !== undefined ? [redis.url] : (redis.cluster?.nodes ?? redis.sentinel?.sentinels ?? []);
   return JSON.stringify([servers.map(where).sort(), redis.sentinel?.name ?? null, redis.prefix]);
 }
+
+/**
+ * Fastify closes the connections that are idle when it starts closing; a keep-alive connection whose request was in
+ * flight then is closed once it goes idle too (call the function returned when closing starts), rather than hold the
+ * server open for its keepAliveTimeout (72 s).
+ */
+function connectionsClosedOnceIdle(app: FastifyInstance): () => void {
+  let timer: NodeJS.Timeout | undefined;
+  app.addHook("onClose", async () => clearInterval(timer));
+  return () => {
+    const server = app.server as Partial<Pick<typeof app.server, "closeIdleConnections">>;
+    if (server.closeIdleConnections === undefined) return;
+    timer = setInterval(() => server.closeIdleConnections?.(), IDLE_CHECK_WHILE_CLOSING_MS);
+    timer.unref();
+  };
+}
+
+const IDLE_CHECK_WHILE_CLOSING_MS = 100;
 
 /** The server's certificate, reloaded when its files change (and by SIGHUP: server.ts); the watch ends with the app. */
 function watchCertificates(app: FastifyInstance, settings: TlsSettings, tls: TlsCredentials): ServerCertificates {

@@ -10,6 +10,8 @@ export const DEFAULTS = {
   requestTimeoutMs: 30_000,
   /** Node's own default: a request's headers must have arrived within this long of its first byte. */
   headersTimeoutMs: 60_000,
+  /** How long a SIGTERM leaves requests in flight to finish and buffers to be written before keygate exits anyway. */
+  shutdownTimeoutMs: 10_000,
   logLevel: "info",
   redisPrefix: "keygate",
   redisCommandTimeoutMs: 500,

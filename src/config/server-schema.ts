@@ -30,6 +30,11 @@ export const ServerConfigSchema = Strict(
     /** How long any request's headers may take to arrive (408 and closed after that), on /v2 and the gateway alike. */
     headersTimeoutMs: Type.Integer({ minimum: 100, maximum: 3_600_000, default: DEFAULTS.headersTimeoutMs }),
     /**
+     * How long a graceful shutdown (SIGTERM, SIGINT) may take: requests in flight finish, buffers are written; past it,
+     * or at a second signal, the process exits at once, saying what was cut.
+     */
+    shutdownTimeoutMs: Type.Integer({ minimum: 100, maximum: 3_600_000, default: DEFAULTS.shutdownTimeoutMs }),
+    /**
      * Processes serving requests (node:cluster): a number, or "auto" for one per available core (one with in-memory
      * stores). More than one needs Redis stores: in-memory stores would be per process.
      */
