@@ -16,8 +16,11 @@ export const DEFAULTS = {
   redisPrefix: "keygate",
   redisCommandTimeoutMs: 500,
   redisConnectTimeoutMs: 5_000,
-  /** How long a management write waits for its replicas when storage.redis.waitForReplicas asks for any. */
-  redisReplicaWaitMs: 1_000,
+  /**
+   * How long a management write waits for its replicas when storage.redis.waitForReplicas asks for any: shorter than
+   * the command deadline, which the WAIT is subject to as any command.
+   */
+  redisReplicaWaitMs: 400,
   /** Consecutive failed or late Redis calls after which the rate limiter stops calling Redis for a while. */
   redisBreakerFailureThreshold: DEFAULT_BREAKER.failureThreshold,
   /** How long the rate limiter leaves Redis alone before probing it again (PING, in the background). */
