@@ -16,6 +16,8 @@ export const TlsConfigSchema = Strict({
   key: Type.String({ minLength: 1 }),
   /** Intermediate CA certificates sent after the certificate, for a `cert` file that holds the certificate alone. */
   ca: Type.Optional(Type.String({ minLength: 1 })),
+  /** The cipher suites offered, in OpenSSL's syntax (TLS 1.3's `TLS_` names too); AEAD only by default (tls-files.ts). */
+  ciphers: Type.Optional(Type.String({ minLength: 1, maxLength: 4096 })),
 });
 
 export const ServerConfigSchema = Strict(

@@ -119,7 +119,8 @@ function configRouteProblems(config: RouteConfig, at: string): Problem[] {
     if (error) problems.push({ at: `${at}.permissions`, message: error });
   }
   problems.push(...publicRouteProblems(config, at));
-  for (const [index, limit] of (config.namespaceLimits ?? []).entries()) costWithinLimit(limit, `${at}.namespaceLimits[${index}]`, problems);
+  for (const [index, limit] of (config.namespaceLimits ?? []).entries())
+    costWithinLimit(limit, `${at}.namespaceLimits[${index}]`, problems);
   const limitNames = new Set<string>();
   (config.ratelimits ?? []).forEach((limit, index) => {
     if (limitNames.has(limit.name)) problems.push({ at: `${at}.ratelimits[${index}].name`, message: `'${limit.name}' is listed twice` });
