@@ -121,6 +121,7 @@ export async function buildApp(config: KeygateConfig, options: BuildOptions = {}
     servedByApplication,
     apiUpstreams,
     pseudonym: derivedPseudonym(sharedStorage(config)),
+    ipv6PrefixLength: config.ratelimit.ipv6PrefixLength,
   });
 
   try {
@@ -227,7 +228,15 @@ function openGateway(
   config: KeygateConfig,
   parts: Pick<
     GatewayOptions,
-    "services" | "snapshot" | "telemetry" | "clock" | "upstreams" | "servedByApplication" | "apiUpstreams" | "pseudonym"
+    | "services"
+    | "snapshot"
+    | "telemetry"
+    | "clock"
+    | "upstreams"
+    | "servedByApplication"
+    | "apiUpstreams"
+    | "pseudonym"
+    | "ipv6PrefixLength"
   > & {
     analytics: AnalyticsRuntime;
   },

@@ -47,6 +47,8 @@ export interface GatewayOptions {
   apiUpstreams: ApiUpstreamGuard;
   /** keygate's name in Via when `gateway.via.pseudonym` gives none (loop-detection.ts). */
   pseudonym: string;
+  /** The IPv6 prefix a per-address rate limit counts a client by (`ratelimit.ipv6PrefixLength`). */
+  ipv6PrefixLength: number;
 }
 
 /**
@@ -69,7 +71,7 @@ export class Gateway {
 
   constructor(options: GatewayOptions) {
     this.options = options;
-    this.decider = new GatewayDecider(options.services, options.log);
+    this.decider = new GatewayDecider(options.services, options.log, options.ipv6PrefixLength);
     this.events = new GatewayRequestEvents(options.events, options.clock, this.decider);
     this.pools = new UpstreamPools({
       clock: options.clock,
