@@ -106,6 +106,7 @@ export async function buildApp(config: KeygateConfig, options: BuildOptions = {}
   app.addHook("preClose", async () => {
     await services.webhooks.runner.stop();
     await services.webhooks.dispatcher.flush();
+    await services.webhooks.closeConnections();
   });
   await routeSync.start();
 

@@ -20,6 +20,8 @@ export interface Webhooks {
   dispatcher: WebhookDispatcher;
   deliverer: WebhookDeliverer;
   runner: WebhookRunner;
+  /** Closes the sender's pooled connections (call once the runner stopped). */
+  closeConnections(): Promise<void>;
 }
 
 export interface WebhookWiringOptions {
@@ -53,16 +55,17 @@ export function createWebhooks(
     onError: (error, notice) => onError(error, `a ${notice.type} notice was lost`),
     onEnqueued: () => runner?.wake(),
   });
-  const deliverer = new WebhookDeliverer({
-    store: stores.webhooks,
-    outbox: stores.webhookOutbox,
-    sender:
-      options.sender ??
-      new HttpWebhookSender({
+  const http = options.sender
+    ? undefined
+    : new HttpWebhookSender({
         timeoutMs: settings.timeoutMs,
         maxResponseBytes: settings.maxResponseBytes,
         allowPrivateAddresses: settings.allowPrivateAddresses,
-      }),
+      });
+  const deliverer = new WebhookDeliverer({
+    store: stores.webhooks,
+    outbox: stores.webhookOutbox,
+    sender: options.sender ?? (http as HttpWebhookSender),
     secrets,
     clock,
     owner: options.instanceId ?? `instance_${randomBytes(8).toString("hex")}`,
@@ -105,5 +108,5 @@ export function createWebhooks(
     maxEndpoints: settings.maxEndpoints,
     ...defined({ audit: options.audit }),
   });
-  return { service, dispatcher, deliverer, runner };
+  return { service, dispatcher, deliverer, runner, closeConnections: async () => http?.close() };
 }
