@@ -40,6 +40,7 @@ export async function startKeygate(settings: { apiId?: string; clusterNodes?: st
     ratelimit: { reservations: reservationsOption() },
     logging: { level: "silent" },
     ...rest,
+    gateway: withLoopbackUpstreams(rest.gateway),
   });
   const app = await buildApp(config, { logger: false });
   const url = await app.listen({ host: "127.0.0.1", port: 0 });
@@ -52,6 +53,14 @@ export async function startKeygate(settings: { apiId?: string; clusterNodes?: st
       await rm(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * The gateway settings given, letting routes made through the API reach the benchmarks' upstreams on loopback, as an
+ * operator's `gateway.apiRoutes.allowedUpstreams` lets a sidecar's through.
+ */
+function withLoopbackUpstreams(gateway: unknown): Record<string, unknown> {
+  return { apiRoutes: { allowedUpstreams: ["127.0.0.0/8"] }, ...(gateway as Record<string, unknown> | undefined) };
 }
 
 /**
@@ -97,6 +106,7 @@ export async function startKeygateWorkers(
     ratelimit: { reservations: reservationsOption() },
     logging: { level: "info" },
     ...rest,
+    gateway: withLoopbackUpstreams(rest.gateway),
   };
   const configPath = join(dataDir, "keygate.yaml");
   // JSON is YAML.

@@ -28,10 +28,12 @@ export function rateLimitedAddress(address: string, prefixLength: number): strin
 
 /** The eight 16-bit groups of a valid IPv6 address (an IPv4 tail as the last two). */
 function ipv6Groups(address: string): number[] {
-  const hex = address.replace(/(\d+)\.(\d+)\.(\d+)\.(\d+)$/, (_all, a: string, b: string, c: string, d: string) => {
-    const [first, second] = [(Number(a) << 8) | Number(b), (Number(c) << 8) | Number(d)];
-    return `${first.toString(16)}:${second.toString(16)}`;
-  });
+  const hex = !address.includes(".")
+    ? address
+    : address.replace(/(\d+)\.(\d+)\.(\d+)\.(\d+)$/, (_all, a: string, b: string, c: string, d: string) => {
+        const [first, second] = [(Number(a) << 8) | Number(b), (Number(c) << 8) | Number(d)];
+        return `${first.toString(16)}:${second.toString(16)}`;
+      });
   const parse = (part: string) => (part === "" ? [] : part.split(":").map((group) => Number.parseInt(group, 16)));
   const [head = "", tail] = hex.split("::");
   if (tail === undefined) return parse(head);
