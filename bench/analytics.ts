@@ -89,6 +89,7 @@ function syntheticEvent(workspaceId: string, time: number): VerificationEvent {
     outcome: OUTCOMES[sequence % OUTCOMES.length] as VerificationCode,
     tags: ["path=/v1/orders"],
     spentCredits: sequence % 3,
+    creditsSource: sequence % 3 === 0 ? "" : "key",
     latencyMs: 0.2 + (sequence % 10) / 10,
   };
 }

@@ -21,6 +21,7 @@ import { type Clock, systemClock } from "./lib/clock.js";
 import { defined } from "./lib/defined.js";
 import { packageVersion } from "./lib/package-version.js";
 import { dashboardRoutes } from "./routes/dashboard.js";
+import { errorPages } from "./routes/error-pages.js";
 import { type MetricsRouteOptions, metricsRoute } from "./routes/metrics.js";
 import { openApi } from "./routes/openapi.js";
 import { portalPageRoutes } from "./routes/portal-pages.js";
@@ -101,9 +102,13 @@ export async function buildApp(config: KeygateConfig, options: BuildOptions = {}
     ...defined({ observer: runtime.metrics, notices: options.notices }),
   });
   app.decorate("services", services);
-  if (config.webhooks.deliver) services.webhooks.runner.start();
+  if (config.webhooks.deliver) {
+    services.webhooks.runner.start();
+    services.webhooks.usageRunner.start();
+  }
   // Before the stores close: no lease is left held, and notices posted so far reach the outbox.
   app.addHook("preClose", async () => {
+    await services.webhooks.usageRunner.stop();
     await services.webhooks.runner.stop();
     await services.webhooks.dispatcher.flush();
     await services.webhooks.closeConnections();
@@ -204,6 +209,7 @@ async function registerHttpFace(
   closeWhenAnsweredEarly(app);
   await app.register(errorHandling, { docsUrl, bodyLimit: config.server.bodyLimit });
   await openApi(app, { version: packageVersion() });
+  await app.register(errorPages);
   await app.register(v2Routes, { requestTimeoutMs: config.server.requestTimeoutMs });
   await app.register(healthRoutes, { stores: runtime.stores, analytics: runtime.analytics });
   await app.register(portalPageRoutes);

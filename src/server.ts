@@ -129,9 +129,7 @@ async function summarise(log: FastifyBaseLogger, config: KeygateConfig, analytic
   const target = redis && (await import("./storage/redis/topology.js")).describeTarget(redis);
   log.info(
     redis ? { storage: "redis", redis: target, prefix: redis.prefix } : { storage: "memory" },
-    redis
-      ? `storage: ${target}, key prefix '${redis.prefix}'`
-      : "storage: in-memory (everything is lost when keygate stops; set REDIS_URL to keep data in Redis)",
+    redis ? `storage: ${target}, key prefix '${redis.prefix}'` : memoryStorageLine(config.analytics),
   );
   log.info({ analytics: config.analytics.engine }, analytics);
   log.info(
@@ -139,6 +137,19 @@ async function summarise(log: FastifyBaseLogger, config: KeygateConfig, analytic
     config.routes.length > 0
       ? `gateway: ${config.routes.map((route) => `${route.name} (${route.match.prefix} -> ${upstreamText(route.upstream)})`).join(", ")}`
       : "gateway: no routes (add `routes` to the configuration to put keygate in front of an API)",
+  );
+}
+
+/**
+ * What in-memory storage keeps: the records go with the process, but the analytics engine's data (the audit log
+ * with it) stays, in its directory or on its server, and so will name records that no longer exist.
+ */
+function memoryStorageLine(analytics: KeygateConfig["analytics"]): string {
+  if (analytics.engine === "off") return "storage: in-memory (everything is lost when keygate stops; set REDIS_URL to keep data in Redis)";
+  const kept = analytics.engine === "embedded" ? `in ${analytics.path}` : "on the ClickHouse server";
+  return (
+    `storage: in-memory (keys, APIs and every other record are lost when keygate stops, while analytics and the audit log stay ${kept} ` +
+    "and will name records that no longer exist; set REDIS_URL to keep the records in Redis)"
   );
 }
 

@@ -27,6 +27,7 @@ import { RootKeyService } from "./domain/root-keys/root-key-service.js";
 import type { CompiledRoute } from "./domain/routes/route-compiler.js";
 import { type RouteChangeNotifier, RouteService } from "./domain/routes/route-service.js";
 import type { UpstreamTargetHealth } from "./domain/routes/route-views.js";
+import { UsageService } from "./domain/usage/usage-service.js";
 import { loadKeyView } from "./domain/verification/key-view.js";
 import { VerificationService } from "./domain/verification/verification-service.js";
 import { openApiDocumentProblems } from "./gateway/openapi-documents.js";
@@ -63,6 +64,8 @@ export interface Services {
   readonly verification: VerificationService;
   /** The analytics procedures, and `analytics.sinks`, where verification, rate limiting and the gateway record their events. */
   readonly analytics: AnalyticsService;
+  /** keygate.getUsage: usage for billing, from analytics (docs/usage.md). */
+  readonly usage: UsageService;
   /** Webhook endpoints (keygate.*Webhook), the notice sink and the delivery that runs once started. */
   readonly webhooks: Webhooks;
   /** Where every management write records its entry (docs/audit-log.md); asked before a write whether it may go on. */
@@ -137,7 +140,11 @@ export function createServices(stores: Stores, config: KeygateConfig, clock: Clo
   });
   const rootKeys = new RootKeyService(rootKeyStore, invalidations, clock, config.rootKeys, audit);
   const vault = config.vault.key === undefined ? undefined : new Vault(config.vault.key);
-  const webhooks = createWebhooks(stores, config, clock, vault, { ...options.webhooks, audit });
+  const webhooks = createWebhooks(stores, config, clock, vault, {
+    ...options.webhooks,
+    audit,
+    ...defined({ analyticsEngine: analytics.engine }),
+  });
   const notices = options.notices ?? webhooks.dispatcher;
   const keys = new KeyService({
     keys: stores.keys,
@@ -215,6 +222,14 @@ export function createServices(stores: Stores, config: KeygateConfig, clock: Clo
       notices,
     }),
     analytics: analyticsQueries,
+    usage: new UsageService({
+      engine: analytics.engine,
+      apis: stores.apis,
+      identities: stores.identities,
+      keys: stores.keys,
+      clock,
+      rawRetentionDays: config.analytics.retentionDays.raw,
+    }),
     webhooks,
     portals: new Portals(stores, keys, analyticsQueries, clock, audit),
   };

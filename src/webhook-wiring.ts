@@ -1,6 +1,9 @@
 import { randomBytes } from "node:crypto";
 import type { KeygateConfig } from "./config/schema.js";
+import type { AnalyticsQueryEngine } from "./domain/analytics/query-engine.js";
 import type { AuditTrail } from "./domain/audit/audit-trail.js";
+import { UsageReportRunner } from "./domain/usage/usage-report-runner.js";
+import { UsageReporter } from "./domain/usage/usage-reporter.js";
 import { WebhookDeliverer, type WebhookSender } from "./domain/webhooks/deliverer.js";
 import { WebhookDispatcher } from "./domain/webhooks/dispatcher.js";
 import { scanExpiringKeys } from "./domain/webhooks/expiring-keys.js";
@@ -20,7 +23,11 @@ export interface Webhooks {
   dispatcher: WebhookDispatcher;
   deliverer: WebhookDeliverer;
   runner: WebhookRunner;
-  /** Closes the sender's pooled connections (call once the runner stopped). */
+  /** Usage reports (usage.reported, usage.corrected) and keygate.replayUsageReports. */
+  usageReporter: UsageReporter;
+  /** Runs the usage reporter in the background once started (with `runner`, on instances that deliver). */
+  usageRunner: UsageReportRunner;
+  /** Closes the sender's pooled connections (call once the runners stopped). */
   closeConnections(): Promise<void>;
 }
 
@@ -33,7 +40,12 @@ export interface WebhookWiringOptions {
   onError?: (error: unknown, what: string) => void;
   /** Where the keygate.*Webhook writes record their entries. */
   audit?: AuditTrail;
+  /** The analytics engine usage reports are made from; none when analytics is off (no reports). */
+  analyticsEngine?: AnalyticsQueryEngine;
 }
+
+/** The usage reports' margin after the analytics flush interval: a batch that needed a retry or two (docs/usage.md#delay). */
+export const USAGE_REPORT_MARGIN_MS = 60_000;
 
 export function createWebhooks(
   stores: Stores,
@@ -45,6 +57,7 @@ export function createWebhooks(
   const settings = config.webhooks;
   const onError = options.onError ?? (() => {});
   const secrets = new WebhookSecrets(vault);
+  const owner = options.instanceId ?? `instance_${randomBytes(8).toString("hex")}`;
   let runner: WebhookRunner | undefined;
   const dispatcher = new WebhookDispatcher({
     store: stores.webhooks,
@@ -68,7 +81,7 @@ export function createWebhooks(
     sender: options.sender ?? (http as HttpWebhookSender),
     secrets,
     clock,
-    owner: options.instanceId ?? `instance_${randomBytes(8).toString("hex")}`,
+    owner,
     settings: {
       leaseMs: settings.leaseMs,
       attemptTimeoutMs: settings.timeoutMs,
@@ -98,6 +111,28 @@ export function createWebhooks(
     scanIntervalMs: settings.expiringScanIntervalMs,
     onError: (error) => onError(error, "webhook delivery"),
   });
+  const usageReporter = new UsageReporter({
+    engine: options.analyticsEngine,
+    webhooks: stores.webhooks,
+    identities: stores.identities,
+    keys: stores.keys,
+    progress: stores.usageReports,
+    outbox: dispatcher,
+    clock,
+    owner,
+    settings: {
+      delayMs: config.analytics.buffer.flushIntervalMs + USAGE_REPORT_MARGIN_MS,
+      leaseMs: Math.max(60_000, 4 * settings.usageReportIntervalMs),
+      correctionWindowMs: settings.usageCorrectionWindowMs,
+      maxPeriodsPerPass: 24,
+      rawRetentionDays: config.analytics.retentionDays.raw,
+    },
+    ...defined({ audit: options.audit }),
+    onError: (error, endpoint) => onError(error, `the usage reports of webhook ${endpoint.id} (made on a later pass)`),
+  });
+  const usageRunner = new UsageReportRunner(usageReporter, options.scheduler ?? systemScheduler, settings.usageReportIntervalMs, (error) =>
+    onError(error, "usage reports"),
+  );
   const service = new WebhookService({
     store: stores.webhooks,
     outbox: stores.webhookOutbox,
@@ -106,7 +141,8 @@ export function createWebhooks(
     clock,
     allowPrivateAddresses: settings.allowPrivateAddresses,
     maxEndpoints: settings.maxEndpoints,
+    usageReports: options.analyticsEngine !== undefined,
     ...defined({ audit: options.audit }),
   });
-  return { service, dispatcher, deliverer, runner, closeConnections: async () => http?.close() };
+  return { service, dispatcher, deliverer, runner, usageReporter, usageRunner, closeConnections: async () => http?.close() };
 }

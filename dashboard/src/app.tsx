@@ -1,4 +1,5 @@
 import { useEffect, useState } from "preact/hooks";
+import { KeygateBrand, type NavItem, Shell } from "../../ui/shell.js";
 import { currentSession, type Session, signOut, whenSessionLost } from "./api.js";
 import { AccessPage } from "./pages/access.js";
 import { AnalyticsPage } from "./pages/analytics.js";
@@ -43,70 +44,66 @@ export function App() {
   if (session === null) return <SignInPage onSignedIn={setSession} />;
 
   const [section, id, resourceId] = route;
-  const nav = [
-    ["#/apis", "APIs", section === undefined || section === "apis"],
-    ["#/identities", "Identities", section === "identities"],
-    ["#/access", "Permissions and roles", section === "access"],
-    ["#/ratelimits", "Rate limits", section === "ratelimits"],
-    ["#/root-keys", "Root keys", section === "root-keys"],
-    ["#/analytics", "Analytics", section === "analytics"],
-    ["#/gateway", "Gateway", section === "gateway"],
-    ["#/webhooks", "Webhooks", section === "webhooks"],
-    ["#/audit-log", "Audit log", section === "audit-log"],
-    ["#/portals", "Portals", section === "portals"],
-  ] as const;
-  return (
+  const nav: NavItem[] = (
+    [
+      ["apis", "APIs"],
+      ["identities", "Identities"],
+      ["access", "Permissions and roles"],
+      ["ratelimits", "Rate limits"],
+      ["root-keys", "Root keys"],
+      ["analytics", "Analytics"],
+      ["gateway", "Gateway"],
+      ["webhooks", "Webhooks"],
+      ["audit-log", "Audit log"],
+      ["portals", "Portals"],
+    ] as const
+  ).map(([name, label]) => ({ href: `#/${name}`, label, current: (section ?? "apis") === name }));
+  const account = (
     <>
-      <header>
-        <strong>keygate</strong>
-        <nav aria-label="Main">
-          {nav.map(([href, label, current]) => (
-            <a key={href} href={href} aria-current={current ? "page" : undefined}>
-              {label}
-            </a>
-          ))}
-        </nav>
-        <span class="who">
-          {session.workspaceId} · {session.rootKeyId}
-        </span>
-        <button
-          type="button"
-          onClick={() =>
-            signOut().then(
-              () => setSession(null),
-              (failure) => setError(failure),
-            )
-          }
-        >
-          Sign out
-        </button>
-      </header>
-      <main>
-        <ErrorNote error={error} />
-        {section === "root-keys" ? (
-          <RootKeysPage />
-        ) : section === "identities" ? (
-          <IdentitiesPage />
-        ) : section === "access" ? (
-          <AccessPage />
-        ) : section === "ratelimits" ? (
-          <RatelimitsPage />
-        ) : section === "analytics" ? (
-          <AnalyticsPage />
-        ) : section === "gateway" ? (
-          <GatewayPage />
-        ) : section === "webhooks" ? (
-          <WebhooksPage />
-        ) : section === "audit-log" ? (
-          <AuditLogPage {...(id && resourceId ? { resourceType: id, resourceId } : {})} />
-        ) : section === "portals" ? (
-          <PortalsPage />
-        ) : section === "apis" && id !== undefined ? (
-          <KeysPage apiId={id} />
-        ) : (
-          <ApisPage />
-        )}
-      </main>
+      <span class="who">
+        Workspace <code>{session.workspaceId}</code>
+        <br />
+        Root key <code>{session.rootKeyId}</code>
+      </span>
+      <button
+        type="button"
+        onClick={() =>
+          signOut().then(
+            () => setSession(null),
+            (failure) => setError(failure),
+          )
+        }
+      >
+        Sign out
+      </button>
     </>
+  );
+  return (
+    <Shell brand={<KeygateBrand />} nav={nav} account={account}>
+      <ErrorNote error={error} />
+      {section === "root-keys" ? (
+        <RootKeysPage />
+      ) : section === "identities" ? (
+        <IdentitiesPage />
+      ) : section === "access" ? (
+        <AccessPage />
+      ) : section === "ratelimits" ? (
+        <RatelimitsPage />
+      ) : section === "analytics" ? (
+        <AnalyticsPage />
+      ) : section === "gateway" ? (
+        <GatewayPage />
+      ) : section === "webhooks" ? (
+        <WebhooksPage />
+      ) : section === "audit-log" ? (
+        <AuditLogPage {...(id && resourceId ? { resourceType: id, resourceId } : {})} />
+      ) : section === "portals" ? (
+        <PortalsPage />
+      ) : section === "apis" && id !== undefined ? (
+        <KeysPage apiId={id} />
+      ) : (
+        <ApisPage />
+      )}
+    </Shell>
   );
 }

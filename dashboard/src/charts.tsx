@@ -1,9 +1,9 @@
 import type { ComponentChildren } from "preact";
-import { useEffect, useRef } from "preact/hooks";
-import uPlot from "uplot";
-import "uplot/dist/uPlot.min.css";
+import { type Series, TimeChart } from "../../ui/time-chart.js";
 import type { DataOf } from "./api.js";
 import { DataTable, Field } from "./ui.js";
+
+export { type Series, TimeChart };
 
 /** One row of an analytics answer. */
 export type Row = DataOf<"analytics.getVerifications">[number];
@@ -76,13 +76,6 @@ export function filterOn(column: string, id: string): string {
   return /^[A-Za-z0-9_]+$/.test(id) ? ` AND ${column} = '${id}'` : "";
 }
 
-export interface Series {
-  label: string;
-  values: (number | null)[];
-  stroke?: string;
-  dash?: number[];
-}
-
 const PALETTE = ["#1565c0", "#2e7d32", "#ef6c00", "#6a1b9a", "#c62828", "#00838f", "#ad1457", "#546e7a"];
 
 /**
@@ -120,48 +113,10 @@ export function seriesOf(
   return { times, series };
 }
 
-/**
- * Lines over time, drawn by uPlot across the whole range asked for (not just the buckets that have rows). Its
- * accessible name is its title and series; the tables beside the charts give the numbers as text.
- */
-export function TimeChart(props: { title: string; times: number[]; series: Series[]; seconds: number; unit: string }) {
-  const container = useRef<HTMLDivElement>(null);
-  useEffect(() => {
-    const element = container.current;
-    if (!element) return;
-    const chart = new uPlot(
-      {
-        width: Math.max(320, element.clientWidth),
-        height: 260,
-        scales: { x: { time: true, range: (): uPlot.Range.MinMax => [Date.now() / 1000 - props.seconds, Date.now() / 1000] } },
-        series: [
-          {},
-          ...props.series.map((series) => ({
-            label: series.label,
-            stroke: series.stroke ?? "#333",
-            width: 2,
-            points: { show: true },
-            ...(series.dash ? { dash: series.dash } : {}),
-          })),
-        ],
-        axes: [{}, { label: props.unit }],
-      },
-      [props.times.map((time) => time / 1000), ...props.series.map((series) => series.values)] as uPlot.AlignedData,
-      element,
-    );
-    return () => chart.destroy();
-  }, [props.times, props.series, props.seconds, props.unit]);
-  const names = props.series.map((series) => series.label).join(", ");
-  return (
-    <figure>
-      <figcaption>{props.title}</figcaption>
-      <div ref={container} role="img" aria-label={`${props.title}: ${names || "no data"}`} class="chart" />
-    </figure>
-  );
-}
-
-export function ResultTable(props: { rows: Row[]; label: string }) {
-  if (props.rows.length === 0) return <p>No rows.</p>;
+/** Rows as a table; `empty` says what no rows means (by default: nothing recorded in the range yet). */
+export function ResultTable(props: { rows: Row[]; label: string; empty?: string }) {
+  if (props.rows.length === 0)
+    return <p class="muted">{props.empty ?? "Nothing in this range yet: it shows once requests are recorded (Refresh)."}</p>;
   const columns = Object.keys(props.rows[0] as Row);
   return (
     <DataTable

@@ -1,6 +1,12 @@
 import type { ComponentChildren } from "preact";
 import { useId, useState } from "preact/hooks";
+import { ConfirmButton } from "../../ui/confirm.js";
+import { type CursorPages, Pager, useCursorPages } from "../../ui/pager.js";
+import { TableScroll } from "../../ui/shell.js";
+import { ShownOnce } from "../../ui/shown-once.js";
 import { ApiError } from "./api.js";
+
+export { ConfirmButton, type CursorPages, Pager, ShownOnce, useCursorPages };
 
 /** A labelled control with the API's message for its field (a 400's `errors[].location`) right under it. */
 export function Field(props: {
@@ -37,12 +43,13 @@ export function TextField(props: {
   value: string;
   onValue: (value: string) => void;
   error?: string | undefined;
-  hint?: string;
+  hint?: string | undefined;
   required?: boolean;
   type?: "text" | "number" | "password" | "datetime-local";
   rows?: number;
   class?: string;
   autocomplete?: string;
+  placeholder?: string;
 }) {
   const { label, error, hint, value, onValue, rows, ...attributes } = props;
   const onInput = (event: Event) => onValue((event.currentTarget as HTMLInputElement | HTMLTextAreaElement).value);
@@ -77,34 +84,42 @@ export function useAction(): {
   return { error, setError, run };
 }
 
-/** A table with a header row of `columns` and a row per item; `empty` stands in the one row when there is none. */
+/**
+ * A table with a header row of `columns` and a row per item; `empty` stands in the one row when there is none, and
+ * says what to do next.
+ */
 export function DataTable<T>(props: {
   label: string;
   columns: readonly string[];
   items: readonly T[];
   row: (item: T) => ComponentChildren;
   empty?: ComponentChildren;
+  class?: string;
 }) {
   return (
-    <table aria-label={props.label}>
-      <thead>
-        <tr>
-          {props.columns.map((column) => (
-            <th scope="col" key={column}>
-              {column}
-            </th>
-          ))}
-        </tr>
-      </thead>
-      <tbody>
-        {props.items.length === 0 && props.empty !== undefined && (
+    <TableScroll label={props.label}>
+      <table aria-label={props.label} class={props.class}>
+        <thead>
           <tr>
-            <td colSpan={props.columns.length}>{props.empty}</td>
+            {props.columns.map((column) => (
+              <th scope="col" key={column}>
+                {column}
+              </th>
+            ))}
           </tr>
-        )}
-        {props.items.map(props.row)}
-      </tbody>
-    </table>
+        </thead>
+        <tbody>
+          {props.items.length === 0 && props.empty !== undefined && (
+            <tr>
+              <td class="empty" colSpan={props.columns.length}>
+                {props.empty}
+              </td>
+            </tr>
+          )}
+          {props.items.map(props.row)}
+        </tbody>
+      </table>
+    </TableScroll>
   );
 }
 
@@ -119,24 +134,6 @@ export function ErrorNote(props: { error: unknown }) {
       {error instanceof Error ? error.message : String(error)}
       {error instanceof ApiError && error.code ? <code> {error.code}</code> : null}
     </p>
-  );
-}
-
-/** A secret shown once: the warning, the value and a copy button. */
-export function ShownOnce(props: { label: string; value: string; onDismiss: () => void }) {
-  return (
-    <section class="shown-once" aria-label={props.label}>
-      <p>
-        <strong>Copy it now: this {props.label.toLowerCase()} is shown once and cannot be shown again.</strong>
-      </p>
-      <output aria-label={props.label}>{props.value}</output>{" "}
-      <button type="button" onClick={() => navigator.clipboard?.writeText(props.value)}>
-        Copy
-      </button>{" "}
-      <button type="button" onClick={props.onDismiss}>
-        Done
-      </button>
-    </section>
   );
 }
 
@@ -173,57 +170,6 @@ export function fromDateTimeInput(value: string): number | undefined {
 
 export function toDateTimeInput(ms: number | undefined): string {
   return ms === undefined ? "" : new Date(ms).toISOString().slice(0, 16);
-}
-
-/** The pages of a cursor-paginated list seen so far: the cursor of each, and the next one the last answer gave. */
-export interface CursorPages {
-  /** The cursor of the page shown (undefined for the first). */
-  current: string | undefined;
-  next: string | undefined;
-  setNext(cursor: string | undefined): void;
-  /** Back to the first page (a new filter or search). */
-  restart(): void;
-  hasPrevious: boolean;
-  /** Moves to the previous page and gives its cursor. */
-  back(): string | undefined;
-  /** Moves to the next page and gives its cursor. */
-  forward(): string | undefined;
-}
-
-export function useCursorPages(): CursorPages {
-  const [cursors, setCursors] = useState<(string | undefined)[]>([undefined]);
-  const [next, setNext] = useState<string | undefined>(undefined);
-  return {
-    current: cursors[cursors.length - 1],
-    next,
-    setNext,
-    restart: () => setCursors([undefined]),
-    hasPrevious: cursors.length > 1,
-    back: () => {
-      const previous = cursors.slice(0, -1);
-      setCursors(previous);
-      return previous[previous.length - 1];
-    },
-    forward: () => {
-      setCursors([...cursors, next]);
-      return next;
-    },
-  };
-}
-
-/** Previous and next page buttons of a cursor-paginated list; `load` shows the page of a cursor. */
-export function Pager(props: { label: string; pages: CursorPages; load: (cursor: string | undefined) => void }) {
-  const { pages, load } = props;
-  return (
-    <nav aria-label={props.label} class="row">
-      <button type="button" disabled={!pages.hasPrevious} onClick={() => load(pages.back())}>
-        Previous page
-      </button>
-      <button type="button" disabled={pages.next === undefined} onClick={() => load(pages.forward())}>
-        Next page
-      </button>
-    </nav>
-  );
 }
 
 /** An error's alert, unless a 400 names fields: those messages stand next to their fields instead. */

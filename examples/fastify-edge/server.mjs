@@ -1,7 +1,7 @@
 // A Fastify edge in front of an upstream API: keygate's plugin verifies each request's key in this process (on the
 // Redis your keygate servers use), then @fastify/http-proxy forwards what keygate allowed, with who it is.
 //
-//   npm install keygate fastify @fastify/http-proxy
+//   npm install --omit=optional /path/to/keygate-0.1.0.tgz fastify @fastify/http-proxy   (packed in a clone: docs/plugin.md)
 //   REDIS_URL=redis://127.0.0.1:6379 KEYGATE_API_ID=api_… UPSTREAM=http://127.0.0.1:3000 node server.mjs
 
 import proxy from "@fastify/http-proxy";

@@ -64,6 +64,8 @@ export const VERIFICATIONS = eventTable<VerificationEvent>(
     tags: "Array(String)",
     spent_credits: "Int64",
     latency: "Float64",
+    // Added after the first release (schema.ts): LowCardinality(String) in the table.
+    credits_source: "String",
   },
   (event, region) => [
     event.requestId,
@@ -78,6 +80,7 @@ export const VERIFICATIONS = eventTable<VerificationEvent>(
     event.tags,
     wholeNumber(event.spentCredits),
     finite(event.latencyMs),
+    event.creditsSource,
   ],
 );
 

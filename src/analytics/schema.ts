@@ -78,6 +78,8 @@ const RAW_TABLES: readonly RawTable[] = [
       tags Array(String),
       spent_credits Int64,
       latency Float64`,
+    // Which balance paid spent_credits ('key', 'identity', '' when none): usage by balance (docs/usage.md).
+    added: ["credits_source LowCardinality(String)"],
     orderBy: "key_space_id",
   },
   {

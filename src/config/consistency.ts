@@ -83,6 +83,8 @@ export function checkConsistency(config: KeygateConfig): string[] {
   return problems;
 }
 
+const HOUR_MS = 3_600_000;
+
 /** The time a webhook lease needs besides one attempt: reading the queue and writing its records. */
 export const WEBHOOK_LEASE_MARGIN_MS = 1_000;
 
@@ -116,6 +118,11 @@ function inertPairs(config: KeygateConfig): string[] {
   if (hook.expiringScanIntervalMs > hook.expiringLeadMs) {
     problems.push(
       `webhooks.expiringScanIntervalMs: (${hook.expiringScanIntervalMs}) must not be longer than webhooks.expiringLeadMs (${hook.expiringLeadMs}): a key expiring between two scans' windows would never be told of`,
+    );
+  }
+  if (hook.usageCorrectionWindowMs > 0 && hook.usageCorrectionWindowMs < HOUR_MS) {
+    problems.push(
+      `webhooks.usageCorrectionWindowMs: (${hook.usageCorrectionWindowMs}) must be 0 (off) or at least an hour, the shortest usage period: a period is read again only when it fits in the window whole, so no usage.corrected would ever be sent`,
     );
   }
   const analytics = config.analytics;

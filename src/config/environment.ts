@@ -17,6 +17,9 @@ const SIMPLE_VARIABLES: readonly [string, string, "text" | "whole number" | "who
   ["METRICS_TOKEN", "metrics.token", "text"],
   ["KEYGATE_ANALYTICS_ENGINE", "analytics.engine", "text"],
   ["KEYGATE_ANALYTICS_PATH", "analytics.path", "text"],
+  ["KEYGATE_CLICKHOUSE_URL", "analytics.clickhouse.url", "text"],
+  ["KEYGATE_CLICKHOUSE_USERNAME", "analytics.clickhouse.username", "text"],
+  ["KEYGATE_CLICKHOUSE_PASSWORD", "analytics.clickhouse.password", "text"],
   ["KEYGATE_VAULT_KEY", "vault.key", "text"],
 ];
 

@@ -34,6 +34,10 @@ export const WebhooksConfigSchema = Strict(
     keepDeliveries: Type.Integer({ minimum: 10, maximum: 10_000, default: 1_000 }),
     /** Endpoints per workspace, at most. */
     maxEndpoints: Type.Integer({ minimum: 1, maximum: 1_000, default: 50 }),
+    /** How often an instance looks for closed periods to report (usage.reported, docs/usage.md). */
+    usageReportIntervalMs: Type.Integer({ minimum: 1_000, maximum: HOUR, default: 30_000 }),
+    /** How far back a period already reported is checked for late usage (usage.corrected); 0: never. */
+    usageCorrectionWindowMs: Type.Integer({ minimum: 0, maximum: 7 * 24 * HOUR, default: 24 * HOUR }),
   },
   EMPTY,
 );

@@ -272,7 +272,15 @@ export type ErrorCode = keyof typeof ERROR_CATALOGUE;
 
 export const DEFAULT_DOCS_URL = "https://unkey.com/docs/errors";
 
-/** `err:unkey:data:api_not_found` → `{docsUrl}/unkey/data/api_not_found`, as the hosted service builds it. */
+/** Where keygate serves a page for each code, `{path}/{system}/{category}/{specific}` (routes/error-pages.ts). */
+export const KEYGATE_ERRORS_PATH = "/v2/errors";
+
+/**
+ * `err:unkey:data:api_not_found` → `{docsUrl}/unkey/data/api_not_found`, as the hosted service builds it. Unkey's
+ * documentation has no page for keygate's own codes: under its URL (the default), an `err:keygate:*` code names
+ * keygate's page of it instead, `/v2/errors/keygate/…`, relative to the server that answered.
+ */
 export function errorTypeUrl(code: ErrorCode, docsUrl: string): string {
-  return `${docsUrl}/${code.split(":").slice(1).join("/")}`;
+  const path = code.split(":").slice(1).join("/");
+  return docsUrl === DEFAULT_DOCS_URL && code.startsWith("err:keygate:") ? `${KEYGATE_ERRORS_PATH}/${path}` : `${docsUrl}/${path}`;
 }

@@ -12,6 +12,7 @@ import { MemoryRatelimitNamespaceStore } from "./memory/ratelimit-namespace-stor
 import { MemoryRoleStore } from "./memory/role-store.js";
 import { MemoryRootKeyStore } from "./memory/root-key-store.js";
 import { MemoryRouteStore } from "./memory/route-store.js";
+import { MemoryUsageReportStore } from "./memory/usage-report-store.js";
 import { MemoryWebhookOutbox } from "./memory/webhook-outbox.js";
 import { MemoryWebhookStore } from "./memory/webhook-store.js";
 import type { StoreLog } from "./redis/credit-reconciler.js";
@@ -49,6 +50,7 @@ export function createMemoryStores(options: StoreOptions = {}): Stores {
     routes: new MemoryRouteStore(),
     webhooks: new MemoryWebhookStore(options.clock ?? systemClock),
     webhookOutbox: new MemoryWebhookOutbox(),
+    usageReports: new MemoryUsageReportStore(options.clock ?? systemClock),
     health: MEMORY_HEALTH,
     broadcast: NO_OTHER_INSTANCES,
     close: async () => {},

@@ -14,6 +14,7 @@ import type {
   RootKeyRecord,
 } from "./records.js";
 import type { RouteStore } from "./route-interfaces.js";
+import type { UsageReportStore } from "./usage-report-interfaces.js";
 import type { WebhookOutbox, WebhookStore } from "./webhook-interfaces.js";
 
 /**
@@ -271,6 +272,8 @@ export interface Stores {
   readonly webhooks: WebhookStore;
   /** Deliveries waiting to go out: Redis streams with a consumer group, or this process's memory. */
   readonly webhookOutbox: WebhookOutbox;
+  /** Which instance produces usage reports now, and how far each endpoint's have got (docs/usage.md). */
+  readonly usageReports: UsageReportStore;
   readonly health: StoreHealth;
   /** Carries cache invalidations (and any other news every instance must hear) between instances. */
   readonly broadcast: Broadcast;

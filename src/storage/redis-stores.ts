@@ -23,6 +23,7 @@ import { RedisRoleStore } from "./redis/role-store.js";
 import { RedisRootKeyStore } from "./redis/root-key-store.js";
 import { RedisRouteStore } from "./redis/route-store.js";
 import { type ConnectionSettings, closeClient, type RedisClient, type RedisTarget } from "./redis/topology.js";
+import { RedisUsageReportStore } from "./redis/usage-report-store.js";
 import { RedisWebhookOutbox } from "./redis/webhook-outbox.js";
 import { RedisWebhookStore } from "./redis/webhook-store.js";
 
@@ -102,6 +103,7 @@ export function createRedisStores(
     routes: new RedisRouteStore(guarded, keys),
     webhooks: new RedisWebhookStore(guarded, keys),
     webhookOutbox: new RedisWebhookOutbox(guardedClient(redis, guard), keys),
+    usageReports: new RedisUsageReportStore(guarded, keys),
     health: redisHealth(redis, guard),
     broadcast: new RedisBroadcast(redis, prefix),
     close: async () => {

@@ -21,6 +21,10 @@ export interface WebhookEndpointRecord {
   failingSince?: number;
   /** Why keygate disabled it (failing for too long); cleared when it is enabled again. */
   disabledReason?: string;
+  /** The periods of its usage reports (usage.reported); hourly when absent. */
+  usagePeriod?: "hourly" | "daily";
+  /** When it subscribed to usage.reported: its reports start with the period that holds this instant. */
+  usageReportsFrom?: number;
 }
 
 export type WebhookDeliveryStatus = "pending" | "delivered" | "failed";

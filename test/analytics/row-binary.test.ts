@@ -119,7 +119,14 @@ t.test("the embedded engine reads batches back exactly, and leaves no batch file
   const events = [
     event({ requestId: "req_rb_1", time, keyId: "k".repeat(200), externalId: "ünïcødé 🔑", tags: [], spentCredits: 0, latencyMs: 0 }),
     event({ requestId: "req_rb_2", time: time + 1, tags: ["a", "x".repeat(20_000), ""], spentCredits: -3, latencyMs: 1.25 }),
-    event({ requestId: "req_rb_3", time: time + 2, identityId: "id_1", spentCredits: 2 ** 40, latencyMs: Number.NaN }),
+    event({
+      requestId: "req_rb_3",
+      time: time + 2,
+      identityId: "id_1",
+      spentCredits: 2 ** 40,
+      creditsSource: "identity",
+      latencyMs: Number.NaN,
+    }),
     event({ requestId: "req_rb_4", time: time + 3, spentCredits: 1e30, latencyMs: 1e-9 }),
   ];
   await insertEvents(engine, events, "eu-west");
@@ -127,7 +134,7 @@ t.test("the embedded engine reads batches back exactly, and leaves no batch file
 
   const rows = await engine.withConnection((connection) =>
     connection.rows(
-      "SELECT request_id, time, workspace_id, key_space_id, identity_id, external_id, key_id, region, outcome, tags, spent_credits, latency FROM key_verifications_v1 ORDER BY request_id",
+      "SELECT request_id, time, workspace_id, key_space_id, identity_id, external_id, key_id, region, outcome, tags, spent_credits, latency, credits_source FROM key_verifications_v1 ORDER BY request_id",
     ),
   );
   // The engine's JSON output quotes 64-bit integers; every other value comes back as it went in.

@@ -1,22 +1,34 @@
 import t from "tap";
 import { EmbeddedEngine } from "../../src/analytics/embedded-engine.js";
 import { EMBEDDED_DATABASE, openAnalytics } from "../../src/analytics/index.js";
-import { GATEWAY_REQUESTS } from "../../src/analytics/rows.js";
+import { GATEWAY_REQUESTS, VERIFICATIONS } from "../../src/analytics/rows.js";
 import { schemaStatements } from "../../src/analytics/schema.js";
 import { validateConfig } from "../../src/config/load.js";
 import type { AnalyticsQueryEngine } from "../../src/domain/analytics/query-engine.js";
-import { analyticsDir, GATEWAY_REQUESTS_BEFORE_BODIES, gatewayRequestEvent } from "../helpers/analytics.js";
+import {
+  analyticsDir,
+  event,
+  GATEWAY_REQUESTS_BEFORE_BODIES,
+  gatewayRequestEvent,
+  VERIFICATIONS_BEFORE_CREDITS_SOURCE,
+} from "../helpers/analytics.js";
 
 const columnsOf = (engine: AnalyticsQueryEngine, table: string) =>
   engine.withConnection(async (connection) => (await connection.rows(`DESCRIBE TABLE ${table}`)).map((row) => row.name));
 
-t.test("an embedded engine that has the table without bodies gets the columns at start, and keeps its rows", async (t) => {
+t.test("an embedded engine with tables of an older keygate gets the new columns at start, and keeps its rows", async (t) => {
   const dir = analyticsDir(t);
   const before = await EmbeddedEngine.open(dir, EMBEDDED_DATABASE);
   await before.command(GATEWAY_REQUESTS_BEFORE_BODIES);
   await before.command(
     `INSERT INTO ${EMBEDDED_DATABASE}.gateway_requests_v1 (request_id, time, workspace_id, api_id, app_id, path, response_status) ` +
       `VALUES ('req_before_bodies', ${Date.now()}, 'ws_upgrade', 'api_upgrade', 'orders', '/orders/old', 200)`,
+  );
+  // Verifications from before credits_source: which balance paid is unknown for them.
+  await before.command(VERIFICATIONS_BEFORE_CREDITS_SOURCE);
+  await before.command(
+    `INSERT INTO ${EMBEDDED_DATABASE}.key_verifications_v1 (request_id, time, workspace_id, key_id, outcome, spent_credits) ` +
+      `VALUES ('req_before_source', ${Date.now()}, 'ws_upgrade', 'key_upgrade', 'VALID', 2)`,
   );
   await before.close();
 
@@ -51,6 +63,26 @@ t.test("an embedded engine that has the table without bodies gets the columns at
       { request_body: '{"order":1}', response_body: "ünïcødé 🔑" },
       `${start}: a new row holds its bodies`,
     );
+    t.same(await columnsOf(engine, "key_verifications_v1"), [...VERIFICATIONS.columns], `${start}: the verification columns`);
+    analytics.sinks.verifications.record(
+      event({ requestId: `req_source_${start.replace(" ", "_")}`, workspaceId: "ws_upgrade", spentCredits: 1, creditsSource: "identity" }),
+    );
+    await analytics.flush();
+    const verifications = await engine.withConnection((connection) =>
+      connection.rows(
+        "SELECT request_id, spent_credits, credits_source FROM key_verifications_v1 WHERE workspace_id = 'ws_upgrade' ORDER BY request_id",
+      ),
+    );
+    t.same(
+      verifications.find((row) => row.request_id === "req_before_source"),
+      { request_id: "req_before_source", spent_credits: "2", credits_source: "" },
+      `${start}: a verification written before reads no credits source`,
+    );
+    t.match(
+      verifications.find((row) => row.request_id === `req_source_${start.replace(" ", "_")}`),
+      { spent_credits: "1", credits_source: "identity" },
+      `${start}: a new one holds which balance paid`,
+    );
     await analytics.close();
   }
 
@@ -71,4 +103,5 @@ t.test("an embedded engine that has the table without bodies gets the columns at
     [...GATEWAY_REQUESTS.columns],
     "a new table: the same columns, in the same order",
   );
+  t.same(await columnsOf(fresh, "keygate_fresh.key_verifications_v1"), [...VERIFICATIONS.columns], "and the same for verifications");
 });

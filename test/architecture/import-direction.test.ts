@@ -25,6 +25,7 @@ const LAYERS: readonly { name: string; prefixes: readonly string[] }[] = [
       "storage/portal-records.ts",
       "storage/records.ts",
       "storage/unavailable.ts",
+      "storage/usage-report-interfaces.ts",
       "storage/webhook-interfaces.ts",
       "storage/webhook-records.ts",
     ],

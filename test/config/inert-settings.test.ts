@@ -41,6 +41,14 @@ t.test("webhooks: a key.expiring scan less often than its lead time misses keys"
   accepted({ webhooks: { expiringScanIntervalMs: 3_600_000, expiringLeadMs: 3_600_000 } });
 });
 
+t.test("webhooks: a usage correction window shorter than the shortest period corrects nothing", async (t) => {
+  t.match(refused({ webhooks: { usageCorrectionWindowMs: 1_800_000 } }), [
+    /^webhooks\.usageCorrectionWindowMs: \(1800000\) must be 0 \(off\) or at least an hour, the shortest usage period/,
+  ]);
+  accepted({ webhooks: { usageCorrectionWindowMs: 0 } });
+  accepted({ webhooks: { usageCorrectionWindowMs: 3_600_000 } });
+});
+
 t.test("analytics: the server's request timeout must outlast a query's execution limit", async (t) => {
   const clickhouse = (requestTimeoutMs: number) => ({
     analytics: { engine: "clickhouse", clickhouse: { url: "http://clickhouse:8123", requestTimeoutMs }, query: { maxExecutionMs: 10_000 } },

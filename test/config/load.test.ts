@@ -270,6 +270,35 @@ t.test("KEYGATE_ANALYTICS_ENGINE and KEYGATE_ANALYTICS_PATH override the file", 
   );
 });
 
+t.test("a ClickHouse server is named by the environment, overriding the file and keeping its other settings", async (t) => {
+  const cwd = directoryWith({
+    "config/keygate.yaml": "analytics: { clickhouse: { url: http://one:8123, database: events, password: old } }\n",
+  });
+  const config = loadConfig({
+    env: {
+      KEYGATE_ANALYTICS_ENGINE: "clickhouse",
+      KEYGATE_CLICKHOUSE_URL: "https://two:8443",
+      KEYGATE_CLICKHOUSE_USERNAME: "keygate",
+      KEYGATE_CLICKHOUSE_PASSWORD: "s3cret",
+    },
+    cwd,
+  });
+  t.equal(config.analytics.engine, "clickhouse");
+  t.same(config.analytics.clickhouse, {
+    url: "https://two:8443",
+    database: "events",
+    username: "keygate",
+    password: "s3cret",
+    requestTimeoutMs: 30000,
+  });
+  t.match(
+    problemsOf(() => loadConfig({ env: { KEYGATE_ANALYTICS_ENGINE: "clickhouse", KEYGATE_CLICKHOUSE_URL: "tcp://x:9000" }, cwd })).join(
+      "\n",
+    ),
+    /analytics\.clickhouse\.url \(from KEYGATE_CLICKHOUSE_URL\)/,
+  );
+});
+
 t.test("the clickhouse engine needs a URL, and a batch may not exceed the buffer", async (t) => {
   t.same(
     problemsOf(() => validateConfig({ analytics: { engine: "clickhouse" } })),

@@ -44,7 +44,10 @@ t.test("a key's history in the dashboard after edits made there", async (t) => {
   const rows = table.getByRole("row");
   await rows.nth(3).waitFor();
   t.equal(await rows.count(), 4, "a header and three entries: two edits and the creation");
-  t.match(await rows.nth(1).textContent(), /key\.update.*credits: — → \{"remaining":7\}/, "the newest first: the credits");
+  t.match(await rows.nth(1).textContent(), /key\.update.*credits: set \(0 lines removed, 3 added\)/, "the newest first: the credits");
+  await rows.nth(1).getByText("credits").click();
+  // biome-ignore lint/performance/useDomNodeTextContent: the lines as rendered, which textContent runs together
+  t.equal(await rows.nth(1).locator("pre.diff").innerText(), '+ {\n+   "remaining": 7\n+ }', "opened: the new value as JSON, line by line");
   t.match(await rows.nth(1).textContent(), /dashboard config_root_key_0/, "by the dashboard session's root key");
   t.match(await rows.nth(2).textContent(), /key\.update.*name: before → after/);
   t.match(await rows.nth(3).textContent(), /root_key config_root_key_0.*key\.create.*name: — → before/, "the creation, through /v2");

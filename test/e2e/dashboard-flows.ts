@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { type Browser, chromium, type Locator, type Page } from "playwright-core";
 import type { Test } from "tap";
 import { analyticsDir } from "../helpers/analytics.js";
-import { harness, ROOT_KEY, type StorageKind } from "../helpers/harness.js";
+import { type Harness, harness, ROOT_KEY, type StorageKind } from "../helpers/harness.js";
 import { startUpstream } from "../helpers/upstream.js";
 import { waitFor } from "../helpers/wait.js";
 
@@ -24,6 +24,18 @@ export async function launchBrowser(t: Test): Promise<Browser> {
   const browser = await chromium.launch({ executablePath: CHROMIUM_PATH, headless: true, args: ["--no-sandbox"] });
   t.teardown(() => browser.close());
   return browser;
+}
+
+/** The harness's app listening on a free port, and a Chromium page signed in to its dashboard with ROOT_KEY. */
+export async function signedInDashboard(t: Test, h: Harness): Promise<Page> {
+  await h.app.listen({ host: "127.0.0.1", port: 0 });
+  const origin = `http://127.0.0.1:${(h.app.server.address() as AddressInfo).port}`;
+  const browser = await launchBrowser(t);
+  const page = await (await browser.newContext({ viewport: { width: 1400, height: 900 } })).newPage();
+  await page.goto(`${origin}/dashboard`);
+  await page.getByLabel("Root key").fill(ROOT_KEY);
+  await page.getByRole("button", { name: "Sign in" }).click();
+  return page;
 }
 
 /**
@@ -193,8 +205,10 @@ export async function dashboardFlows(t: Test, storage: StorageKind): Promise<voi
   await step("deleting the key makes verification fail", async () => {
     await page.getByRole("button", { name: /^Edit key_/ }).click();
     await page.getByRole("button", { name: "Delete key" }).click();
-    await page.getByRole("button", { name: "Confirm deleting the key" }).click();
-    await page.getByRole("cell", { name: "No keys." }).waitFor();
+    const confirmation = page.getByRole("dialog", { name: /^Delete key key_/ });
+    t.match(await confirmation.textContent(), /refused at once/, "the confirmation says what is lost");
+    await confirmation.getByRole("button", { name: "Confirm deleting the key" }).click();
+    await page.getByRole("cell", { name: "No keys with this external id." }).waitFor();
     t.match(await verify(key), { valid: false, code: "NOT_FOUND" });
   });
 
@@ -314,6 +328,7 @@ export async function dashboardFlows(t: Test, storage: StorageKind): Promise<voi
       await page.getByRole("link", { name: "Identities" }).click();
       await identities.getByRole("cell", { name: "40, refills to 50 daily, low at 5" }).waitFor();
       await page.getByRole("button", { name: "Delete customer_e2e" }).click();
+      await page.getByRole("button", { name: "Confirm deleting customer_e2e" }).click();
       await identities.getByRole("cell", { name: "customer_e2e", exact: true }).waitFor({ state: "detached" });
 
       await page.getByRole("link", { name: "Permissions and roles" }).click();
@@ -327,6 +342,7 @@ export async function dashboardFlows(t: Test, storage: StorageKind): Promise<voi
       const role = page.getByRole("table", { name: "Roles" }).getByRole("row").filter({ hasText: "reader" });
       await role.getByRole("cell", { name: "documents.read", exact: true }).waitFor();
       await page.getByRole("button", { name: "Delete role reader" }).click();
+      await page.getByRole("button", { name: "Confirm deleting reader" }).click();
       await role.waitFor({ state: "detached" });
 
       // A namespace comes into being with its first use.
@@ -346,6 +362,7 @@ export async function dashboardFlows(t: Test, storage: StorageKind): Promise<voi
       await page.getByRole("button", { name: "Set override" }).click();
       await page.getByRole("table", { name: "Overrides" }).getByRole("cell", { name: "user_vip", exact: true }).waitFor();
       await page.getByRole("button", { name: "Delete override user_vip" }).click();
+      await page.getByRole("button", { name: "Confirm deleting the override for user_vip" }).click();
       await page.getByRole("cell", { name: "No overrides in e2e.ns." }).waitFor();
     },
   );
@@ -474,7 +491,7 @@ export async function dashboardFlows(t: Test, storage: StorageKind): Promise<voi
     await create.getByLabel("Path prefix").fill("/dash");
     await create.getByLabel("Upstream URL").fill("ftp://127.0.0.1");
     await create.getByLabel("Timeout (ms)").fill("5000");
-    await create.getByLabel("Key id", { exact: true }).fill("x-dash-key-id");
+    await create.getByLabel("Header name for the key id").fill("x-dash-key-id");
     await create.getByRole("button", { name: "Create route" }).click();
     await create.getByText("must be an http:// or https:// URL with a host").waitFor();
     await create.getByLabel("Upstream URL").fill(upstream.url);
@@ -615,6 +632,7 @@ export async function dashboardFlows(t: Test, storage: StorageKind): Promise<voi
   await step("revoking a root key in the dashboard refuses it at once", async () => {
     await page.getByRole("link", { name: "Root keys" }).click();
     await page.getByRole("button", { name: "Revoke reader" }).click();
+    await page.getByRole("button", { name: "Confirm revoking reader" }).click();
     await page.getByRole("cell", { name: /^revoked / }).waitFor();
     const refused = await fetch(`${origin}/v2/keygate.listApis`, {
       method: "POST",

@@ -1,9 +1,8 @@
-import type { AddressInfo } from "node:net";
 import t from "tap";
-import { harness, ROOT_KEY } from "../helpers/harness.js";
+import { harness } from "../helpers/harness.js";
 import { waitFor } from "../helpers/wait.js";
 import { Receiver, verifySignature } from "../helpers/webhook-receiver.js";
-import { launchBrowser } from "./dashboard-flows.js";
+import { signedInDashboard } from "./dashboard-flows.js";
 
 t.setTimeout(300_000);
 
@@ -12,13 +11,7 @@ t.test("the Webhooks page in Chromium: create (secret shown once), test, deliver
   await receiver.start();
   t.teardown(() => receiver.stop());
   const h = await harness(t, { config: { webhooks: { allowPrivateAddresses: true, pollIntervalMs: 20 } } });
-  await h.app.listen({ host: "127.0.0.1", port: 0 });
-  const origin = `http://127.0.0.1:${(h.app.server.address() as AddressInfo).port}`;
-  const browser = await launchBrowser(t);
-  const page = await (await browser.newContext({ viewport: { width: 1400, height: 900 } })).newPage();
-  await page.goto(`${origin}/dashboard`);
-  await page.getByLabel("Root key").fill(ROOT_KEY);
-  await page.getByRole("button", { name: "Sign in" }).click();
+  const page = await signedInDashboard(t, h);
   await page.getByRole("link", { name: "Webhooks" }).click();
   await page.getByRole("heading", { name: "Webhooks" }).waitFor();
 
@@ -59,14 +52,29 @@ t.test("the Webhooks page in Chromium: create (secret shown once), test, deliver
   await edit.getByRole("checkbox", { name: "ratelimit.exceeded" }).check();
   await edit.getByRole("button", { name: "Save events" }).click();
   await row.getByText("key.created, ratelimit.exceeded").waitFor();
+  // Usage reports need analytics, which this keygate has off: the form says so, and the events stay.
+  await row.getByRole("button", { name: "Edit events" }).click();
+  await edit.getByRole("checkbox", { name: "usage.reported" }).check();
+  await edit.getByLabel("Usage report period").selectOption("daily");
+  await edit.getByRole("button", { name: "Save events" }).click();
+  await page
+    .getByRole("alert")
+    .getByText(/usage\.reported and usage\.corrected are made from analytics/)
+    .waitFor();
+  await edit.getByRole("button", { name: "Cancel" }).click();
 
   await row.getByRole("button", { name: "Disable" }).click();
   await row.getByText("disabled").waitFor();
   await row.getByRole("button", { name: "Rotate secret" }).click();
+  await page
+    .getByRole("dialog", { name: /^Rotate the signing secret/ })
+    .getByRole("button", { name: "Rotate the secret" })
+    .click();
   const rotated = (await page.getByRole("region", { name: "New signing secret" }).getByLabel("New signing secret").textContent()) ?? "";
   t.match(rotated, /^whsec_/);
   t.not(rotated, secret);
   await page.getByRole("button", { name: /^Delete wh_/ }).click();
+  await page.getByRole("button", { name: /^Confirm deleting wh_/ }).click();
   await row.waitFor({ state: "detached" });
   t.same((await h.call("keygate.listWebhooks", {})).body.data, [], "deleted");
 });

@@ -131,7 +131,7 @@ for (const storage of STORAGE_KINDS) {
       const before = forwardedCount();
       const missing = await send("/orders");
       t.equal(missing.status, 401);
-      t.equal(missing.body.error.type, "https://unkey.com/docs/errors/keygate/gateway/missing_key");
+      t.equal(missing.body.error.type, "/v2/errors/keygate/gateway/missing_key");
       t.equal(missing.headers.get("www-authenticate"), 'Bearer realm="orders"');
       t.equal((await send("/orders", { headers: { authorization: "Basic abc" } })).body.error.type.split("/").pop(), "missing_key");
       t.equal((await send("/orders", { key: "sk_not_a_real_key" })).body.error.type.split("/").pop(), "invalid_key");

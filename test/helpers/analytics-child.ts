@@ -29,6 +29,7 @@ if (mode === "write") {
       outcome: "VALID",
       tags: [],
       spentCredits: 0,
+      creditsSource: "",
       latencyMs: 1,
     });
   }

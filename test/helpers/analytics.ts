@@ -34,6 +34,7 @@ export function event(overrides: Partial<VerificationEvent> = {}): VerificationE
     outcome: "VALID",
     tags: [],
     spentCredits: 0,
+    creditsSource: "",
     latencyMs: 1,
     ...overrides,
   };
@@ -117,6 +118,26 @@ export const GATEWAY_REQUESTS_BEFORE_BODIES = `CREATE TABLE IF NOT EXISTS keygat
 ) ENGINE = MergeTree
 PARTITION BY toYYYYMMDD(toDateTime(intDiv(time, 1000), 'UTC'))
 ORDER BY (workspace_id, time, api_id, app_id)
+TTL toDateTime(intDiv(time, 1000), 'UTC') + INTERVAL 90 DAY
+SETTINGS ttl_only_drop_parts = 1`;
+
+/** key_verifications_v1 as keygate created it before verifications recorded which balance paid (credits_source). */
+export const VERIFICATIONS_BEFORE_CREDITS_SOURCE = `CREATE TABLE IF NOT EXISTS keygate.key_verifications_v1 (
+  request_id String,
+  time Int64 CODEC(Delta, ZSTD),
+  workspace_id String,
+  key_space_id String,
+  identity_id String,
+  external_id String,
+  key_id String,
+  region LowCardinality(String),
+  outcome LowCardinality(String),
+  tags Array(String),
+  spent_credits Int64,
+  latency Float64
+) ENGINE = MergeTree
+PARTITION BY toYYYYMMDD(toDateTime(intDiv(time, 1000), 'UTC'))
+ORDER BY (workspace_id, time, key_space_id)
 TTL toDateTime(intDiv(time, 1000), 'UTC') + INTERVAL 90 DAY
 SETTINGS ttl_only_drop_parts = 1`;
 

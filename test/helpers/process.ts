@@ -41,16 +41,17 @@ export function workingDirectory(t: Teardown): string {
 
 /**
  * Starts `node server.js` with `env` and waits for its start-up line; killed on teardown. It runs in `cwd` (a fresh
- * temporary directory unless given), and its embedded analytics engine gets a temporary directory unless `env`
- * names one. stdout and stderr are pipes, not terminals.
+ * temporary directory unless given), on `node` (this one unless given), and its embedded analytics engine gets a
+ * temporary directory unless `env` names one. stdout and stderr are pipes, not terminals.
  */
 export async function startServer(
   t: Teardown,
   env: Record<string, string>,
   timeoutMs = 15_000,
   cwd = workingDirectory(t),
+  node = process.execPath,
 ): Promise<RunningServer> {
-  const child = spawn(process.execPath, [SERVER_ENTRY], {
+  const child = spawn(node, [SERVER_ENTRY], {
     cwd,
     env: {
       PATH: process.env.PATH ?? "",

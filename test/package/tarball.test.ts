@@ -79,6 +79,58 @@ if (stale.length > 0) {
     t.ok(existsSync(join(installed, "dist/plugin/fastify.d.ts")), "declarations");
   });
 
+  t.test("installed with --omit=optional, the app has no chDB, and its node_modules stays small", async (t) => {
+    t.notOk(existsSync(join(directory, "node_modules/chdb")), "no chDB (about 540 MB)");
+    t.ok(existsSync(join(directory, "node_modules/@clickhouse/client")), "the ClickHouse client is a dependency (about 1 MB)");
+    const { stdout } = await run("du", ["-sk", "node_modules"], { cwd: directory });
+    const megabytes = Number(stdout.split("\t")[0]) / 1024;
+    t.comment(`the app's node_modules (keygate, fastify's deps, @fastify/http-proxy): ${megabytes.toFixed(0)} MB`);
+    t.ok(megabytes < 150, `${megabytes.toFixed(0)} MB, under 150 MB`);
+  });
+
+  t.test("an app with the plugin never loads chDB or the ClickHouse client, and works without them", async (t) => {
+    // Every module the app resolves is written down by a resolve hook (module.register), in the hooks' own thread.
+    const loaded = join(directory, "loaded.txt");
+    writeFileSync(
+      join(directory, "import-hooks.mjs"),
+      `import { appendFileSync } from "node:fs";
+export async function resolve(specifier, context, next) {
+  const resolved = await next(specifier, context);
+  appendFileSync(${JSON.stringify(loaded)}, resolved.url + "\\n");
+  return resolved;
+}`,
+    );
+    writeFileSync(
+      join(directory, "watch-imports.mjs"),
+      'import { register } from "node:module";\nregister("./import-hooks.mjs", import.meta.url);\n',
+    );
+    const { prefix, createKey } = await pair(t, modules);
+    const { key, keyId } = await createKey({});
+    writeFileSync(
+      join(directory, "plugin-app.mjs"),
+      `import Fastify from "fastify";
+import keygate from "keygate/fastify";
+const app = Fastify();
+await app.register(keygate, { redis: { url: ${JSON.stringify(REDIS_URL)}, commandTimeoutMs: 10000 }, prefix: ${JSON.stringify(prefix)} });
+app.get("/orders", { config: { keygate: { apiId: ${JSON.stringify(API)} } } }, async (request) => ({ keyId: request.keygate.keyId }));
+const answer = await app.inject({ url: "/orders", headers: { authorization: ${JSON.stringify(`Bearer ${key}`)} } });
+await app.close();
+console.log(answer.statusCode, answer.body);`,
+    );
+    const app = await run(process.execPath, ["--import", "./watch-imports.mjs", "plugin-app.mjs"], { cwd: directory });
+    t.equal(app.stdout.trim(), `200 ${JSON.stringify({ keyId })}`, "the app verified the key");
+    const urls = readFileSync(loaded, "utf8").split("\n");
+    t.ok(
+      urls.some((url) => url.includes("/node_modules/keygate/dist/plugin/fastify.js")),
+      "the hook saw the plugin load",
+    );
+    t.same(
+      urls.filter((url) => /\/node_modules\/(chdb|@clickhouse\/client)\/|\/dist\/analytics\/server-engine\.js/.test(url)),
+      [],
+      "neither chDB nor the ClickHouse client (nor the server engine, which imports it)",
+    );
+  });
+
   t.test("the keygate binary runs from the installed package", async (t) => {
     const { stdout } = await run(join(directory, "node_modules/.bin/keygate"), ["--help"], { cwd: directory });
     t.match(stdout, /^usage: keygate <command>/);

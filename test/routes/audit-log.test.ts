@@ -3,6 +3,7 @@ import t, { type Test } from "tap";
 import type { AuditEntry } from "../../src/domain/audit/audit-trail.js";
 import { hashKey } from "../../src/lib/hash.js";
 import { PROCEDURES } from "../../src/routes/v2/index.js";
+import { analyticsDir } from "../helpers/analytics.js";
 import { assertError } from "../helpers/assertions.js";
 import { TEST_VAULT_KEY } from "../helpers/fixtures.js";
 import { type Harness, harness, OTHER_ROOT_KEY, ROOT_KEY, WORKSPACE } from "../helpers/harness.js";
@@ -44,6 +45,9 @@ t.test("every write procedure records exactly one entry, and no entry holds a se
     config: {
       vault: { key: TEST_VAULT_KEY },
       migrations: [{ id: "legacy", workspaceId: WORKSPACE, scheme: "sha256-hex" }],
+      // Usage reports are made from analytics (keygate.replayUsageReports).
+      analytics: { engine: "embedded", path: analyticsDir(t) },
+      webhooks: { deliver: false },
     },
   });
   const ids: Record<string, string> = {};
@@ -240,6 +244,23 @@ t.test("every write procedure records exactly one entry, and no entry holds a se
       procedure: "keygate.testWebhook",
       body: () => ({ webhookId: ids.webhookId }),
       check: (t, entry) => t.ok(has(entry, "webhook", ids.webhookId as string)),
+    },
+    {
+      procedure: "keygate.createWebhook",
+      body: () => ({ url: "https://hooks.example.com/usage", events: ["usage.reported"], usagePeriod: "daily" }),
+      secrets: (data) => [data.secret],
+      check: (t, entry, data) => {
+        ids.usageWebhookId = data.webhookId;
+        t.same(change(entry, "usagePeriod"), { field: "usagePeriod", old: null, new: "daily" });
+      },
+    },
+    {
+      procedure: "keygate.replayUsageReports",
+      body: () => ({ webhookId: ids.usageWebhookId, start: Date.now() - 3 * 86_400_000, end: Date.now() - 2 * 86_400_000 }),
+      check: (t, entry) => {
+        t.ok(has(entry, "webhook", ids.usageWebhookId as string));
+        t.match(entry.description, /Replayed 0 usage reports of \d daily periods/);
+      },
     },
     {
       procedure: "keygate.deleteWebhook",

@@ -15,6 +15,7 @@ import type {
 import { keyRecord } from "../helpers/records.js";
 import { portalStoreContract } from "./portal-store-contract.js";
 import { routeStoreContract } from "./route-store-contract.js";
+import { usageReportStoreContract } from "./usage-report-store-contract.js";
 import { webhookStoreContract } from "./webhook-store-contract.js";
 
 /**
@@ -532,6 +533,7 @@ export async function storeContract(t: Test, open: (t: Test) => Promise<Stores>)
   await routeStoreContract(t, open);
   await webhookStoreContract(t, open);
   await portalStoreContract(t, open);
+  await usageReportStoreContract(t, open);
 }
 
 async function ratelimitNamespaceContract(t: Test, open: (t: Test) => Promise<Stores>): Promise<void> {

@@ -1,6 +1,6 @@
 import { useEffect, useState } from "preact/hooks";
 import { type BodyOf, call, callPage, type DataOf, type ProcedureName } from "../api.js";
-import { DataTable, ErrorNote, FormError, fieldError, splitList, TextField, useAction } from "../ui.js";
+import { ConfirmButton, DataTable, ErrorNote, FormError, fieldError, splitList, TextField, useAction } from "../ui.js";
 
 /** Permissions and roles of the workspace: list, create, delete (the API has no update for either). */
 export function AccessPage() {
@@ -37,13 +37,14 @@ export function AccessPage() {
             <td>{permission.name}</td>
             <td>{permission.description ?? ""}</td>
             <td>
-              <button
-                type="button"
-                aria-label={`Delete permission ${permission.slug}`}
-                onClick={() => remove("permissions.deletePermission", { permission: permission.slug })}
-              >
-                Delete
-              </button>
+              <ConfirmButton
+                label="Delete"
+                name={`Delete permission ${permission.slug}`}
+                title={`Delete the permission ${permission.slug}?`}
+                consequence={<p>Every key and role holding it loses it at once: requests that need it are refused.</p>}
+                confirm={`Confirm deleting ${permission.slug}`}
+                onConfirm={() => remove("permissions.deletePermission", { permission: permission.slug })}
+              />
             </td>
           </tr>
         )}
@@ -59,13 +60,14 @@ export function AccessPage() {
             <td>{role.description ?? ""}</td>
             <td>{(role.permissions ?? []).map((permission) => permission.slug).join(", ")}</td>
             <td>
-              <button
-                type="button"
-                aria-label={`Delete role ${role.name}`}
-                onClick={() => remove("permissions.deleteRole", { role: role.id })}
-              >
-                Delete
-              </button>
+              <ConfirmButton
+                label="Delete"
+                name={`Delete role ${role.name}`}
+                title={`Delete the role ${role.name}?`}
+                consequence={<p>Every key with this role loses the permissions it gave at once.</p>}
+                confirm={`Confirm deleting ${role.name}`}
+                onConfirm={() => remove("permissions.deleteRole", { role: role.id })}
+              />
             </td>
           </tr>
         )}

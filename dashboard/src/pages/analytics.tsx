@@ -113,7 +113,7 @@ function SqlConsole() {
         <button type="submit">Run query</button>
       </form>
       {!queryError && <ErrorNote error={error} />}
-      {rows && <ResultTable rows={rows} label="Query result" />}
+      {rows && <ResultTable rows={rows} label="Query result" empty="The query returned no rows." />}
     </section>
   );
 }

@@ -1,13 +1,12 @@
 import { useEffect, useState } from "preact/hooks";
 import { call, type DataOf } from "../api.js";
-import { DataTable, ErrorNote, fieldError, TextField, useAction } from "../ui.js";
+import { ConfirmButton, DataTable, ErrorNote, fieldError, TextField, useAction } from "../ui.js";
 
 export function ApisPage() {
   const [apis, setApis] = useState<DataOf<"keygate.listApis"> | null>(null);
   const [name, setName] = useState("");
   const { error, run } = useAction();
   const creation = useAction();
-  const [confirming, setConfirming] = useState<string | null>(null);
 
   const load = async () => setApis(await call("keygate.listApis", {}));
   useEffect(() => {
@@ -25,7 +24,6 @@ export function ApisPage() {
   const remove = (apiId: string) =>
     run(async () => {
       await call("apis.deleteApi", { apiId });
-      setConfirming(null);
       await load();
     });
 
@@ -43,7 +41,7 @@ export function ApisPage() {
         <DataTable
           label="APIs"
           columns={["Name", "API id", "Actions"]}
-          empty="No APIs yet."
+          empty="No APIs yet: create one above, then issue its keys from its page."
           items={apis}
           row={(api) => (
             <tr key={api.id}>
@@ -54,20 +52,14 @@ export function ApisPage() {
                 <code>{api.id}</code>
               </td>
               <td>
-                {confirming === api.id ? (
-                  <>
-                    <button type="button" class="danger" onClick={() => remove(api.id)}>
-                      Confirm deleting {api.name}
-                    </button>{" "}
-                    <button type="button" onClick={() => setConfirming(null)}>
-                      Cancel
-                    </button>
-                  </>
-                ) : (
-                  <button type="button" aria-label={`Delete ${api.name}`} onClick={() => setConfirming(api.id)}>
-                    Delete
-                  </button>
-                )}
+                <ConfirmButton
+                  label="Delete"
+                  name={`Delete ${api.name}`}
+                  title={`Delete the API ${api.name}?`}
+                  consequence={<p>Every key of {api.name} stops verifying at once, on every instance. This cannot be undone.</p>}
+                  confirm={`Confirm deleting ${api.name}`}
+                  onConfirm={() => remove(api.id)}
+                />
               </td>
             </tr>
           )}

@@ -1,16 +1,12 @@
 import { useEffect, useState } from "preact/hooks";
 import { type BodyOf, callPage, type DataOf } from "../api.js";
 import { DataTable, ErrorNote, fieldError, formatTime, fromDateTimeInput, Pager, TextField, useAction, useCursorPages } from "../ui.js";
+import { ChangeView } from "./audit-changes.js";
 
 const PAGE_SIZE = 50;
 
 type Entry = DataOf<"keygate.listAuditLogs">[number];
 type Filters = { action: string; actorId: string; resourceType: string; resourceId: string; start: string; end: string };
-
-/** A value as a change shows it: "—" for not set, JSON otherwise. */
-function shown(value: unknown): string {
-  return value === null || value === undefined ? "—" : typeof value === "string" ? value : JSON.stringify(value);
-}
 
 /**
  * The workspace's audit log, newest first, with keygate.listAuditLogs's filters; `#/audit-log/<type>/<id>` opens it
@@ -58,6 +54,10 @@ export function AuditLogPage(props: { resourceType?: string; resourceId?: string
   return (
     <>
       <h1>{props.resourceId ? `History of ${props.resourceType} ${props.resourceId}` : "Audit log"}</h1>
+      <p class="muted">
+        Entries outlive what they name: a record deleted since, or one kept by a keygate that ran without Redis (its records went when it
+        stopped, its audit log stayed with the analytics engine), no longer exists.
+      </p>
       <ErrorNote error={error} />
       <form
         aria-label="Filter the audit log"
@@ -89,8 +89,9 @@ export function AuditLogPage(props: { resourceType?: string; resourceId?: string
       </form>
       <DataTable
         label="Audit log entries"
+        class="audit"
         columns={["Time", "Actor", "Action", "Resources", "Changes", "Description"]}
-        empty="No entries."
+        empty="No entries match: change or clear the filters."
         items={entries}
         row={(entry) => (
           <tr key={entry.auditLogId}>
@@ -110,11 +111,9 @@ export function AuditLogPage(props: { resourceType?: string; resourceId?: string
                 </div>
               ))}
             </td>
-            <td>
+            <td class="changes">
               {entry.changes.map((change) => (
-                <div key={change.field}>
-                  {change.field}: {shown(change.old)} → {shown(change.new)}
-                </div>
+                <ChangeView key={change.field} change={change} />
               ))}
             </td>
             <td>{entry.description}</td>

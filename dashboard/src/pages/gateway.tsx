@@ -1,6 +1,6 @@
 import { useEffect, useState } from "preact/hooks";
 import { call } from "../api.js";
-import { DataTable, ErrorNote, useAction } from "../ui.js";
+import { ConfirmButton, DataTable, ErrorNote, useAction } from "../ui.js";
 import { GatewayTraffic } from "./gateway-traffic.js";
 import type { RouteView } from "./policy-drafts.js";
 import { PolicyEditor } from "./policy-editor.js";
@@ -17,7 +17,6 @@ export function GatewayPage() {
   const [routes, setRoutes] = useState<RouteView[] | null>(null);
   const [apis, setApis] = useState<Api[]>([]);
   const [editing, setEditing] = useState<string | null>(null);
-  const [confirming, setConfirming] = useState<string | null>(null);
   const { error, run } = useAction();
   const apisRead = useAction();
 
@@ -36,7 +35,6 @@ export function GatewayPage() {
   const remove = (route: RouteView) =>
     run(async () => {
       await call("keygate.deleteRoute", { route: route.id });
-      setConfirming(null);
       if (editing === route.id) setEditing(null);
       await load();
     });
@@ -54,7 +52,7 @@ export function GatewayPage() {
         <DataTable
           label="Gateway routes"
           columns={["Route", "Source", "Matches", "Policies", "Upstream", "Actions"]}
-          empty="No routes for this workspace."
+          empty="No routes yet: create one above (Create a route) to put keygate in front of an API."
           items={routes}
           row={(route) => (
             <tr key={route.id}>
@@ -81,24 +79,25 @@ export function GatewayPage() {
               <td>
                 {route.source === "config" ? (
                   <small>Read-only: from the configuration file</small>
-                ) : confirming === route.id ? (
-                  <>
-                    <button type="button" class="danger" onClick={() => remove(route)}>
-                      Confirm deleting {route.name}
-                    </button>{" "}
-                    <button type="button" onClick={() => setConfirming(null)}>
-                      Cancel
-                    </button>
-                  </>
                 ) : (
-                  <>
+                  <div class="actions">
                     <button type="button" aria-label={`Edit ${route.name}`} onClick={() => setEditing(route.id)}>
                       Edit
-                    </button>{" "}
-                    <button type="button" aria-label={`Delete ${route.name}`} onClick={() => setConfirming(route.id)}>
-                      Delete
                     </button>
-                  </>
+                    <ConfirmButton
+                      label="Delete"
+                      name={`Delete ${route.name}`}
+                      title={`Delete the route ${route.name}?`}
+                      consequence={
+                        <p>
+                          Requests to <code>{route.match.prefix}</code> are no longer forwarded to its upstream, on every instance within a
+                          second; its policies are deleted with it.
+                        </p>
+                      }
+                      confirm={`Confirm deleting ${route.name}`}
+                      onConfirm={() => remove(route)}
+                    />
+                  </div>
                 )}
               </td>
             </tr>

@@ -1,7 +1,8 @@
 import { useEffect, useState } from "preact/hooks";
 import { ApiError, call, callPage, type DataOf } from "../api.js";
-import { DataTable, ErrorNote, FormError, fieldError, Pager, TextField, useAction, useCursorPages } from "../ui.js";
+import { ConfirmButton, DataTable, ErrorNote, FormError, fieldError, Pager, TextField, useAction, useCursorPages } from "../ui.js";
 import { type LimitDraft, limitsBody, RateLimitsEditor } from "./key-form.js";
+import { UsagePanel } from "./usage.js";
 
 function parseMeta(text: string): Record<string, unknown> | undefined {
   if (text.trim() === "") return undefined;
@@ -20,7 +21,7 @@ function creditsText(credits: DataOf<"identities.listIdentities">[number]["credi
   return `${credits.remaining}${refill}${low}`;
 }
 
-/** Identities: list (search, pages), create, edit meta and rate limits, delete; each one's shared credits shown. */
+/** Identities: list (search, pages), create, edit meta and rate limits, delete; each one's shared credits and usage shown. */
 export function IdentitiesPage() {
   const [identities, setIdentities] = useState<DataOf<"identities.listIdentities">>([]);
   const pages = useCursorPages();
@@ -29,7 +30,7 @@ export function IdentitiesPage() {
   const [meta, setMeta] = useState("");
   const { error, run } = useAction();
   const creation = useAction();
-  const [editing, setEditing] = useState<{ id: string; meta: string; ratelimits: LimitDraft[] } | null>(null);
+  const [editing, setEditing] = useState<{ id: string; externalId: string; meta: string; ratelimits: LimitDraft[] } | null>(null);
   const edit = useAction();
 
   const load = async (cursor: string | undefined) => {
@@ -128,6 +129,7 @@ export function IdentitiesPage() {
                 onClick={() =>
                   setEditing({
                     id: identity.id,
+                    externalId: identity.externalId,
                     meta: identity.meta ? JSON.stringify(identity.meta, null, 2) : "",
                     ratelimits: (identity.ratelimits ?? []).map((limit) => ({
                       name: limit.name,
@@ -140,9 +142,14 @@ export function IdentitiesPage() {
               >
                 Edit
               </button>{" "}
-              <button type="button" aria-label={`Delete ${identity.externalId}`} onClick={() => remove(identity.id)}>
-                Delete
-              </button>
+              <ConfirmButton
+                label="Delete"
+                name={`Delete ${identity.externalId}`}
+                title={`Delete the identity ${identity.externalId}?`}
+                consequence={<p>Its rate limits and shared credits are deleted with it. This cannot be undone.</p>}
+                confirm={`Confirm deleting ${identity.externalId}`}
+                onConfirm={() => remove(identity.id)}
+              />
             </td>
           </tr>
         )}
@@ -170,6 +177,7 @@ export function IdentitiesPage() {
           <FormError error={edit.error} />
         </form>
       )}
+      {editing && <UsagePanel scope={{ identity: editing.id }} label={`Usage of ${editing.externalId}`} />}
     </>
   );
 }

@@ -67,14 +67,7 @@ function requestValues(fields: KeyFields) {
     expires: fromDateTimeInput(fields.expires) ?? null,
     enabled: fields.enabled,
     remaining: fields.creditsRemaining === "" ? null : numberOr(fields.creditsRemaining),
-    refill:
-      fields.refillInterval === ""
-        ? null
-        : {
-            interval: fields.refillInterval,
-            amount: numberOr(fields.refillAmount),
-            ...(fields.refillDay !== "" ? { refillDay: numberOr(fields.refillDay) } : {}),
-          },
+    refill: refillBody(fields),
     ratelimits: limitsBody(fields.ratelimits),
     permissions: splitList(fields.permissions),
     roles: splitList(fields.roles),
@@ -118,12 +111,7 @@ export function KeyFieldControls(props: {
 }) {
   const { fields, error } = props;
   const set = <K extends keyof KeyFields>(name: K, value: KeyFields[K]) => props.onChange({ ...fields, [name]: value });
-  const text = (
-    label: string,
-    name: "name" | "externalId" | "creditsRemaining" | "refillAmount" | "refillDay",
-    location: string,
-    type: "text" | "number" = "text",
-  ) => (
+  const text = (label: string, name: "name" | "externalId", location: string, type: "text" | "number" = "text") => (
     <TextField label={label} type={type} value={fields[name]} onValue={(value) => set(name, value)} error={fieldError(error, location)} />
   );
   return (
@@ -143,26 +131,12 @@ export function KeyFieldControls(props: {
           <input type="checkbox" checked={fields.enabled} onChange={(event) => set("enabled", event.currentTarget.checked)} /> Enabled
         </label>
       </div>
-      <fieldset>
-        <legend>Credits</legend>
-        {text("Remaining credits", "creditsRemaining", "body.credits.remaining", "number")}
-        <Field label="Refill" error={fieldError(error, "body.credits.refill.interval")}>
-          {(id, describedBy) => (
-            <select
-              id={id}
-              value={fields.refillInterval}
-              aria-describedby={describedBy}
-              onChange={(event) => set("refillInterval", event.currentTarget.value as KeyFields["refillInterval"])}
-            >
-              <option value="">never</option>
-              <option value="daily">daily</option>
-              <option value="monthly">monthly</option>
-            </select>
-          )}
-        </Field>
-        {fields.refillInterval !== "" && text("Refill amount", "refillAmount", "body.credits.refill.amount", "number")}
-        {fields.refillInterval === "monthly" && text("Refill day", "refillDay", "body.credits.refill.refillDay", "number")}
-      </fieldset>
+      <CreditsFieldset
+        fields={fields}
+        onChange={(credits) => props.onChange({ ...fields, ...credits })}
+        error={error}
+        location="body.credits"
+      />
       <RateLimitsEditor limits={fields.ratelimits} onChange={(limits) => set("ratelimits", limits)} error={error} />
       <TextField
         label="Permissions"
@@ -191,6 +165,84 @@ export function KeyFieldControls(props: {
   );
 }
 
+/** A key's credits as a form edits them: numbers as typed, checked by the API. */
+export type CreditFields = Pick<KeyFields, "creditsRemaining" | "refillInterval" | "refillAmount" | "refillDay">;
+
+/** The credits' fields (remaining, refill), each showing the API's message for its field under `location`. */
+export function CreditsFieldset(props: {
+  fields: CreditFields;
+  onChange: (fields: CreditFields) => void;
+  error: unknown;
+  location: string;
+  hint?: string;
+}) {
+  const { fields, error, location } = props;
+  const set = (change: Partial<CreditFields>) =>
+    props.onChange({
+      creditsRemaining: fields.creditsRemaining,
+      refillInterval: fields.refillInterval,
+      refillAmount: fields.refillAmount,
+      refillDay: fields.refillDay,
+      ...change,
+    });
+  return (
+    <fieldset>
+      <legend>Credits</legend>
+      <TextField
+        label="Remaining credits"
+        type="number"
+        hint={props.hint}
+        value={fields.creditsRemaining}
+        onValue={(creditsRemaining) => set({ creditsRemaining })}
+        error={fieldError(error, `${location}.remaining`)}
+      />
+      <Field label="Refill" error={fieldError(error, `${location}.refill.interval`)}>
+        {(id, describedBy) => (
+          <select
+            id={id}
+            value={fields.refillInterval}
+            aria-describedby={describedBy}
+            onChange={(event) => set({ refillInterval: event.currentTarget.value as KeyFields["refillInterval"] })}
+          >
+            <option value="">never</option>
+            <option value="daily">daily</option>
+            <option value="monthly">monthly</option>
+          </select>
+        )}
+      </Field>
+      {fields.refillInterval !== "" && (
+        <TextField
+          label="Refill amount"
+          type="number"
+          value={fields.refillAmount}
+          onValue={(refillAmount) => set({ refillAmount })}
+          error={fieldError(error, `${location}.refill.amount`)}
+        />
+      )}
+      {fields.refillInterval === "monthly" && (
+        <TextField
+          label="Refill day"
+          type="number"
+          value={fields.refillDay}
+          onValue={(refillDay) => set({ refillDay })}
+          error={fieldError(error, `${location}.refill.refillDay`)}
+        />
+      )}
+    </fieldset>
+  );
+}
+
+/** The credits' `refill` as the API takes it, null for none. */
+export function refillBody(fields: CreditFields) {
+  return fields.refillInterval === ""
+    ? null
+    : {
+        interval: fields.refillInterval,
+        amount: numberOr(fields.refillAmount),
+        ...(fields.refillDay !== "" ? { refillDay: numberOr(fields.refillDay) } : {}),
+      };
+}
+
 /** A rate limit as the form edits it: numbers as typed, checked by the API. */
 export interface LimitDraft {
   name: string;
@@ -214,10 +266,13 @@ export function RateLimitsEditor({
   limits,
   onChange,
   error,
+  location = "body.ratelimits",
 }: {
   limits: readonly LimitDraft[];
   onChange: (limits: LimitDraft[]) => void;
   error: unknown;
+  /** Where the 400 names them. */
+  location?: string;
 }) {
   const setLimit = (index: number, change: Partial<LimitDraft>) =>
     onChange(limits.map((limit, at) => (at === index ? { ...limit, ...change } : limit)));
@@ -231,21 +286,21 @@ export function RateLimitsEditor({
             label="Limit name"
             value={limit.name}
             onValue={(name) => setLimit(index, { name })}
-            error={fieldError(error, `body.ratelimits[${index}].name`)}
+            error={fieldError(error, `${location}[${index}].name`)}
           />
           <TextField
             label="Requests"
             type="number"
             value={limit.limit}
             onValue={(value) => setLimit(index, { limit: value })}
-            error={fieldError(error, `body.ratelimits[${index}].limit`)}
+            error={fieldError(error, `${location}[${index}].limit`)}
           />
           <TextField
             label="Per milliseconds"
             type="number"
             value={limit.duration}
             onValue={(duration) => setLimit(index, { duration })}
-            error={fieldError(error, `body.ratelimits[${index}].duration`)}
+            error={fieldError(error, `${location}[${index}].duration`)}
           />
           <div class="field checkbox">
             <label>

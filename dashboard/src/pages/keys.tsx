@@ -1,7 +1,21 @@
 import { useEffect, useState } from "preact/hooks";
+import { DEFAULT_GRACE_MS, GracePeriodField, KeyState } from "../../../ui/key-state.js";
 import { call, callPage, type DataOf } from "../api.js";
-import { DataTable, ErrorNote, FormError, fieldError, formatTime, Pager, ShownOnce, TextField, useAction, useCursorPages } from "../ui.js";
+import {
+  ConfirmButton,
+  DataTable,
+  ErrorNote,
+  FormError,
+  fieldError,
+  formatTime,
+  Pager,
+  ShownOnce,
+  TextField,
+  useAction,
+  useCursorPages,
+} from "../ui.js";
 import { createFields, EMPTY_KEY_FIELDS, fieldsOf, type KeyAsShown, KeyFieldControls, type KeyFields, updateFields } from "./key-form.js";
+import { UsagePanel } from "./usage.js";
 
 const PAGE_SIZE = 25;
 
@@ -66,8 +80,8 @@ export function KeysPage(props: { apiId: string }) {
       </form>
       <DataTable
         label="Keys"
-        columns={["Key", "Name", "External id", "Enabled", "Credits", "Expires", "Actions"]}
-        empty="No keys."
+        columns={["Key", "Name", "External id", "State", "Credits", "Created", "Actions"]}
+        empty={filter ? "No keys with this external id." : "No keys yet: make the first with the form above."}
         items={keys}
         row={(key) => (
           <tr key={key.keyId}>
@@ -76,9 +90,11 @@ export function KeysPage(props: { apiId: string }) {
             </td>
             <td>{key.name ?? ""}</td>
             <td>{key.identity?.externalId ?? ""}</td>
-            <td>{key.enabled ? "yes" : "no"}</td>
+            <td>
+              <KeyState enabled={key.enabled} expires={key.expires} formatTime={formatTime} />
+            </td>
             <td>{key.credits ? (key.credits.remaining ?? "unlimited") : "unlimited"}</td>
-            <td>{formatTime(key.expires)}</td>
+            <td>{formatTime(key.createdAt)}</td>
             <td>
               <button type="button" aria-label={`Edit ${key.keyId}`} onClick={() => setEditing(key.keyId)}>
                 Edit
@@ -161,7 +177,7 @@ function EditKey(props: { keyId: string; onDone: (secret?: { label: string; valu
   const [key, setKey] = useState<KeyAsShown | null>(null);
   const [fields, setFields] = useState<KeyFields>(EMPTY_KEY_FIELDS);
   const { error, setError, run: act } = useAction();
-  const [confirmDelete, setConfirmDelete] = useState(false);
+  const [grace, setGrace] = useState(DEFAULT_GRACE_MS);
   const [revealed, setRevealed] = useState<string | null>(null);
   useEffect(() => {
     call("keys.getKey", { keyId: props.keyId, decrypt: false }).then((read) => {
@@ -192,18 +208,26 @@ function EditKey(props: { keyId: string; onDone: (secret?: { label: string; valu
           </button>
         </form>
       )}
-      <div class="row">
-        <button
-          type="button"
-          onClick={() =>
+      <div class="actions">
+        <ConfirmButton
+          label="Reroll key"
+          title={`Reroll key ${props.keyId}?`}
+          consequence={
+            <p>
+              A new key with this key's settings is made and shown once. The old key goes on working for the grace period chosen here, then
+              is refused as expired: give the new key to whoever uses the old one before then.
+            </p>
+          }
+          confirm="Reroll the key"
+          onConfirm={() =>
             act(async () => {
-              const rerolled = await call("keys.rerollKey", { keyId: props.keyId, expiration: 0 });
+              const rerolled = await call("keys.rerollKey", { keyId: props.keyId, expiration: grace });
               props.onDone({ label: "New key", value: rerolled.key });
             })
           }
         >
-          Reroll key
-        </button>
+          <GracePeriodField label="The old key keeps working for" value={grace} onValue={setGrace} />
+        </ConfirmButton>
         <button
           type="button"
           onClick={() =>
@@ -215,27 +239,24 @@ function EditKey(props: { keyId: string; onDone: (secret?: { label: string; valu
         >
           Reveal key
         </button>
-        {confirmDelete ? (
-          <button
-            type="button"
-            class="danger"
-            onClick={() =>
-              act(async () => {
-                await call("keys.deleteKey", { keyId: props.keyId, permanent: false });
-                props.onDone();
-              })
-            }
-          >
-            Confirm deleting the key
-          </button>
-        ) : (
-          <button type="button" onClick={() => setConfirmDelete(true)}>
-            Delete key
-          </button>
-        )}
+        <ConfirmButton
+          label="Delete key"
+          title={`Delete key ${props.keyId}?`}
+          consequence={
+            <p>Requests with this key are refused at once, on every instance, and its credits are gone. This cannot be undone.</p>
+          }
+          confirm="Confirm deleting the key"
+          onConfirm={() =>
+            act(async () => {
+              await call("keys.deleteKey", { keyId: props.keyId, permanent: false });
+              props.onDone();
+            })
+          }
+        />
       </div>
       {revealed && <output aria-label="Revealed key">{revealed}</output>}
       <FormError error={error} instead="The key was not saved: see the fields marked above." />
+      <UsagePanel scope={{ keyId: props.keyId }} label={`Usage of key ${props.keyId}`} />
     </section>
   );
 }

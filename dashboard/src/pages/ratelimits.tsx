@@ -1,7 +1,7 @@
 import { useEffect, useMemo, useState } from "preact/hooks";
 import { call, type DataOf } from "../api.js";
 import { bucketsOf, RANGES, type Range, RangeForm, ResultTable, type Row, seriesOf, TimeChart } from "../charts.js";
-import { DataTable, ErrorNote, Field, FormError, fieldError, TextField, useAction } from "../ui.js";
+import { ConfirmButton, DataTable, ErrorNote, Field, FormError, fieldError, TextField, useAction } from "../ui.js";
 
 type Override = DataOf<"ratelimit.listOverrides">["overrides"][number];
 type Namespace = DataOf<"keygate.listRatelimitNamespaces">[number];
@@ -191,9 +191,16 @@ function Overrides(props: { namespaces: Namespace[] | null }) {
                 <td>{override.limit}</td>
                 <td>{override.duration}</td>
                 <td>
-                  <button type="button" aria-label={`Delete override ${override.identifier}`} onClick={() => remove(override)}>
-                    Delete
-                  </button>
+                  <ConfirmButton
+                    label="Delete"
+                    name={`Delete override ${override.identifier}`}
+                    title={`Delete the override for ${override.identifier}?`}
+                    consequence={
+                      <p>Requests by {override.identifier} fall back to the limit each call asks for, on every instance within a second.</p>
+                    }
+                    confirm={`Confirm deleting the override for ${override.identifier}`}
+                    onConfirm={() => remove(override)}
+                  />
                 </td>
               </tr>
             )}

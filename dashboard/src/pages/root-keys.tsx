@@ -1,6 +1,17 @@
 import { useEffect, useState } from "preact/hooks";
 import { call, type DataOf } from "../api.js";
-import { DataTable, ErrorNote, fieldError, formatTime, fromDateTimeInput, ShownOnce, splitList, TextField, useAction } from "../ui.js";
+import {
+  ConfirmButton,
+  DataTable,
+  ErrorNote,
+  fieldError,
+  formatTime,
+  fromDateTimeInput,
+  ShownOnce,
+  splitList,
+  TextField,
+  useAction,
+} from "../ui.js";
 
 /** The workspace's stored root keys: create (never with more than the session's root key holds), list, revoke. */
 export function RootKeysPage() {
@@ -89,13 +100,16 @@ export function RootKeysPage() {
               </td>
               <td>
                 {rootKey.revokedAt === undefined && (
-                  <button
-                    type="button"
-                    aria-label={`Revoke ${rootKey.name ?? rootKey.rootKeyId}`}
-                    onClick={() => revoke(rootKey.rootKeyId)}
-                  >
-                    Revoke
-                  </button>
+                  <ConfirmButton
+                    label="Revoke"
+                    name={`Revoke ${rootKey.name ?? rootKey.rootKeyId}`}
+                    title={`Revoke the root key ${rootKey.name ?? rootKey.rootKeyId}?`}
+                    consequence={
+                      <p>Every call made with it is refused (401) at once, and its dashboard sessions end. This cannot be undone.</p>
+                    }
+                    confirm={`Confirm revoking ${rootKey.name ?? rootKey.rootKeyId}`}
+                    onConfirm={() => revoke(rootKey.rootKeyId)}
+                  />
                 )}
               </td>
             </tr>

@@ -4,11 +4,12 @@ import { FormError, fieldError, numberOr, TextField, useAction } from "../ui.js"
 import { Checkbox, GroupError } from "./gateway-controls.js";
 import { METHODS, type Method, type RouteView } from "./policy-drafts.js";
 
+/** The headers keygate can add to a forwarded request: what each carries, and a name it could have. */
 const FORWARDED = [
-  ["principal", "Principal (JSON of the verified key)"],
-  ["keyId", "Key id"],
-  ["identity", "Identity id"],
-  ["externalId", "External id"],
+  ["principal", "the principal (the verified key as JSON)", "x-keygate-principal"],
+  ["keyId", "the key id", "x-keygate-key-id"],
+  ["identity", "the identity id", "x-keygate-identity"],
+  ["externalId", "the external id", "x-keygate-external-id"],
 ] as const;
 type Forward = Record<(typeof FORWARDED)[number][0], string>;
 
@@ -153,11 +154,13 @@ export function RouteForm(props: { route?: RouteView; onSaved: (route: RouteView
         <GroupError error={error} location="body.match.methods" />
       </fieldset>
       <fieldset class="row">
-        <legend>Headers for the upstream</legend>
-        {FORWARDED.map(([name, label]) => (
+        <legend>Headers keygate adds for the upstream: their names</legend>
+        {FORWARDED.map(([name, carries, example]) => (
           <TextField
             key={name}
-            label={label}
+            label={`Header name for ${carries}`}
+            hint="Empty: not sent"
+            placeholder={example}
             value={draft.forward[name]}
             onValue={(header) => set({ forward: { ...draft.forward, [name]: header } })}
             error={fieldError(error, `body.forward.${name}`)}
@@ -165,12 +168,14 @@ export function RouteForm(props: { route?: RouteView; onSaved: (route: RouteView
         ))}
         <GroupError error={error} location="body.forward" />
       </fieldset>
-      <button type="submit">{verb}</button>{" "}
-      {props.onCancel && (
-        <button type="button" onClick={props.onCancel}>
-          Close
-        </button>
-      )}
+      <div class="actions">
+        <button type="submit">{verb}</button>
+        {props.onCancel && (
+          <button type="button" onClick={props.onCancel}>
+            Close
+          </button>
+        )}
+      </div>
       <FormError error={error} instead="Not saved: see the messages beside the fields." />
     </form>
   );

@@ -1,4 +1,5 @@
 import { useState } from "preact/hooks";
+import { KeygateBrand } from "../../../ui/shell.js";
 import { type Session, signIn } from "../api.js";
 import { ErrorNote, fieldError, TextField, useAction } from "../ui.js";
 
@@ -18,6 +19,9 @@ export function SignInPage(props: { onSignedIn: (session: Session) => void }) {
   };
   return (
     <main class="sign-in">
+      <div class="brand">
+        <KeygateBrand />
+      </div>
       <h1>Sign in to keygate</h1>
       <form onSubmit={submit}>
         <TextField

@@ -1,29 +1,51 @@
 import { useEffect, useState } from "preact/hooks";
 import { WEBHOOK_EVENT_TYPES } from "../../../src/domain/webhooks/events.js";
 import { call, type DataOf } from "../api.js";
-import { DataTable, ErrorNote, fieldError, formatTime, ShownOnce, TextField, useAction } from "../ui.js";
+import { ConfirmButton, DataTable, ErrorNote, Field, fieldError, formatTime, ShownOnce, TextField, useAction } from "../ui.js";
 
 type Webhook = DataOf<"keygate.listWebhooks">[number];
+type UsagePeriod = "hourly" | "daily";
+
+/** The periods of the endpoint's usage reports (usage.reported, usage.corrected). */
+function UsagePeriodField(props: { value: UsagePeriod; onValue: (period: UsagePeriod) => void }) {
+  return (
+    <Field label="Usage report period" hint="usage.reported: one report per customer and closed period (UTC)">
+      {(id, describedBy) => (
+        <select
+          id={id}
+          aria-describedby={describedBy}
+          value={props.value}
+          onChange={(event) => props.onValue(event.currentTarget.value as UsagePeriod)}
+        >
+          <option value="hourly">Hourly</option>
+          <option value="daily">Daily</option>
+        </select>
+      )}
+    </Field>
+  );
+}
 
 /** Checkboxes for the event types, bound to a list. */
 function EventChoice(props: { legend: string; value: string[]; onValue: (events: string[]) => void; error?: string | undefined }) {
   return (
     <fieldset>
       <legend>{props.legend}</legend>
-      {WEBHOOK_EVENT_TYPES.map((type) => (
-        <label key={type} class="inline">
-          <input
-            type="checkbox"
-            checked={props.value.includes(type)}
-            onChange={(event) =>
-              props.onValue(
-                (event.currentTarget as HTMLInputElement).checked ? [...props.value, type] : props.value.filter((t) => t !== type),
-              )
-            }
-          />{" "}
-          {type}
-        </label>
-      ))}
+      <div class="checks">
+        {WEBHOOK_EVENT_TYPES.map((type) => (
+          <label key={type} class="check">
+            <input
+              type="checkbox"
+              checked={props.value.includes(type)}
+              onChange={(event) =>
+                props.onValue(
+                  (event.currentTarget as HTMLInputElement).checked ? [...props.value, type] : props.value.filter((t) => t !== type),
+                )
+              }
+            />{" "}
+            {type}
+          </label>
+        ))}
+      </div>
       {props.error && <small class="error">{props.error}</small>}
     </fieldset>
   );
@@ -34,7 +56,8 @@ export function WebhooksPage() {
   const [webhooks, setWebhooks] = useState<DataOf<"keygate.listWebhooks"> | null>(null);
   const [url, setUrl] = useState("");
   const [events, setEvents] = useState<string[]>([]);
-  const [editing, setEditing] = useState<{ webhookId: string; events: string[] } | null>(null);
+  const [usagePeriod, setUsagePeriod] = useState<UsagePeriod>("hourly");
+  const [editing, setEditing] = useState<{ webhookId: string; events: string[]; usagePeriod: UsagePeriod } | null>(null);
   const [shown, setShown] = useState<{ label: string; value: string } | null>(null);
   const [deliveries, setDeliveries] = useState<{ webhookId: string; items: DataOf<"keygate.listWebhookDeliveries"> } | null>(null);
   const { error, run } = useAction();
@@ -48,7 +71,8 @@ export function WebhooksPage() {
   const create = (event: Event) => {
     event.preventDefault();
     creation.run(async () => {
-      const created = await call("keygate.createWebhook", { url, events });
+      const usage = events.some((type) => type.startsWith("usage."));
+      const created = await call("keygate.createWebhook", { url, events, ...(usage ? { usagePeriod } : {}) });
       setShown({ label: "Signing secret", value: created.secret });
       setUrl("");
       setEvents([]);
@@ -78,6 +102,7 @@ export function WebhooksPage() {
           error={fieldError(creation.error, "body.url")}
         />
         <EventChoice legend="Events" value={events} onValue={setEvents} error={fieldError(creation.error, "body.events")} />
+        <UsagePeriodField value={usagePeriod} onValue={setUsagePeriod} />
         <button type="submit">Create webhook</button>
         <ErrorNote error={creation.error} />
       </form>
@@ -87,7 +112,11 @@ export function WebhooksPage() {
           onSubmit={(event) => {
             event.preventDefault();
             act(async () => {
-              await call("keygate.updateWebhook", { webhookId: editing.webhookId, events: editing.events });
+              await call("keygate.updateWebhook", {
+                webhookId: editing.webhookId,
+                events: editing.events,
+                usagePeriod: editing.usagePeriod,
+              });
               setEditing(null);
             });
           }}
@@ -97,6 +126,7 @@ export function WebhooksPage() {
             value={editing.events}
             onValue={(next) => setEditing({ ...editing, events: next })}
           />
+          <UsagePeriodField value={editing.usagePeriod} onValue={(next) => setEditing({ ...editing, usagePeriod: next })} />
           <button type="submit">Save events</button>{" "}
           <button type="button" onClick={() => setEditing(null)}>
             Cancel
@@ -107,7 +137,7 @@ export function WebhooksPage() {
         <DataTable
           label="Webhooks"
           columns={["Id", "URL", "Events", "State", "Created", "Actions"]}
-          empty="No webhooks yet."
+          empty="No webhooks yet: add an endpoint above to be told of key changes, low credits and rate limits exceeded."
           items={webhooks}
           row={(webhook: Webhook) => (
             <tr key={webhook.webhookId}>
@@ -115,7 +145,10 @@ export function WebhooksPage() {
                 <code>{webhook.webhookId}</code>
               </td>
               <td>{webhook.url}</td>
-              <td>{webhook.events.join(", ")}</td>
+              <td>
+                {webhook.events.join(", ")}
+                {webhook.usagePeriod && <small> (usage {webhook.usagePeriod})</small>}
+              </td>
               <td>
                 {webhook.enabled ? "enabled" : "disabled"}
                 {webhook.disabledReason && <small> ({webhook.disabledReason})</small>}
@@ -123,7 +156,16 @@ export function WebhooksPage() {
               </td>
               <td>{formatTime(webhook.createdAt)}</td>
               <td>
-                <button type="button" onClick={() => setEditing({ webhookId: webhook.webhookId, events: [...webhook.events] })}>
+                <button
+                  type="button"
+                  onClick={() =>
+                    setEditing({
+                      webhookId: webhook.webhookId,
+                      events: [...webhook.events],
+                      usagePeriod: (webhook.usagePeriod as UsagePeriod | undefined) ?? "hourly",
+                    })
+                  }
+                >
                   Edit events
                 </button>{" "}
                 <button
@@ -132,30 +174,37 @@ export function WebhooksPage() {
                 >
                   {webhook.enabled ? "Disable" : "Enable"}
                 </button>{" "}
-                <button
-                  type="button"
-                  onClick={() =>
+                <ConfirmButton
+                  label="Rotate secret"
+                  title={`Rotate the signing secret of ${webhook.url}?`}
+                  consequence={
+                    <p>
+                      A new secret is made and shown once. For a day, deliveries are signed with both secrets; after that a receiver that
+                      still checks the old secret refuses them.
+                    </p>
+                  }
+                  confirm="Rotate the secret"
+                  onConfirm={() =>
                     act(async () => {
                       const rotated = await call("keygate.rotateWebhookSecret", { webhookId: webhook.webhookId });
                       setShown({ label: "New signing secret", value: rotated.secret });
                     })
                   }
-                >
-                  Rotate secret
-                </button>{" "}
+                />{" "}
                 <button type="button" onClick={() => act(() => call("keygate.testWebhook", { webhookId: webhook.webhookId }))}>
                   Send test
                 </button>{" "}
                 <button type="button" onClick={() => showDeliveries(webhook.webhookId)}>
                   Deliveries
                 </button>{" "}
-                <button
-                  type="button"
-                  aria-label={`Delete ${webhook.webhookId}`}
-                  onClick={() => act(() => call("keygate.deleteWebhook", { webhookId: webhook.webhookId }))}
-                >
-                  Delete
-                </button>
+                <ConfirmButton
+                  label="Delete"
+                  name={`Delete ${webhook.webhookId}`}
+                  title={`Delete the webhook to ${webhook.url}?`}
+                  consequence={<p>No more events are sent there, and the deliveries not yet made are dropped. This cannot be undone.</p>}
+                  confirm={`Confirm deleting ${webhook.webhookId}`}
+                  onConfirm={() => act(() => call("keygate.deleteWebhook", { webhookId: webhook.webhookId }))}
+                />
               </td>
             </tr>
           )}
@@ -165,7 +214,7 @@ export function WebhooksPage() {
         <DataTable
           label={`Deliveries of ${deliveries.webhookId}`}
           columns={["Delivery", "Type", "Status", "Attempts", "Response", "Last error", "Created"]}
-          empty="No deliveries yet."
+          empty="No deliveries yet: Send test queues one."
           items={deliveries.items}
           row={(delivery) => (
             <tr key={delivery.deliveryId}>

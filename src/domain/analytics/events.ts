@@ -18,6 +18,8 @@ export interface VerificationEvent {
   outcome: VerificationCode;
   tags: string[];
   spentCredits: number;
+  /** Which balance paid `spentCredits`: the key's own or its identity's; "" when nothing was spent. */
+  creditsSource: "key" | "identity" | "";
   latencyMs: number; // time spent verifying
 }
 

@@ -51,6 +51,7 @@ export const AUDIT_ACTIONS = [
   "webhook.delete",
   "webhook.rotate_secret",
   "webhook.test",
+  "webhook.replay_usage_reports",
   "dashboard.sign_in",
   "dashboard.sign_in_failed",
   "dashboard.sign_out",

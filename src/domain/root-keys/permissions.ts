@@ -70,6 +70,8 @@ export const requireRbac = (action: RbacAction): PermissionQuery => scoped("rbac
 export const requireIdentity = (action: IdentityAction, identityId?: string): PermissionQuery => scoped("identity", action, identityId);
 /** The audit log (keygate.listAuditLogs): `audit.*.read_audit_logs`, always workspace-wide. */
 export const requireAudit = (action: "read_audit_logs"): PermissionQuery => scoped("audit", action);
+/** Usage for billing (keygate.getUsage): `usage.*.read_usage`, always workspace-wide. */
+export const requireUsage = (action: "read_usage"): PermissionQuery => scoped("usage", action);
 export const requireRootKey = (action: RootKeyAction): PermissionQuery => scoped("root_key", action);
 export const requireWebhook = (action: WebhookAction, webhookId?: string): PermissionQuery => scoped("webhook", action, webhookId);
 export const requirePortal = (action: PortalAction, portalId?: string): PermissionQuery => scoped("portal", action, portalId);

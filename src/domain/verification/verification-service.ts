@@ -133,6 +133,7 @@ export class VerificationService {
       outcome,
       tags: request.tags && request.tags.length > 0 ? [...request.tags] : [],
       spentCredits: verification.spentCredits,
+      creditsSource: verification.spentCredits > 0 ? (verification.key?.creditsSource ?? "") : "",
       latencyMs: performance.now() - startedAt,
     });
     return verification;

@@ -67,6 +67,26 @@ export class WebhookDispatcher implements NoticeSink {
   }
 
   /**
+   * Puts events made elsewhere in the outbox for one endpoint, in order, each under its own id and with its body as
+   * given (usage reports: ids derived from what they report, so that a repeat carries the same `webhook-id`).
+   */
+  async enqueuePrepared(endpoint: WebhookEndpointRecord, events: readonly PreparedEvent[]): Promise<void> {
+    const now = this.deps.clock.now();
+    await this.write(
+      events.map(
+        (event): OutboxMessage => ({
+          id: event.id,
+          workspaceId: endpoint.workspaceId,
+          endpointId: endpoint.id,
+          type: event.type,
+          payload: event.payload,
+          createdAt: now,
+        }),
+      ),
+    );
+  }
+
+  /**
    * Writes what is waiting, a batch at a time: each notice's messages in the order posted, the delivery records
    * together, then the batch's messages in one outbox write. A batch that fails is lost, each notice reported.
    */
@@ -149,6 +169,14 @@ export class WebhookDispatcher implements NoticeSink {
     records.catch(() => this.endpoints.delete(workspaceId));
     return records;
   }
+}
+
+/** An event whose id and body its producer made (enqueuePrepared). */
+export interface PreparedEvent {
+  id: string;
+  type: string;
+  /** The JSON body as sent. */
+  payload: string;
 }
 
 /** The delivery record of a message not yet tried. */

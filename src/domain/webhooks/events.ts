@@ -1,7 +1,11 @@
 import type { KeySubject, Notice, NoticeType } from "../notices.js";
 
-/** Every event type an endpoint can subscribe to, as notices name them. */
-export const WEBHOOK_EVENT_TYPES: readonly NoticeType[] = [
+/** Events a background job produces for each endpoint rather than notices: usage reports (docs/usage.md). */
+export const USAGE_EVENT_TYPES = ["usage.reported", "usage.corrected"] as const;
+export type UsageEventType = (typeof USAGE_EVENT_TYPES)[number];
+
+/** Every event type an endpoint can subscribe to: as notices name them, and the usage reports. */
+export const WEBHOOK_EVENT_TYPES: readonly (NoticeType | UsageEventType)[] = [
   "key.created",
   "key.updated",
   "key.deleted",
@@ -11,6 +15,7 @@ export const WEBHOOK_EVENT_TYPES: readonly NoticeType[] = [
   "identity.credits.low",
   "identity.credits.exhausted",
   "ratelimit.exceeded",
+  ...USAGE_EVENT_TYPES,
 ];
 
 /** What testWebhook sends: to the one endpoint asked, whatever it subscribes to. */

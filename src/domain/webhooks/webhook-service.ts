@@ -9,7 +9,7 @@ import { type AuditTrail, changesOf, created, removed, UNAUDITED } from "../audi
 import type { Caller } from "../caller.js";
 import { requireWebhook } from "../root-keys/permissions.js";
 import type { WebhookDispatcher } from "./dispatcher.js";
-import { TEST_EVENT_TYPE } from "./events.js";
+import { TEST_EVENT_TYPE, USAGE_EVENT_TYPES } from "./events.js";
 import type { WebhookSecrets } from "./webhook-secrets.js";
 
 export interface WebhookServiceDeps {
@@ -24,6 +24,8 @@ export interface WebhookServiceDeps {
   maxEndpoints: number;
   /** Where the writes record their entries (never a secret, and an endpoint's URL only as its origin). */
   audit?: AuditTrail;
+  /** Whether usage reports can be made (analytics is on): subscribing to usage.* needs it. */
+  usageReports: boolean;
 }
 
 /** An endpoint as listed: everything but its secrets. */
@@ -37,7 +39,11 @@ export interface WebhookView {
   updatedAt?: number;
   failingSince?: number;
   disabledReason?: string;
+  /** The periods of its usage reports, when it subscribes to a usage event. */
+  usagePeriod?: "hourly" | "daily";
 }
+
+type UsagePeriod = "hourly" | "daily";
 
 const DEFAULT_GRACE_MS = 24 * 3_600_000;
 
@@ -53,10 +59,11 @@ export class WebhookService {
 
   async create(
     caller: Caller,
-    input: { url: string; events: string[]; description?: string },
+    input: { url: string; events: string[]; description?: string; usagePeriod?: UsagePeriod },
   ): Promise<{ webhookId: string; secret: string }> {
     caller.authorize(requireWebhook("create_webhook"));
     const url = this.checkUrl(input.url);
+    this.checkUsage(input.events);
     if ((await this.deps.store.list(caller.workspaceId)).length >= this.deps.maxEndpoints)
       throw invalid("body.url", `a workspace may have at most ${this.deps.maxEndpoints} webhook endpoints`);
     const now = this.deps.clock.now();
@@ -71,6 +78,10 @@ export class WebhookService {
       enabled: true,
       secret: this.deps.secrets.seal(secret, caller.workspaceId, id),
       createdAt: now,
+      ...defined({
+        usagePeriod: input.usagePeriod ?? (subscribesToUsage(input.events) ? "hourly" : undefined),
+        usageReportsFrom: input.events.includes("usage.reported") ? now : undefined,
+      }),
     };
     if (!(await this.deps.store.create(record))) throw new Error("webhook id collision; try again");
     this.deps.dispatcher.endpointsChanged(caller.workspaceId);
@@ -92,17 +103,31 @@ export class WebhookService {
 
   async update(
     caller: Caller,
-    input: { webhookId: string; url?: string; events?: string[]; enabled?: boolean; description?: string | null },
+    input: {
+      webhookId: string;
+      url?: string;
+      events?: string[];
+      enabled?: boolean;
+      description?: string | null;
+      usagePeriod?: UsagePeriod;
+    },
   ): Promise<WebhookView> {
     caller.authorize(requireWebhook("update_webhook", input.webhookId));
     const url = input.url === undefined ? undefined : this.checkUrl(input.url);
+    if (input.events !== undefined) this.checkUsage(input.events);
     const now = this.deps.clock.now();
     let before: WebhookEndpointRecord | undefined;
     const updated = await this.deps.store.update(caller.workspaceId, input.webhookId, (current) => {
       before = current;
       const next: WebhookEndpointRecord = { ...current, updatedAt: now };
       if (url !== undefined) next.url = url;
-      if (input.events !== undefined) next.events = [...new Set(input.events)];
+      if (input.events !== undefined) {
+        next.events = [...new Set(input.events)];
+        // Reports start with the period it subscribes in; the periods while it did not are not reported.
+        if (next.events.includes("usage.reported") && !current.events.includes("usage.reported")) next.usageReportsFrom = now;
+        if (subscribesToUsage(next.events)) next.usagePeriod ??= "hourly";
+      }
+      if (input.usagePeriod !== undefined) next.usagePeriod = input.usagePeriod;
       if (input.description === null) delete next.description;
       else if (input.description !== undefined) next.description = input.description;
       if (input.enabled !== undefined) next.enabled = input.enabled;
@@ -192,6 +217,15 @@ export class WebhookService {
     return endpoint;
   }
 
+  /** usage.* events are made from analytics: with analytics off an endpoint cannot subscribe to them (412). */
+  private checkUsage(events: readonly string[]): void {
+    if (subscribesToUsage(events) && !this.deps.usageReports)
+      throw new KeygateError(
+        "err:unkey:data:analytics_not_configured",
+        "usage.reported and usage.corrected are made from analytics, which is turned off on this keygate (analytics.engine is 'off').",
+      );
+  }
+
   /** http or https with a host; an address literal refused by the delivery rule is refused now (names at delivery). */
   private checkUrl(raw: string): string {
     let url: URL;
@@ -222,18 +256,33 @@ function view(record: WebhookEndpointRecord): WebhookView {
     ...defined({ description: record.description }),
     enabled: record.enabled,
     createdAt: record.createdAt,
-    ...defined({ updatedAt: record.updatedAt, failingSince: record.failingSince, disabledReason: record.disabledReason }),
+    ...defined({
+      updatedAt: record.updatedAt,
+      failingSince: record.failingSince,
+      disabledReason: record.disabledReason,
+      usagePeriod: record.usagePeriod,
+    }),
   };
 }
 
-const AUDITED_FIELDS = ["url", "events", "description", "enabled"];
+function subscribesToUsage(events: readonly string[]): boolean {
+  return events.some((event) => (USAGE_EVENT_TYPES as readonly string[]).includes(event));
+}
+
+const AUDITED_FIELDS = ["url", "events", "description", "enabled", "usagePeriod"];
 
 /**
  * An endpoint's fields as the audit log keeps them: its URL only as its origin, since a receiver's path or query
  * often carries a token of its own.
  */
 function audited(endpoint: WebhookView): Record<string, unknown> {
-  return { url: new URL(endpoint.url).origin, events: endpoint.events, description: endpoint.description, enabled: endpoint.enabled };
+  return {
+    url: new URL(endpoint.url).origin,
+    events: endpoint.events,
+    description: endpoint.description,
+    enabled: endpoint.enabled,
+    usagePeriod: endpoint.usagePeriod,
+  };
 }
 
 function notFound(webhookId: string): KeygateError {

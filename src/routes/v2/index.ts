@@ -26,6 +26,7 @@ import deleteWebhook from "./keygate/delete-webhook.js";
 import getApiIpAllowlist from "./keygate/get-api-ip-allowlist.js";
 import getRoute from "./keygate/get-route.js";
 import getRouteOpenApi from "./keygate/get-route-open-api.js";
+import getUsage from "./keygate/get-usage.js";
 import listApis from "./keygate/list-apis.js";
 import listAuditLogs from "./keygate/list-audit-logs.js";
 import listRatelimitNamespaces from "./keygate/list-ratelimit-namespaces.js";
@@ -33,6 +34,7 @@ import listRootKeys from "./keygate/list-root-keys.js";
 import listRoutes from "./keygate/list-routes.js";
 import listWebhookDeliveries from "./keygate/list-webhook-deliveries.js";
 import listWebhooks from "./keygate/list-webhooks.js";
+import replayUsageReports from "./keygate/replay-usage-reports.js";
 import rotateWebhookSecret from "./keygate/rotate-webhook-secret.js";
 import setApiIpAllowlist from "./keygate/set-api-ip-allowlist.js";
 import setRouteOpenApi from "./keygate/set-route-open-api.js";
@@ -130,6 +132,7 @@ export const PROCEDURES = [
   getVerifications,
   getRatelimits,
   getGatewayRequests,
+  getUsage,
   createRootKey,
   listRootKeys,
   createWebhook,
@@ -139,6 +142,7 @@ export const PROCEDURES = [
   rotateWebhookSecret,
   testWebhook,
   listWebhookDeliveries,
+  replayUsageReports,
   deleteRootKey,
   listApis,
   listRatelimitNamespaces,

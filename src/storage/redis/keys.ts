@@ -88,5 +88,9 @@ export function createRedisKeys(prefix: string) {
     webhookQueue: (endpointId: string) => `${prefix}:{webhooks}:queue:${endpointId}`,
     webhookDue: () => `${prefix}:{webhooks}:due`,
     webhookLease: (endpointId: string) => `${prefix}:{webhooks}:lease:${endpointId}`,
+    /** Usage reports: the producer's lease, each endpoint's progress, what each period reported; one tag, one script. */
+    usageReportLease: () => `${prefix}:{usage-reports}:lease`,
+    usageReportProgress: () => `${prefix}:{usage-reports}:progress`,
+    usageReported: (endpointId: string, periodStart: number) => `${prefix}:{usage-reports}:reported:${endpointId}:${periodStart}`,
   };
 }

@@ -1,7 +1,7 @@
 import { Type } from "typebox";
 import { Nullable, Strict } from "../../../http/schemas.js";
 import { defineProcedure } from "../procedure.js";
-import { WebhookDescription, WebhookEvents, WebhookId, WebhookResponse, WebhookUrl } from "./webhook-wire.js";
+import { WebhookDescription, WebhookEvents, WebhookId, WebhookResponse, WebhookUrl, WebhookUsagePeriod } from "./webhook-wire.js";
 
 export default defineProcedure({
   name: "keygate.updateWebhook",
@@ -12,6 +12,7 @@ export default defineProcedure({
     events: Type.Optional(WebhookEvents),
     enabled: Type.Optional(Type.Boolean()),
     description: Type.Optional(Nullable(WebhookDescription)),
+    usagePeriod: Type.Optional(WebhookUsagePeriod),
   }),
   data: WebhookResponse,
   handler: ({ body, caller, services }) => services.webhooks.service.update(caller, body),

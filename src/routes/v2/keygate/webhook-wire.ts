@@ -8,6 +8,8 @@ export const WebhookId = Type.String({ minLength: 3, maxLength: 255, pattern: ID
 export const WebhookUrl = Type.String({ minLength: 1, maxLength: 2_048 });
 export const WebhookEvents = Type.Array(StringEnum(WEBHOOK_EVENT_TYPES as readonly string[]), { minItems: 1, maxItems: 20 });
 export const WebhookDescription = Type.String({ minLength: 1, maxLength: 500 });
+/** The periods of an endpoint's usage reports (docs/usage.md). */
+export const WebhookUsagePeriod = StringEnum(["hourly", "daily"]);
 
 export const WebhookResponse = Type.Object({
   webhookId: Type.String(),
@@ -21,6 +23,8 @@ export const WebhookResponse = Type.Object({
   failingSince: Type.Optional(Type.Integer()),
   /** Why keygate disabled the endpoint, when it did. */
   disabledReason: Type.Optional(Type.String()),
+  /** The periods of its usage reports, when it subscribes to a usage event. */
+  usagePeriod: Type.Optional(Type.String()),
 });
 
 export const WebhookDeliveryResponse = Type.Object({
