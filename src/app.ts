@@ -112,6 +112,7 @@ export async function buildApp(config: KeygateConfig, options: BuildOptions = {}
     await services.webhooks.usageRunner.stop();
     await services.webhooks.runner.stop();
     await services.webhooks.dispatcher.flush();
+    await services.webhooks.closeConnections();
   });
   await routeSync.start();
 
@@ -127,6 +128,7 @@ export async function buildApp(config: KeygateConfig, options: BuildOptions = {}
     servedByApplication,
     apiUpstreams,
     pseudonym: derivedPseudonym(sharedStorage(config)),
+    ipv6PrefixLength: config.ratelimit.ipv6PrefixLength,
   });
 
   try {
@@ -234,7 +236,15 @@ function openGateway(
   config: KeygateConfig,
   parts: Pick<
     GatewayOptions,
-    "services" | "snapshot" | "telemetry" | "clock" | "upstreams" | "servedByApplication" | "apiUpstreams" | "pseudonym"
+    | "services"
+    | "snapshot"
+    | "telemetry"
+    | "clock"
+    | "upstreams"
+    | "servedByApplication"
+    | "apiUpstreams"
+    | "pseudonym"
+    | "ipv6PrefixLength"
   > & {
     analytics: AnalyticsRuntime;
   },
@@ -245,8 +255,10 @@ function openGateway(
   app.metrics?.watchUpstreamTargets(() => gateway.pools.samples());
   const onUpgrade = gateway.handleUpgrade.bind(gateway);
   app.server.on("upgrade", onUpgrade);
+  const closeOnceIdle = connectionsClosedOnceIdle(app);
   app.addHook("preClose", (done) => {
     gateway.startClosing();
+    closeOnceIdle();
     done();
   });
   app.addHook("onClose", async () => {
@@ -270,6 +282,24 @@ function sharedStorage(config: KeygateConfig): string | undefined {
   const servers = redis.url !== undefined ? [redis.url] : (redis.cluster?.nodes ?? redis.sentinel?.sentinels ?? []);
   return JSON.stringify([servers.map(where).sort(), redis.sentinel?.name ?? null, redis.prefix]);
 }
+
+/**
+ * Fastify closes the connections that are idle when it starts closing; a keep-alive connection whose request was in
+ * flight then is closed once it goes idle too (call the function returned when closing starts), rather than hold the
+ * server open for its keepAliveTimeout (72 s).
+ */
+function connectionsClosedOnceIdle(app: FastifyInstance): () => void {
+  let timer: NodeJS.Timeout | undefined;
+  app.addHook("onClose", async () => clearInterval(timer));
+  return () => {
+    const server = app.server as Partial<Pick<typeof app.server, "closeIdleConnections">>;
+    if (server.closeIdleConnections === undefined) return;
+    timer = setInterval(() => server.closeIdleConnections?.(), IDLE_CHECK_WHILE_CLOSING_MS);
+    timer.unref();
+  };
+}
+
+const IDLE_CHECK_WHILE_CLOSING_MS = 100;
 
 /** The server's certificate, reloaded when its files change (and by SIGHUP: server.ts); the watch ends with the app. */
 function watchCertificates(app: FastifyInstance, settings: TlsSettings, tls: TlsCredentials): ServerCertificates {

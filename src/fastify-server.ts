@@ -2,7 +2,7 @@ import { createServer, type IncomingMessage, type Server, type ServerOptions, ty
 import { createSecureServer, type Http2SecureServer, type ServerHttp2Session } from "node:http2";
 import { type FastifyBaseLogger, type FastifyHttpOptions, type FastifyServerFactory, LogController } from "fastify";
 import type { KeygateConfig } from "./config/schema.js";
-import type { TlsCredentials } from "./config/tls-files.js";
+import { secureContextOptions, type TlsCredentials } from "./config/tls-files.js";
 import type { CurrentGatewaySnapshot } from "./gateway/gateway-snapshot.js";
 import type { RouteTable } from "./gateway/route-table.js";
 import { clientErrorHandler } from "./http/client-errors.js";
@@ -113,7 +113,7 @@ export function gatewayFirst(
  * the server's properties). A TLS handshake that fails gets no HTTP answer: its socket is closed.
  */
 function tlsServer(tls: TlsCredentials, options: FactoryOptions, listener: (request: IncomingMessage, response: ServerResponse) => void) {
-  const server = createSecureServer({ allowHTTP1: true, cert: tls.cert, key: tls.key }, listener as never) as Http2SecureServer &
+  const server = createSecureServer({ allowHTTP1: true, ...secureContextOptions(tls) }, listener as never) as Http2SecureServer &
     Pick<Server, "headersTimeout" | "requestTimeout" | "keepAliveTimeout"> & {
       connectionsCheckingInterval: number;
       closeHttp2Sessions: () => void;

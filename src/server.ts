@@ -8,10 +8,11 @@ import { ConfigError, configPath, loadConfig } from "./config/load.js";
 import type { KeygateConfig } from "./config/schema.js";
 import { describeCertificate, readTlsFiles } from "./config/tls-files.js";
 import { redactUrl } from "./lib/redact-url.js";
+import { closeGracefully, logUnhandledRejections, openWork } from "./shutdown.js";
 
 /**
  * Process entry: load the configuration; with one worker, build the app, listen, and close gracefully on
- * SIGINT/SIGTERM; with several, the primary forks them (cluster/primary.ts) and each worker does the same as one
+ * SIGINT/SIGTERM within server.shutdownTimeoutMs (shutdown.ts); with several, the primary forks them (cluster/primary.ts) and each worker does the same as one
  * process would, its embedded analytics in the primary.
  */
 async function main(): Promise<void> {
@@ -40,6 +41,7 @@ async function main(): Promise<void> {
   const speaks = worker === undefined || process.env[FIRST_WORKER_VARIABLE] === "1";
 
   const app = await buildApp(config, worker?.options ?? {});
+  logUnhandledRejections(app.log, () => app.metrics?.unhandledRejection());
   worker?.serve(app);
   const bootstrap = speaks ? await ensureBootstrapRootKey(app.services) : undefined;
   const address = await app.listen({ host: config.server.host, port: config.server.port });
@@ -101,31 +103,23 @@ async function main(): Promise<void> {
   const reloadCertificates = () => certificates?.reload();
   if (certificates) process.on("SIGHUP", reloadCertificates);
 
-  let closing = false;
-  const shutdown = (signal: string) => {
-    if (closing) return;
-    closing = true;
-    app.log.info({ signal }, "closing: finishing in-flight requests");
-    stopWatching();
-    process.off("SIGHUP", reloadCertificates);
-    app
-      .close()
-      .then(() => worker?.close())
-      .then(
-        () => {
-          app.log.info({ signal }, "closed: every request answered, buffered analytics events written, connections released");
-          process.exit(0);
-        },
-        (error: unknown) => {
-          app.log.error({ err: error }, "error while closing");
-          process.exit(1);
-        },
-      );
-  };
-  process.on("SIGINT", () => shutdown("SIGINT"));
-  process.on("SIGTERM", () => shutdown("SIGTERM"));
-  // A worker whose primary is gone closes too, rather than serve on unsupervised.
-  if (worker) process.on("disconnect", () => shutdown("disconnect"));
+  // Every request in flight finishes (new ones get 503), then the buffers are written: app.close() does both.
+  const work = openWork(app.server);
+  const shutdown = closeGracefully({
+    timeoutMs: config.server.shutdownTimeoutMs,
+    log: app.log,
+    pending: () => ({ ...work(), analyticsEventsBuffered: app.analytics.stats().buffered }),
+    close: async (why) => {
+      stopWatching();
+      process.off("SIGHUP", reloadCertificates);
+      await app.close();
+      await worker?.close();
+      app.log.info({ signal: why }, "closed: every request answered, buffered analytics events written, connections released");
+    },
+  });
+  // A worker closes when its primary asks, and when its primary is gone, rather than serve on unsupervised.
+  worker?.onCloseRequest(() => shutdown.close());
+  if (worker) process.on("disconnect", () => shutdown.close());
 }
 
 /** The start-up summary: storage, analytics, routes. */

@@ -2,7 +2,7 @@ import { type FSWatcher, watch } from "node:fs";
 import { dirname, resolve } from "node:path";
 import type { SecureContextOptions } from "node:tls";
 import { ConfigError } from "./config/config-error.js";
-import { describeCertificate, readTlsFiles, type TlsCredentials, type TlsSettings } from "./config/tls-files.js";
+import { describeCertificate, readTlsFiles, secureContextOptions, type TlsCredentials, type TlsSettings } from "./config/tls-files.js";
 
 /** What a reload logs to. */
 export interface CertificateLog {
@@ -60,7 +60,7 @@ export class ServerCertificates {
     }
     if (onlyWhenChanged && next.cert === this.current.cert && next.key === this.current.key) return false;
     try {
-      this.server.setSecureContext({ cert: next.cert, key: next.key });
+      this.server.setSecureContext(secureContextOptions(next));
     } catch (error) {
       this.log.error({ err: error }, "TLS certificate not reloaded: the server refused it");
       return false;

@@ -27,6 +27,8 @@ export interface Webhooks {
   usageReporter: UsageReporter;
   /** Runs the usage reporter in the background once started (with `runner`, on instances that deliver). */
   usageRunner: UsageReportRunner;
+  /** Closes the sender's pooled connections (call once the runners stopped). */
+  closeConnections(): Promise<void>;
 }
 
 export interface WebhookWiringOptions {
@@ -66,16 +68,17 @@ export function createWebhooks(
     onError: (error, notice) => onError(error, `a ${notice.type} notice was lost`),
     onEnqueued: () => runner?.wake(),
   });
-  const deliverer = new WebhookDeliverer({
-    store: stores.webhooks,
-    outbox: stores.webhookOutbox,
-    sender:
-      options.sender ??
-      new HttpWebhookSender({
+  const http = options.sender
+    ? undefined
+    : new HttpWebhookSender({
         timeoutMs: settings.timeoutMs,
         maxResponseBytes: settings.maxResponseBytes,
         allowPrivateAddresses: settings.allowPrivateAddresses,
-      }),
+      });
+  const deliverer = new WebhookDeliverer({
+    store: stores.webhooks,
+    outbox: stores.webhookOutbox,
+    sender: options.sender ?? (http as HttpWebhookSender),
     secrets,
     clock,
     owner,
@@ -141,5 +144,5 @@ export function createWebhooks(
     usageReports: options.analyticsEngine !== undefined,
     ...defined({ audit: options.audit }),
   });
-  return { service, dispatcher, deliverer, runner, usageReporter, usageRunner };
+  return { service, dispatcher, deliverer, runner, usageReporter, usageRunner, closeConnections: async () => http?.close() };
 }

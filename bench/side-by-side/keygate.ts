@@ -42,6 +42,7 @@ export async function startKeygate(
     ratelimit: { reservations: reservationsOption() },
     logging: { level: "silent" },
     ...rest,
+    gateway: withLoopbackUpstreams(rest.gateway),
   });
   const app = await buildApp(config, { logger: false });
   const url = await app.listen({ host: "127.0.0.1", port: 0 });
@@ -54,6 +55,14 @@ export async function startKeygate(
       await rm(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * The gateway settings given, letting routes made through the API reach the benchmarks' upstreams on loopback, as an
+ * operator's `gateway.apiRoutes.allowedUpstreams` lets a sidecar's through.
+ */
+function withLoopbackUpstreams(gateway: unknown): Record<string, unknown> {
+  return { apiRoutes: { allowedUpstreams: ["127.0.0.0/8"] }, ...(gateway as Record<string, unknown> | undefined) };
 }
 
 /**
@@ -99,6 +108,7 @@ export async function startKeygateWorkers(
     ratelimit: { reservations: reservationsOption() },
     logging: { level: "info" },
     ...rest,
+    gateway: withLoopbackUpstreams(rest.gateway),
   };
   const configPath = join(dataDir, "keygate.yaml");
   // JSON is YAML.

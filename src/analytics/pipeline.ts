@@ -127,7 +127,7 @@ export class EventPipeline<E, B extends EventBatch<E>> implements EventSink<E> {
     this.scheduler = dependencies.scheduler ?? nodeScheduler;
     this.clock = dependencies.clock;
     this.log = dependencies.log;
-    this.stopTimer = this.scheduler.every(options.flushIntervalMs, () => this.startDrain(true));
+    this.stopTimer = this.scheduler.every(options.flushIntervalMs, () => this.drainInBackground(true));
   }
 
   record(event: E): void {
@@ -157,7 +157,7 @@ export class EventPipeline<E, B extends EventBatch<E>> implements EventSink<E> {
       this.drainRequested = true;
       this.scheduler.soon(() => {
         this.drainRequested = false;
-        this.startDrain(false);
+        this.drainInBackground(false);
       });
     }
   }
@@ -210,6 +210,13 @@ export class EventPipeline<E, B extends EventBatch<E>> implements EventSink<E> {
   }
 
   /** One drain at a time. `everything`: also a partial batch (the timer); otherwise full batches only. */
+  /** A drain nobody waits for (the timer's, a full batch's): a failure nothing caught is logged, not left floating. */
+  private drainInBackground(everything: boolean): void {
+    this.startDrain(everything).catch((error: unknown) =>
+      this.warn("write", `analytics: writing events failed: ${(error as Error).message}`),
+    );
+  }
+
   private startDrain(everything: boolean): Promise<void> {
     if (this.closed) return Promise.resolve();
     if (!this.draining) {

@@ -30,7 +30,9 @@ export type Message =
   | { keygate: "answer"; id: number; ok: false; error: { message: string; engine?: { kind: "query" | "unavailable"; code?: number } } }
   | EventsMessage
   | AuditMessage
-  | { keygate: "ready"; address: string };
+  | { keygate: "ready"; address: string }
+  /** The primary asks a worker to close gracefully (its own signal, passed on by message: see WorkerPool.stop). */
+  | { keygate: "close"; signal: string };
 
 /**
  * Questions and answers over one IPC link (a worker and its primary): `ask` sends a question and resolves with its

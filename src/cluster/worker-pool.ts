@@ -2,7 +2,7 @@ import cluster, { type Worker } from "node:cluster";
 import type pino from "pino";
 import { AggregatorRegistry, type MetricObjectWithValues, type MetricValue, type Registry } from "prom-client";
 import type { AnalyticsRuntime } from "../analytics/index.js";
-import { Channel, isKeygateMessage } from "./channel.js";
+import { Channel, isKeygateMessage, type Message } from "./channel.js";
 import { recordHandedOver } from "./remote-analytics.js";
 import { answerWorker, RemoteConnections } from "./worker-questions.js";
 
@@ -46,16 +46,28 @@ export class WorkerPool {
     return address;
   }
 
+  /** Workers running now. */
+  get size(): number {
+    return this.channels.size;
+  }
+
   /** Sends `signal` to every worker. */
   signalAll(signal: NodeJS.Signals): void {
     for (const worker of this.channels.keys()) worker.process.kill(signal);
   }
 
-  /** Sends `signal` to every worker, replaces none from now on, and resolves once every one has exited. */
+  /**
+   * Asks every worker to close gracefully, replaces none from now on, and resolves once every one has exited. Asked by
+   * message, not by signal: a worker that got the signal itself too (the whole process group does, from systemd or a
+   * terminal's Ctrl-C) would take a second signal for "exit at once".
+   */
   async stop(signal: NodeJS.Signals): Promise<void> {
     this.stopping = true;
     const exits = [...this.channels.keys()].map((worker) => new Promise((resolve) => worker.once("exit", resolve)));
-    this.signalAll(signal);
+    for (const worker of this.channels.keys()) {
+      // One whose link is gone already closes on its own (its 'disconnect').
+      if (worker.isConnected()) worker.send({ keygate: "close", signal } satisfies Message);
+    }
     await Promise.all(exits);
   }
 

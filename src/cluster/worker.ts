@@ -15,15 +15,20 @@ export function linkToPrimary(config: KeygateConfig): {
   serve(app: FastifyInstance): void;
   ready(address: string): void;
   close(): Promise<void>;
+  /** Calls `listener` when the primary asks this worker to close gracefully. */
+  onCloseRequest(listener: () => void): void;
 } {
   let app: FastifyInstance | undefined;
+  let closeRequested = () => {};
   const send = (message: Message, done?: () => void) => process.send?.(message, undefined, undefined, () => done?.());
   const channel = new Channel(send, async (question) => {
     if (question.kind !== "metrics-json") throw new Error(`a worker does not answer '${question.kind}'`);
     return (await app?.metrics?.json()) ?? [];
   });
   process.on("message", (message: unknown) => {
-    if (isKeygateMessage(message)) channel.receive(message);
+    if (!isKeygateMessage(message)) return;
+    if (message.keygate === "close") closeRequested();
+    else channel.receive(message);
   });
   process.on("disconnect", () => channel.failAll(new Error("the primary process is gone")));
   const analytics = config.analytics.engine === "embedded" ? remoteAnalytics(channel, send) : undefined;
@@ -39,5 +44,8 @@ export function linkToPrimary(config: KeygateConfig): {
     ready: (address) => send({ keygate: "ready", address }),
     // The app leaves an analytics runtime it was given open: the events not handed over yet go now.
     close: async () => analytics?.close(),
+    onCloseRequest: (listener) => {
+      closeRequested = listener;
+    },
   };
 }

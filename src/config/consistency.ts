@@ -7,7 +7,8 @@ import type { KeygateConfig } from "./schema.js";
 
 /**
  * Rules a schema cannot express: one of key/hash, unique root keys and API ids, a 32-byte vault key, a ClickHouse
- * URL for the clickhouse engine, a batch no larger than the buffer, proxies given as addresses, valid routes.
+ * URL for the clickhouse engine, a batch no larger than the buffer, pairs of settings that would make a feature
+ * inert (inertPairs), proxies given as addresses, valid routes.
  */
 export function checkConsistency(config: KeygateConfig): string[] {
   const problems: string[] = [];
@@ -58,6 +59,7 @@ export function checkConsistency(config: KeygateConfig): string[] {
   if (config.analytics.buffer.batchSize > config.analytics.buffer.maxEvents) {
     problems.push("analytics.buffer.batchSize: must not be larger than analytics.buffer.maxEvents");
   }
+  problems.push(...inertPairs(config));
   const { workers } = config.server;
   if (workers !== "auto" && !(Number.isInteger(workers) && workers >= 1 && workers <= 256)) {
     problems.push(`server.workers: must be a whole number from 1 to 256, or auto (one per core); got '${workers}'`);
@@ -77,6 +79,67 @@ export function checkConsistency(config: KeygateConfig): string[] {
   } catch (error) {
     if (!(error instanceof RouteTableError)) throw error;
     problems.push(...error.problems);
+  }
+  return problems;
+}
+
+const HOUR_MS = 3_600_000;
+
+/** The time a webhook lease needs besides one attempt: reading the queue and writing its records. */
+export const WEBHOOK_LEASE_MARGIN_MS = 1_000;
+
+/**
+ * Pairs of settings whose values together would make a feature do nothing, silently: each message names both
+ * fields and says what would happen.
+ */
+function inertPairs(config: KeygateConfig): string[] {
+  const problems: string[] = [];
+  const hook = config.webhooks;
+  if (hook.leaseMs < hook.timeoutMs + WEBHOOK_LEASE_MARGIN_MS) {
+    problems.push(
+      `webhooks.leaseMs: (${hook.leaseMs}) must be at least webhooks.timeoutMs (${hook.timeoutMs}) plus ${WEBHOOK_LEASE_MARGIN_MS} ms: no attempt starts later than leaseMs - timeoutMs into a lease, so nothing would be delivered`,
+    );
+  }
+  if (hook.retryDelayMs > hook.maxRetryDelayMs) {
+    problems.push(
+      `webhooks.retryDelayMs: (${hook.retryDelayMs}) must not be longer than webhooks.maxRetryDelayMs (${hook.maxRetryDelayMs}), which caps every retry delay`,
+    );
+  }
+  if (hook.giveUpAfterMs <= hook.timeoutMs) {
+    problems.push(
+      `webhooks.giveUpAfterMs: (${hook.giveUpAfterMs}) must be longer than webhooks.timeoutMs (${hook.timeoutMs}): a delivery whose first attempt timed out would be given up without a retry`,
+    );
+  }
+  if (hook.retryDelayMs >= hook.giveUpAfterMs) {
+    problems.push(
+      `webhooks.retryDelayMs: (${hook.retryDelayMs}) must be shorter than webhooks.giveUpAfterMs (${hook.giveUpAfterMs}): a failed delivery would be retried only once it is past its give-up time`,
+    );
+  }
+  if (hook.expiringScanIntervalMs > hook.expiringLeadMs) {
+    problems.push(
+      `webhooks.expiringScanIntervalMs: (${hook.expiringScanIntervalMs}) must not be longer than webhooks.expiringLeadMs (${hook.expiringLeadMs}): a key expiring between two scans' windows would never be told of`,
+    );
+  }
+  if (hook.usageCorrectionWindowMs > 0 && hook.usageCorrectionWindowMs < HOUR_MS) {
+    problems.push(
+      `webhooks.usageCorrectionWindowMs: (${hook.usageCorrectionWindowMs}) must be 0 (off) or at least an hour, the shortest usage period: a period is read again only when it fits in the window whole, so no usage.corrected would ever be sent`,
+    );
+  }
+  const analytics = config.analytics;
+  if (analytics.engine === "clickhouse" && analytics.clickhouse.requestTimeoutMs <= analytics.query.maxExecutionMs) {
+    problems.push(
+      `analytics.clickhouse.requestTimeoutMs: (${analytics.clickhouse.requestTimeoutMs}) must be longer than analytics.query.maxExecutionMs (${analytics.query.maxExecutionMs}): a long query would be cut off as an unreachable server rather than refused as too slow`,
+    );
+  }
+  const redis = config.storage.redis;
+  if (redis?.waitForReplicas !== undefined && redis.waitForReplicas.timeoutMs >= redis.commandTimeoutMs) {
+    problems.push(
+      `storage.redis.waitForReplicas.timeoutMs: (${redis.waitForReplicas.timeoutMs}) must be shorter than storage.redis.commandTimeoutMs (${redis.commandTimeoutMs}): the WAIT for replicas is a Redis command, cut off at that deadline, so a slow replica would fail the write as Redis not answering`,
+    );
+  }
+  const metricsPort = config.metrics.port;
+  if (metricsPort !== undefined && metricsPort !== 0 && metricsPort === config.server.port) {
+    problems.push(`metrics.port: (${metricsPort}) must differ from server.port, or be left out to serve /metrics on the main port`);
   }
   return problems;
 }

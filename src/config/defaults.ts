@@ -11,12 +11,17 @@ export const DEFAULTS = {
   requestTimeoutMs: 30_000,
   /** Node's own default: a request's headers must have arrived within this long of its first byte. */
   headersTimeoutMs: 60_000,
+  /** How long a SIGTERM leaves requests in flight to finish and buffers to be written before keygate exits anyway. */
+  shutdownTimeoutMs: 10_000,
   logLevel: "info",
   redisPrefix: "keygate",
   redisCommandTimeoutMs: 500,
   redisConnectTimeoutMs: 5_000,
-  /** How long a management write waits for its replicas when storage.redis.waitForReplicas asks for any. */
-  redisReplicaWaitMs: 1_000,
+  /**
+   * How long a management write waits for its replicas when storage.redis.waitForReplicas asks for any: shorter than
+   * the command deadline, which the WAIT is subject to as any command.
+   */
+  redisReplicaWaitMs: 400,
   /** Consecutive failed or late Redis calls after which the rate limiter stops calling Redis for a while. */
   redisBreakerFailureThreshold: DEFAULT_BREAKER.failureThreshold,
   /** How long the rate limiter leaves Redis alone before probing it again (PING, in the background). */

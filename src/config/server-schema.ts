@@ -16,6 +16,8 @@ export const TlsConfigSchema = Strict({
   key: Type.String({ minLength: 1 }),
   /** Intermediate CA certificates sent after the certificate, for a `cert` file that holds the certificate alone. */
   ca: Type.Optional(Type.String({ minLength: 1 })),
+  /** The cipher suites offered, in OpenSSL's syntax (TLS 1.3's `TLS_` names too); AEAD only by default (tls-files.ts). */
+  ciphers: Type.Optional(Type.String({ minLength: 1, maxLength: 4096 })),
 });
 
 export const ServerConfigSchema = Strict(
@@ -29,6 +31,11 @@ export const ServerConfigSchema = Strict(
     requestTimeoutMs: Type.Integer({ minimum: 100, maximum: 3_600_000, default: DEFAULTS.requestTimeoutMs }),
     /** How long any request's headers may take to arrive (408 and closed after that), on /v2 and the gateway alike. */
     headersTimeoutMs: Type.Integer({ minimum: 100, maximum: 3_600_000, default: DEFAULTS.headersTimeoutMs }),
+    /**
+     * How long a graceful shutdown (SIGTERM, SIGINT) may take: requests in flight finish, buffers are written; past it,
+     * or at a second signal, the process exits at once, saying what was cut.
+     */
+    shutdownTimeoutMs: Type.Integer({ minimum: 100, maximum: 3_600_000, default: DEFAULTS.shutdownTimeoutMs }),
     /**
      * Processes serving requests (node:cluster): a number, or "auto" for one per available core (one with in-memory
      * stores). More than one needs Redis stores: in-memory stores would be per process.

@@ -2,6 +2,7 @@ import { type Static, Type } from "typebox";
 import { RATELIMIT_FAIL_MODES } from "../domain/ratelimit/limiter.js";
 import { describedPattern } from "../http/patterns.js";
 import { Strict } from "../http/schemas.js";
+import { DEFAULT_IPV6_PREFIX_LENGTH } from "../lib/address-prefix.js";
 import { DEFAULTS } from "./defaults.js";
 import { EMPTY } from "./schema-parts.js";
 
@@ -72,6 +73,8 @@ export const RatelimitConfigSchema = Strict(
     }),
     /** Whether an instance may admit calls from units of a large limit it reserved in Redis ahead (docs/operations.md). */
     reservations: Type.Boolean({ default: true }),
+    /** A per-address limit (identifier `ip`, `remoteIp`) counts an IPv6 client by this prefix of its address; IPv4 whole. */
+    ipv6PrefixLength: Type.Integer({ minimum: 1, maximum: 128, default: DEFAULT_IPV6_PREFIX_LENGTH }),
   },
   EMPTY,
 );

@@ -1,7 +1,7 @@
 import { createPrivateKey, type KeyObject, X509Certificate } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
-import { createSecureContext } from "node:tls";
+import { createSecureContext, type SecureContextOptions } from "node:tls";
 import { ConfigError } from "./config-error.js";
 import { nonEmpty } from "./environment.js";
 import type { KeygateConfig } from "./schema.js";
@@ -14,7 +14,34 @@ export interface TlsCredentials {
   /** The certificate, then the intermediates of `ca` (the chain the server sends). */
   cert: string;
   key: string;
+  /** The cipher suites offered (OpenSSL's list syntax, TLS 1.3's `TLS_` names included). */
+  ciphers: string;
   certificate: X509Certificate;
+}
+
+/**
+ * The suites offered by default: Mozilla's "intermediate" profile (version 5.7), AEAD only: TLS 1.3's three, and
+ * for TLS 1.2 ECDHE (and DHE, when given parameters) with AES-GCM or ChaCha20-Poly1305. No CBC suite (LUCKY13 and
+ * its kin), no RSA key exchange (no forward secrecy).
+ */
+export const DEFAULT_TLS_CIPHERS = [
+  "TLS_AES_128_GCM_SHA256",
+  "TLS_AES_256_GCM_SHA384",
+  "TLS_CHACHA20_POLY1305_SHA256",
+  "ECDHE-ECDSA-AES128-GCM-SHA256",
+  "ECDHE-RSA-AES128-GCM-SHA256",
+  "ECDHE-ECDSA-AES256-GCM-SHA384",
+  "ECDHE-RSA-AES256-GCM-SHA384",
+  "ECDHE-ECDSA-CHACHA20-POLY1305",
+  "ECDHE-RSA-CHACHA20-POLY1305",
+  "DHE-RSA-AES128-GCM-SHA256",
+  "DHE-RSA-AES256-GCM-SHA384",
+  "DHE-RSA-CHACHA20-POLY1305",
+].join(":");
+
+/** The options of the server's TLS context: the chain, its key, the suites, TLS 1.2 at least (whatever Node's flags say). */
+export function secureContextOptions(credentials: Pick<TlsCredentials, "cert" | "key" | "ciphers">): SecureContextOptions {
+  return { cert: credentials.cert, key: credentials.key, ciphers: credentials.ciphers, minVersion: "TLSv1.2" };
 }
 
 /** The variable that sets each field (environment.ts), named in a message when it was set. */
@@ -36,8 +63,9 @@ export interface ReadTlsOptions {
  * message naming neither. Paths are relative to the working directory.
  */
 export function readTlsFiles(tls: TlsSettings, options: ReadTlsOptions = {}): TlsCredentials {
-  const fail = (field: keyof typeof VARIABLES, problem: string): never => {
-    const variable = nonEmpty(options.env?.[VARIABLES[field]]) !== undefined ? ` (from ${VARIABLES[field]})` : "";
+  const fail = (field: keyof typeof VARIABLES | "ciphers", problem: string): never => {
+    const name = field === "ciphers" ? undefined : VARIABLES[field];
+    const variable = name !== undefined && nonEmpty(options.env?.[name]) !== undefined ? ` (from ${name})` : "";
     throw new ConfigError(options.source ?? "server.tls", [`server.tls.${field}${variable}: ${problem}`]);
   };
   const read = (field: keyof typeof VARIABLES, path: string): string => {
@@ -76,12 +104,18 @@ export function readTlsFiles(tls: TlsSettings, options: ReadTlsOptions = {}): Tl
   if (!certificate.checkPrivateKey(key)) {
     fail("key", `${resolve(tls.key)} does not match the certificate in ${resolve(tls.cert)}`);
   }
-  const credentials = { cert: caText === undefined ? certText : `${certText.trimEnd()}\n${caText}`, key: keyText, certificate };
+  const ciphers = tls.ciphers ?? DEFAULT_TLS_CIPHERS;
+  const credentials = { cert: caText === undefined ? certText : `${certText.trimEnd()}\n${caText}`, key: keyText, ciphers, certificate };
   // Anything else OpenSSL refuses (a broken intermediate, say) is found now rather than at the first handshake.
   try {
     createSecureContext({ cert: credentials.cert, key: credentials.key });
   } catch (error) {
     return fail(caText === undefined ? "cert" : "ca", `cannot be used: ${(error as Error).message}`);
+  }
+  try {
+    createSecureContext(secureContextOptions(credentials));
+  } catch (error) {
+    return fail("ciphers", `'${ciphers}' names no cipher suite OpenSSL offers (${(error as Error).message})`);
   }
   return credentials;
 }

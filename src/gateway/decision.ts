@@ -9,6 +9,7 @@ import type { VerificationService } from "../domain/verification/verification-se
 import { ERROR_CATALOGUE, type ErrorCode } from "../errors/catalogue.js";
 import { KeygateError } from "../errors/keygate-error.js";
 import { isManagementPath } from "../http/request-target.js";
+import { DEFAULT_IPV6_PREFIX_LENGTH } from "../lib/address-prefix.js";
 import { clientAddress } from "./client-address.js";
 import { forwardRefusal, pathRefusal } from "./forwarding.js";
 import type { GatewayRequest } from "./gateway-request.js";
@@ -83,9 +84,13 @@ export class GatewayDecider {
   /** The workspace of each API, kept once found (API ids are never reused); absences are not kept. */
   private readonly workspaces = new Map<string, string>();
 
-  constructor(services: DecisionServices, log: FastifyBaseLogger) {
+  /** The IPv6 prefix a per-address rate limit counts a client by (`ratelimit.ipv6PrefixLength`). */
+  private readonly ipv6PrefixLength: number;
+
+  constructor(services: DecisionServices, log: FastifyBaseLogger, ipv6PrefixLength = DEFAULT_IPV6_PREFIX_LENGTH) {
     this.services = services;
     this.log = log;
+    this.ipv6PrefixLength = ipv6PrefixLength;
   }
 
   /**
@@ -173,7 +178,7 @@ export class GatewayDecider {
     ip: () => string,
   ): Promise<Decision> {
     if (ratelimits.length === 0) return { kind: "allow", workspaceId, ratelimitHeaders: {} };
-    const requests = ratelimits.map((policy) => limitRequest(policy, request, ip, undefined));
+    const requests = ratelimits.map((policy) => limitRequest(policy, request, ip, undefined, this.ipv6PrefixLength));
     const outcome = await this.services.ratelimit.check(workspaceId, requests, { createMissingNamespaces: true, requestId: request.id });
     const headers = ratelimitHeaders(outcome.decisions, outcome.decidedAt);
     if (outcome.passed) return { kind: "allow", workspaceId, ratelimitHeaders: headers };
@@ -189,7 +194,7 @@ export class GatewayDecider {
     ip: () => string,
     view: KeyView,
   ): Promise<NamespaceLimitCheck[]> {
-    const requests = ratelimits.map((policy) => limitRequest(policy, request, ip, view));
+    const requests = ratelimits.map((policy) => limitRequest(policy, request, ip, view, this.ipv6PrefixLength));
     return this.services.ratelimit.resolve(workspaceId, requests, { createMissingNamespaces: true });
   }
 

@@ -47,6 +47,8 @@ export interface GatewayOptions {
   apiUpstreams: ApiUpstreamGuard;
   /** keygate's name in Via when `gateway.via.pseudonym` gives none (loop-detection.ts). */
   pseudonym: string;
+  /** The IPv6 prefix a per-address rate limit counts a client by (`ratelimit.ipv6PrefixLength`). */
+  ipv6PrefixLength: number;
 }
 
 /**
@@ -69,7 +71,7 @@ export class Gateway {
 
   constructor(options: GatewayOptions) {
     this.options = options;
-    this.decider = new GatewayDecider(options.services, options.log);
+    this.decider = new GatewayDecider(options.services, options.log, options.ipv6PrefixLength);
     this.events = new GatewayRequestEvents(options.events, options.clock, this.decider);
     this.pools = new UpstreamPools({
       clock: options.clock,
@@ -82,6 +84,7 @@ export class Gateway {
       upstreams: options.upstreams,
       refund: (request, decision) => this.refund(request, decision),
       answerError: (request, response, error) => this.answerError(request, response, error),
+      unexpected: (request, response, error) => this.unexpected(request, response, error),
       pools: this.pools,
       pseudonym: (snapshot) => this.pseudonym(snapshot),
     });
@@ -108,10 +111,12 @@ export class Gateway {
     if (refusal) this.refuse(request, refusal, (error) => this.answerError(request, response, error));
     else if (preflight) this.answerPreflight(request, response, preflight);
     else if (match.kind === "route") {
-      void this.decide(request, match.route).then((decision) => {
-        if (decision.kind === "deny") return this.answerError(request, response, decision.error);
-        this.plain.forward(request, response, match.route, decision);
-      });
+      void this.decide(request, match.route)
+        .then((decision) => {
+          if (decision.kind === "deny") return this.answerError(request, response, decision.error);
+          this.plain.forward(request, response, match.route, decision);
+        })
+        .catch((error: unknown) => this.unexpected(request, response, error));
     }
     return true;
   }
@@ -156,40 +161,53 @@ export class Gateway {
     answered: () => void,
   ): void {
     const raw = request.raw;
-    void this.decide(request, route).then((decision) => {
-      if (decision.kind === "deny") return answerError(decision.error);
-      const { pool } = this.pools.of(route);
-      const target = pool.pick();
-      if (target === undefined) return void this.refund(request, decision).then(() => answerError(noHealthyUpstream(route)));
-      request.upstreamSentAt = performance.now();
-      const call = pool.once(target);
-      socket.once("close", () => call.released());
-      const pseudonym = this.pseudonym(request.snapshot);
-      const protocol = "encrypted" in socket ? "https" : "http";
-      const client = { peer: request.remoteAddress, protocol, host: raw.headers.host, via: viaEntry(raw, pseudonym) };
-      relayUpgrade(raw, socket, head, {
-        target: target.origin + upstreamPath(route, request),
-        headers: upstreamHeaders(route, raw.headers, decision.verification, client, target.url),
-        tls: route.pool.tls,
-        guard: route.definition.source === "api" ? this.options.apiUpstreams.upgrade : undefined,
-        timeoutMs: route.definition.timeoutMs ?? request.snapshot.settings.upstreamTimeoutMs,
-        requestId: request.id,
-        pseudonym,
-        onAnswer: (status, lines) => {
-          call.answered(status);
-          [request.status, request.head] = [status, lines];
-          // A switched connection may stay open for hours: the request it began as is answered now.
-          if (status === 101) answered();
-        },
-        onUpstreamFailure: (kind, error) => {
-          call.failed();
-          request.upstreamEndedAt = performance.now();
-          this.options.log.warn({ err: error, requestId: request.id, route: route.name }, "upstream failed an upgrade");
-          this.options.upstreams.upstreamFailed(route.name, kind);
-          void this.refund(request, decision).then(() => answerError(upstreamFailure(route, kind === "timeout", error)));
-        },
-      });
-    });
+    // A failure nothing else caught (a bug): logged, and answered on the socket while nothing else was.
+    const unexpected = (error: unknown) => {
+      this.options.log.error({ err: error, requestId: request.id }, "unexpected error");
+      answerError(unexpectedError());
+    };
+    void this.decide(request, route)
+      .then((decision) => {
+        if (decision.kind === "deny") return answerError(decision.error);
+        const { pool } = this.pools.of(route);
+        const target = pool.pick();
+        if (target === undefined) {
+          return void this.refund(request, decision)
+            .then(() => answerError(noHealthyUpstream(route)))
+            .catch(unexpected);
+        }
+        request.upstreamSentAt = performance.now();
+        const call = pool.once(target);
+        socket.once("close", () => call.released());
+        const pseudonym = this.pseudonym(request.snapshot);
+        const protocol = "encrypted" in socket ? "https" : "http";
+        const client = { peer: request.remoteAddress, protocol, host: raw.headers.host, via: viaEntry(raw, pseudonym) };
+        relayUpgrade(raw, socket, head, {
+          target: target.origin + upstreamPath(route, request),
+          headers: upstreamHeaders(route, raw.headers, decision.verification, client, target.url),
+          tls: route.pool.tls,
+          guard: route.definition.source === "api" ? this.options.apiUpstreams.upgrade : undefined,
+          timeoutMs: route.definition.timeoutMs ?? request.snapshot.settings.upstreamTimeoutMs,
+          requestId: request.id,
+          pseudonym,
+          onAnswer: (status, lines) => {
+            call.answered(status);
+            [request.status, request.head] = [status, lines];
+            // A switched connection may stay open for hours: the request it began as is answered now.
+            if (status === 101) answered();
+          },
+          onUpstreamFailure: (kind, error) => {
+            call.failed();
+            request.upstreamEndedAt = performance.now();
+            this.options.log.warn({ err: error, requestId: request.id, route: route.name }, "upstream failed an upgrade");
+            this.options.upstreams.upstreamFailed(route.name, kind);
+            void this.refund(request, decision)
+              .then(() => answerError(upstreamFailure(route, kind === "timeout", error)))
+              .catch(unexpected);
+          },
+        });
+      })
+      .catch(unexpected);
   }
 
   /** keygate's name in the Via of what it forwards. */
@@ -271,6 +289,16 @@ export class Gateway {
     this.closeIfDue(request.raw, headers);
     [request.status, request.head] = [204, headers];
     response.writeHead(204, headers).end();
+  }
+
+  /**
+   * A failure nothing else caught after a plain request was taken (a bug): logged with the request's id; the client
+   * gets a 500 when nothing was sent yet, and the connection ends when an answer was under way.
+   */
+  private unexpected(request: GatewayRequest, response: ServerResponse, error: unknown): void {
+    this.options.log.error({ err: error, requestId: request.id }, "unexpected error");
+    if (response.headersSent) response.destroy();
+    else this.answerError(request, response, unexpectedError());
   }
 
   /** `error` in the envelope on a plain request's response, unless an answer is already under way. */

@@ -32,13 +32,17 @@ export function addVia(headers: IncomingHttpHeaders | OutgoingHttpHeaders, entry
  */
 export function loopRefusal(via: string | string[] | undefined, pseudonym: string, maxHops: number): KeygateError | undefined {
   if (via === undefined) return undefined;
+  const text = Array.isArray(via) ? via.join(",") : via;
+  const name = pseudonym.toLowerCase();
+  // Most requests that carry Via (through a CDN, say) name neither keygate nor many hops: no parse for them.
+  const lower = text.toLowerCase();
+  if (!lower.includes(name) && commas(lower) < maxHops) return undefined;
   // Entries are comma-separated; a comment in parentheses (which may hold commas) is not part of any name.
-  const entries = (Array.isArray(via) ? via.join(",") : via)
+  const entries = text
     .replace(/\([^)]*\)/g, "")
     .split(",")
     .map((entry) => entry.trim())
     .filter((entry) => entry !== "");
-  const name = pseudonym.toLowerCase();
   if (entries.some((entry) => entry.split(/\s+/)[1]?.toLowerCase() === name)) {
     return new KeygateError(
       "err:keygate:gateway:loop_detected",
@@ -50,4 +54,10 @@ export function loopRefusal(via: string | string[] | undefined, pseudonym: strin
     "err:keygate:gateway:loop_detected",
     `The request has come through ${entries.length} proxies (its Via header), more than the ${maxHops} keygate takes.`,
   );
+}
+
+function commas(text: string): number {
+  let count = 0;
+  for (let at = text.indexOf(","); at !== -1; at = text.indexOf(",", at + 1)) count++;
+  return count;
 }

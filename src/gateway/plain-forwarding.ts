@@ -29,6 +29,8 @@ export interface PlainForwardingOptions {
   refund: (request: GatewayRequest, decision: Allowed) => Promise<void>;
   /** Answers `error` in the envelope, unless an answer is already under way. */
   answerError: (request: GatewayRequest, response: ServerResponse, error: KeygateError) => void;
+  /** A failure nothing else caught (a bug): logged with the request's id, the client answered 500 if it still can be. */
+  unexpected: (request: GatewayRequest, response: ServerResponse, error: unknown) => void;
   /** Each route's pool of targets, and the HTTP client to them. */
   pools: UpstreamPools;
   /** keygate's name in Via with these settings. */
@@ -161,7 +163,8 @@ export class PlainForwarding {
           }
           this.upstreamFailed(forwarding, target, signal, error, status > 0);
         },
-      );
+      )
+      .catch((error: unknown) => this.options.unexpected(request, response, error));
   }
 
   /**
@@ -189,7 +192,7 @@ export class PlainForwarding {
   private noHealthyTarget(request: GatewayRequest, response: ServerResponse, route: CompiledRoute, decision: Allowed): void {
     this.options.log.warn({ requestId: request.id, route: route.name }, "no healthy upstream target");
     this.options.upstreams.upstreamFailed(route.name, "no_healthy_target");
-    void this.options.refund(request, decision).then(() => this.options.answerError(request, response, noHealthyUpstream(route)));
+    this.refunded(request, response, decision, () => this.options.answerError(request, response, noHealthyUpstream(route)));
   }
 
   /** A 5xx of the upstream reaches the client once its credits are back; its body waits in a buffer meanwhile. */
@@ -204,7 +207,7 @@ export class PlainForwarding {
     body.once("finish", () => {
       request.upstreamEndedAt = performance.now();
     });
-    void this.options.refund(request, decision).then(() => {
+    this.refunded(request, response, decision, () => {
       if (response.destroyed) return void body.destroy();
       request.status = statusCode;
       response.writeHead(statusCode, head);
@@ -223,7 +226,7 @@ export class PlainForwarding {
       pool.released(target);
       if (response.headersSent) return void response.destroy();
       const limit = route.bodyLimit as number;
-      return void this.options.refund(request, decision).then(() => this.options.answerError(request, response, bodyTooLarge(limit)));
+      return void this.refunded(request, response, decision, () => this.options.answerError(request, response, bodyTooLarge(limit)));
     }
     // A client that went away broke the upstream request (mid-upload, or by leaving before the answer began, which
     // aborts the call): not the upstream's failure.
@@ -245,9 +248,9 @@ export class PlainForwarding {
       if (!Buffer.isBuffer(forwarding.body) && forwarding.body !== null) forwarding.body = this.freshBody(request, route);
       return void this.retried(forwarding, target, next, kind, signal.sent);
     }
-    void this.options
-      .refund(request, decision)
-      .then(() => this.options.answerError(request, response, upstreamFailure(route, kind === "timeout", error)));
+    this.refunded(request, response, decision, () =>
+      this.options.answerError(request, response, upstreamFailure(route, kind === "timeout", error)),
+    );
   }
 
   /** The client's body through a new stream (the first was destroyed with its call, before anything was read). */
@@ -267,7 +270,15 @@ export class PlainForwarding {
       "the client closed the connection before its request was read or answered",
     );
     if (delivered) return void response.destroy();
-    void this.options.refund(request, decision).then(() => response.destroy());
+    this.refunded(request, response, decision, () => response.destroy());
+  }
+
+  /** Gives back the request's credits, then does `next`; a failure of `next` (a bug) is logged and answered. */
+  private refunded(request: GatewayRequest, response: ServerResponse, decision: Allowed, next: () => void): void {
+    this.options
+      .refund(request, decision)
+      .then(next)
+      .catch((error: unknown) => this.options.unexpected(request, response, error));
   }
 }
 

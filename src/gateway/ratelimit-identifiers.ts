@@ -1,17 +1,23 @@
 import type { LimitRequest } from "../domain/ratelimit/ratelimit-service.js";
 import type { CompiledRatelimit, IdentifierSource } from "../domain/routes/policy-compiler.js";
 import type { KeyView } from "../domain/verification/key-view.js";
+import { rateLimitedAddress } from "../lib/address-prefix.js";
 import type { GatewayRequest } from "./gateway-request.js";
 import { principalValue } from "./principal.js";
 
-/** One rate limit policy's check for this request: its namespace, and the identifier its sources make. */
+/**
+ * One rate limit policy's check for this request: its namespace, and the identifier its sources make. The client's
+ * address counts as `rateLimitedAddress` makes it: IPv4 whole, IPv6 by its first `ipv6PrefixLength` bits.
+ */
 export function limitRequest(
   policy: CompiledRatelimit,
   request: GatewayRequest,
   ip: () => string,
   view: KeyView | undefined,
+  ipv6PrefixLength: number,
 ): LimitRequest {
-  const values = policy.identifiers.map((source) => identifierValue(source, request, ip, view));
+  const address = () => rateLimitedAddress(ip(), ipv6PrefixLength);
+  const values = policy.identifiers.map((source) => identifierValue(source, request, address, view));
   return {
     namespace: policy.namespace,
     // One source counts under its value as it is; several under all of them, in order, as a JSON array.

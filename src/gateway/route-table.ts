@@ -1,4 +1,5 @@
 import { PermissionQuerySyntaxError, parsePermissionQuery } from "../domain/permissions/query.js";
+import { costWithinLimit } from "../domain/routes/policy-compiler.js";
 import type { Problem } from "../domain/routes/problems.js";
 import { type CompiledRoute, compileRoute, type RouteCompileRules, type RouteDefinition } from "../domain/routes/route-compiler.js";
 import { isManagementPath, samePath } from "../http/request-target.js";
@@ -118,6 +119,8 @@ function configRouteProblems(config: RouteConfig, at: string): Problem[] {
     if (error) problems.push({ at: `${at}.permissions`, message: error });
   }
   problems.push(...publicRouteProblems(config, at));
+  for (const [index, limit] of (config.namespaceLimits ?? []).entries())
+    costWithinLimit(limit, `${at}.namespaceLimits[${index}]`, problems);
   const limitNames = new Set<string>();
   (config.ratelimits ?? []).forEach((limit, index) => {
     if (limitNames.has(limit.name)) problems.push({ at: `${at}.ratelimits[${index}].name`, message: `'${limit.name}' is listed twice` });

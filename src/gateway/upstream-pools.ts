@@ -57,7 +57,7 @@ export class UpstreamPools {
     if (seen !== undefined) return seen;
     let entry = this.entries.get(route.id);
     if (entry?.fingerprint !== this.fingerprint(route)) {
-      if (entry !== undefined) this.stop(entry);
+      if (entry !== undefined) this.stopInBackground(entry);
       entry = this.start(route);
       this.entries.set(route.id, entry);
     }
@@ -75,7 +75,7 @@ export class UpstreamPools {
     }
     for (const [id, entry] of this.entries) {
       if (ids.has(id)) continue;
-      this.stop(entry);
+      this.stopInBackground(entry);
       this.entries.delete(id);
     }
   }
@@ -124,7 +124,11 @@ export class UpstreamPools {
         for (const target of entry.pool.targets) {
           if (probing.has(target)) continue;
           probing.add(target);
-          void this.probe(entry, target).finally(() => probing.delete(target));
+          void this.probe(entry, target)
+            .catch((error: unknown) =>
+              this.options.log.error({ err: error, route: entry.route }, "an upstream health probe failed unexpectedly"),
+            )
+            .finally(() => probing.delete(target));
         }
       }, active.intervalMs);
       entry.probes.unref();
@@ -170,6 +174,13 @@ export class UpstreamPools {
         passed ? "upstream target passes its health checks again" : "upstream target fails its health checks: taken out",
       );
     }
+  }
+
+  /** Stops a pool whose route went or changed; its connections close once their calls are done. */
+  private stopInBackground(entry: PoolEntry): void {
+    this.stop(entry).catch((error: unknown) =>
+      this.options.log.warn({ err: error, route: entry.route }, "could not close the connections of a replaced upstream pool"),
+    );
   }
 
   private async stop(entry: PoolEntry): Promise<void> {

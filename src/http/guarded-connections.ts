@@ -15,11 +15,7 @@ export class PrivateAddressRefused extends Error {
   readonly address: string;
 
   constructor(host: string, address: string) {
-    super(
-      host === address
-        ? `refused: ${address} is a loopback, private or reserved address`
-        : `refused: ${host} resolves to ${address}, a loopback, private or reserved address`,
-    );
+    super(host === address ? `refused: ${address} is a private address` : `refused: ${host} resolves to ${address}, a private address`);
     this.host = host;
     this.address = address;
   }

@@ -107,6 +107,7 @@ export class Metrics implements Observer, UpstreamObserver {
     buckets: REDIS_BUCKETS,
     registry: this.registry,
   });
+  private readonly unhandledRejections = unhandledRejectionsCounter(this.registry);
   private readonly stopTimingCommands: () => void;
   private upstreamTargets: () => readonly UpstreamTargetSample[] = () => [];
   private cacheSamples: () => readonly CacheSample[] = () => [];
@@ -146,6 +147,11 @@ export class Metrics implements Observer, UpstreamObserver {
 
   upstreamAnswered(route: string, seconds: number): void {
     this.upstreamDuration.observe(seconds, route);
+  }
+
+  /** A rejection nothing handled (a bug): counted, the process serving on. */
+  unhandledRejection(): void {
+    this.unhandledRejections.inc();
   }
 
   upstreamFailed(route: string, kind: UpstreamErrorKind): void {
@@ -257,10 +263,23 @@ export class Metrics implements Observer, UpstreamObserver {
 }
 
 /** The analytics event pipeline's series alone, in a registry of their own (the primary of several workers). */
-export function analyticsRegistry(stats: () => EventPipelineStats): Registry {
+/**
+ * The series of a primary of several workers, added to theirs: its rejections nothing handled, and its analytics
+ * pipeline's counters when it holds the embedded engine.
+ */
+export function primaryRegistry(stats: (() => EventPipelineStats) | undefined): { registry: Registry; unhandledRejection(): void } {
   const registry = new Registry();
-  analyticsSeries(registry, stats);
-  return registry;
+  const rejections = unhandledRejectionsCounter(registry);
+  if (stats) analyticsSeries(registry, stats);
+  return { registry, unhandledRejection: () => rejections.inc() };
+}
+
+function unhandledRejectionsCounter(registry: Registry): Counter {
+  return new Counter({
+    name: "keygate_unhandled_rejections_total",
+    help: "Promises rejected with nothing to handle the rejection: each is logged with its cause, and keygate serves on.",
+    registers: [registry],
+  });
 }
 
 /** The analytics event pipeline's counters, read when scraped. */

@@ -1,10 +1,8 @@
-import { lookup as dnsLookup, type LookupAddress } from "node:dns";
-import { request as httpRequest, type IncomingMessage } from "node:http";
-import { request as httpsRequest } from "node:https";
-import type { LookupFunction } from "node:net";
 import { Webhook } from "standardwebhooks";
+import { Agent, type Dispatcher } from "undici";
 import type { AttemptResult, WebhookAttempt, WebhookSender } from "../domain/webhooks/deliverer.js";
-import { isPrivateAddress } from "../lib/private-addresses.js";
+import { NO_PRIVATE_ADDRESSES } from "../lib/private-addresses.js";
+import { type ConnectionPolicy, guardedConnector, literalRefusal } from "./guarded-connections.js";
 
 export interface SenderSettings {
   timeoutMs: number;
@@ -15,6 +13,15 @@ export interface SenderSettings {
 
 const USER_AGENT = "keygate-webhooks";
 
+/**
+ * Connections to one origin at most: each endpoint's attempts go one at a time, so this bounds only how many endpoints
+ * of one host are delivered to at once.
+ */
+const CONNECTIONS_PER_ORIGIN = 8;
+
+/** Lets every address through: `webhooks.allowPrivateAddresses`. */
+const EVERY_ADDRESS: ConnectionPolicy = { allowsHost: () => true, allowsAddress: () => true };
+
 /** The signature header of Standard Webhooks: one `v1,<base64>` per secret, space-separated. */
 export function signatures(attempt: Pick<WebhookAttempt, "id" | "timestamp" | "payload" | "secrets">): string {
   const at = new Date(attempt.timestamp * 1000);
@@ -22,49 +29,33 @@ export function signatures(attempt: Pick<WebhookAttempt, "id" | "timestamp" | "p
 }
 
 /**
- * A lookup that resolves the host and refuses it when any of its addresses is loopback, private or link-local:
- * the connection then goes to the address checked, so a name cannot resolve one way for the check and another
- * for the connection.
+ * Posts signed messages through one undici Agent: a pool of keep-alive connections per endpoint origin, so that
+ * attempts to an endpoint reuse a connection (and its TLS session) rather than open one each. Every new connection
+ * obeys the address rule (guarded-connections.ts: an address in the URL, every address a name resolves to, and the
+ * peer connected to), so a name that resolves elsewhere later is refused too. A timeout for the whole attempt, no
+ * redirects followed (undici's request follows none), bodies capped.
  */
-export function guardedLookup(allowPrivate: boolean): LookupFunction {
-  return (hostname, options, callback) => {
-    dnsLookup(hostname, { ...options, all: true }, (error, addresses: LookupAddress[]) => {
-      if (error) return callback(error, "", 0);
-      const refused = allowPrivate ? undefined : addresses.find((entry) => isPrivateAddress(entry.address));
-      if (refused) {
-        const denial = Object.assign(new Error(`refused: ${hostname} resolves to ${refused.address}, a private address`), {
-          code: "EPRIVATE",
-        });
-        return callback(denial, "", 0);
-      }
-      if (options.all) return (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, addresses);
-      const first = addresses[0] as LookupAddress;
-      callback(null, first.address, first.family);
-    });
-  };
-}
-
-/** Posts signed messages with node:http: a timeout for the whole attempt, no redirects followed, bodies capped. */
 export class HttpWebhookSender implements WebhookSender {
   private readonly settings: SenderSettings;
-  private readonly lookup: LookupFunction;
+  private readonly policy: ConnectionPolicy;
+  private readonly agent: Dispatcher;
 
   constructor(settings: SenderSettings) {
     this.settings = settings;
-    this.lookup = guardedLookup(settings.allowPrivateAddresses);
+    this.policy = settings.allowPrivateAddresses ? EVERY_ADDRESS : NO_PRIVATE_ADDRESSES;
+    this.agent = new Agent({ connections: CONNECTIONS_PER_ORIGIN, connect: guardedConnector(() => this.policy) });
   }
 
-  send(attempt: WebhookAttempt): Promise<AttemptResult> {
+  async send(attempt: WebhookAttempt): Promise<AttemptResult> {
     let url: URL;
     try {
       url = new URL(attempt.url);
     } catch {
-      return Promise.resolve({ ok: false, error: "the endpoint's URL does not parse" });
+      return { ok: false, error: "the endpoint's URL does not parse" };
     }
-    // An IP literal is never looked up: check it here.
-    const host = url.hostname.replace(/^\[|\]$/g, "");
-    if (!this.settings.allowPrivateAddresses && /^[\d.]+$|:/.test(host) && isPrivateAddress(host))
-      return Promise.resolve({ ok: false, error: `refused: ${host} is a private address` });
+    // Refused here too, rather than only by the connector: the answer then says nothing was attempted.
+    const refused = literalRefusal(url.hostname, this.policy);
+    if (refused) return { ok: false, error: refused.message };
     const headers = {
       "content-type": "application/json",
       "user-agent": USER_AGENT,
@@ -72,46 +63,55 @@ export class HttpWebhookSender implements WebhookSender {
       "webhook-timestamp": String(attempt.timestamp),
       "webhook-signature": signatures(attempt),
     };
-    const request = url.protocol === "https:" ? httpsRequest : httpRequest;
-    return new Promise((resolve) => {
-      let settled = false;
-      const settle = (result: AttemptResult) => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(timer);
-        resolve(result);
-      };
-      const outgoing = request(url, { method: "POST", headers, lookup: this.lookup, agent: false }, (response) =>
-        this.answer(response, settle),
-      );
-      const timer = setTimeout(() => {
-        settle({ ok: false, error: `timed out after ${this.settings.timeoutMs} ms` });
-        outgoing.destroy();
-      }, this.settings.timeoutMs);
-      outgoing.on("error", (error) => settle({ ok: false, error: error.message }));
-      outgoing.end(attempt.payload);
-    });
+    const { timeoutMs } = this.settings;
+    const abort = new AbortController();
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      abort.abort();
+    }, timeoutMs);
+    try {
+      const answer = await this.agent.request({
+        origin: url.origin,
+        path: `${url.pathname}${url.search}`,
+        method: "POST",
+        headers,
+        body: attempt.payload,
+        signal: abort.signal,
+      });
+      return await this.answer(answer.statusCode, answer.body);
+    } catch (error) {
+      return { ok: false, error: timedOut ? `timed out after ${timeoutMs} ms` : describe(error) };
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** Closes the pooled connections once the attempts in flight are done. */
+  async close(): Promise<void> {
+    await this.agent.close();
   }
 
   /** 2xx is success; anything else (a redirect too) a failure, with the start of the body as its error. */
-  private answer(response: IncomingMessage, settle: (result: AttemptResult) => void): void {
-    const status = response.statusCode ?? 0;
+  private async answer(status: number, body: Dispatcher.ResponseData["body"]): Promise<AttemptResult> {
     const chunks: Buffer[] = [];
     let size = 0;
-    const done = () => {
-      const body = Buffer.concat(chunks).subarray(0, this.settings.maxResponseBytes).toString("utf8");
-      if (status >= 200 && status < 300) settle({ ok: true, status });
-      else settle({ ok: false, status, error: `answered ${status}${body === "" ? "" : `: ${body}`}` });
-    };
-    response.on("data", (chunk: Buffer) => {
+    // A body read to its end leaves the connection for the next attempt; one cut short closes it.
+    for await (const chunk of body as AsyncIterable<Buffer>) {
       chunks.push(chunk);
       size += chunk.length;
-      if (size >= this.settings.maxResponseBytes) {
-        done();
-        response.destroy();
-      }
-    });
-    response.on("end", done);
-    response.on("error", done);
+      if (size >= this.settings.maxResponseBytes) break;
+    }
+    if (status >= 200 && status < 300) return { ok: true, status };
+    const text = Buffer.concat(chunks).subarray(0, this.settings.maxResponseBytes).toString("utf8");
+    return { ok: false, status, error: `answered ${status}${text === "" ? "" : `: ${text}`}` };
   }
+}
+
+/** An attempt's failure in a line: the refusal or the socket's error (`connect ECONNREFUSED 127.0.0.1:1`). */
+function describe(error: unknown): string {
+  const cause = (error as { cause?: unknown }).cause;
+  return cause instanceof Error && !(error as Error).message.includes(cause.message)
+    ? `${(error as Error).message}: ${cause.message}`
+    : (error as Error).message;
 }

@@ -14,8 +14,11 @@ t.test("with no file and no environment every default applies", async (t) => {
     bodyLimit: 10485760,
     requestTimeoutMs: 30000,
     headersTimeoutMs: 60000,
+    shutdownTimeoutMs: 10000,
     workers: 1,
   });
+  t.same(config.gateway.apiRoutes, { allowedUpstreams: [] }, "routes made through the API reach nothing private");
+  t.same(config.gateway.via, { maxHops: 10 }, "the Via pseudonym is derived");
   t.equal(config.storage.redis, undefined, "in-memory by default");
   t.equal(config.errors.docsUrl, "https://unkey.com/docs/errors");
   t.same(config.rootKeys, []);

@@ -4,6 +4,7 @@ import type { GatewaySettings } from "../../src/gateway/route-config.js";
 import { assertError, assertInvalidAt } from "../helpers/assertions.js";
 import { createKey, getKey } from "../helpers/fixtures.js";
 import { type CallResult, type Harness, harness } from "../helpers/harness.js";
+import { getResult } from "../helpers/http-client.js";
 import { rawRequest, sendUntilClosed } from "../helpers/raw-http.js";
 import { startUpstream, type Upstream } from "../helpers/upstream.js";
 import { waitFor } from "../helpers/wait.js";
@@ -35,15 +36,7 @@ async function setup(t: Test, allowedUpstreams: string[], gateway: Record<string
     h,
     port,
     upstream,
-    async send(path, headers = {}) {
-      const response = await fetch(`http://127.0.0.1:${port}${path}`, { headers });
-      const text = await response.text();
-      return {
-        status: response.status,
-        headers: Object.fromEntries(response.headers),
-        body: text.startsWith("{") ? JSON.parse(text) : text,
-      };
-    },
+    send: (path, headers = {}) => getResult(`http://127.0.0.1:${port}${path}`, headers),
     allow(list) {
       const settings: GatewaySettings = { ...h.config.gateway, apiRoutes: { allowedUpstreams: list } };
       h.app.gatewaySnapshot.applyConfig({ routes: h.config.routes, gateway: settings });

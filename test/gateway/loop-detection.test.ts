@@ -4,6 +4,7 @@ import { loopRefusal } from "../../src/gateway/loop-detection.js";
 import { assertError } from "../helpers/assertions.js";
 import { createKey, getKey } from "../helpers/fixtures.js";
 import { type CallResult, type Harness, harness } from "../helpers/harness.js";
+import { getResult } from "../helpers/http-client.js";
 import { rawRequest, sendUntilClosed } from "../helpers/raw-http.js";
 import { REDIS_URL, uniquePrefix } from "../helpers/redis.js";
 import { startUpstream } from "../helpers/upstream.js";
@@ -24,15 +25,7 @@ async function served(t: Test, config: Record<string, unknown>, log?: { write(li
   return {
     h,
     port,
-    async send(path, headers = {}) {
-      const response = await fetch(`http://127.0.0.1:${port}${path}`, { headers });
-      const text = await response.text();
-      return {
-        status: response.status,
-        headers: Object.fromEntries(response.headers),
-        body: text.startsWith("{") ? JSON.parse(text) : text,
-      };
-    },
+    send: (path, headers = {}) => getResult(`http://127.0.0.1:${port}${path}`, headers),
   };
 }
 

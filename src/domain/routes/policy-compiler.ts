@@ -175,6 +175,7 @@ function compileKeyauth(policy: KeyauthPolicy, base: CompiledPolicyBase, at: str
     limitNames.add(limit.name);
     if ((limit.limit === undefined) !== (limit.duration === undefined))
       problems.push({ at: where, message: "must set limit and duration together, or neither" });
+    costWithinLimit(limit, where, problems);
   });
   if (keySources.some((source) => source === undefined)) return undefined;
   const compiled: CompiledKeyauth = {
@@ -214,6 +215,7 @@ function compileRatelimit(
   if (policy.identifiers.length === 0 || policy.identifiers.length > 5)
     problems.push({ at: `${at}.identifiers`, message: "must hold 1 to 5 sources" });
   const identifiers = policy.identifiers.map((identifier, index) => identifierSource(identifier, `${at}.identifiers[${index}]`, problems));
+  costWithinLimit(policy, at, problems);
   if (identifiers.some((identifier) => identifier === undefined)) return undefined;
   return {
     ...base,
@@ -224,6 +226,12 @@ function compileRatelimit(
     cost: policy.cost ?? 1,
     identifiers: identifiers as IdentifierSource[],
   };
+}
+
+/** A cost above its limit refuses every request (an override raising the limit aside): refused as a mistake. */
+export function costWithinLimit(limit: { limit?: number; cost?: number }, at: string, problems: Problems): void {
+  if (limit.limit === undefined || limit.cost === undefined || limit.cost <= limit.limit) return;
+  problems.push({ at: `${at}.cost`, message: `(${limit.cost}) is larger than limit (${limit.limit}): no request could ever pass` });
 }
 
 function identifierSource(identifier: RatelimitIdentifier, at: string, problems: Problems): IdentifierSource | undefined {

@@ -91,9 +91,10 @@ export function compileUpstream(
   const urls = targets.map(({ url }) => url.href);
   if (new Set(urls).size !== urls.length) problems.push({ at: `${field}.targets`, message: "two targets share a URL" });
   const tls = upstream.tls ? compileTls(upstream.tls, `${field}.tls`, readTlsFile, problems) : undefined;
-  if (problems.length > before) return undefined;
   const passive = upstream.health?.passive;
   const active = upstream.health?.active;
+  inertSettings(upstream, field, problems);
+  if (problems.length > before) return undefined;
   return {
     pooled: true,
     targets,
@@ -115,6 +116,32 @@ export function compileUpstream(
     tls,
     fingerprint: JSON.stringify([upstream, tls ?? null]),
   };
+}
+
+/**
+ * Settings of a pool that would silently do nothing: a retry goes to a target not tried yet, so a pool of one target
+ * never retries and attempts beyond its other targets are never made; a probe still waiting when the next is due
+ * holds that one back, so a timeout set longer than the interval stretches the interval (the default timeout only
+ * bounds a target that hangs).
+ */
+function inertSettings(upstream: UpstreamPoolRecord, field: string, problems: Problems): void {
+  const others = upstream.targets.length - 1;
+  const retry = upstream.retry;
+  if (retry !== undefined && others === 0) {
+    problems.push({ at: `${field}.retry`, message: "a retry goes to another target: a pool of one target is never retried (add targets)" });
+  } else if (retry?.attempts !== undefined && retry.attempts > others) {
+    problems.push({
+      at: `${field}.retry.attempts`,
+      message: `(${retry.attempts}) is more than the pool's other targets (${others}): a retry goes to a target not tried yet`,
+    });
+  }
+  const active = upstream.health?.active;
+  if (active?.timeoutMs !== undefined && active.timeoutMs > (active.intervalMs ?? ACTIVE_DEFAULTS.intervalMs)) {
+    problems.push({
+      at: `${field}.health.active.timeoutMs`,
+      message: `(${active.timeoutMs}) must not be longer than health.active.intervalMs (${active.intervalMs ?? ACTIVE_DEFAULTS.intervalMs}): a probe still waiting holds the next one back`,
+    });
+  }
 }
 
 function parseUrl(text: string, at: string, problems: Problems): URL | undefined {

@@ -4,7 +4,7 @@ import { postKeyNotice } from "../../../src/domain/keys/key-notices.js";
 import type { Notice } from "../../../src/domain/notices.js";
 import { ExceededNotices } from "../../../src/domain/ratelimit/exceeded-notices.js";
 import type { LimitDecision } from "../../../src/domain/ratelimit/limit-decision.js";
-import { guardedLookup } from "../../../src/http/webhook-sender.js";
+import { guardedLookup } from "../../../src/http/guarded-connections.js";
 
 const check = { bucket: "b", limit: 2, durationMs: 1_000, cost: 1 };
 
@@ -66,7 +66,7 @@ t.test("key notices: nothing without a sink; an identity gone since is named by 
 });
 
 t.test("the guarded lookup answers one address when asked for one, and passes resolution errors on", async (t) => {
-  const lookup = guardedLookup(true);
+  const lookup = guardedLookup(() => ({ allowsHost: () => true, allowsAddress: () => true }));
   const one = await new Promise<[unknown, unknown, unknown]>((resolve) =>
     lookup("localhost", { family: 4 }, (...args) => resolve(args as never)),
   );
