@@ -97,6 +97,8 @@ t.test("an unreachable ClickHouse server: keygate starts, queries answer 503, ev
       analytics: {
         engine: "clickhouse",
         clickhouse: { url: "http://127.0.0.1:1", requestTimeoutMs: 1_000 },
+        // A request timeout must outlast the longest query allowed (config/consistency.ts).
+        query: { maxExecutionMs: 500 },
         buffer: { flushIntervalMs: 600_000 },
       },
     },

@@ -236,7 +236,9 @@ t.test("getUsage: its own permission, the caller's workspace only, clear 400s an
 
   const away = await harness(t, {
     clock,
-    config: { analytics: { engine: "clickhouse", clickhouse: { url: "http://127.0.0.1:1", requestTimeoutMs: 500 } } },
+    config: {
+      analytics: { engine: "clickhouse", clickhouse: { url: "http://127.0.0.1:1", requestTimeoutMs: 500 }, query: { maxExecutionMs: 400 } },
+    },
   });
   const unavailable = await away.call("keygate.getUsage", { granularity: "daily", start: clock.now() - DAY });
   t.equal(unavailable.status, 503, "a ClickHouse server that cannot be reached: unavailable, for now");
