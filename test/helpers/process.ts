@@ -8,6 +8,8 @@ import { REDIS_URL, uniquePrefix } from "./redis.js";
 /** The compiled entry points under build/ (npm test compiles before it runs tap). */
 export const SERVER_ENTRY = fileURLToPath(new URL("../../src/server.js", import.meta.url));
 export const CLI_ENTRY = fileURLToPath(new URL("../../src/cli/main.js", import.meta.url));
+/** How long a test's server has to exit on SIGTERM at the end of its test before it is killed. */
+const TEARDOWN_GRACE_MS = 5_000;
 
 interface Teardown {
   teardown(fn: () => unknown): void;
@@ -67,8 +69,14 @@ export async function startServer(
   child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString()));
   child.stderr.on("data", (chunk: Buffer) => (err += chunk.toString()));
   const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
-  t.teardown(() => {
-    if (child.exitCode === null) child.kill("SIGKILL");
+  // Ended as an operator ends it, so that it writes what it ran (the suite's coverage counts children too); killed
+  // when it has not exited within a few seconds.
+  t.teardown(async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    child.kill("SIGTERM");
+    const killer = setTimeout(() => child.kill("SIGKILL"), TEARDOWN_GRACE_MS);
+    await exited;
+    clearTimeout(killer);
   });
   const baseUrl = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`server did not start in ${timeoutMs} ms:\n${out}\n${err}`)), timeoutMs);
