@@ -275,5 +275,33 @@ for (const storage of STORAGE_KINDS) {
     );
     const [hour4Usage] = await usage({ identity: acme }, hour4, 1);
     t.same([hour4Usage?.requests, hour4Usage?.credits], [1, credits(0, 0)], "getUsage for hour 4 agrees");
+
+    // A replay sends hour 4 with its first id and the numbers as they are now: nothing spent.
+    const sent = receiver.received.length;
+    t.same(await call("keygate.replayUsageReports", { webhookId: hook.webhookId, start: hour4, end: hour4 + HOUR }), {
+      periods: 1,
+      reports: 1,
+    });
+    while ((await h.app.services.webhooks.deliverer.deliverDue()) > 0);
+    const [replayed] = receiver.received.slice(sent).map((each) => JSON.parse(each.body) as CloudEvent);
+    t.same([replayed?.id, replayed?.data.credits], [report?.id, credits(0, 0)], "the replay: the report's id, the net credits");
+
+    // A refund whose verification never reached the table (lost before a flush) takes nothing off: usage never
+    // counted those credits.
+    h.app.analytics.sinks.creditRefunds.record({
+      requestId: "req_never_recorded",
+      time: start + 10 * MINUTE,
+      refundedAt: start + 11 * MINUTE,
+      workspaceId: workspace,
+      keySpaceId: "",
+      keyId: keys.lone.keyId,
+      identityId: "",
+      externalId: "",
+      credits: 5,
+      creditsSource: "key",
+    });
+    await h.app.analytics.flush();
+    const [hour0] = await usage({ keyId: keys.lone.keyId }, start, 1);
+    t.same(hour0?.credits, credits((hours[0] as (typeof hours)[number]).spent.lone, 0), "the lone key's hour 0 is as it was");
   });
 }
