@@ -200,6 +200,7 @@ for (const storage of STORAGE_KINDS) {
       (requests: (typeof hours)[number]["requests"]) => number,
     ][] = [
       ["the workspace", {}, (spent) => credits(spent.own + spent.lone, spent.acme), (n) => n.shared + n.own + n.lone],
+      ["the API", { apiId: API }, (spent) => credits(spent.own + spent.lone, spent.acme), (n) => n.shared + n.own + n.lone],
       ["acme", { identity: acme }, (spent) => credits(spent.own, spent.acme), (n) => n.shared + n.own],
       ["the key paying from acme's balance", { keyId: keys.shared.keyId }, (spent) => credits(0, spent.acme), (n) => n.shared],
       ["the lone key", { keyId: keys.lone.keyId }, (spent) => credits(spent.lone, 0), (n) => n.lone],
