@@ -218,6 +218,12 @@ for (const storage of STORAGE_KINDS) {
         );
       }
     }
+    // Days and calendar months: the same net credits, whichever buckets the hours fall in.
+    const spentInAll = hours.reduce((sum, { spent }) => sum + spent.own + spent.lone + spent.acme, 0);
+    for (const granularity of ["daily", "monthly"]) {
+      const { totals } = await call("keygate.getUsage", { granularity, start, end: start + 4 * HOUR });
+      t.equal(totals.credits.total, spentInAll, `${granularity}: the credits that left the balances in all`);
+    }
     for (const [hour, { spent }] of hours.entries()) {
       const periodStart = start + hour * HOUR;
       const ofHour = events().filter((each) => each.type === "usage.reported" && each.data.period.start === periodStart);
