@@ -62,7 +62,7 @@ t.test("entries from two workers land in the primary's log, which answers either
 
 t.test("a worker's write is refused when the primary's log cannot take its entry", async (t) => {
   const full = new PipelineAuditLog(
-    { record: () => {}, isFull: () => true, flush: async () => {} },
+    { record: () => {}, isFull: () => true, flush: async () => {}, stats: () => ({ recorded: 0, written: 0 }) },
     { database: "keygate", withConnection: () => Promise.reject(new Error("unused")) },
   );
   const { worker } = link(full);

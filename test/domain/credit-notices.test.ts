@@ -10,9 +10,10 @@ import { type Harness, harness, STORAGE_KINDS, WORKSPACE } from "../helpers/harn
 /** Records the credit notices posted (key changes are posted to the same sink, and told apart by their type). */
 class RecordingSink implements NoticeSink {
   readonly posted: Notice[] = [];
-  post(notice: Notice): void {
+  async post(notice: Notice): Promise<void> {
     if (notice.type.includes(".credits.")) this.posted.push(notice);
   }
+  async settled(): Promise<void> {}
   /** What was posted since the last call. */
   take(): Notice[] {
     return this.posted.splice(0);
