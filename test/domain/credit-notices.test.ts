@@ -1,9 +1,9 @@
 import t from "tap";
 import type { Notice, NoticeSink } from "../../src/domain/notices.js";
 import { ManualClock } from "../helpers/clock.js";
-import { waitFor } from "../helpers/wait.js";
 import { createApi, createKey } from "../helpers/fixtures.js";
 import { type Harness, harness, STORAGE_KINDS, WORKSPACE } from "../helpers/harness.js";
+import { waitFor } from "../helpers/wait.js";
 
 // Credit crossings posted through the NoticeSink the verification service is given: once per crossing, by the
 // verification that crossed, however many verify at once; again after a top-up; never on a denial.
