@@ -105,7 +105,7 @@ export function createRedisStores(
     webhooks: new RedisWebhookStore(guarded, keys),
     webhookOutbox: new RedisWebhookOutbox(guardedClient(redis, guard), keys),
     usageReports: new RedisUsageReportStore(guarded, keys),
-    auditOutbox: new RedisAuditOutbox(guarded, keys),
+    auditOutbox: new RedisAuditOutbox(redis, guard, keys, options.replicaWait),
     health: redisHealth(redis, guard),
     broadcast: new RedisBroadcast(redis, prefix),
     close: async () => {

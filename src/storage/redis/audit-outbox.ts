@@ -1,5 +1,7 @@
 import type { AuditOutbox, AuditOutboxItem } from "../audit-outbox-interfaces.js";
+import type { RedisGuard } from "./guard.js";
 import type { RedisKeys } from "./keys.js";
+import { type ReplicaWaitSettings, WriteNotReplicatedError } from "./replica-wait.js";
 import type { RedisClient } from "./topology.js";
 
 // KEYS: the stream. ARGV: the entries, in order. One script: the entries of one group commit land together or not at all.
@@ -16,26 +18,55 @@ type StreamEntry = [id: string, fields: string[]];
  */
 export class RedisAuditOutbox implements AuditOutbox {
   private readonly redis: RedisClient;
+  private readonly guard: RedisGuard;
   private readonly keys: RedisKeys;
+  private readonly replicaWait: ReplicaWaitSettings | undefined;
 
-  constructor(redis: RedisClient, keys: RedisKeys) {
+  /**
+   * Every call runs through `guard`, as the record stores' do. With `replicaWait` (storage.redis.replicaWait), an
+   * append waits for the replicas as a management write does.
+   */
+  constructor(redis: RedisClient, guard: RedisGuard, keys: RedisKeys, replicaWait?: ReplicaWaitSettings) {
     this.redis = redis;
+    this.guard = guard;
     this.keys = keys;
+    this.replicaWait = replicaWait;
   }
 
   async append(records: readonly string[]): Promise<void> {
     if (records.length === 0) return;
-    await this.redis.eval(APPEND, 1, this.keys.auditOutbox(), ...records);
+    const stream = this.keys.auditOutbox();
+    const replicaWait = this.replicaWait;
+    if (!replicaWait) {
+      await this.guard.run("auditAppend", () => this.redis.eval(APPEND, 1, stream, ...records));
+      return;
+    }
+    const replies = await this.guard.run(
+      "auditAppend",
+      async () =>
+        (await this.redis
+          .pipeline()
+          .eval(APPEND, 1, stream, ...records)
+          .wait(replicaWait.replicas, replicaWait.timeoutMs)
+          .exec()) ?? [],
+    );
+    const [[appendError] = [], [waitError, confirmed] = []] = replies;
+    if (appendError) throw appendError;
+    if (waitError) throw waitError;
+    // Appended but not confirmed: the caller appends again, and the reads count an entry written twice once.
+    if ((confirmed as number) < replicaWait.replicas) throw new WriteNotReplicatedError(confirmed as number, replicaWait);
   }
 
   async peek(max: number): Promise<AuditOutboxItem[]> {
-    const entries = (await this.redis.xrange(this.keys.auditOutbox(), "-", "+", "COUNT", max)) as StreamEntry[];
+    const entries = (await this.guard.run("auditPeek", () =>
+      this.redis.xrange(this.keys.auditOutbox(), "-", "+", "COUNT", max),
+    )) as StreamEntry[];
     return entries.map(([handle, fields]) => ({ handle, record: fields[1] as string }));
   }
 
   async remove(handles: readonly string[]): Promise<void> {
     if (handles.length === 0) return;
-    await this.redis.xdel(this.keys.auditOutbox(), ...handles);
+    await this.guard.run("auditRemove", () => this.redis.xdel(this.keys.auditOutbox(), ...handles));
   }
 
   describe(): string {
