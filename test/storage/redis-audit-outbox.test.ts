@@ -2,7 +2,7 @@ import t from "tap";
 import { WriteNotReplicatedError } from "../../src/storage/redis/replica-wait.js";
 import { openRedisStores, redisClient, uniquePrefix } from "../helpers/redis.js";
 
-// The audit outbox in Redis: one stream under the prefix, in its own hash tag; with storage.redis.replicaWait an
+// The audit outbox in Redis: one stream under the prefix, in its own hash tag; with storage.redis.waitForReplicas an
 // append waits for the replicas as a management write does, and says so when they do not confirm (the entries are
 // in the stream all the same: the audit log appends them again, and the reads count them once).
 

@@ -23,7 +23,7 @@ export class RedisAuditOutbox implements AuditOutbox {
   private readonly replicaWait: ReplicaWaitSettings | undefined;
 
   /**
-   * Every call runs through `guard`, as the record stores' do. With `replicaWait` (storage.redis.replicaWait), an
+   * Every call runs through `guard`, as the record stores' do. With `replicaWait` (storage.redis.waitForReplicas), an
    * append waits for the replicas as a management write does.
    */
   constructor(redis: RedisClient, guard: RedisGuard, keys: RedisKeys, replicaWait?: ReplicaWaitSettings) {
