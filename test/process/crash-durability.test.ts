@@ -120,7 +120,7 @@ async function answeredWrites(server: RunningServer): Promise<{ apiIds: string[]
   return { apiIds: apis.map((api) => api.apiId as string), keyIds: keys.map((key) => key.keyId as string) };
 }
 
-t.test("on Redis: every answered write's audit entry and key.created event survive a kill -9", async (t) => {
+t.test("on Redis: every answered write's audit entry and event, and an answered crossing's event, survive a kill -9", async (t) => {
   const redis = await privateRedis(t, { persistent: true, port: await privatePort() });
   const receiver = new Receiver();
   await receiver.start();
@@ -129,8 +129,11 @@ t.test("on Redis: every answered write's audit entry and key.created event survi
   const env = { KEYGATE_CONFIG: configFile(t, `storage:\n  redis: { url: "${redis.url}" }\n`), KEYGATE_ANALYTICS_PATH: analytics };
 
   const first = await startServer(t, env, 60_000);
-  await ok(first, "keygate.createWebhook", { url: receiver.url, events: ["key.created"] });
+  await ok(first, "keygate.createWebhook", { url: receiver.url, events: ["key.created", "key.credits.low"] });
+  const metered = await ok(first, "keys.createKey", { apiId: API, credits: { remaining: 2, lowThreshold: 1 } });
   const { apiIds, keyIds } = await answeredWrites(first);
+  // A verification on the request path that crosses the threshold: its notice is durable before its answer too.
+  t.match(await ok(first, "keys.verifyKey", { key: metered.key }), { valid: true, credits: 1 });
   first.child.kill("SIGKILL");
   await new Promise((resolve) => first.child.once("exit", resolve));
 
@@ -144,7 +147,15 @@ t.test("on Redis: every answered write's audit entry and key.created event survi
     because(`${missing.length} of ${keyIds.length} missing`);
     return missing.length === 0 ? byId : undefined;
   });
-  t.equal(delivered.size, keyIds.length, "one event (one webhook-id) per answered keys.createKey");
+  t.equal(
+    [...delivered.values()].filter((data) => keyIds.includes(data.keyId)).length,
+    keyIds.length,
+    "one event (one webhook-id) per answered keys.createKey",
+  );
+  await waitFor("the credits crossing is delivered", 30_000, () =>
+    receiver.of("key.credits.low").some((received) => received.event.data.keyId === metered.keyId) ? true : undefined,
+  );
+  t.pass("key.credits.low of the answered verification delivered");
   await second.stop();
 });
 
