@@ -186,13 +186,18 @@ export class OutboxAuditLog implements AuditLog {
   }
 
   private startAppending(): void {
-    this.appending ??= this.appendQueued().finally(() => {
+    this.appending ??= this.appendQueued().then((drained) => {
       this.appending = undefined;
+      // An entry recorded after the last group was taken, and before this ran, is not left for the timer.
+      if (drained && this.unsent.length > 0) this.startAppending();
     });
   }
 
-  /** Appends what is queued, a group at a time, until nothing is; a failed group stays queued for the next try. */
-  private async appendQueued(): Promise<void> {
+  /**
+   * Appends what is queued, a group at a time, until nothing is; a failed group stays queued for the next try.
+   * Resolves with false after a failure (the next try comes with the next write, settled() or the timer).
+   */
+  private async appendQueued(): Promise<boolean> {
     while (this.unsent.length > 0) {
       const group = this.unsent;
       this.unsent = [];
@@ -204,7 +209,7 @@ export class OutboxAuditLog implements AuditLog {
         this.waiters = [];
         for (const waiter of failed) waiter.reject(auditEntryNotDurable(error));
         this.deps.log?.warn(`audit log: ${group.length} entries could not be appended to the outbox: ${(error as Error).message}`);
-        return;
+        return false;
       }
       this.appended += group.length;
       const waiting: typeof this.waiters = [];
@@ -214,6 +219,7 @@ export class OutboxAuditLog implements AuditLog {
       }
       this.waiters = waiting;
     }
+    return true;
   }
 
   /** Moves the outbox's entries into the engine, a batch at a time; one pass at a time. */

@@ -142,7 +142,9 @@ export async function openAnalytics(config: AnalyticsSettings, options: OpenAnal
     },
   };
   const audit = await openAuditLog(config, options, engine, ready, gatedEngine, pipelineOf);
-  const all = [...Object.values(pipelines), ...(audit.pipeline ? [audit.pipeline] : [])];
+  // The audit log has a pipeline of its own only when it writes straight into a ClickHouse server.
+  const all: Pick<EventPipeline<unknown, EventBatch<unknown>>, "stats" | "flush" | "close">[] = Object.values(pipelines);
+  if (audit.pipeline) all.push(audit.pipeline);
 
   let closing: Promise<void> | undefined;
   return {
@@ -167,7 +169,7 @@ export async function openAnalytics(config: AnalyticsSettings, options: OpenAnal
 }
 
 /** Where the journal of the embedded engine's audit outbox lives: beside the engine's own data. */
-export const AUDIT_JOURNAL_DIRECTORY = "audit-journal";
+const AUDIT_JOURNAL_DIRECTORY = "audit-journal";
 
 /**
  * The audit log: behind the stores' outbox (Redis) when there is one, else behind a journal in the embedded engine's
