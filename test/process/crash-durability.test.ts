@@ -138,8 +138,6 @@ t.test("on Redis: every answered write's audit entry and event, and an answered 
   await new Promise((resolve) => first.child.once("exit", resolve));
 
   const second = await startServer(t, env, 60_000);
-  await everyEntryOnce(t, second, "api.create", "api", apiIds);
-  await everyEntryOnce(t, second, "key.create", "key", keyIds);
   const delivered = await waitFor("every key.created event is delivered", 30_000, (because) => {
     const byId = new Map(receiver.of("key.created").map((received) => [received.headers["webhook-id"], received.event.data]));
     const keyIdsDelivered = new Set([...byId.values()].map((data) => data.keyId as string));
@@ -156,6 +154,8 @@ t.test("on Redis: every answered write's audit entry and event, and an answered 
     receiver.of("key.credits.low").some((received) => received.event.data.keyId === metered.keyId) ? true : undefined,
   );
   t.pass("key.credits.low of the answered verification delivered");
+  await everyEntryOnce(t, second, "api.create", "api", apiIds);
+  await everyEntryOnce(t, second, "key.create", "key", keyIds);
   await second.stop();
 });
 
