@@ -1,10 +1,12 @@
 import t from "tap";
 import { OutboxAuditLog } from "../../src/analytics/audit-log.js";
+import { disabledAnalytics } from "../../src/analytics/index.js";
 import type { Scheduler } from "../../src/analytics/pipeline.js";
 import type { AnalyticsQueryEngine } from "../../src/domain/analytics/query-engine.js";
 import { type AuditEntry, auditId } from "../../src/domain/audit/audit-trail.js";
 import type { AuditOutbox, AuditOutboxItem } from "../../src/storage/audit-outbox-interfaces.js";
-import { WORKSPACE } from "../helpers/harness.js";
+import { assertError } from "../helpers/assertions.js";
+import { harness, WORKSPACE } from "../helpers/harness.js";
 
 /**
  * The audit log behind an outbox: a write's entry is in the outbox before settled() resolves, concurrent entries
@@ -132,4 +134,25 @@ t.test("the pump writes entries to the engine, then removes them; a failed write
   log.record(entry(4));
   await log.close();
   t.same(written.at(-1), "entry 4", "closing appends and moves what is left");
+});
+
+t.test("a write whose entry the outbox does not take is answered 503 saying it was made; once it does, 200", async (t) => {
+  const outbox = new TestOutbox();
+  const log = outboxLog(outbox);
+  const h = await harness(t, { analytics: { ...disabledAnalytics(), audit: log } });
+  outbox.down = true;
+  const refused = await h.call("apis.createApi", { name: "made-but-unconfirmed" });
+  assertError(t, refused, "err:keygate:data:audit_log_unavailable");
+  t.match(refused.body.error.detail, /was made/);
+  t.same(
+    (await h.app.stores.apis.list(WORKSPACE)).map((api) => api.name),
+    ["made-but-unconfirmed"],
+    "the write itself was made",
+  );
+  outbox.down = false;
+  t.equal((await h.call("apis.createApi", { name: "confirmed" })).status, 200);
+  const appended = outbox.appends.flat().map((record) => (JSON.parse(record) as AuditEntry).description);
+  t.equal(appended.length, 2, "both entries, each once");
+  t.match(appended[0], /made-but-unconfirmed/, "the unconfirmed write's entry was kept and appended first");
+  t.match(appended[1], /confirmed/);
 });
