@@ -122,6 +122,7 @@ export class OutboxAuditLog implements AuditLog {
   private appending: Promise<void> | undefined;
   private waiters: { upTo: number; resolve: () => void; reject: (error: unknown) => void }[] = [];
   private pumping: Promise<void> | undefined;
+  private pumpFailing = false;
   private readonly stopTimer: () => void;
   private closed = false;
 
@@ -129,8 +130,16 @@ export class OutboxAuditLog implements AuditLog {
     this.deps = deps;
     this.stopTimer = deps.scheduler.every(deps.intervalMs, () => {
       if (this.unsent.length > 0) this.startAppending();
-      this.pump().catch((error: unknown) =>
-        this.deps.log?.warn(`audit log: moving entries to the engine failed: ${(error as Error).message}`),
+      // Said once when moving starts failing and once when it works again, however long the engine is away.
+      this.pump().then(
+        () => {
+          if (this.pumpFailing) this.deps.log?.warn("audit log: moving entries to the engine works again");
+          this.pumpFailing = false;
+        },
+        (error: unknown) => {
+          if (!this.pumpFailing) this.deps.log?.warn(`audit log: moving entries to the engine failed: ${(error as Error).message}`);
+          this.pumpFailing = true;
+        },
       );
     });
   }

@@ -156,3 +156,42 @@ t.test("a write whose entry the outbox does not take is answered 503 saying it w
   t.match(appended[0], /made-but-unconfirmed/, "the unconfirmed write's entry was kept and appended first");
   t.match(appended[1], /confirmed/);
 });
+
+t.test("the timer moves entries to the engine and says once that it fails, and once that it works again", async (t) => {
+  const outbox = new TestOutbox();
+  const ticks: (() => void)[] = [];
+  const warnings: string[] = [];
+  let engineUp = false;
+  const log = new OutboxAuditLog({
+    outbox,
+    engine,
+    write: async () => {
+      if (!engineUp) throw new Error("engine down");
+    },
+    maxUnsent: 10,
+    batchSize: 10,
+    intervalMs: 1_000,
+    scheduler: {
+      every: (_ms, task) => {
+        ticks.push(task);
+        return () => {};
+      },
+      soon: (task) => void setImmediate(task),
+    },
+    log: { warn: (message) => warnings.push(message) },
+  });
+  const tick = async () => {
+    for (const task of ticks) task();
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  };
+  log.record(entry(1));
+  await log.settled();
+  await tick();
+  await tick();
+  t.same(warnings, ["audit log: moving entries to the engine failed: engine down"], "said once");
+  t.equal(outbox.items.length, 1, "the entry waits in the outbox");
+  engineUp = true;
+  await tick();
+  t.same(warnings.at(-1), "audit log: moving entries to the engine works again");
+  t.equal(outbox.items.length, 0, "moved");
+});
