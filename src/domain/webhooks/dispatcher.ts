@@ -19,6 +19,8 @@ export interface DispatcherDeps {
   onEnqueued?: () => void;
 }
 
+const DONE: Promise<void> = Promise.resolve();
+
 /** Notices written to the outbox together, at most. */
 const BATCH = 256;
 
@@ -38,7 +40,8 @@ export class WebhookDispatcher implements NoticeSink {
   private readonly deps: DispatcherDeps;
   private readonly waiting: Notice[] = [];
   private running: Promise<void> | null = null;
-  private readonly endpoints = new Map<string, { at: number; records: Promise<WebhookEndpointRecord[]> }>();
+  /** A workspace's endpoints as last read (`read` once the read is done), and when the read began. */
+  private readonly endpoints = new Map<string, { at: number; records: Promise<WebhookEndpointRecord[]>; read?: WebhookEndpointRecord[] }>();
   /** Notices taken by post(), and notices written or lost, since the start: done follows posted, in order. */
   private posted = 0;
   private done = 0;
@@ -50,9 +53,12 @@ export class WebhookDispatcher implements NoticeSink {
   }
 
   post(notice: Notice): Promise<void> {
+    // Nobody to tell, as far as this instance knows now: nothing to write, nothing for the request to wait for.
+    const known = this.freshEndpoints(workspaceOf(notice));
+    if (known !== undefined && !known.some((endpoint) => endpoint.enabled && endpoint.events.includes(notice.type))) return DONE;
     if (this.waiting.length >= this.deps.maxWaiting) {
       this.deps.onError(new Error("too many notices waiting for the webhook outbox"), notice);
-      return Promise.resolve();
+      return DONE;
     }
     this.waiting.push(notice);
     this.posted++;
@@ -194,9 +200,22 @@ export class WebhookDispatcher implements NoticeSink {
     if (cached && now - cached.at < ENDPOINTS_FRESH_MS) return cached.records;
     const records = this.deps.store.list(workspaceId);
     if (this.endpoints.size >= 10_000) this.endpoints.clear();
-    this.endpoints.set(workspaceId, { at: now, records });
-    records.catch(() => this.endpoints.delete(workspaceId));
+    const entry: { at: number; records: Promise<WebhookEndpointRecord[]>; read?: WebhookEndpointRecord[] } = { at: now, records };
+    this.endpoints.set(workspaceId, entry);
+    records.then(
+      (read) => {
+        entry.read = read;
+      },
+      () => this.endpoints.delete(workspaceId),
+    );
     return records;
+  }
+
+  /** The workspace's endpoints when a read of them is done and still fresh; undefined otherwise. */
+  private freshEndpoints(workspaceId: string): WebhookEndpointRecord[] | undefined {
+    const cached = this.endpoints.get(workspaceId);
+    if (!cached || this.deps.clock.now() - cached.at >= ENDPOINTS_FRESH_MS) return undefined;
+    return cached.read;
   }
 }
 
