@@ -158,7 +158,13 @@ async function openRuntime(app: FastifyInstance, config: KeygateConfig, clock: C
   if (!options.stores) app.addHook("onClose", async () => stores.close());
   let analytics: AnalyticsRuntime;
   try {
-    analytics = options.analytics ?? (await openAnalytics(config.analytics, { clock, log: { warn: (message) => app.log.warn(message) } }));
+    analytics =
+      options.analytics ??
+      (await openAnalytics(config.analytics, {
+        clock,
+        log: { warn: (message) => app.log.warn(message) },
+        ...defined({ auditOutbox: stores.auditOutbox }),
+      }));
   } catch (error) {
     await app.close();
     throw error;

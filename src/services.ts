@@ -71,6 +71,11 @@ export interface Services {
   readonly usage: UsageService;
   /** Webhook endpoints (keygate.*Webhook), the notice sink and the delivery that runs once started. */
   readonly webhooks: Webhooks;
+  /**
+   * Where the domain posts notices (the webhook dispatcher unless the options give another sink); a write is
+   * answered once the notices it posted are durable (settled()).
+   */
+  readonly notices: NoticeSink;
   /** Where every management write records its entry (docs/audit-log.md); asked before a write whether it may go on. */
   readonly audit: AuditTrail;
   /** keygate.listAuditLogs. */
@@ -182,6 +187,7 @@ export function createServices(stores: Stores, config: KeygateConfig, clock: Clo
         { cache: "namespace_names", ...namespaces.names },
       ];
     },
+    notices,
     audit,
     auditLog: new AuditLogService(analytics.audit),
     rootKeys,

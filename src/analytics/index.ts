@@ -1,12 +1,24 @@
+import { join } from "node:path";
 import type { AnalyticsSinks } from "../domain/analytics/events.js";
 import { AnalyticsEngineError, type AnalyticsQueryEngine } from "../domain/analytics/query-engine.js";
 import type { RetentionDays } from "../domain/analytics/tables.js";
+import type { AuditEntry } from "../domain/audit/audit-trail.js";
 import type { Clock } from "../lib/clock.js";
 import { defined } from "../lib/defined.js";
+import type { AuditOutbox } from "../storage/audit-outbox-interfaces.js";
 import type { AnalyticsEngine, EventBatch } from "./analytics-engine.js";
-import { type AuditLog, MemoryAuditLog, PipelineAuditLog } from "./audit-log.js";
+import { AuditJournal } from "./audit-journal.js";
+import { type AuditLog, MemoryAuditLog, OutboxAuditLog, PipelineAuditLog } from "./audit-log.js";
 import { EmbeddedEngine } from "./embedded-engine.js";
-import { addStats, type BatchIO, EventPipeline, type EventPipelineStats, type PipelineLog, type Scheduler } from "./pipeline.js";
+import {
+  addStats,
+  type BatchIO,
+  EventPipeline,
+  type EventPipelineStats,
+  nodeScheduler,
+  type PipelineLog,
+  type Scheduler,
+} from "./pipeline.js";
 import { AUDIT_LOGS, CREDIT_REFUNDS, type EventTable, GATEWAY_REQUESTS, RATELIMITS, VERIFICATIONS } from "./rows.js";
 import { schemaStatements } from "./schema.js";
 import type { ServerEngineOptions } from "./server-engine.js";
@@ -55,6 +67,11 @@ export interface OpenAnalyticsOptions {
   clock: Clock;
   log?: PipelineLog;
   scheduler?: Scheduler;
+  /**
+   * The stores' audit outbox (Redis), where entries wait durably for the engine; without one the embedded engine
+   * keeps a journal in its directory (docs/audit-log.md#what-survives-what).
+   */
+  auditOutbox?: AuditOutbox;
   /** Test hook for the clickhouse engine, see ServerEngineOptions.createClient. */
   createClickHouseClient?: ServerEngineOptions["createClient"];
 }
@@ -118,8 +135,6 @@ export async function openAnalytics(config: AnalyticsSettings, options: OpenAnal
     gatewayRequests: pipelineOf(GATEWAY_REQUESTS),
     creditRefunds: pipelineOf(CREDIT_REFUNDS),
   };
-  const auditPipeline = pipelineOf(AUDIT_LOGS, true);
-  const all = [...Object.values(pipelines), auditPipeline];
   const gatedEngine: AnalyticsQueryEngine = {
     database: engine.database,
     withConnection: async (work) => {
@@ -127,27 +142,83 @@ export async function openAnalytics(config: AnalyticsSettings, options: OpenAnal
       return engine.withConnection(work);
     },
   };
+  const audit = await openAuditLog(config, options, engine, ready, gatedEngine, pipelineOf);
+  // The audit log has a pipeline of its own only when it writes straight into a ClickHouse server.
+  const all: Pick<EventPipeline<unknown, EventBatch<unknown>>, "stats" | "flush" | "close">[] = Object.values(pipelines);
+  if (audit.pipeline) all.push(audit.pipeline);
 
   let closing: Promise<void> | undefined;
   return {
     mode: config.engine,
     engine: gatedEngine,
     sinks: pipelines,
-    audit: new PipelineAuditLog(auditPipeline, gatedEngine),
+    audit: audit.log,
     stats: () => addStats(all.map((pipeline) => pipeline.stats())),
     check: () => ready.ensure(),
     flush: async () => {
-      await Promise.all(all.map((pipeline) => pipeline.flush()));
+      await Promise.all([...all.map((pipeline) => pipeline.flush()), audit.outboxLog?.flush()]);
     },
     describe: () =>
       engine.kind === "embedded"
         ? `analytics: embedded ClickHouse (chDB), data in ${engine.location}`
         : `analytics: ClickHouse server at ${engine.location}`,
     close: () =>
-      (closing ??= Promise.all(all.map((pipeline) => pipeline.close()))
-        .then(() => {})
+      (closing ??= Promise.all([...all.map((pipeline) => pipeline.close()), audit.outboxLog?.close()])
+        .then(() => audit.journal?.close())
         .finally(() => engine.close())),
   };
+}
+
+/** Where the journal of the embedded engine's audit outbox lives: beside the engine's own data. */
+const AUDIT_JOURNAL_DIRECTORY = "audit-journal";
+
+/**
+ * The audit log: behind the stores' outbox (Redis) when there is one, else behind a journal in the embedded engine's
+ * directory, else (in-memory stores and a ClickHouse server) written through a pipeline and flushed into the server
+ * before a write is answered (docs/audit-log.md#what-survives-what).
+ */
+async function openAuditLog(
+  config: AnalyticsSettings,
+  options: OpenAnalyticsOptions,
+  engine: AnalyticsEngine,
+  ready: SchemaGate,
+  queries: AnalyticsQueryEngine,
+  pipelineOf: <E>(table: EventTable<E>, audit: boolean) => EventPipeline<E, EventBatch<E>>,
+): Promise<{
+  log: AuditLog;
+  pipeline?: EventPipeline<AuditEntry, EventBatch<AuditEntry>>;
+  outboxLog?: OutboxAuditLog;
+  journal?: AuditJournal;
+}> {
+  const journal =
+    options.auditOutbox === undefined && engine.kind === "embedded"
+      ? await AuditJournal.open(join(config.path, AUDIT_JOURNAL_DIRECTORY))
+      : undefined;
+  const outbox = options.auditOutbox ?? journal;
+  if (outbox === undefined) {
+    const pipeline = pipelineOf(AUDIT_LOGS, true);
+    return { log: new PipelineAuditLog(pipeline, queries), pipeline };
+  }
+  const outboxLog = new OutboxAuditLog({
+    outbox,
+    engine: queries,
+    write: async (entries) => {
+      await ready.ensure();
+      const batch = engine.newBatch(AUDIT_LOGS, config.region);
+      try {
+        for (const entry of entries) batch.add(entry);
+        await engine.insertBatch(batch);
+      } finally {
+        engine.releaseBatch(batch);
+      }
+    },
+    maxUnsent: config.buffer.maxEvents,
+    batchSize: config.buffer.batchSize,
+    intervalMs: config.buffer.flushIntervalMs,
+    scheduler: options.scheduler ?? nodeScheduler,
+    ...defined({ log: options.log }),
+  });
+  return { log: outboxLog, outboxLog, ...defined({ journal }) };
 }
 
 /** The ClickHouse server's engine, and its client library, loaded only when analytics.engine is clickhouse. */

@@ -11,6 +11,7 @@ export type Question =
   | { kind: "analytics-check" }
   | { kind: "analytics-flush" }
   | { kind: "audit-admit" }
+  | { kind: "audit-settled" }
   | { kind: "audit-list"; query: AuditLogQuery }
   | { kind: "metrics" }
   | { kind: "metrics-json" };

@@ -1,4 +1,4 @@
-import { type AuditLog, auditLogUnavailable } from "../analytics/audit-log.js";
+import { type AuditLog, auditEntryNotDurable, auditLogUnavailable } from "../analytics/audit-log.js";
 import { type AnalyticsRuntime, EMBEDDED_DATABASE } from "../analytics/index.js";
 import type { AnalyticsSinks, EventSink } from "../domain/analytics/events.js";
 import type { AnalyticsConnection } from "../domain/analytics/query-engine.js";
@@ -103,7 +103,7 @@ export function remoteAnalytics(channel: Channel, send: (message: Message, done:
 
 /**
  * A worker's audit log: each entry goes to the primary at once (IPC keeps the order, so a listing asked for after a
- * write finds it), and admit() and listings are the primary's.
+ * write finds it), and admit(), settled() and listings are the primary's.
  */
 function remoteAuditLog(channel: Channel, send: (message: Message, done: () => void) => void): AuditLog {
   return {
@@ -111,6 +111,11 @@ function remoteAuditLog(channel: Channel, send: (message: Message, done: () => v
     admit: () =>
       channel.ask<void>({ kind: "audit-admit" }).catch(() => {
         throw auditLogUnavailable();
+      }),
+    // IPC keeps the order: the primary has every entry this worker recorded before it is asked.
+    settled: () =>
+      channel.ask<void>({ kind: "audit-settled" }).catch((error: unknown) => {
+        throw auditEntryNotDurable(error);
       }),
     list: (query) => channel.ask<AuditEntry[]>({ kind: "audit-list", query }),
     describe: () => "audit log: audit_logs_v1, written by the primary",

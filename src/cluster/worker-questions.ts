@@ -18,6 +18,8 @@ export function answerWorker(
       return analytics ? analytics.flush() : Promise.resolve();
     case "audit-admit":
       return analytics ? analytics.audit.admit() : Promise.resolve();
+    case "audit-settled":
+      return analytics ? analytics.audit.settled() : Promise.resolve();
     case "audit-list":
       return analytics ? analytics.audit.list(question.query) : Promise.resolve([]);
     case "sql":

@@ -47,10 +47,19 @@ export interface KeyNotice {
 export type Notice = CreditsNotice | RatelimitNotice | KeyNotice;
 export type NoticeType = Notice["type"];
 
-/** Where notices go. Called on the request path: it must return at once and never throw. */
+/**
+ * Where notices go. Called on the request path: post() must return at once and never throw. What it returns
+ * resolves once the notice is durable where the sink keeps it (the webhook outbox) or was reported lost; it never
+ * rejects. A request that posted a notice waits for it before it is answered (docs/webhooks.md#what-survives-a-crash);
+ * one that posted none waits for nothing.
+ */
 export interface NoticeSink {
-  post(notice: Notice): void;
+  post(notice: Notice): Promise<void>;
+  /** Resolves once every notice posted so far is durable or reported lost (a management write, before its answer). */
+  settled(): Promise<void>;
 }
 
+const DONE: Promise<void> = Promise.resolve();
+
 /** A sink that keeps nothing: the CLI, and tests that do not look. */
-export const UNHEARD: NoticeSink = { post: () => {} };
+export const UNHEARD: NoticeSink = { post: () => DONE, settled: () => DONE };

@@ -242,7 +242,7 @@ export const ERROR_CATALOGUE = {
     status: 503,
     title: "Service Unavailable",
     meaning:
-      "The audit log cannot take the entry this write would make (its buffer is full and the engine does not take writes), so nothing was changed.",
+      "The audit log cannot take this write's entry now. Either nothing was changed (its buffer is full and the engine does not take writes), or, as the detail then says, the write was made but its entry is not durable yet (keygate keeps it and tries again): read the resource back before retrying.",
   },
   "err:unkey:data:analytics_connection_failed": {
     status: 503,

@@ -4,6 +4,7 @@ import { type AnalyticsRuntime, disabledAnalytics, openAnalytics } from "../anal
 import { InvalidationBus } from "../cache/invalidation-bus.js";
 import { Metrics } from "../http/metrics.js";
 import { systemClock } from "../lib/clock.js";
+import { defined } from "../lib/defined.js";
 import { createServices, type Services } from "../services.js";
 import { openStores } from "../storage/index.js";
 import { compileRouteOptions, type KeygatePluginOptions, type KeygateRouteOptions, pluginConfig } from "./options.js";
@@ -50,7 +51,11 @@ const keygatePlugin: FastifyPluginAsync<KeygatePluginOptions> = async (app, opti
   let analytics: AnalyticsRuntime = disabledAnalytics();
   try {
     if (config.analytics.engine === "clickhouse") {
-      analytics = await openAnalytics(config.analytics, { clock, log: { warn: (message) => app.log.warn(message) } });
+      analytics = await openAnalytics(config.analytics, {
+        clock,
+        log: { warn: (message) => app.log.warn(message) },
+        ...defined({ auditOutbox: stores.auditOutbox }),
+      });
     }
     const opened = analytics;
     app.addHook("onClose", async () => opened.close());

@@ -1,3 +1,4 @@
+import type { AuditOutbox } from "./audit-outbox-interfaces.js";
 import type { Broadcast, StoreHealth } from "./connection-interfaces.js";
 import type { RatelimitCounterStore } from "./counter-interfaces.js";
 import type { PortalSessionStore, PortalStore } from "./portal-interfaces.js";
@@ -280,6 +281,11 @@ export interface Stores {
   readonly webhookOutbox: WebhookOutbox;
   /** Which instance produces usage reports now, and how far each endpoint's have got (docs/usage.md). */
   readonly usageReports: UsageReportStore;
+  /**
+   * Where audit entries wait, durably, for the analytics engine (a Redis stream); memory stores have none: the
+   * embedded engine keeps a journal of its own (docs/audit-log.md#what-survives-what).
+   */
+  readonly auditOutbox?: AuditOutbox;
   readonly health: StoreHealth;
   /** Carries cache invalidations (and any other news every instance must hear) between instances. */
   readonly broadcast: Broadcast;

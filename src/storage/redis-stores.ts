@@ -6,6 +6,7 @@ import type { Stores } from "./interfaces.js";
 import { SharedCounters } from "./ratelimit/shared-counters.js";
 import { RedisAnalyticsQuotaStore } from "./redis/analytics-quota-store.js";
 import { RedisApiStore } from "./redis/api-store.js";
+import { RedisAuditOutbox } from "./redis/audit-outbox.js";
 import { RedisBroadcast } from "./redis/broadcast.js";
 import { connectRedis } from "./redis/connection.js";
 import { defineCreditCommands } from "./redis/credit-scripts.js";
@@ -104,6 +105,7 @@ export function createRedisStores(
     webhooks: new RedisWebhookStore(guarded, keys),
     webhookOutbox: new RedisWebhookOutbox(guardedClient(redis, guard), keys),
     usageReports: new RedisUsageReportStore(guarded, keys),
+    auditOutbox: new RedisAuditOutbox(redis, guard, keys, options.replicaWait),
     health: redisHealth(redis, guard),
     broadcast: new RedisBroadcast(redis, prefix),
     close: async () => {

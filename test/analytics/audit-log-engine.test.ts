@@ -85,3 +85,26 @@ t.test("audit_logs_v1: stored, filtered, paged, confined and expired by its TTL"
   await h.call("apis.createApi", { name: "latest" });
   t.equal((await h.call("keygate.listAuditLogs", { limit: 1 })).body.data[0].description.includes("latest"), true);
 });
+
+t.test("an entry the engine got twice (a pump retried after a crash) is listed once, and pages stay exact", async (t) => {
+  const h = await harness(t, { config: { analytics: { engine: "embedded", path: analyticsDir(t) } } });
+  for (const name of ["one", "two", "three"]) t.equal((await h.call("apis.createApi", { name })).status, 200);
+  await h.app.analytics.flush();
+  await h.app.analytics.engine?.withConnection((c) =>
+    c.text(`INSERT INTO ${EMBEDDED_DATABASE}.audit_logs_v1 SELECT * FROM ${EMBEDDED_DATABASE}.audit_logs_v1`),
+  );
+  const rows = await h.app.analytics.engine?.withConnection((c) => c.rows(`SELECT count() AS n FROM ${EMBEDDED_DATABASE}.audit_logs_v1`));
+  t.equal(Number(rows?.[0]?.n), 6, "every row is there twice");
+  const all = await h.call("keygate.listAuditLogs", {});
+  t.same(
+    all.body.data.map((entry: { description: string }) => entry.description.match(/\((\w+)\)$/)?.[1]),
+    ["three", "two", "one"],
+  );
+  const first = await h.call("keygate.listAuditLogs", { limit: 2 });
+  const second = await h.call("keygate.listAuditLogs", { limit: 2, cursor: first.body.pagination.cursor });
+  t.same(
+    [...first.body.data, ...second.body.data].map((entry: { auditLogId: string }) => entry.auditLogId),
+    all.body.data.map((entry: { auditLogId: string }) => entry.auditLogId),
+    "the cursor pages through once each",
+  );
+});

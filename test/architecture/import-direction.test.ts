@@ -28,6 +28,7 @@ const LAYERS: readonly { name: string; prefixes: readonly string[] }[] = [
       "storage/usage-report-interfaces.ts",
       "storage/webhook-interfaces.ts",
       "storage/webhook-records.ts",
+      "storage/audit-outbox-interfaces.ts",
     ],
   },
   { name: "domain", prefixes: ["domain/"] },

@@ -62,9 +62,30 @@ t.test("entries from two workers land in the primary's log, which answers either
 
 t.test("a worker's write is refused when the primary's log cannot take its entry", async (t) => {
   const full = new PipelineAuditLog(
-    { record: () => {}, isFull: () => true, flush: async () => {} },
+    { record: () => {}, isFull: () => true, flush: async () => {}, stats: () => ({ recorded: 0, written: 0 }) },
     { database: "keygate", withConnection: () => Promise.reject(new Error("unused")) },
   );
   const { worker } = link(full);
   await t.rejects(worker.audit.admit(), { code: "err:keygate:data:audit_log_unavailable" });
+});
+
+t.test("a worker's write is answered once the primary's log has its entry durably, and not when it cannot", async (t) => {
+  const primaryAudit = disabledAnalytics().audit;
+  let durable: "yes" | "no" = "yes";
+  const asked: string[] = [];
+  const { worker } = link({
+    record: (recorded) => primaryAudit.record(recorded),
+    admit: () => primaryAudit.admit(),
+    list: (query) => primaryAudit.list(query),
+    describe: () => primaryAudit.describe(),
+    settled: async () => {
+      asked.push("settled");
+      if (durable === "no") throw new Error("the journal's disk is full");
+    },
+  });
+  worker.audit.record(entry("ws_a", "durable"));
+  await worker.audit.settled();
+  t.same(asked, ["settled"], "asked of the primary");
+  durable = "no";
+  await t.rejects(worker.audit.settled(), { code: "err:keygate:data:audit_log_unavailable", message: /was made/ });
 });

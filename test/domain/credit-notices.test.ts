@@ -3,6 +3,7 @@ import type { Notice, NoticeSink } from "../../src/domain/notices.js";
 import { ManualClock } from "../helpers/clock.js";
 import { createApi, createKey } from "../helpers/fixtures.js";
 import { type Harness, harness, STORAGE_KINDS, WORKSPACE } from "../helpers/harness.js";
+import { waitFor } from "../helpers/wait.js";
 
 // Credit crossings posted through the NoticeSink the verification service is given: once per crossing, by the
 // verification that crossed, however many verify at once; again after a top-up; never on a denial.
@@ -10,9 +11,10 @@ import { type Harness, harness, STORAGE_KINDS, WORKSPACE } from "../helpers/harn
 /** Records the credit notices posted (key changes are posted to the same sink, and told apart by their type). */
 class RecordingSink implements NoticeSink {
   readonly posted: Notice[] = [];
-  post(notice: Notice): void {
+  async post(notice: Notice): Promise<void> {
     if (notice.type.includes(".credits.")) this.posted.push(notice);
   }
+  async settled(): Promise<void> {}
   /** What was posted since the last call. */
   take(): Notice[] {
     return this.posted.splice(0);
@@ -108,3 +110,37 @@ for (const storage of STORAGE_KINDS) {
     });
   });
 }
+
+/** A sink whose receipts resolve only once released: an outbox write still under way. */
+class HeldSink implements NoticeSink {
+  readonly posted: Notice[] = [];
+  private releases: (() => void)[] = [];
+  post(notice: Notice): Promise<void> {
+    if (!notice.type.includes(".credits.")) return Promise.resolve();
+    this.posted.push(notice);
+    return new Promise((resolve) => this.releases.push(resolve));
+  }
+  async settled(): Promise<void> {}
+  release(): void {
+    for (const release of this.releases.splice(0)) release();
+  }
+}
+
+t.test("a verification that crosses is answered once its notice is durable; one that crosses nothing waits for nothing", async (t) => {
+  const sink = new HeldSink();
+  const h = await harness(t, { notices: sink });
+  const apiId = await createApi(h);
+  const { key } = await createKey(h, apiId, { credits: { remaining: 3, lowThreshold: 1 } });
+  t.equal((await verify(h, key)).credits, 2, "crossing nothing: answered while the sink holds every receipt");
+  let answered = false;
+  const crossing = verify(h, key).then((answer) => {
+    answered = true;
+    return answer;
+  });
+  await waitFor("the crossing is posted", 10_000, () => (sink.posted.length === 1 ? true : undefined));
+  await new Promise((resolve) => setImmediate(resolve));
+  t.equal(answered, false, "the crossing verification waits for its notice's receipt");
+  sink.release();
+  t.match(await crossing, { valid: true, credits: 1 });
+  t.match(sink.posted, [{ type: "key.credits.low", remaining: 1 }]);
+});

@@ -1,4 +1,5 @@
 import type { Test } from "tap";
+import type { AuditOutbox } from "../../src/storage/audit-outbox-interfaces.js";
 import type { WindowCheck } from "../../src/storage/counter-interfaces.js";
 import type { Stores } from "../../src/storage/interfaces.js";
 import type {
@@ -13,6 +14,7 @@ import type {
   RootKeyRecord,
 } from "../../src/storage/records.js";
 import { keyRecord } from "../helpers/records.js";
+import { auditOutboxContract } from "./audit-outbox-contract.js";
 import { portalStoreContract } from "./portal-store-contract.js";
 import { routeStoreContract } from "./route-store-contract.js";
 import { usageReportStoreContract } from "./usage-report-store-contract.js";
@@ -534,6 +536,8 @@ export async function storeContract(t: Test, open: (t: Test) => Promise<Stores>)
   await webhookStoreContract(t, open);
   await portalStoreContract(t, open);
   await usageReportStoreContract(t, open);
+  // Memory stores have no audit outbox (the embedded engine's journal is tested in audit-journal.test.ts).
+  if ((await open(t)).auditOutbox !== undefined) await auditOutboxContract(t, async (t) => (await open(t)).auditOutbox as AuditOutbox);
 }
 
 async function ratelimitNamespaceContract(t: Test, open: (t: Test) => Promise<Stores>): Promise<void> {

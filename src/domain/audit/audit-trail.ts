@@ -109,17 +109,26 @@ export interface AuditEvent {
 }
 
 /**
- * Where entries go (the analytics pipeline, or memory with analytics off). record() never drops an entry it is
- * given; admit() is asked before a write and waits for room or throws, so a write never succeeds unrecorded.
+ * Where entries go (an outbox the analytics engine is fed from, or memory with analytics off). record() never drops
+ * an entry it is given; admit() is asked before a write and waits for room or throws, so a write never succeeds
+ * unrecorded; settled() is asked before the write is answered, so an answered write's entry survives a crash
+ * (docs/audit-log.md#what-survives-what).
  */
 export interface AuditSink {
   record(entry: AuditEntry): void;
   admit(): Promise<void>;
+  /**
+   * Resolves once every entry recorded so far is durable (as durable as this sink can make it); rejects with 503
+   * audit_log_unavailable when that cannot be done now (the entries are kept and tried again).
+   */
+  settled(): Promise<void>;
 }
 
 export interface AuditTrail {
   /** Asked before a write: resolves once its entry can be kept, throws 503 audit_log_unavailable otherwise. */
   admit(): Promise<void>;
+  /** Asked before a write is answered: resolves once every entry recorded so far is durable (see AuditSink). */
+  settled(): Promise<void>;
   /** One entry for a write `caller` made (called once the write is done). */
   record(caller: Caller, event: AuditEvent): void;
   /** One entry for what keygate did by itself (configuration reloads, the bootstrap root key). */
@@ -148,6 +157,10 @@ export class SinkAuditTrail implements AuditTrail {
 
   admit(): Promise<void> {
     return this.sink.admit();
+  }
+
+  settled(): Promise<void> {
+    return this.sink.settled();
   }
 
   record(caller: Caller, event: AuditEvent): void {
@@ -196,6 +209,7 @@ export function auditId(time: number): string {
 /** For services built without a trail (tests of one service); services.ts always gives a real one. */
 export const UNAUDITED: AuditTrail = {
   admit: async () => {},
+  settled: async () => {},
   record: () => {},
   recordSystem: () => {},
   recordAs: () => {},

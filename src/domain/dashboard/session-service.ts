@@ -71,6 +71,8 @@ export class DashboardSessionService {
         description: `Refused a dashboard sign-in: ${(error as Error).message}`,
         resources: known ? [{ type: "rootKey", id: known.id }] : [],
       });
+      // Answered (401) only once the refusal is on record, as every write is (docs/audit-log.md#what-survives-what).
+      await this.audit.settled();
       throw error;
     }
     const now = this.clock.now();
@@ -85,6 +87,7 @@ export class DashboardSessionService {
     };
     if (!(await this.store.create(record, this.ttl(record, now)))) throw new Error("session id collision; try again");
     this.recordAs(caller, context, "dashboard.sign_in", "Signed in to the dashboard");
+    await this.audit.settled();
     return { sessionId, view: this.viewOf(record, caller) };
   }
 
@@ -126,6 +129,7 @@ export class DashboardSessionService {
   async signOut(sessionId: string, caller?: Caller, context: EntryContext = NO_CONTEXT): Promise<void> {
     await this.store.delete(hashKey(sessionId));
     if (caller) this.recordAs(caller, context, "dashboard.sign_out", "Signed out of the dashboard");
+    await this.audit.settled();
   }
 
   private recordAs(caller: Caller, context: EntryContext, action: AuditEvent["action"], description: string): void {

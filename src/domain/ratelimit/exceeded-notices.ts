@@ -18,7 +18,9 @@ export class ExceededNotices {
     this.sink = sink;
   }
 
-  note(workspaceId: string, decisions: readonly LimitDecision[], subject?: KeySubject): void {
+  /** Posts what the decisions exceeded; returns the receipt of the last notice posted, undefined when none was. */
+  note(workspaceId: string, decisions: readonly LimitDecision[], subject?: KeySubject): Promise<void> | undefined {
+    let posted: Promise<void> | undefined;
     for (const decision of decisions) {
       if (decision.passed || decision.kind !== "namespace") continue;
       const id = `${workspaceId}\0${decision.namespaceId}\0${decision.identifier}`;
@@ -36,7 +38,8 @@ export class ExceededNotices {
         reset: decision.resetAt,
       };
       if (subject !== undefined) notice.subject = subject;
-      this.sink.post(notice);
+      posted = this.sink.post(notice);
     }
+    return posted;
   }
 }

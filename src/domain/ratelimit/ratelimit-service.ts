@@ -259,7 +259,11 @@ export class RatelimitService {
     const latencyMs = performance.now() - startedAt;
     const decisions = limits.map((limit, index) => decided(limit, outcome.results[index] as WindowResult));
     recordRatelimitDecision(this.events, { requestId, workspaceId, time: outcome.now, latencyMs }, decisions);
-    if (!outcome.passed) this.exceeded.note(workspaceId, decisions);
+    if (!outcome.passed) {
+      // Durable before the answer, as every notice: only a denial that tells a new window waits.
+      const exceeded = this.exceeded.note(workspaceId, decisions);
+      if (exceeded !== undefined) await exceeded;
+    }
     const answer: LimitOutcome = { passed: outcome.passed, decisions, decidedAt: outcome.now };
     if (outcome.degraded !== undefined) answer.degraded = outcome.degraded;
     return answer;

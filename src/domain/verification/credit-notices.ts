@@ -5,10 +5,12 @@ import type { KeyView } from "./key-view.js";
  * Posts the notices of a balance this verification crossed (docs/decisions.md#credit-crossings). The spend was
  * atomic, so the balance before it was `remaining + spent`: of all verifications on every instance, exactly one
  * takes the balance from above the low threshold to at or below it, and exactly one takes it to 0. A top-up (or a
- * refill) lifts it above again, and the next crossing posts again.
+ * refill) lifts it above again, and the next crossing posts again. Returns the receipt of what it posted (undefined
+ * when nothing crossed), for the verification to wait for before it is answered.
  */
-export function postCreditCrossings(sink: NoticeSink, view: KeyView, spent: number, remaining: number): void {
-  if (spent <= 0 || view.creditsSource === undefined) return;
+export function postCreditCrossings(sink: NoticeSink, view: KeyView, spent: number, remaining: number): Promise<void> | undefined {
+  if (spent <= 0 || view.creditsSource === undefined) return undefined;
+  let posted: Promise<void> | undefined;
   const before = remaining + spent;
   const threshold = view.creditsLowThreshold;
   const identityPays = view.creditsSource === "identity";
@@ -19,7 +21,7 @@ export function postCreditCrossings(sink: NoticeSink, view: KeyView, spent: numb
       remaining,
       threshold,
     };
-    sink.post(notice);
+    posted = sink.post(notice);
   }
   if (remaining === 0) {
     const notice: CreditsNotice = {
@@ -28,8 +30,10 @@ export function postCreditCrossings(sink: NoticeSink, view: KeyView, spent: numb
       remaining,
     };
     if (threshold !== undefined) notice.threshold = threshold;
-    sink.post(notice);
+    posted = sink.post(notice);
   }
+  // Notices are written in the order posted: the last one's receipt covers both.
+  return posted;
 }
 
 /** The key a notice is about, and its identity when it has one; never the key itself. */

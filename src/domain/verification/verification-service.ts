@@ -188,12 +188,19 @@ export class VerificationService {
     if (extra.length > 0) {
       const call = { requestId: request.requestId, workspaceId: view.workspaceId, time: outcome.now, latencyMs };
       recordRatelimitDecision(this.events.ratelimits, call, decisions);
-      if (!outcome.passed) this.exceeded.note(view.workspaceId, decisions, keySubject(view));
+      // A notice posted is durable before the answer (docs/webhooks.md#what-survives-a-crash); the rare request that
+      // posts one waits for its outbox write, every other one for nothing.
+      if (!outcome.passed) {
+        const exceeded = this.exceeded.note(view.workspaceId, decisions, keySubject(view));
+        if (exceeded !== undefined) await exceeded;
+      }
     }
     const verification = counted(view, decisions, credit, outcome);
     // Only a verification that spent can cross; a denial spent nothing.
-    if (verification.valid && verification.credits !== undefined)
-      postCreditCrossings(this.notices, view, verification.spentCredits, verification.credits);
+    if (verification.valid && verification.credits !== undefined) {
+      const crossed = postCreditCrossings(this.notices, view, verification.spentCredits, verification.credits);
+      if (crossed !== undefined) await crossed;
+    }
     return verification;
   }
 

@@ -19,6 +19,8 @@ export interface DispatcherDeps {
   onEnqueued?: () => void;
 }
 
+const DONE: Promise<void> = Promise.resolve();
+
 /** Notices written to the outbox together, at most. */
 const BATCH = 256;
 
@@ -26,28 +28,49 @@ const BATCH = 256;
 const ENDPOINTS_FRESH_MS = 1_000;
 
 /**
- * The webhook dispatcher: the NoticeSink behind every notice. `post` only queues the notice in memory and returns;
- * one notice at a time, in the order posted, is then matched against the workspace's enabled endpoints subscribed
- * to its type and written to the outbox as one message per endpoint, with its delivery's record. A notice whose
- * write fails is lost (reported to onError): notices are not replayed.
+ * The webhook dispatcher: the NoticeSink behind every notice. `post` only queues the notice in memory and returns
+ * its receipt; one notice at a time, in the order posted, is then matched against the workspace's enabled endpoints
+ * subscribed to its type and written to the outbox as one message per endpoint, with its delivery's record, a batch
+ * of waiting notices per outbox write (the notices of concurrent requests share one). A receipt resolves once its
+ * notice's batch is written; the request that posted it is answered only then, so an answered write's notices are
+ * in the outbox (in Redis: they survive a crash of this process). A notice whose write fails is lost (reported to
+ * onError, its receipt resolved): notices are not replayed.
  */
 export class WebhookDispatcher implements NoticeSink {
   private readonly deps: DispatcherDeps;
   private readonly waiting: Notice[] = [];
   private running: Promise<void> | null = null;
-  private readonly endpoints = new Map<string, { at: number; records: Promise<WebhookEndpointRecord[]> }>();
+  /** A workspace's endpoints as last read (`read` once the read is done), and when the read began. */
+  private readonly endpoints = new Map<string, { at: number; records: Promise<WebhookEndpointRecord[]>; read?: WebhookEndpointRecord[] }>();
+  /** Notices taken by post(), and notices written or lost, since the start: done follows posted, in order. */
+  private posted = 0;
+  private done = 0;
+  /** Who waits for notices up to a count, in the order of their counts. */
+  private waiters: { upTo: number; resolve: () => void }[] = [];
 
   constructor(deps: DispatcherDeps) {
     this.deps = deps;
   }
 
-  post(notice: Notice): void {
+  post(notice: Notice): Promise<void> {
+    // Nobody to tell, as far as this instance knows now: nothing to write, nothing for the request to wait for.
+    const known = this.freshEndpoints(workspaceOf(notice));
+    if (known !== undefined && !known.some((endpoint) => endpoint.enabled && endpoint.events.includes(notice.type))) return DONE;
     if (this.waiting.length >= this.deps.maxWaiting) {
       this.deps.onError(new Error("too many notices waiting for the webhook outbox"), notice);
-      return;
+      return DONE;
     }
     this.waiting.push(notice);
+    this.posted++;
+    const receipt = this.settled();
     if (!this.running) this.running = this.drain();
+    return receipt;
+  }
+
+  settled(): Promise<void> {
+    if (this.done >= this.posted) return Promise.resolve();
+    const upTo = this.posted;
+    return new Promise((resolve) => this.waiters.push({ upTo, resolve }));
   }
 
   /** Resolves once every notice posted so far is in the outbox (or lost). */
@@ -107,8 +130,20 @@ export class WebhookDispatcher implements NoticeSink {
       } catch (error) {
         for (const notice of dispatched) this.deps.onError(error, notice);
       }
+      this.handled(batch.length);
     }
     this.running = null;
+  }
+
+  /** `count` more notices are written or lost: whoever waited for them goes on. */
+  private handled(count: number): void {
+    this.done += count;
+    let settled = 0;
+    while (settled < this.waiters.length && (this.waiters[settled] as { upTo: number }).upTo <= this.done) {
+      (this.waiters[settled] as { resolve: () => void }).resolve();
+      settled++;
+    }
+    if (settled > 0) this.waiters = this.waiters.slice(settled);
   }
 
   /** The notice's messages, one per enabled endpoint subscribed to its type (none for a window already told). */
@@ -165,9 +200,22 @@ export class WebhookDispatcher implements NoticeSink {
     if (cached && now - cached.at < ENDPOINTS_FRESH_MS) return cached.records;
     const records = this.deps.store.list(workspaceId);
     if (this.endpoints.size >= 10_000) this.endpoints.clear();
-    this.endpoints.set(workspaceId, { at: now, records });
-    records.catch(() => this.endpoints.delete(workspaceId));
+    const entry: { at: number; records: Promise<WebhookEndpointRecord[]>; read?: WebhookEndpointRecord[] } = { at: now, records };
+    this.endpoints.set(workspaceId, entry);
+    records.then(
+      (read) => {
+        entry.read = read;
+      },
+      () => this.endpoints.delete(workspaceId),
+    );
     return records;
+  }
+
+  /** The workspace's endpoints when a read of them is done and still fresh; undefined otherwise. */
+  private freshEndpoints(workspaceId: string): WebhookEndpointRecord[] | undefined {
+    const cached = this.endpoints.get(workspaceId);
+    if (!cached || this.deps.clock.now() - cached.at >= ENDPOINTS_FRESH_MS) return undefined;
+    return cached.read;
   }
 }
 

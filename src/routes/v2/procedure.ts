@@ -183,6 +183,10 @@ export function registerProcedures(
           };
           if (request.portalContext !== undefined) context.portal = request.portalContext;
           const result = await procedure.run(context);
+          // Durable before the answer (docs/audit-log.md#what-survives-what): the write's audit entry and the notices
+          // it posted are in the outbox (or the journal) before the client hears it is done. Entries and notices of
+          // concurrent writes share one append.
+          if (audited) await Promise.all([app.services.audit.settled(), app.services.notices.settled()]);
           // Serialised by the response schema, which has pagination only where the procedure gives it.
           return { meta: { requestId: request.id }, data: result.data, pagination: result.pagination };
         },

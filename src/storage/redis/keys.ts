@@ -96,6 +96,8 @@ export function createRedisKeys(prefix: string) {
     webhookQueue: (endpointId: string) => `${prefix}:{webhooks}:queue:${endpointId}`,
     webhookDue: () => `${prefix}:{webhooks}:due`,
     webhookLease: (endpointId: string) => `${prefix}:{webhooks}:lease:${endpointId}`,
+    /** The audit outbox: one stream of entries waiting for the analytics engine (storage/redis/audit-outbox.ts). */
+    auditOutbox: () => `${prefix}:{audit}:outbox`,
     /** Usage reports: the producer's lease, each endpoint's progress, what each period reported; one tag, one script. */
     usageReportLease: () => `${prefix}:{usage-reports}:lease`,
     usageReportProgress: () => `${prefix}:{usage-reports}:progress`,

@@ -1,7 +1,7 @@
 import t from "tap";
 import type { IdentityService } from "../../../src/domain/identities/identity-service.js";
 import { postKeyNotice } from "../../../src/domain/keys/key-notices.js";
-import type { Notice } from "../../../src/domain/notices.js";
+import type { Notice, NoticeSink } from "../../../src/domain/notices.js";
 import { ExceededNotices } from "../../../src/domain/ratelimit/exceeded-notices.js";
 import type { LimitDecision } from "../../../src/domain/ratelimit/limit-decision.js";
 import { guardedLookup } from "../../../src/http/guarded-connections.js";
@@ -14,7 +14,7 @@ function namespaceDecision(identifier: string, passed: boolean, resetAt: number)
 
 t.test("ratelimit.exceeded is posted for a denying namespace limit, once per window on an instance", async (t) => {
   const posted: Notice[] = [];
-  const notices = new ExceededNotices({ post: (notice) => posted.push(notice) });
+  const notices = new ExceededNotices(recordingSink(posted));
   const keyLimit: LimitDecision = {
     kind: "key",
     id: "rl_1",
@@ -61,7 +61,7 @@ t.test("key notices: nothing without a sink; an identity gone since is named by 
   const identities = { liveById: async () => new Map() } as unknown as IdentityService;
   await postKeyNotice({ identities }, "key.deleted", key);
   const posted: Notice[] = [];
-  await postKeyNotice({ identities, notices: { post: (n) => posted.push(n) } }, "key.deleted", key);
+  await postKeyNotice({ identities, notices: recordingSink(posted) }, "key.deleted", key);
   t.same(posted, [{ type: "key.deleted", subject: { workspaceId: "ws_a", apiId: "api_1", keyId: "key_1", identityId: "id_gone" } }]);
 });
 
@@ -74,3 +74,13 @@ t.test("the guarded lookup answers one address when asked for one, and passes re
   const missing = await new Promise<unknown>((resolve) => lookup("no-such-host.invalid", {}, (error) => resolve(error)));
   t.match(missing, { code: /ENOTFOUND|EAI_AGAIN/ });
 });
+
+/** A sink that keeps what it is posted in `posted`. */
+function recordingSink(posted: Notice[]): NoticeSink {
+  return {
+    post: async (notice) => {
+      posted.push(notice);
+    },
+    settled: async () => {},
+  };
+}
