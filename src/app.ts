@@ -4,7 +4,7 @@ import { InvalidationBus } from "./cache/invalidation-bus.js";
 import type { KeygateConfig } from "./config/schema.js";
 import { readTlsFiles, type TlsCredentials, type TlsSettings } from "./config/tls-files.js";
 import type { NoticeSink } from "./domain/notices.js";
-import { gatewayFirst, type ServerLogOptions, serverOptions } from "./fastify-server.js";
+import { closeHttp2Sessions, gatewayFirst, type ServerLogOptions, serverOptions } from "./fastify-server.js";
 import { TRUST_EVERY_HOP_WARNING } from "./gateway/client-address.js";
 import { Gateway, type GatewayOptions } from "./gateway/gateway.js";
 import { CurrentGatewaySnapshot, compileGatewaySnapshot } from "./gateway/gateway-snapshot.js";
@@ -130,6 +130,14 @@ export async function buildApp(config: KeygateConfig, options: BuildOptions = {}
     pseudonym: derivedPseudonym(sharedStorage(config)),
     ipv6PrefixLength: config.ratelimit.ipv6PrefixLength,
   });
+  // Last of the preClose hooks, once the gateway refuses new requests: HTTP/2 connections end with a GOAWAY (their
+  // streams in flight done first) rather than hold the close open.
+  if (tls) {
+    app.addHook("preClose", (done) => {
+      closeHttp2Sessions(app.server);
+      done();
+    });
+  }
 
   try {
     for (const api of config.apis) await services.apis.declare(api);
