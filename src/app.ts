@@ -9,7 +9,7 @@ import { TRUST_EVERY_HOP_WARNING } from "./gateway/client-address.js";
 import { Gateway, type GatewayOptions } from "./gateway/gateway.js";
 import { CurrentGatewaySnapshot, compileGatewaySnapshot } from "./gateway/gateway-snapshot.js";
 import { derivedPseudonym } from "./gateway/loop-detection.js";
-import { RouteSync } from "./gateway/route-sync.js";
+import { type RouteSync, routeSyncFollowing } from "./gateway/route-sync.js";
 import { ApiUpstreamGuard } from "./gateway/upstream-guard.js";
 import { addRequestIdHeader, errorHandling } from "./http/error-handler.js";
 import { Metrics, UNOBSERVED_UPSTREAMS } from "./http/metrics.js";
@@ -193,11 +193,7 @@ async function openRuntime(app: FastifyInstance, config: KeygateConfig, clock: C
  * messages, the table is read again), and the version checked every second.
  */
 function syncRoutes(app: FastifyInstance, snapshot: CurrentGatewaySnapshot, runtime: Runtime): RouteSync {
-  const sync = new RouteSync({ snapshot, store: runtime.stores.routes, log: app.log });
-  runtime.invalidations.listen((message) => {
-    if (message.kind === "routes") sync.announced(message.version);
-    else if (message.kind === "everything") sync.announced();
-  });
+  const sync = routeSyncFollowing(snapshot, runtime.stores.routes, runtime.invalidations, app.log);
   app.addHook("onClose", async () => sync.stop());
   return sync;
 }

@@ -2,6 +2,9 @@ import type { FastifyPluginAsync, preHandlerAsyncHookHandler, RouteOptions } fro
 import fp from "fastify-plugin";
 import { type AnalyticsRuntime, disabledAnalytics, openAnalytics } from "../analytics/index.js";
 import { InvalidationBus } from "../cache/invalidation-bus.js";
+import { GatewayDecider } from "../gateway/decision.js";
+import { CurrentGatewaySnapshot, compileGatewaySnapshot } from "../gateway/gateway-snapshot.js";
+import { routeSyncFollowing } from "../gateway/route-sync.js";
 import { Metrics } from "../http/metrics.js";
 import { systemClock } from "../lib/clock.js";
 import { createServices, type Services } from "../services.js";
@@ -62,8 +65,15 @@ const keygatePlugin: FastifyPluginAsync<KeygatePluginOptions> = async (app, opti
     // Windows follow Redis's clock, as on the servers: every instance agrees on them.
     const services = createServices(stores, config, clock, { invalidations, analytics, observer: metrics });
     metrics.watchCaches(services.caches);
-    const guards = new RouteGuards(services, config.errors.docsUrl, app.log);
-    const preHandler = (route: KeygateRouteOptions, realm = route.apiId) => guards.guard(compileRouteOptions(route, realm), realm);
+    // The stored routes, followed as a server follows them, for routes that name one.
+    const snapshot = new CurrentGatewaySnapshot(compileGatewaySnapshot({ routes: [], gateway: config.gateway }));
+    const routeSync = routeSyncFollowing(snapshot, stores.routes, invalidations, app.log);
+    app.addHook("onClose", async () => routeSync.stop());
+    await routeSync.start();
+    const decider = new GatewayDecider(services, app.log, config.ratelimit.ipv6PrefixLength);
+    const guards = new RouteGuards({ decider, snapshot, docsUrl: config.errors.docsUrl, log: app.log });
+    const preHandler = (route: KeygateRouteOptions, realm = route.apiId ?? route.route ?? "keygate") =>
+      guards.guard(compileRouteOptions(route, realm));
     app.decorate("keygate", { preHandler, metrics: () => metrics.text(), services });
     app.decorateRequest("keygate", null);
     app.addHook("onRoute", (route) => protect(route, preHandler));
