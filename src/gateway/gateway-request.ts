@@ -44,7 +44,10 @@ export interface AccessRequest extends RequestTarget {
   readonly route?: Pick<CompiledRoute, "bodyLimit">;
   /** What its analytics event captures beyond the basics (the route's logging policies that applied). */
   capture?: LoggingPolicy;
-  /** The request body, when a policy read it whole (an openapi policy validating it): forwarded from here. */
+  /**
+   * The request body, when a policy read it whole (an openapi policy validating it): forwarded from here. A door that
+   * read it before the policies run (Fastify, under the plugin) gives it here.
+   */
   body?: Buffer;
 }
 

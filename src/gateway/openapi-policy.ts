@@ -4,7 +4,7 @@ import { samePath } from "../http/request-target.js";
 import { bodyTooLarge } from "./forwarding.js";
 import type { AccessRequest, AccessRoute } from "./gateway-request.js";
 import type { OpenApiDocument, RequestParts } from "./openapi-documents.js";
-import { hasBody, readBody } from "./request-body.js";
+import { type BodyRead, hasBody, readBody } from "./request-body.js";
 
 /** The largest request body an openapi policy reads to validate it; a larger one is refused (413). */
 export const OPENAPI_BODY_LIMIT = 1024 * 1024;
@@ -72,7 +72,11 @@ async function validateBody(
   required: boolean,
 ): Promise<KeygateError | undefined> {
   const routeLimit = request.route?.bodyLimit;
-  const read = await readBody(request.raw, routeLimit !== undefined && routeLimit < OPENAPI_BODY_LIMIT ? routeLimit : OPENAPI_BODY_LIMIT);
+  // Read already where the door parsed it before the policies ran (a Fastify route under the plugin).
+  const read: BodyRead =
+    request.body !== undefined
+      ? { kind: "read", body: request.body }
+      : await readBody(request.raw, routeLimit !== undefined && routeLimit < OPENAPI_BODY_LIMIT ? routeLimit : OPENAPI_BODY_LIMIT);
   if (read.kind === "gone") {
     return new KeygateError("err:user:bad_request:client_closed_request", "The client went away before its request body was read.");
   }

@@ -79,6 +79,8 @@ export class RouteGuards {
     }
     const { path, query } = splitTarget(request.url);
     const access: AccessRequest = { id: request.id, raw: request.raw, method: request.method, path, query, snapshot };
+    // Fastify has read the body already: an openapi policy validates it as parsed.
+    if (request.body !== undefined && route.policies.some((policy) => policy.kind === "openapi")) access.body = parsedBody(request.body);
     // The client's address as Fastify's trustProxy makes it.
     return this.parts.decider.access(access, route, () => request.ip);
   }
@@ -93,6 +95,12 @@ export class RouteGuards {
       .header("content-type", errorMediaType(status))
       .send(JSON.stringify(errorBody(request.id, error, this.parts.docsUrl)));
   }
+}
+
+/** A body as Fastify parsed it, as bytes again: JSON (keygate's openapi policy validates JSON bodies), or text. */
+function parsedBody(body: unknown): Buffer {
+  if (Buffer.isBuffer(body)) return body;
+  return Buffer.from(typeof body === "string" ? body : JSON.stringify(body));
 }
 
 /** The stored route named `name` (or of that id) in `snapshot`, its verifications tagged with `tags`. */
