@@ -3,9 +3,8 @@ import type { CompiledCors } from "../domain/routes/policy-compiler.js";
 import type { RequestTarget } from "../http/request-target.js";
 import { HTTP_METHODS } from "../storage/route-records.js";
 import type { RouteMatch } from "./decision.js";
-import type { GatewayRequest } from "./gateway-request.js";
+import type { AccessRequest, AccessRoute, GatewayRequest } from "./gateway-request.js";
 import { matchedRequest } from "./policy-plan.js";
-import type { CompiledRoute } from "./route-table.js";
 
 // A route's cors policy (docs/gateway.md#cors): a preflight is answered here, without a key and without the
 // upstream; every other answer of the route (the upstream's, and keygate's own refusals) gets the CORS headers, so a
@@ -32,7 +31,7 @@ export function preflightOf(raw: IncomingMessage, target: RequestTarget, match: 
 }
 
 /** Notes the CORS headers of every answer to `request` (the policy that applies, found unless given). */
-export function noteCors(request: GatewayRequest, route: CompiledRoute, policy = applicableCors(route, request)): void {
+export function noteCors(request: AccessRequest, route: Pick<AccessRoute, "cors">, policy = applicableCors(route, request)): void {
   if (policy === undefined) return;
   const rule = policy.rule;
   // Every answer of the route depends on the Origin: caches must keep them apart.
@@ -80,8 +79,8 @@ export function addCorsHeaders(head: OutgoingHttpHeaders, cors: Record<string, s
 
 /** The first cors policy of `route` whose match expressions hold for `request` (as `method`, for a preflight). */
 function applicableCors(
-  route: CompiledRoute,
-  request: Pick<GatewayRequest, "raw" | "path" | "query" | "method">,
+  route: Pick<AccessRoute, "cors">,
+  request: Pick<AccessRequest, "raw" | "path" | "query" | "method">,
   method = request.method,
 ): CompiledCors | undefined {
   const policies = route.cors;

@@ -1,5 +1,5 @@
 import type { IncomingMessage, OutgoingHttpHeaders } from "node:http";
-import type { CompiledPolicy, KeySource } from "../domain/routes/policy-compiler.js";
+import type { CompiledCors, CompiledPolicy, KeySource } from "../domain/routes/policy-compiler.js";
 import type { VerificationCode } from "../domain/verification/codes.js";
 import type { RequestTarget } from "../http/request-target.js";
 import type { LoggingPolicy } from "../storage/route-records.js";
@@ -26,6 +26,8 @@ export interface AccessRoute {
   /** The API whose workspace the route serves, when the route names none itself. */
   readonly workspaceApiId: string | undefined;
   readonly definition: { readonly workspaceId?: string };
+  /** The enabled cors policies, in order: the first that applies to a request decides. */
+  readonly cors: readonly CompiledCors[];
   /** Recorded with each verification (the plugin's `tags`). */
   readonly tags?: readonly string[];
 }
@@ -49,6 +51,8 @@ export interface AccessRequest extends RequestTarget {
    * read it before the policies run (Fastify, under the plugin) gives it here.
    */
   body?: Buffer;
+  /** The CORS headers of every answer to it, when a cors policy of its route applies (cors.ts). */
+  cors?: Record<string, string>;
 }
 
 /**
@@ -85,8 +89,6 @@ export interface GatewayRequest extends AccessRequest {
   /** Its body as forwarded, and its answer's as the client got it, captured when `capture` asks for them. */
   requestBody?: BodyCapture;
   responseBody?: BodyCapture;
-  /** The CORS headers of every answer to it, when a cors policy of its route applies (cors.ts). */
-  cors?: Record<string, string>;
   /** The path it is sent upstream with (before the upstream's own path), when its route strips or rewrites paths. */
   forwardPath?: string;
   /** Its streamed body went past its route's bodyLimit: the upstream call was cut off. */

@@ -197,6 +197,7 @@ function accessRoute(
     keySources: policies.flatMap((policy) => (policy.kind === "keyauth" ? policy.keySources : [])),
     workspaceApiId,
     definition: {},
+    cors: policies.filter((policy) => policy.kind === "cors"),
     ...defined({ tags }),
   };
   return route;

@@ -2,6 +2,7 @@ import type { FastifyBaseLogger, FastifyReply, FastifyRequest, preHandlerAsyncHo
 import type { ValidVerification } from "../domain/verification/verification.js";
 import { ERROR_CATALOGUE } from "../errors/catalogue.js";
 import { KeygateError } from "../errors/keygate-error.js";
+import { noteCors } from "../gateway/cors.js";
 import type { Decision, GatewayDecider } from "../gateway/decision.js";
 import type { AccessRequest, AccessRoute } from "../gateway/gateway-request.js";
 import type { CurrentGatewaySnapshot, GatewaySnapshot } from "../gateway/gateway-snapshot.js";
@@ -54,47 +55,69 @@ export class RouteGuards {
   /** The preHandler protecting a route with `route`'s compiled options. */
   guard(route: CompiledRouteOptions): preHandlerAsyncHookHandler {
     return async (request, reply) => {
+      let cors: Record<string, string> | undefined;
       try {
-        const decision = await this.decide(request, route);
-        if (decision.kind === "deny") return this.refuse(request, reply, decision.error);
+        // Read once: a swap of the stored routes never changes a request midway.
+        const snapshot = this.parts.snapshot.current;
+        const access = accessRequest(request, snapshot);
+        const decision = await this.decide(request, access, route, snapshot);
+        // A cors policy's headers go on every answer of the route, refusals included (as at the gateway).
+        cors = access.cors;
+        if (decision.kind === "deny") return this.refuse(request, reply, decision.error, cors);
         if (decision.verification) request.keygate = principalOf(decision.verification);
         const headers = decision.ratelimitHeaders;
         for (const name in headers) reply.header(name, headers[name]);
+        if (cors) for (const name in cors) reply.header(name, cors[name]);
       } catch (error) {
         // Store failures are catalogue errors (503 and the like): answered in the envelope, like every refusal.
-        if (error instanceof KeygateError) return this.refuse(request, reply, error);
+        if (error instanceof KeygateError) return this.refuse(request, reply, error, cors);
         throw error;
       }
       return undefined;
     };
   }
 
-  private decide(request: FastifyRequest, options: CompiledRouteOptions): Promise<Decision> {
-    const snapshot = this.parts.snapshot.current;
+  private decide(
+    request: FastifyRequest,
+    access: AccessRequest,
+    options: CompiledRouteOptions,
+    snapshot: GatewaySnapshot,
+  ): Promise<Decision> {
     const route = options.kind === "policies" ? options.route : storedRoute(snapshot, options.route, options.tags);
     if (route === undefined) {
       this.parts.log.warn({ route: options.route }, "the stored route a route follows does not exist; every request is refused");
       const detail = `The route '${options.route}' whose policies this request is checked by does not exist.`;
       return Promise.resolve({ kind: "deny", error: new KeygateError("err:keygate:gateway:request_denied", detail) });
     }
-    const { path, query } = splitTarget(request.url);
-    const access: AccessRequest = { id: request.id, raw: request.raw, method: request.method, path, query, snapshot };
+    if (route.cors.length > 0) noteCors(access, route);
     // Fastify has read the body already: an openapi policy validates it as parsed.
     if (request.body !== undefined && route.policies.some((policy) => policy.kind === "openapi")) access.body = parsedBody(request.body);
     // The client's address as Fastify's trustProxy makes it.
     return this.parts.decider.access(access, route, () => request.ip);
   }
 
-  private refuse(request: FastifyRequest, reply: FastifyReply, error: KeygateError): FastifyReply {
+  private refuse(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    error: KeygateError,
+    cors: Record<string, string> | undefined,
+  ): FastifyReply {
     const status = ERROR_CATALOGUE[error.code].status;
     logServerError(this.parts.log, error, request.id);
     for (const name in error.headers) reply.header(name, error.headers[name]);
+    if (cors) for (const name in cors) reply.header(name, cors[name]);
     return reply
       .code(status)
       .header("x-request-id", request.id)
       .header("content-type", errorMediaType(status))
       .send(JSON.stringify(errorBody(request.id, error, this.parts.docsUrl)));
   }
+}
+
+/** A Fastify request as the access phase reads it. */
+function accessRequest(request: FastifyRequest, snapshot: GatewaySnapshot): AccessRequest {
+  const { path, query } = splitTarget(request.url);
+  return { id: request.id, raw: request.raw, method: request.method, path, query, snapshot };
 }
 
 /** A body as Fastify parsed it, as bytes again: JSON (keygate's openapi policy validates JSON bodies), or text. */

@@ -200,6 +200,36 @@ t.test("firewall policies with IP lists refuse alike through the plugin and the 
   ]);
 });
 
+t.test("a cors policy puts the same CORS headers on every answer through the plugin as through the gateway", async (t) => {
+  const policies = [
+    { name: "browsers", enabled: true, cors: { allowOrigins: [{ exact: "https://app.example" }], exposeHeaders: ["x-request-id"] } },
+    { name: "auth", enabled: true, keyauth: { keyspaces: [API] } },
+  ];
+  const d = await doors(
+    t,
+    (h, upstream) => createRoute(h, "browsed", "/browsed", upstream, policies),
+    (app) => app.get("/browsed/x", { config: { keygate: { policies } } }, principal),
+  );
+  const { key } = await createKey(d.h, API);
+  const cors = (answer: Answer) => ({
+    status: answer.status,
+    allowOrigin: answer.headers.get("access-control-allow-origin"),
+    expose: answer.headers.get("access-control-expose-headers"),
+    vary: answer.headers.get("vary"),
+  });
+  for (const [name, headers] of [
+    ["a refusal (no key) to an allowed origin", { origin: "https://app.example" }],
+    ["an allowed request from an allowed origin", { origin: "https://app.example", authorization: `Bearer ${key}` }],
+    ["an allowed request from another origin", { origin: "https://elsewhere.example", authorization: `Bearer ${key}` }],
+  ] as const) {
+    const viaGateway = cors(await d.gateway("/browsed/x", { headers }));
+    t.same(cors(await d.plugin("/browsed/x", { headers })), viaGateway, `${name}: the same through the plugin`);
+  }
+  const refused = cors(await d.plugin("/browsed/x", { headers: { origin: "https://app.example" } }));
+  t.equal(refused.status, 401);
+  t.equal(refused.allowOrigin, "https://app.example", "a page on the allowed origin can read keygate's refusal");
+});
+
 t.test("an openapi policy of a stored route validates alike through the plugin and the gateway", async (t) => {
   const document = {
     openapi: "3.1.0",
