@@ -180,6 +180,11 @@ function compilePolicyList(options: KeygateRouteOptions, realm: string, problems
   if (problems.length > 0) return undefined;
   const firstKeyauth = policies.find((policy) => policy.kind === "keyauth");
   const workspaceApiId = options.apiId ?? firstKeyauth?.keyspaces.values().next().value;
+  // Every request of a route whose workspace is unknown would be refused.
+  if (workspaceApiId === undefined) {
+    problems.push({ at: "apiId", message: "must name the API whose workspace the route serves when no keyauth policy does" });
+    return undefined;
+  }
   return { kind: "policies", route: accessRoute(realm, policies, workspaceApiId, options.tags) };
 }
 

@@ -330,4 +330,8 @@ t.test("policies are checked when the route is registered, each problem named by
   t.throws(() => app.keygate.preHandler({ route: "r", policies: [] }), /route: names a stored route/);
   t.throws(() => app.keygate.preHandler({ route: "r", permissions: "a" }), /permissions: is a field of the apiId shorthand/);
   t.throws(() => app.keygate.preHandler({}), /apiId: must name an API/);
+  t.throws(
+    () => app.keygate.preHandler({ policies: [{ name: "x", enabled: true, firewall: { action: "ACTION_DENY" } }] }),
+    /apiId: must name the API whose workspace the route serves/,
+  );
 });
