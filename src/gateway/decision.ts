@@ -145,7 +145,8 @@ export class GatewayDecider {
     const key = keyauth && extractKey(keyauth.keySources, request.raw.headers, request.query);
     if (keyauth && key === undefined) return missingKeyDenial(keyauth, route.name);
 
-    const workspaceId = await this.workspaceOfRoute(route);
+    // Known already for nearly every request: then no promise is awaited for it.
+    const workspaceId = this.knownWorkspaceOfRoute(route) ?? (await this.workspaceOfRoute(route));
     if (workspaceId === undefined) {
       this.log.warn({ route: route.name, apiId: route.workspaceApiId }, "the route's API does not exist; every request is refused");
       return keyauth
@@ -215,6 +216,12 @@ export class GatewayDecider {
     if (route.definition.workspaceId !== undefined) return route.definition.workspaceId;
     if (route.workspaceApiId === undefined) return undefined;
     return (await this.workspaceOf(route.workspaceApiId)) ?? undefined;
+  }
+
+  /** The workspace a route serves when no lookup is needed for it (a stored route's own, or an API's seen before). */
+  private knownWorkspaceOfRoute(route: AccessRoute): string | undefined {
+    if (route.definition.workspaceId !== undefined) return route.definition.workspaceId;
+    return route.workspaceApiId === undefined ? undefined : this.workspaces.get(route.workspaceApiId);
   }
 
   /** The workspace of an API when this decider has looked it up before. */
