@@ -12,7 +12,14 @@ import { openStores } from "../storage/index.js";
 import { compileRouteOptions, type KeygatePluginOptions, type KeygateRouteOptions, pluginConfig } from "./options.js";
 import { type KeygatePrincipal, RouteGuards } from "./route-guard.js";
 
-export type { KeygatePluginOptions, KeygateRedisOptions, KeygateRouteOptions } from "./options.js";
+export type {
+  KeygateKeyOptions,
+  KeygatePluginOptions,
+  KeygatePolicyOptions,
+  KeygateRedisOptions,
+  KeygateRouteOptions,
+  KeygateStoredRouteOptions,
+} from "./options.js";
 export type { KeygatePrincipal } from "./route-guard.js";
 
 /** What the plugin adds to the Fastify instance, as `app.keygate`. */

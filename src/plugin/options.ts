@@ -50,12 +50,12 @@ export interface KeygatePluginOptions {
  * shorthand for one keyauth policy); a route's `policies`, as `keygate.createRoute` takes them; or the name or id of
  * a stored `route` whose policies the app follows as they change.
  */
-export interface KeygateRouteOptions {
-  /**
-   * The API whose keys this route accepts (its id, or its key space's); its workspace is the route's. With
-   * `policies`, the API whose workspace the route serves when no keyauth policy names one.
-   */
-  apiId?: string;
+export type KeygateRouteOptions = KeygateKeyOptions | KeygatePolicyOptions | KeygateStoredRouteOptions;
+
+/** The shorthand for one keyauth policy: the fields of a configuration file's gateway route. */
+export interface KeygateKeyOptions {
+  /** The API whose keys this route accepts (its id, or its key space's); its workspace is the route's. */
+  apiId: string;
   /**
    * Where the key is: `Authorization: Bearer <key>` by default; `{ header: "x-api-key" }`, with `scheme` when the
    * value starts with one, or `{ query: "api_key" }`.
@@ -67,12 +67,35 @@ export interface KeygateRouteOptions {
   ratelimits?: { name: string; cost?: number; limit?: number; duration?: number }[];
   /** Credits each request takes from a key with a balance (1 when absent; 0 verifies without spending). */
   credits?: { cost: number };
-  /** The route's policies, as `keygate.createRoute` takes them (keyauth, ratelimit, firewall, openapi, logging, cors). */
-  policies?: PolicyBody[];
-  /** A stored route (its name or id) whose policies this route runs, as they are when each request arrives. */
-  route?: string;
   /** Recorded with each verification for analytics. */
   tags?: string[];
+  policies?: never;
+  route?: never;
+}
+
+/** A route's policies, as `keygate.createRoute` takes them (keyauth, ratelimit, firewall, openapi, logging, cors). */
+export interface KeygatePolicyOptions {
+  policies: PolicyBody[];
+  /** The API whose workspace the route serves, when no keyauth policy names one. */
+  apiId?: string;
+  tags?: string[];
+  route?: never;
+  key?: never;
+  permissions?: never;
+  ratelimits?: never;
+  credits?: never;
+}
+
+/** A stored route (its name or id) whose policies this route runs, as they are when each request arrives. */
+export interface KeygateStoredRouteOptions {
+  route: string;
+  tags?: string[];
+  apiId?: never;
+  policies?: never;
+  key?: never;
+  permissions?: never;
+  ratelimits?: never;
+  credits?: never;
 }
 
 /** A route's options checked and compiled once, when the route is registered: policies to run, or a stored route's. */

@@ -327,9 +327,10 @@ t.test("policies are checked when the route is registered, each problem named by
     /policies\[0\]\.ratelimit\.limit/,
   );
   t.throws(() => app.keygate.preHandler({ policies: [{ name: "x", enabled: true }] }), /policies\[0\]: must set exactly one of/);
-  t.throws(() => app.keygate.preHandler({ route: "r", policies: [] }), /route: names a stored route/);
-  t.throws(() => app.keygate.preHandler({ route: "r", permissions: "a" }), /permissions: is a field of the apiId shorthand/);
-  t.throws(() => app.keygate.preHandler({}), /apiId: must name an API/);
+  // Mixed forms are type errors; a JavaScript app gets them thrown.
+  t.throws(() => app.keygate.preHandler({ route: "r", policies: [] } as never), /route: names a stored route/);
+  t.throws(() => app.keygate.preHandler({ route: "r", permissions: "a" } as never), /permissions: is a field of the apiId shorthand/);
+  t.throws(() => app.keygate.preHandler({} as never), /apiId: must name an API/);
   t.throws(
     () => app.keygate.preHandler({ policies: [{ name: "x", enabled: true, firewall: { action: "ACTION_DENY" } }] }),
     /apiId: must name the API whose workspace the route serves/,
