@@ -47,15 +47,26 @@ export function noteCors(request: AccessRequest, route: Pick<AccessRoute, "cors"
 
 /** The head of a preflight's 204, or undefined when its origin is not allowed (no CORS header at all then). */
 export function preflightHeaders(preflight: Preflight, request: GatewayRequest): Record<string, string> | undefined {
+  return preflightAnswer(preflight.policy, preflight.match.route.methods, request);
+}
+
+/**
+ * The head of the 204 `policy` answers a preflight with, for a route that takes `methods` (every method when
+ * undefined), once noteCors has noted the request's CORS headers; undefined when its origin is not allowed.
+ */
+export function preflightAnswer(
+  policy: CompiledCors,
+  methods: Iterable<string> | undefined,
+  request: Pick<AccessRequest, "id" | "raw" | "cors">,
+): Record<string, string> | undefined {
   const cors = request.cors;
   if (cors?.["access-control-allow-origin"] === undefined) return undefined;
-  const { rule } = preflight.policy;
-  const route = preflight.match.route;
+  const { rule } = policy;
   const headers: Record<string, string> = {
     "x-request-id": request.id,
     vary: "Origin, Access-Control-Request-Method, Access-Control-Request-Headers",
     "access-control-allow-origin": cors["access-control-allow-origin"],
-    "access-control-allow-methods": rule.allowMethods ?? [...(route.methods ?? HTTP_METHODS)].join(", "),
+    "access-control-allow-methods": rule.allowMethods ?? [...(methods ?? HTTP_METHODS)].join(", "),
   };
   if (rule.credentials) headers["access-control-allow-credentials"] = "true";
   const asked = request.raw.headers["access-control-request-headers"];
@@ -78,7 +89,7 @@ export function addCorsHeaders(head: OutgoingHttpHeaders, cors: Record<string, s
 }
 
 /** The first cors policy of `route` whose match expressions hold for `request` (as `method`, for a preflight). */
-function applicableCors(
+export function applicableCors(
   route: Pick<AccessRoute, "cors">,
   request: Pick<AccessRequest, "raw" | "path" | "query" | "method">,
   method = request.method,

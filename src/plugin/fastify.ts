@@ -1,4 +1,4 @@
-import type { FastifyPluginAsync, preHandlerAsyncHookHandler, RouteOptions } from "fastify";
+import type { FastifyInstance, FastifyPluginAsync, preHandlerAsyncHookHandler, RouteOptions } from "fastify";
 import fp from "fastify-plugin";
 import { type AnalyticsRuntime, disabledAnalytics, openAnalytics } from "../analytics/index.js";
 import { InvalidationBus } from "../cache/invalidation-bus.js";
@@ -83,7 +83,9 @@ const keygatePlugin: FastifyPluginAsync<KeygatePluginOptions> = async (app, opti
       guards.guard(compileRouteOptions(route, realm));
     app.decorate("keygate", { preHandler, metrics: () => metrics.text(), services });
     app.decorateRequest("keygate", null);
-    app.addHook("onRoute", (route) => protect(route, preHandler));
+    app.addHook("onRoute", function (route) {
+      protect(this, route, guards);
+    });
   } catch (error) {
     // What was opened before the failure is closed with the app; this closes the rest.
     await analytics.close();
@@ -92,13 +94,23 @@ const keygatePlugin: FastifyPluginAsync<KeygatePluginOptions> = async (app, opti
   }
 };
 
-/** Puts the route's guard first among its preHandlers when it asks for one. */
-function protect(route: RouteOptions, preHandler: (options: KeygateRouteOptions, realm: string) => preHandlerAsyncHookHandler): void {
+/**
+ * Puts the route's guard first among its preHandlers when it asks for one. A route whose policies include a cors
+ * policy gets an OPTIONS route beside it that answers CORS preflights as the gateway does (unless it takes OPTIONS
+ * itself): Fastify routes a preflight by its own method, never to the route it asks about.
+ */
+function protect(app: FastifyInstance, route: RouteOptions, guards: RouteGuards): void {
   const options = route.config?.keygate;
+  // The OPTIONS route added below has no config.keygate: its own onRoute ends here.
   if (options === undefined) return;
-  const guard = preHandler(options, `${route.method} ${route.url}`);
+  const compiled = compileRouteOptions(options, `${route.method} ${route.url}`);
+  const guard = guards.guard(compiled);
   const own = route.preHandler;
   route.preHandler = own === undefined ? [guard] : Array.isArray(own) ? [guard, ...own] : [guard, own];
+  const methods = Array.isArray(route.method) ? route.method : [route.method];
+  if (compiled.kind !== "policies" || compiled.route.cors.length === 0 || methods.includes("OPTIONS")) return;
+  if (app.hasRoute({ method: "OPTIONS", url: route.url })) return;
+  app.route({ method: "OPTIONS", url: route.url, handler: guards.preflight(compiled.route, methods) });
 }
 
 /** `app.register(keygate, { redis, prefix })`: keygate's verification in this app (docs/plugin.md). */

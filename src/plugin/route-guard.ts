@@ -1,8 +1,8 @@
-import type { FastifyBaseLogger, FastifyReply, FastifyRequest, preHandlerAsyncHookHandler } from "fastify";
+import type { FastifyBaseLogger, FastifyReply, FastifyRequest, preHandlerAsyncHookHandler, RouteHandlerMethod } from "fastify";
 import type { ValidVerification } from "../domain/verification/verification.js";
 import { ERROR_CATALOGUE } from "../errors/catalogue.js";
 import { KeygateError } from "../errors/keygate-error.js";
-import { noteCors } from "../gateway/cors.js";
+import { applicableCors, noteCors, preflightAnswer } from "../gateway/cors.js";
 import type { Decision, GatewayDecider } from "../gateway/decision.js";
 import type { AccessRequest, AccessRoute } from "../gateway/gateway-request.js";
 import type { CurrentGatewaySnapshot, GatewaySnapshot } from "../gateway/gateway-snapshot.js";
@@ -74,6 +74,28 @@ export class RouteGuards {
         throw error;
       }
       return undefined;
+    };
+  }
+
+  /**
+   * The handler of the OPTIONS route beside a route with a cors policy (`route`, taking `methods`): a preflight the
+   * policy applies to is answered as the gateway answers it (204, or 403 for an origin it does not allow); any other
+   * OPTIONS request is not found, as it would be without this route.
+   */
+  preflight(route: AccessRoute, methods: readonly string[]): RouteHandlerMethod {
+    return async (request, reply) => {
+      const asked = request.headers["access-control-request-method"];
+      if (request.headers.origin === undefined || typeof asked !== "string" || !methods.includes(asked)) return reply.callNotFound();
+      const access = accessRequest(request, this.parts.snapshot.current);
+      const policy = applicableCors(route, access, asked);
+      if (policy === undefined) return reply.callNotFound();
+      noteCors(access, route, policy);
+      const headers = preflightAnswer(policy, methods, access);
+      if (headers === undefined) {
+        const detail = `The origin is not allowed by the route's cors policy '${policy.name}'.`;
+        return this.refuse(request, reply, new KeygateError("err:keygate:gateway:request_denied", detail), access.cors);
+      }
+      return reply.code(204).headers(headers).send();
     };
   }
 

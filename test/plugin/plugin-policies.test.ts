@@ -228,6 +228,29 @@ t.test("a cors policy puts the same CORS headers on every answer through the plu
   const refused = cors(await d.plugin("/browsed/x", { headers: { origin: "https://app.example" } }));
   t.equal(refused.status, 401);
   t.equal(refused.allowOrigin, "https://app.example", "a page on the allowed origin can read keygate's refusal");
+  // A preflight is answered without a key, as the gateway answers it.
+  const preflight = (answer: Answer) => ({
+    status: answer.status,
+    allowOrigin: answer.headers.get("access-control-allow-origin"),
+    allowHeaders: answer.headers.get("access-control-allow-headers"),
+    vary: answer.headers.get("vary"),
+    type: answer.status >= 400 ? answer.body?.error?.type : undefined,
+  });
+  const asking = (origin: string): RequestInit => ({
+    method: "OPTIONS",
+    headers: { origin, "access-control-request-method": "GET", "access-control-request-headers": "authorization" },
+  });
+  for (const [name, origin, status] of [
+    ["a preflight from an allowed origin", "https://app.example", 204],
+    ["a preflight from another origin", "https://elsewhere.example", 403],
+  ] as const) {
+    const viaGateway = preflight(await d.gateway("/browsed/x", asking(origin)));
+    t.equal(viaGateway.status, status, `${name}: ${status} through the gateway`);
+    t.same(preflight(await d.plugin("/browsed/x", asking(origin))), viaGateway, `${name}: the same through the plugin`);
+  }
+  const methods = await d.plugin("/browsed/x", asking("https://app.example"));
+  t.match(methods.headers.get("access-control-allow-methods"), /GET/, "the methods the route takes");
+  t.equal((await d.plugin("/browsed/x", { method: "OPTIONS" })).status, 404, "an OPTIONS request that is no preflight is not found");
 });
 
 t.test("an openapi policy of a stored route validates alike through the plugin and the gateway", async (t) => {
