@@ -165,6 +165,7 @@ export function createServices(stores: Stores, config: KeygateConfig, clock: Clo
     generateKey,
     notices,
     audit,
+    refunds: analytics.sinks.creditRefunds,
   });
   const analyticsQueries = analyticsService(stores, config, clock, analytics);
   return {

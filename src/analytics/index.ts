@@ -7,7 +7,7 @@ import type { AnalyticsEngine, EventBatch } from "./analytics-engine.js";
 import { type AuditLog, MemoryAuditLog, PipelineAuditLog } from "./audit-log.js";
 import { EmbeddedEngine } from "./embedded-engine.js";
 import { addStats, type BatchIO, EventPipeline, type EventPipelineStats, type PipelineLog, type Scheduler } from "./pipeline.js";
-import { AUDIT_LOGS, type EventTable, GATEWAY_REQUESTS, RATELIMITS, VERIFICATIONS } from "./rows.js";
+import { AUDIT_LOGS, CREDIT_REFUNDS, type EventTable, GATEWAY_REQUESTS, RATELIMITS, VERIFICATIONS } from "./rows.js";
 import { schemaStatements } from "./schema.js";
 import type { ServerEngineOptions } from "./server-engine.js";
 
@@ -116,6 +116,7 @@ export async function openAnalytics(config: AnalyticsSettings, options: OpenAnal
     verifications: pipelineOf(VERIFICATIONS),
     ratelimits: pipelineOf(RATELIMITS),
     gatewayRequests: pipelineOf(GATEWAY_REQUESTS),
+    creditRefunds: pipelineOf(CREDIT_REFUNDS),
   };
   const auditPipeline = pipelineOf(AUDIT_LOGS, true);
   const all = [...Object.values(pipelines), auditPipeline];
@@ -208,6 +209,7 @@ export function disabledAnalytics(): AnalyticsRuntime {
       verifications: { record: () => recorded++ },
       ratelimits: { record: () => recorded++ },
       gatewayRequests: { record: () => recorded++ },
+      creditRefunds: { record: () => recorded++ },
     },
     audit: new MemoryAuditLog(),
     stats: () => ({

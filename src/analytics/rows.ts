@@ -1,4 +1,4 @@
-import type { GatewayRequestEvent, RatelimitEvent, VerificationEvent } from "../domain/analytics/events.js";
+import type { CreditRefundEvent, GatewayRequestEvent, RatelimitEvent, VerificationEvent } from "../domain/analytics/events.js";
 import type { AuditEntry } from "../domain/audit/audit-trail.js";
 
 /** The column types of the raw tables, as the engine reads them from a batch. */
@@ -81,6 +81,42 @@ export const VERIFICATIONS = eventTable<VerificationEvent>(
     wholeNumber(event.spentCredits),
     finite(event.latencyMs),
     event.creditsSource,
+  ],
+);
+
+/**
+ * Refunds of a verification's credits: a compensating row per refund (the verification's own row is never changed),
+ * under the verification's request id and time, so usage subtracts it from the period the verification is in.
+ */
+export const CREDIT_REFUNDS = eventTable<CreditRefundEvent>(
+  "credit_refunds_v1",
+  "credit refund events",
+  {
+    request_id: "String",
+    time: "Int64",
+    workspace_id: "String",
+    key_space_id: "String",
+    identity_id: "String",
+    external_id: "String",
+    key_id: "String",
+    // LowCardinality(String) in the table, converted on insert, as region.
+    credits_source: "String",
+    refunded_credits: "Int64",
+    refunded_at: "Int64",
+    region: "String",
+  },
+  (event, region) => [
+    event.requestId,
+    wholeNumber(event.time),
+    event.workspaceId,
+    event.keySpaceId,
+    event.identityId,
+    event.externalId,
+    event.keyId,
+    event.creditsSource,
+    wholeNumber(event.credits),
+    wholeNumber(event.refundedAt),
+    region,
   ],
 );
 

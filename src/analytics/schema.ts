@@ -83,6 +83,21 @@ const RAW_TABLES: readonly RawTable[] = [
     orderBy: "key_space_id",
   },
   {
+    // Added after the first release: a new table, so an existing installation keeps every row it has and gets this
+    // one empty (CREATE TABLE IF NOT EXISTS). One compensating row per refund of a verification's credits, under
+    // the verification's request_id and time; usage subtracts them (docs/usage.md#refunds).
+    name: "credit_refunds_v1",
+    columns: `key_space_id String,
+      identity_id String,
+      external_id String,
+      key_id String,
+      credits_source LowCardinality(String),
+      refunded_credits Int64,
+      refunded_at Int64,
+      region LowCardinality(String)`,
+    orderBy: "key_space_id",
+  },
+  {
     name: "ratelimits_v1",
     columns: `namespace_id String,
       identifier String,

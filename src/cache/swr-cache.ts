@@ -149,12 +149,6 @@ export class SwrCache<V> {
     this.loading.delete(key);
   }
 
-  clear(): void {
-    this.entries.clear();
-    this.absent?.clear();
-    this.loading.clear();
-  }
-
   /**
    * Nothing cached so far is trusted without asking the source again: the next get() of each key reloads before
    * answering, and serves the value it had (while within staleMs) only when that reload fails in a way

@@ -73,7 +73,12 @@ export function remoteAnalytics(channel: Channel, send: (message: Message, done:
         }
       },
     },
-    sinks: { verifications: sinkOf("verifications"), ratelimits: sinkOf("ratelimits"), gatewayRequests: sinkOf("gatewayRequests") },
+    sinks: {
+      verifications: sinkOf("verifications"),
+      ratelimits: sinkOf("ratelimits"),
+      gatewayRequests: sinkOf("gatewayRequests"),
+      creditRefunds: sinkOf("creditRefunds"),
+    },
     audit: remoteAuditLog(channel, send),
     stats: () => ({
       recorded,

@@ -29,10 +29,6 @@ export class RouteTable {
     this.skipped = skipped;
   }
 
-  static empty(): RouteTable {
-    return new RouteTable([], []);
-  }
-
   /**
    * Compiles the configuration file's routes and the stored ones. Throws RouteTableError listing every problem of
    * the configuration's routes (each naming `routes[i]...`). A stored route was valid when it was written, but may

@@ -41,8 +41,20 @@ export async function refundCredits(
   const { workspaceId, verification } = decision;
   if (!refundDue(request, decision) || !verification || workspaceId === undefined) return;
   try {
-    const identityId = verification.creditsSource === "identity" ? verification.key.identity?.id : undefined;
-    await keys.refundCredits(workspaceId, verification.key.keyId, verification.spentCredits, identityId);
+    const { key } = verification;
+    const identity = verification.creditsSource === "identity" ? key.identity : undefined;
+    // Named as the verification's event names it, so that usage subtracts the refund from what that counted.
+    await keys.refundCredits({
+      requestId: request.id,
+      time: verification.decidedAt,
+      workspaceId,
+      keySpaceId: key.keySpaceId,
+      keyId: key.keyId,
+      identityId: key.identity?.id ?? "",
+      externalId: key.identity?.externalId ?? "",
+      credits: verification.spentCredits,
+      creditsSource: identity ? "identity" : "key",
+    });
   } catch (error) {
     log.error({ err: error, keyId: verification.key.keyId }, "could not give back the credits of a failed upstream request");
   }

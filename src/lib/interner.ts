@@ -21,8 +21,4 @@ export class Interner<T> {
     }
     return value;
   }
-
-  get size(): number {
-    return this.known.size;
-  }
 }

@@ -1,12 +1,13 @@
 import t from "tap";
 import { EmbeddedEngine } from "../../src/analytics/embedded-engine.js";
 import { EMBEDDED_DATABASE, openAnalytics } from "../../src/analytics/index.js";
-import { GATEWAY_REQUESTS, VERIFICATIONS } from "../../src/analytics/rows.js";
+import { CREDIT_REFUNDS, GATEWAY_REQUESTS, VERIFICATIONS } from "../../src/analytics/rows.js";
 import { schemaStatements } from "../../src/analytics/schema.js";
 import { validateConfig } from "../../src/config/load.js";
 import type { AnalyticsQueryEngine } from "../../src/domain/analytics/query-engine.js";
 import {
   analyticsDir,
+  creditRefundEvent,
   event,
   GATEWAY_REQUESTS_BEFORE_BODIES,
   gatewayRequestEvent,
@@ -83,6 +84,25 @@ t.test("an embedded engine with tables of an older keygate gets the new columns 
       { spent_credits: "1", credits_source: "identity" },
       `${start}: a new one holds which balance paid`,
     );
+    // Refunds came after both: their table is new, made at start beside the rows kept.
+    t.same(await columnsOf(engine, "credit_refunds_v1"), [...CREDIT_REFUNDS.columns], `${start}: the refunds table`);
+    analytics.sinks.creditRefunds.record(
+      creditRefundEvent({
+        requestId: `req_source_${start.replace(" ", "_")}`,
+        workspaceId: "ws_upgrade",
+        credits: 1,
+        creditsSource: "identity",
+      }),
+    );
+    await analytics.flush();
+    const refunds = await engine.withConnection((connection) =>
+      connection.rows("SELECT request_id, refunded_credits, credits_source FROM credit_refunds_v1 WHERE workspace_id = 'ws_upgrade'"),
+    );
+    t.match(
+      refunds.find((row) => row.request_id === `req_source_${start.replace(" ", "_")}`),
+      { refunded_credits: "1", credits_source: "identity" },
+      `${start}: a refund is written under its verification's request id`,
+    );
     await analytics.close();
   }
 
@@ -104,4 +124,5 @@ t.test("an embedded engine with tables of an older keygate gets the new columns 
     "a new table: the same columns, in the same order",
   );
   t.same(await columnsOf(fresh, "keygate_fresh.key_verifications_v1"), [...VERIFICATIONS.columns], "and the same for verifications");
+  t.same(await columnsOf(fresh, "keygate_fresh.credit_refunds_v1"), [...CREDIT_REFUNDS.columns], "and for refunds");
 });

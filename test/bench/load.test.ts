@@ -1,5 +1,5 @@
 import t from "tap";
-import { parseWrkOutput, sliceCount } from "../../bench/side-by-side/load.js";
+import { parseH2loadOutput, parseWrkOutput, sliceCount } from "../../bench/side-by-side/load.js";
 
 const WRK_OUTPUT = `Running 2s test @ http://127.0.0.1:36693/
   1 threads and 10 connections
@@ -35,4 +35,18 @@ t.test("a run is cut into slices of the given length, at least one", async (t) =
   t.equal(sliceCount(4, 3), 1);
   t.equal(sliceCount(5, 2), 3, "rounded");
   t.equal(sliceCount(1, 2), 1);
+});
+
+const H2LOAD_OUTPUT = `starting benchmark...
+finished in 2.00s, 2.00 req/s, 1.17KB/s
+requests: 4 total, 5 started, 4 done, 3 succeeded, 1 failed, 1 errored, 2 timeout
+status codes: 2 2xx, 1 3xx, 1 4xx, 0 5xx
+`;
+
+t.test("h2load's report and log become a slice: latency percentiles from the log's durations in µs", async (t) => {
+  const log = ["1000\t200\t4000", "2000\t200\t1000", "3000\t302\t3000", "4000\t404\t2000", ""].join("\n");
+  t.same(parseH2loadOutput(H2LOAD_OUTPUT, log), { requests: 4, seconds: 2, p50: 3, p99: 4, non2xx: 2, errors: 3 });
+  t.same(parseH2loadOutput(H2LOAD_OUTPUT.replace("2.00s", "250ms"), "").seconds, 0.25, "whatever h2load's unit");
+  t.ok(Number.isNaN(parseH2loadOutput(H2LOAD_OUTPUT, "").p50), "no latency without a log");
+  t.throws(() => parseH2loadOutput("connect error: Connection refused\n", ""), /Connection refused/);
 });

@@ -1,14 +1,21 @@
 import t from "tap";
 import { type AuditMessage, Channel, type EventsMessage, type Message, type Question } from "../../src/cluster/channel.js";
 import { recordHandedOver, remoteAnalytics } from "../../src/cluster/remote-analytics.js";
-import { event, gatewayRequestEvent, type RecordedEvents, ratelimitEvent, recordingAnalytics } from "../helpers/analytics.js";
+import {
+  creditRefundEvent,
+  event,
+  gatewayRequestEvent,
+  type RecordedEvents,
+  ratelimitEvent,
+  recordingAnalytics,
+} from "../helpers/analytics.js";
 
 /**
  * A worker's analytics hand every kind of event to the primary with its kind, and the primary records each in the
  * sink of that kind. The two sides are joined here by plain function calls where processes use IPC.
  */
 function link() {
-  const inPrimary: Required<RecordedEvents> = { verifications: [], ratelimits: [], gatewayRequests: [] };
+  const inPrimary: Required<RecordedEvents> = { verifications: [], ratelimits: [], gatewayRequests: [], creditRefunds: [] };
   const primary = recordingAnalytics(inPrimary);
   const handedOver: (EventsMessage | AuditMessage)[] = [];
   const asked: Question["kind"][] = [];
@@ -35,10 +42,12 @@ t.test("flush hands over one message per kind, with its kind, before asking the 
   const verifications = [event({ externalId: "v1" }), event({ externalId: "v2" })];
   const ratelimits = [ratelimitEvent({ identifier: "r1" }), ratelimitEvent({ identifier: "r2" }), ratelimitEvent({ identifier: "r3" })];
   const gatewayRequests = [gatewayRequestEvent({ path: "/g1" })];
+  const creditRefunds = [creditRefundEvent({ keyId: "key_refunded" })];
   for (const each of verifications) worker.sinks.verifications.record(each);
   for (const each of ratelimits) worker.sinks.ratelimits.record(each);
   for (const each of gatewayRequests) worker.sinks.gatewayRequests.record(each);
-  t.match(worker.stats(), { recorded: 6, buffered: 6 });
+  for (const each of creditRefunds) worker.sinks.creditRefunds.record(each);
+  t.match(worker.stats(), { recorded: 7, buffered: 7 });
   t.same(handedOver, [], "nothing handed over before the flush");
 
   await worker.flush();
@@ -48,11 +57,12 @@ t.test("flush hands over one message per kind, with its kind, before asking the 
       ["verifications", 2],
       ["ratelimits", 3],
       ["gatewayRequests", 1],
+      ["creditRefunds", 1],
     ],
   );
-  t.same(inPrimary, { verifications, ratelimits, gatewayRequests }, "each in the primary's sink of its kind, in order");
+  t.same(inPrimary, { verifications, ratelimits, gatewayRequests, creditRefunds }, "each in the primary's sink of its kind, in order");
   t.same(asked, ["analytics-flush"], "then the primary is asked to write");
-  t.match(worker.stats(), { recorded: 6, buffered: 0 });
+  t.match(worker.stats(), { recorded: 7, buffered: 0 });
 });
 
 t.test("closing hands over what is still gathered; events recorded after it are counted and dropped", async (t) => {

@@ -579,7 +579,14 @@ export async function dashboardFlows(t: Test, storage: StorageKind): Promise<voi
     await policyForm.getByRole("status").filter({ hasText: "Policies saved." }).waitFor();
     await routeRow("dash-route").getByText("when path ~ ^/dash/admin").waitFor();
     await routeEditor.getByText("Edit as JSON").click();
-    t.match(await routeEditor.getByLabel("Policies (JSON)").inputValue(), '"regex": "^/dash/admin"', "the JSON editor shows the policies");
+    // The editor takes the saved policies when the route comes back from keygate, which may be after the click.
+    const policiesJson = routeEditor.getByLabel("Policies (JSON)");
+    const json = await waitFor("the JSON editor showing the saved policies", 20_000, async (because) => {
+      const value = await policiesJson.inputValue();
+      because(`it shows ${JSON.stringify(value.slice(0, 200))}`);
+      return value.includes('"regex": "^/dash/admin"') ? value : undefined;
+    });
+    t.match(json, '"regex": "^/dash/admin"', "the JSON editor shows the policies");
   });
 
   await step("a cors policy from its form: keygate answers preflights, and refusals carry the CORS headers", async () => {

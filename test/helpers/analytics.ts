@@ -4,7 +4,7 @@ import { join } from "node:path";
 import type { AnalyticsEngine } from "../../src/analytics/analytics-engine.js";
 import { type AnalyticsRuntime, disabledAnalytics } from "../../src/analytics/index.js";
 import { VERIFICATIONS } from "../../src/analytics/rows.js";
-import type { GatewayRequestEvent, RatelimitEvent, VerificationEvent } from "../../src/domain/analytics/events.js";
+import type { CreditRefundEvent, GatewayRequestEvent, RatelimitEvent, VerificationEvent } from "../../src/domain/analytics/events.js";
 import type { Harness } from "./harness.js";
 
 interface Teardown {
@@ -36,6 +36,25 @@ export function event(overrides: Partial<VerificationEvent> = {}): VerificationE
     spentCredits: 0,
     creditsSource: "",
     latencyMs: 1,
+    ...overrides,
+  };
+}
+
+/** A refund of a verification's credits with plausible defaults; override what the test is about. */
+export function creditRefundEvent(overrides: Partial<CreditRefundEvent> = {}): CreditRefundEvent {
+  sequence++;
+  const time = overrides.time ?? Date.now();
+  return {
+    requestId: `req_test${sequence}`,
+    time,
+    refundedAt: time + 1_000,
+    workspaceId: "ws_test",
+    keySpaceId: "ks_test",
+    keyId: "key_test",
+    identityId: "",
+    externalId: "",
+    credits: 1,
+    creditsSource: "key",
     ...overrides,
   };
 }
@@ -199,6 +218,7 @@ export interface RecordedEvents {
   verifications?: VerificationEvent[];
   ratelimits?: RatelimitEvent[];
   gatewayRequests?: GatewayRequestEvent[];
+  creditRefunds?: CreditRefundEvent[];
 }
 
 /** Analytics without an engine whose sinks push every event into the arrays given (the others are dropped). */
@@ -213,6 +233,7 @@ export function recordingAnalytics(into: RecordedEvents): AnalyticsRuntime {
       verifications: { record: keep(into.verifications) },
       ratelimits: { record: keep(into.ratelimits) },
       gatewayRequests: { record: keep(into.gatewayRequests) },
+      creditRefunds: { record: keep(into.creditRefunds) },
     },
   };
 }

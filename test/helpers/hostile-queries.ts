@@ -156,6 +156,13 @@ export function hostileQueriesOver({ raw, aggregate, view, text, foreign }: Host
       { what: `${table} in a scalar subquery`, sql: `SELECT (SELECT count() FROM ${table}) AS n`, expect: BAD_TABLE },
       { what: `${table} under the physical database name`, sql: `SELECT * FROM keygate.${table}`, expect: BAD_TABLE },
     ]),
+    // keygate's own tables that no procedure reads (usage reads the refunds for itself)
+    { what: "the refunds table", sql: "SELECT * FROM credit_refunds_v1", expect: BAD_TABLE },
+    {
+      what: "the refunds table in a subquery",
+      sql: `SELECT count() AS n FROM ${raw} WHERE request_id IN (SELECT request_id FROM credit_refunds_v1)`,
+      expect: BAD_TABLE,
+    },
     // system tables and other databases
     { what: "system.tables", sql: "SELECT * FROM system.tables", expect: BAD_TABLE },
     { what: "system.one quoted", sql: "SELECT * FROM `system`.`one`", expect: BAD_TABLE },

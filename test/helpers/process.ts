@@ -8,6 +8,8 @@ import { REDIS_URL, uniquePrefix } from "./redis.js";
 /** The compiled entry points under build/ (npm test compiles before it runs tap). */
 export const SERVER_ENTRY = fileURLToPath(new URL("../../src/server.js", import.meta.url));
 export const CLI_ENTRY = fileURLToPath(new URL("../../src/cli/main.js", import.meta.url));
+/** How long a test's server has to exit on SIGTERM at the end of its test before it is killed. */
+const TEARDOWN_GRACE_MS = 5_000;
 
 interface Teardown {
   teardown(fn: () => unknown): void;
@@ -67,8 +69,14 @@ export async function startServer(
   child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString()));
   child.stderr.on("data", (chunk: Buffer) => (err += chunk.toString()));
   const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
-  t.teardown(() => {
-    if (child.exitCode === null) child.kill("SIGKILL");
+  // Ended as an operator ends it, so that it writes what it ran (the suite's coverage counts children too); killed
+  // when it has not exited within a few seconds.
+  t.teardown(async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    child.kill("SIGTERM");
+    const killer = setTimeout(() => child.kill("SIGKILL"), TEARDOWN_GRACE_MS);
+    await exited;
+    clearTimeout(killer);
   });
   const baseUrl = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`server did not start in ${timeoutMs} ms:\n${out}\n${err}`)), timeoutMs);
@@ -209,6 +217,8 @@ export async function startGatewayProcess(t: Teardown, options: { upstream: stri
 /** Load kept up until stopped: the statuses answered and the longest request, for a test to report. */
 export interface SteadyLoad {
   statuses: Map<number, number>;
+  /** The first answer of each status other than 200, for the failure message: what went wrong, in keygate's words. */
+  firstRefusals: Map<number, unknown>;
   /** How many requests have been answered so far. */
   answered(): number;
   /** Ends the load once the requests in flight are answered; resolves with the longest request in ms. */
@@ -218,19 +228,25 @@ export interface SteadyLoad {
 /** `ratelimit.limit` with `body` in a loop, two requests at a time on each instance, until stop() (0: no answer). */
 export function steadyRatelimitLoad(instances: readonly RunningServer[], body: Record<string, unknown>): SteadyLoad {
   const statuses = new Map<number, number>();
+  const firstRefusals = new Map<number, unknown>();
   let longestMs = 0;
   let running = true;
   const worker = async (instance: RunningServer) => {
     while (running) {
       const started = performance.now();
-      const result = await post(instance.baseUrl, "ratelimit.limit", CLUSTER_ROOT_KEY, body).catch(() => ({ status: 0 }));
+      const result = await post(instance.baseUrl, "ratelimit.limit", CLUSTER_ROOT_KEY, body).catch((error: Error) => ({
+        status: 0,
+        body: error.message,
+      }));
       longestMs = Math.max(longestMs, performance.now() - started);
       statuses.set(result.status, (statuses.get(result.status) ?? 0) + 1);
+      if (result.status !== 200 && !firstRefusals.has(result.status)) firstRefusals.set(result.status, result.body);
     }
   };
   const workers = [...instances, ...instances].map(worker);
   return {
     statuses,
+    firstRefusals,
     answered: () => [...statuses.values()].reduce((sum, n) => sum + n, 0),
     stop: async () => {
       running = false;

@@ -116,6 +116,14 @@ t.test("keygate keys migrate imports a JSON-lines file in batches through keys.m
   );
   t.equal(tooBig.code, 2);
   t.match(tooBig.stderr, /--batch may be at most 10000/);
+
+  // Imported keys are written in the compact form: `keys compact` finds none to move (its moving is
+  // test/storage/redis-key-form.test.ts's).
+  const compacted = await run(CLI_ENTRY, ["keys", "compact"], env);
+  t.equal(compacted.code, 0, compacted.stderr);
+  t.match(compacted.stderr, /Moved 0 keys to the compact form/);
+  const stray = await run(CLI_ENTRY, ["keys", "compact", "--workspace", "ws_import"], env);
+  t.equal(stray.code, 2, "keys compact takes no options");
   await server.stop();
 });
 

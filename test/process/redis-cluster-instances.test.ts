@@ -131,6 +131,7 @@ t.test("a master killed under load: keygate keeps answering (fail: local) and co
     [...traffic.statuses.keys()],
     [200],
     "every request during the failover was answered 200 (decided locally while no master answered)",
+    { firstRefusals: Object.fromEntries(traffic.firstRefusals) },
   );
 
   // The breaker may still be open for a moment after the failover: wait until both decide on Redis again.

@@ -49,6 +49,7 @@ t.test("on Sentinel, a master killed under load: keygate keeps answering, follow
     [...traffic.statuses.keys()],
     [200],
     "every request during the failover was answered 200 (decided locally while no master answered)",
+    { firstRefusals: Object.fromEntries(traffic.firstRefusals) },
   );
   t.equal((await sentinel.master()).port, promoted.port);
 

@@ -147,7 +147,8 @@ t.test("a rejection nothing handled is logged with its cause and counted, and ke
   const upstream = await heldUpstream(t);
   const trigger = join(mkdtempSync(join(tmpdir(), "keygate-rejection-")), "now");
   const server = await keygate(t, upstream.url, "", {
-    NODE_OPTIONS: `--import=${REJECTION_FIXTURE}`,
+    // Added to what tap gives a child (its coverage), not in place of it.
+    NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ""} --import=${REJECTION_FIXTURE}`.trim(),
     KEYGATE_TEST_REJECTION_TRIGGER: trigger,
   });
   const inFlight = fetch(`${server.baseUrl}/svc/across`).then((response) => response.status);
@@ -182,4 +183,32 @@ t.test("with workers, SIGTERM to the primary lets every worker finish its reques
   t.same(await Promise.all(requests), Array(20).fill(200), "each request in flight was answered");
   t.equal(await within(40_000, "the primary exiting", exit), 0);
   t.ok(server.logLines().some((line) => String(line.msg).startsWith("closed: every worker stopped")));
+});
+
+t.test("with workers, a second SIGTERM to the primary is passed on: every worker exits at once, and so does the primary", async (t) => {
+  const upstream = await heldUpstream(t);
+  const prefix = uniquePrefix(t, "shutdown-second");
+  const server = await keygate(
+    t,
+    upstream.url,
+    `server: { workers: 2, shutdownTimeoutMs: 600000 }\nstorage:\n  redis: { url: "${REDIS_URL}", prefix: "${prefix}" }`,
+  );
+  const stuck = Array.from({ length: 4 }, (_, index) =>
+    fetch(`${server.baseUrl}/svc/${index}`).then(
+      () => "answered",
+      () => "cut",
+    ),
+  );
+  await waitFor("every request has reached the upstream", 20_000, () => (upstream.arrived() === 4 ? true : undefined));
+  const exit = exited(server);
+  server.child.kill("SIGTERM");
+  await logged(server, /^closing: finishing the requests in flight/);
+  server.child.kill("SIGTERM");
+  t.equal(await within(40_000, "the primary exiting", exit), 1, "long before the twenty-minute deadline");
+  const line = server
+    .logLines()
+    .find((each) => each.role === "primary" && String(each.msg) === "a second SIGTERM while closing: exiting now");
+  t.equal(line?.level, 50, "the primary says it was cut short");
+  t.match(line?.cut, { workers: Number }, "and how many workers were still running");
+  t.same(await Promise.all(stuck), Array(4).fill("cut"), "the requests still waiting were cut");
 });

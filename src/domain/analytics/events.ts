@@ -4,7 +4,8 @@ import type { VerificationCode } from "../verification/codes.js";
  * The contract between what keygate decides and analytics: every verification (keys.verifyKey and the gateway),
  * every rate limit decision (ratelimit.limit, multiLimit and the gateway's namespace limits) and every request the
  * gateway answers becomes one event handed to its sink, which stores it as one row of its raw table
- * (`key_verifications_v1`, `ratelimits_v1`, `gateway_requests_v1`).
+ * (`key_verifications_v1`, `ratelimits_v1`, `gateway_requests_v1`); so does every refund of a verification's credits
+ * (`credit_refunds_v1`), which usage subtracts.
  */
 
 export interface VerificationEvent {
@@ -21,6 +22,25 @@ export interface VerificationEvent {
   /** Which balance paid `spentCredits`: the key's own or its identity's; "" when nothing was spent. */
   creditsSource: "key" | "identity" | "";
   latencyMs: number; // time spent verifying
+}
+
+/**
+ * Credits a verification spent that were given back to the balance that paid them (the gateway, when the upstream
+ * never had the request: gateway/upstream-failure.ts). It names the verification it refunds by its request and
+ * time, so usage subtracts it in the period the verification is counted in (docs/usage.md#refunds).
+ */
+export interface CreditRefundEvent {
+  requestId: string; // the refunded verification's
+  time: number; // unix ms, the refunded verification's (decidedAt)
+  refundedAt: number; // unix ms, when the balance got the credits back
+  workspaceId: string;
+  keySpaceId: string;
+  keyId: string;
+  identityId: string; // "" when none
+  externalId: string; // "" when none
+  credits: number; // given back, as many as the verification spent
+  /** The balance that paid and got them back. */
+  creditsSource: "key" | "identity";
 }
 
 /** One identifier checked against one namespace limit. */
@@ -85,4 +105,5 @@ export interface AnalyticsSinks {
   verifications: EventSink<VerificationEvent>;
   ratelimits: EventSink<RatelimitEvent>;
   gatewayRequests: EventSink<GatewayRequestEvent>;
+  creditRefunds: EventSink<CreditRefundEvent>;
 }

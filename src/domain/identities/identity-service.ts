@@ -184,9 +184,12 @@ export class IdentityService {
     return this.identities.getCredits(workspaceId, identityId);
   }
 
-  /** Gives credits back to the identity's balance, as KeyService.refundCredits does to a key's. */
-  async refundCredits(workspaceId: string, identityId: string, amount: number): Promise<void> {
-    await this.identities.refundCredits(workspaceId, identityId, amount, this.clock.now());
+  /**
+   * Gives credits back to the identity's balance, as KeyService.refundCredits does to a key's; false when the
+   * identity has no balance (any more) and nothing was given back.
+   */
+  async refundCredits(workspaceId: string, identityId: string, amount: number): Promise<boolean> {
+    return (await this.identities.refundCredits(workspaceId, identityId, amount, this.clock.now())) !== null;
   }
 
   /** Soft-deletes the identity; its externalId is free again at once, and its keys keep working without it. */

@@ -2,6 +2,7 @@ import { KeygateError } from "../../errors/keygate-error.js";
 import { defined } from "../../lib/defined.js";
 import { hashKey } from "../../lib/hash.js";
 import type { CreditRecord, IdentityRecord, KeyRecord } from "../../storage/records.js";
+import type { CreditRefundEvent, EventSink } from "../analytics/events.js";
 import { UNAUDITED } from "../audit/audit-trail.js";
 import type { Caller } from "../caller.js";
 import { type CreditsInput, type CreditsView, creditsAfterOperation, creditsAfterUpdate, viewCredits } from "../credits.js";
@@ -34,8 +35,11 @@ export interface UpdateKeyInput {
   permissions?: string[];
 }
 
-/** What KeyService needs: what issuing a key needs, and what showing one does. */
-export type KeyServiceDeps = KeyIssuanceDeps & KeyDetailsDeps;
+/**
+ * What KeyService needs: what issuing a key needs, what showing one does, and where refunds of credits are recorded
+ * (analytics' credit_refunds_v1; nowhere without one).
+ */
+export type KeyServiceDeps = KeyIssuanceDeps & KeyDetailsDeps & { refunds?: EventSink<CreditRefundEvent> };
 
 /**
  * The keys.* procedures and apis.listKeys that issue, read, change and revoke end-user keys. Issuing a new key
@@ -168,14 +172,20 @@ export class KeyService {
   }
 
   /**
-   * Gives back credits a request spent when the upstream then failed (the gateway): one atomic increment in the
-   * store, after due refills, however many requests spend and refund at the same time. A key that has meanwhile
-   * become unlimited or was removed is left as it is. `identityId`: the key's identity paid, and gets them back.
+   * Gives back credits a verification spent when the upstream then failed (the gateway): one atomic increment in
+   * the store, after due refills, however many requests spend and refund at the same time, to the balance that paid
+   * (`refund.creditsSource`). A key or identity that has meanwhile lost its balance (unlimited, removed) is left as
+   * it is. A refund that was given back is recorded for analytics, so usage counts the credits as not spent; one
+   * that was not is not, since those credits did leave the balance.
    */
-  async refundCredits(workspaceId: string, keyId: string, amount: number, identityId?: string): Promise<void> {
-    // The balance that paid gets them: the identity's when the key spent its identity's (identityId given).
-    if (identityId !== undefined) await this.deps.identities.refundCredits(workspaceId, identityId, amount);
-    else await this.deps.keys.refundCredits(workspaceId, keyId, amount, this.deps.clock.now());
+  async refundCredits(refund: Omit<CreditRefundEvent, "refundedAt">): Promise<void> {
+    const { workspaceId, keyId, identityId, credits } = refund;
+    const refundedAt = this.deps.clock.now();
+    const givenBack =
+      refund.creditsSource === "identity"
+        ? await this.deps.identities.refundCredits(workspaceId, identityId, credits)
+        : (await this.deps.keys.refundCredits(workspaceId, keyId, credits, refundedAt)) !== null;
+    if (givenBack) this.deps.refunds?.record({ ...refund, refundedAt });
   }
 
   /** Soft delete (the key stays on record, never verifies again) or, with `permanent`, removal for good. */

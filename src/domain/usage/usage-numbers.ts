@@ -14,8 +14,8 @@ export const OUTCOMES: readonly VerificationCode[] = [
 
 /**
  * What was used in a period: verifications in total and by outcome (rate-limited ones are `RATE_LIMITED`), and
- * credits spent, by the balance that paid. `credits.total` is at least `key + identity`: verifications recorded
- * before keygate noted which balance paid count in the total only.
+ * credits spent, by the balance that paid, net of the credits refunded. `credits.total` is at least
+ * `key + identity`: verifications recorded before keygate noted which balance paid count in the total only.
  */
 export interface UsageNumbers {
   requests: number;
@@ -44,6 +44,22 @@ export function addRow(numbers: UsageNumbers, row: UsageRow): void {
   numbers.credits.total += row.credits;
   if (row.creditsSource === "key") numbers.credits.key += row.credits;
   else if (row.creditsSource === "identity") numbers.credits.identity += row.credits;
+}
+
+/** Credits given back to one balance (a grouped row of the refunds table). */
+export interface RefundRow {
+  creditsSource: string;
+  credits: number;
+}
+
+/**
+ * Takes refunded credits off what `numbers` counts as spent (docs/usage.md#refunds): credits only, since the
+ * refunded verification was made and still counts as a request of its outcome.
+ */
+export function subtractRefund(numbers: UsageNumbers, row: RefundRow): void {
+  numbers.credits.total -= row.credits;
+  if (row.creditsSource === "key") numbers.credits.key -= row.credits;
+  else if (row.creditsSource === "identity") numbers.credits.identity -= row.credits;
 }
 
 export function addUsage(into: UsageNumbers, from: UsageNumbers): void {

@@ -1,11 +1,13 @@
 import type { AnalyticsQueryEngine } from "../analytics/query-engine.js";
 import type { UsageGranularity } from "./periods.js";
-import { addRow, emptyUsage, type UsageNumbers } from "./usage-numbers.js";
+import { addRow, emptyUsage, subtractRefund, type UsageNumbers } from "./usage-numbers.js";
 
 /**
  * The usage questions keygate asks analytics itself, over the raw verification table: every verification is one
- * row there (nothing sampled, nothing merged), and the row says which balance paid its credits. The SQL is
- * keygate's own; the ids filtered on are bound as parameters, never written into the text.
+ * row there (nothing sampled, nothing merged), and the row says which balance paid its credits. Credits given back
+ * (credit_refunds_v1, one row per refund under the verification's request id and time) are subtracted in the same
+ * bucket, and only those of a verification the table holds: a refund never takes off what was not counted. The SQL
+ * is keygate's own; the ids filtered on are bound as parameters, never written into the text.
  */
 
 /** What a usage question is confined to: always a workspace, and within it any of an API's key space, an identity, a key. */
@@ -53,23 +55,30 @@ export class UsageQueries {
   /** Usage within `filter` in [start, end), by bucket start; buckets without usage are absent. */
   async buckets(filter: UsageFilter, granularity: UsageGranularity, start: number, end: number): Promise<Map<number, UsageNumbers>> {
     const { conditions, params } = where(filter, start, end);
-    const rows = await this.engine.withConnection((connection) =>
-      connection.rows(
+    const [rows, refunds] = await this.engine.withConnection(async (connection) => [
+      await connection.rows(
         `SELECT ${BUCKET[granularity]} AS bucket, outcome, credits_source, count() AS requests, sum(spent_credits) AS credits ` +
           `FROM key_verifications_v1 WHERE ${conditions} GROUP BY bucket, outcome, credits_source`,
         params,
       ),
-    );
+      await connection.rows(
+        `SELECT ${BUCKET[granularity]} AS bucket, credits_source, sum(refunded_credits) AS credits ` +
+          `FROM credit_refunds_v1 WHERE ${refunded(conditions)} GROUP BY bucket, credits_source`,
+        params,
+      ),
+    ]);
     const buckets = new Map<number, UsageNumbers>();
-    for (const row of rows) {
+    const bucketOf = (row: Record<string, unknown>) => {
       const at = bucketStart(granularity, row.bucket);
       let numbers = buckets.get(at);
       if (!numbers) {
         numbers = emptyUsage();
         buckets.set(at, numbers);
       }
-      addRow(numbers, usageRow(row));
-    }
+      return numbers;
+    };
+    for (const row of rows) addRow(bucketOf(row), usageRow(row));
+    for (const row of refunds) subtractRefund(bucketOf(row), refundRow(row));
     return buckets;
   }
 
@@ -79,18 +88,25 @@ export class UsageQueries {
    */
   async bySubjectAndHour(workspaceId: string, start: number, end: number): Promise<SubjectHour[]> {
     const { conditions, params } = where({ workspaceId }, start, end);
-    const rows = await this.engine.withConnection((connection) =>
-      connection.rows(
-        `SELECT identity_id, if(identity_id = '', key_id, '') AS lone_key_id, any(external_id) AS external_id, ` +
-          `any(key_space_id) AS key_space_id, ${BUCKET.hourly} AS hour, outcome, credits_source, ` +
-          "count() AS requests, sum(spent_credits) AS credits " +
+    const subjectColumns =
+      "identity_id, if(identity_id = '', key_id, '') AS lone_key_id, any(external_id) AS external_id, " +
+      `any(key_space_id) AS key_space_id, ${BUCKET.hourly} AS hour`;
+    const [rows, refunds] = await this.engine.withConnection(async (connection) => [
+      await connection.rows(
+        `SELECT ${subjectColumns}, outcome, credits_source, count() AS requests, sum(spent_credits) AS credits ` +
           `FROM key_verifications_v1 WHERE ${conditions} AND key_id != '' ` +
           "GROUP BY identity_id, lone_key_id, hour, outcome, credits_source ORDER BY hour, identity_id, lone_key_id",
         params,
       ),
-    );
+      await connection.rows(
+        `SELECT ${subjectColumns}, credits_source, sum(refunded_credits) AS credits ` +
+          `FROM credit_refunds_v1 WHERE ${refunded(conditions)} AND key_id != '' ` +
+          "GROUP BY identity_id, lone_key_id, hour, credits_source",
+        params,
+      ),
+    ]);
     const found = new Map<string, SubjectHour>();
-    for (const row of rows) {
+    const entryOf = (row: Record<string, unknown>) => {
       const identityId = String(row.identity_id);
       const subject: UsageSubjectRef =
         identityId !== ""
@@ -103,8 +119,10 @@ export class UsageQueries {
         entry = { subject, hour, numbers: emptyUsage() };
         found.set(name, entry);
       }
-      addRow(entry.numbers, usageRow(row));
-    }
+      return entry;
+    };
+    for (const row of rows) addRow(entryOf(row).numbers, usageRow(row));
+    for (const row of refunds) subtractRefund(entryOf(row).numbers, refundRow(row));
     return [...found.values()];
   }
 }
@@ -132,6 +150,15 @@ function where(filter: UsageFilter, start: number, end: number): { conditions: s
   return { conditions: conditions.join(" AND "), params };
 }
 
+/**
+ * The refunds within `conditions` (the same columns and bounds as the verifications': a refund row carries its
+ * verification's time) whose verification is in the table: a refund whose verification never reached it (lost
+ * before a flush) would otherwise take off credits usage never counted.
+ */
+function refunded(conditions: string): string {
+  return `${conditions} AND request_id IN (SELECT request_id FROM key_verifications_v1 WHERE ${conditions} AND spent_credits > 0)`;
+}
+
 function wholeMs(value: number): string {
   if (!Number.isSafeInteger(value)) throw new Error(`refusing to put ${value} into a usage query`);
   return String(value);
@@ -144,4 +171,8 @@ function usageRow(row: Record<string, unknown>) {
     requests: Number(row.requests),
     credits: Number(row.credits),
   };
+}
+
+function refundRow(row: Record<string, unknown>) {
+  return { creditsSource: String(row.credits_source), credits: Number(row.credits) };
 }

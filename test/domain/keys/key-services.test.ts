@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import t from "tap";
+import type { CreditRefundEvent } from "../../../src/domain/analytics/events.js";
 import { ApiService } from "../../../src/domain/apis/api-service.js";
 import type { Caller } from "../../../src/domain/caller.js";
 import { IdentityService } from "../../../src/domain/identities/identity-service.js";
@@ -12,6 +13,7 @@ import { LiveKeys } from "../../../src/domain/keys/live-keys.js";
 import { RbacService } from "../../../src/domain/rbac/rbac-service.js";
 import { RootKeyService } from "../../../src/domain/root-keys/root-key-service.js";
 import { KeygateError } from "../../../src/errors/keygate-error.js";
+import { defined } from "../../../src/lib/defined.js";
 import { hashKey } from "../../../src/lib/hash.js";
 import { Vault } from "../../../src/lib/vault.js";
 import { createMemoryStores } from "../../../src/storage/index.js";
@@ -24,7 +26,7 @@ const ROOT_KEY = "root_unit_all_permissions";
 const MINUTE = 60_000;
 
 /** The key services of one workspace, the invalidations they announce, and a caller holding `*`. */
-async function keyDomain(options: { vault?: boolean; keyStore?: (store: KeyStore) => KeyStore } = {}) {
+async function keyDomain(options: { vault?: boolean; keyStore?: (store: KeyStore) => KeyStore; refunds?: CreditRefundEvent[] } = {}) {
   const clock = new ManualClock();
   const stores = createMemoryStores({ clock });
   const keyStore = options.keyStore ? options.keyStore(stores.keys) : stores.keys;
@@ -40,7 +42,19 @@ async function keyDomain(options: { vault?: boolean; keyStore?: (store: KeyStore
   const identities = new IdentityService(stores.identities, invalidator, clock);
   const live = new LiveKeys(keyStore, apis);
   const secrets = new KeySecrets(options.vault ? new Vault(randomBytes(32).toString("base64")) : undefined);
-  const keys = new KeyService({ keys: keyStore, live, apis, rbac, identities, secrets, invalidator, clock, generateKey });
+  const refunds = options.refunds && { record: (event: CreditRefundEvent) => void options.refunds?.push(event) };
+  const keys = new KeyService({
+    keys: keyStore,
+    live,
+    apis,
+    rbac,
+    identities,
+    secrets,
+    invalidator,
+    clock,
+    generateKey,
+    ...defined({ refunds }),
+  });
   const access = new KeyAccessService({ keys: keyStore, live, rbac, invalidator, clock, identities });
   const rootKeys = new RootKeyService(stores.rootKeys, invalidator, clock, [{ key: ROOT_KEY, workspaceId: "ws_unit", permissions: ["*"] }]);
   const caller: Caller = await rootKeys.authenticate(ROOT_KEY);
@@ -173,4 +187,28 @@ t.test("KeyAccessService: permissions and roles are added, removed and set, each
   t.equal(changed.length - before, 5, "every change invalidates the key");
   t.equal(await codeOf(access.addRoles(caller, { keyId, roles: ["no-such-role"] })), "err:unkey:data:role_not_found");
   t.equal(await codeOf(access.addRoles(caller, { keyId: "key_absent", roles: ["editor"] })), "err:unkey:data:key_not_found");
+});
+
+t.test("refundCredits gives the credits back and records the refund; a key without a balance gets nothing, and no record", async (t) => {
+  const refunds: CreditRefundEvent[] = [];
+  const { keys, caller, apiId, clock } = await keyDomain({ refunds });
+  const metered = await keys.createKey(caller, { ...newKey, apiId, credits: { remaining: 10 } });
+  const unlimited = await keys.createKey(caller, { ...newKey, apiId });
+  const removed = await keys.createKey(caller, { ...newKey, apiId, credits: { remaining: 10 } });
+  await keys.deleteKey(caller, { keyId: removed.keyId, permanent: true });
+  const refund = (keyId: string) => ({
+    requestId: `req_${keyId}`,
+    time: clock.now(),
+    workspaceId: "ws_unit",
+    keySpaceId: "ks_unit",
+    keyId,
+    identityId: "",
+    externalId: "",
+    credits: 3,
+    creditsSource: "key" as const,
+  });
+  clock.advance(MINUTE);
+  for (const { keyId } of [metered, unlimited, removed]) await keys.refundCredits(refund(keyId));
+  t.same((await keys.getKey(caller, { keyId: metered.keyId, decrypt: false })).credits, { remaining: 13 }, "the balance got them back");
+  t.same(refunds, [{ ...refund(metered.keyId), refundedAt: clock.now() }], "only the refund given back is recorded, with when");
 });
