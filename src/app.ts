@@ -4,12 +4,12 @@ import { InvalidationBus } from "./cache/invalidation-bus.js";
 import type { KeygateConfig } from "./config/schema.js";
 import { readTlsFiles, type TlsCredentials, type TlsSettings } from "./config/tls-files.js";
 import type { NoticeSink } from "./domain/notices.js";
-import { gatewayFirst, type ServerLogOptions, serverOptions } from "./fastify-server.js";
+import { closeHttp2Sessions, gatewayFirst, type ServerLogOptions, serverOptions } from "./fastify-server.js";
 import { TRUST_EVERY_HOP_WARNING } from "./gateway/client-address.js";
 import { Gateway, type GatewayOptions } from "./gateway/gateway.js";
 import { CurrentGatewaySnapshot, compileGatewaySnapshot } from "./gateway/gateway-snapshot.js";
 import { derivedPseudonym } from "./gateway/loop-detection.js";
-import { RouteSync } from "./gateway/route-sync.js";
+import { type RouteSync, routeSyncFollowing } from "./gateway/route-sync.js";
 import { ApiUpstreamGuard } from "./gateway/upstream-guard.js";
 import { addRequestIdHeader, errorHandling } from "./http/error-handler.js";
 import { Metrics, UNOBSERVED_UPSTREAMS } from "./http/metrics.js";
@@ -130,6 +130,14 @@ export async function buildApp(config: KeygateConfig, options: BuildOptions = {}
     pseudonym: derivedPseudonym(sharedStorage(config)),
     ipv6PrefixLength: config.ratelimit.ipv6PrefixLength,
   });
+  // Last of the preClose hooks, once the gateway refuses new requests: HTTP/2 connections end with a GOAWAY (their
+  // streams in flight done first) rather than hold the close open.
+  if (tls) {
+    app.addHook("preClose", (done) => {
+      closeHttp2Sessions(app.server);
+      done();
+    });
+  }
 
   try {
     for (const api of config.apis) await services.apis.declare(api);
@@ -191,11 +199,7 @@ async function openRuntime(app: FastifyInstance, config: KeygateConfig, clock: C
  * messages, the table is read again), and the version checked every second.
  */
 function syncRoutes(app: FastifyInstance, snapshot: CurrentGatewaySnapshot, runtime: Runtime): RouteSync {
-  const sync = new RouteSync({ snapshot, store: runtime.stores.routes, log: app.log });
-  runtime.invalidations.listen((message) => {
-    if (message.kind === "routes") sync.announced(message.version);
-    else if (message.kind === "everything") sync.announced();
-  });
+  const sync = routeSyncFollowing(snapshot, runtime.stores.routes, runtime.invalidations, app.log);
   app.addHook("onClose", async () => sync.stop());
   return sync;
 }

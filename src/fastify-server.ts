@@ -8,7 +8,6 @@ import type { RouteTable } from "./gateway/route-table.js";
 import { clientErrorHandler } from "./http/client-errors.js";
 import { answerFrameworkError } from "./http/error-handler.js";
 import { NODE_CHECKS_LEFT_TO_KEYGATE } from "./http/protocol-checks.js";
-import { compilersOnFirstUse } from "./http/schema-compilers.js";
 import { connectionsCheckingInterval } from "./http/slow-requests.js";
 import { newId } from "./lib/ids.js";
 import { LogRedaction } from "./lib/log-redaction.js";
@@ -69,7 +68,10 @@ export function serverOptions(
       // Validate strictly, never coerce or drop (docs/decisions.md#validation). Defaults of optional fields are filled in.
       customOptions: { coerceTypes: false, removeAdditional: false, useDefaults: true, allErrors: true, allowUnionTypes: true },
     },
-    schemaController: { compilersFactory: compilersOnFirstUse() },
+    // Fastify's own compilers, as Fastify runs them: every route's validators and serializers compiled at start-up,
+    // so a schema that does not compile fails start-up, not a request (test/http/schemas-at-start.test.ts). Compiling
+    // them on first use instead saved 5 to 15 MB of idle RSS (bench/idle-memory, one run each), too little to
+    // turn a broken schema into a 500.
   };
 }
 
@@ -104,6 +106,18 @@ export function gatewayFirst(
   };
 }
 
+/** What closes the HTTP/2 connections of each server tlsServer made. */
+const sessionClosers = new WeakMap<object, () => void>();
+
+/**
+ * Closes the HTTP/2 connections of a server gatewayFirst made (a GOAWAY each, once its streams in flight are done),
+ * and every one its handshake ends later; nothing for a server without TLS. Fastify ignores its own HTTP/2 options
+ * with a serverFactory, so the app calls this from a preClose hook (buildApp).
+ */
+export function closeHttp2Sessions(server: object): void {
+  sessionClosers.get(server)?.();
+}
+
 /**
  * HTTPS: HTTP/2 when the client offers it by ALPN, HTTP/1.1 otherwise (and for WebSocket upgrades, which are
  * HTTP/1.1 only), on one port. Its requests reach `listener` as Node's HTTP/2 compatibility objects
@@ -116,7 +130,6 @@ function tlsServer(tls: TlsCredentials, options: FactoryOptions, listener: (requ
   const server = createSecureServer({ allowHTTP1: true, ...secureContextOptions(tls) }, listener as never) as Http2SecureServer &
     Pick<Server, "headersTimeout" | "requestTimeout" | "keepAliveTimeout"> & {
       connectionsCheckingInterval: number;
-      closeHttp2Sessions: () => void;
     };
   const http = options.http ?? {};
   server.headersTimeout = http.headersTimeout ?? server.headersTimeout;
@@ -128,8 +141,8 @@ function tlsServer(tls: TlsCredentials, options: FactoryOptions, listener: (requ
   server.removeAllListeners("tlsClientError");
   server.on("tlsClientError", (_error, socket) => socket.destroy());
   // An idle HTTP/2 connection is closed after keepAliveTimeout, as an idle HTTP/1.1 one is. Node 20's server.close()
-  // leaves HTTP/2 connections open: Fastify closes them when it closes (closeHttp2Sessions), each with a GOAWAY once
-  // its streams in flight are done. One accepted before that whose handshake ends after is closed at once.
+  // leaves HTTP/2 connections open: the app closes them when it starts closing (closeHttp2Sessions, in a preClose
+  // hook), each with a GOAWAY once its streams in flight are done. One accepted after that is closed at once.
   const sessions = new Set<ServerHttp2Session>();
   let closing = false;
   server.on("session", (session) => {
@@ -138,10 +151,10 @@ function tlsServer(tls: TlsCredentials, options: FactoryOptions, listener: (requ
     session.once("close", () => sessions.delete(session));
     session.setTimeout(options.keepAliveTimeout, () => session.close());
   });
-  server.closeHttp2Sessions = () => {
+  sessionClosers.set(server, () => {
     closing = true;
     for (const session of sessions) session.close();
-  };
+  });
   return server as unknown as Server;
 }
 

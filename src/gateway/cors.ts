@@ -3,9 +3,8 @@ import type { CompiledCors } from "../domain/routes/policy-compiler.js";
 import type { RequestTarget } from "../http/request-target.js";
 import { HTTP_METHODS } from "../storage/route-records.js";
 import type { RouteMatch } from "./decision.js";
-import type { GatewayRequest } from "./gateway-request.js";
+import type { AccessRequest, AccessRoute, GatewayRequest } from "./gateway-request.js";
 import { matchedRequest } from "./policy-plan.js";
-import type { CompiledRoute } from "./route-table.js";
 
 // A route's cors policy (docs/gateway.md#cors): a preflight is answered here, without a key and without the
 // upstream; every other answer of the route (the upstream's, and keygate's own refusals) gets the CORS headers, so a
@@ -32,7 +31,7 @@ export function preflightOf(raw: IncomingMessage, target: RequestTarget, match: 
 }
 
 /** Notes the CORS headers of every answer to `request` (the policy that applies, found unless given). */
-export function noteCors(request: GatewayRequest, route: CompiledRoute, policy = applicableCors(route, request)): void {
+export function noteCors(request: AccessRequest, route: Pick<AccessRoute, "cors">, policy = applicableCors(route, request)): void {
   if (policy === undefined) return;
   const rule = policy.rule;
   // Every answer of the route depends on the Origin: caches must keep them apart.
@@ -48,15 +47,26 @@ export function noteCors(request: GatewayRequest, route: CompiledRoute, policy =
 
 /** The head of a preflight's 204, or undefined when its origin is not allowed (no CORS header at all then). */
 export function preflightHeaders(preflight: Preflight, request: GatewayRequest): Record<string, string> | undefined {
+  return preflightAnswer(preflight.policy, preflight.match.route.methods, request);
+}
+
+/**
+ * The head of the 204 `policy` answers a preflight with, for a route that takes `methods` (every method when
+ * undefined), once noteCors has noted the request's CORS headers; undefined when its origin is not allowed.
+ */
+export function preflightAnswer(
+  policy: CompiledCors,
+  methods: Iterable<string> | undefined,
+  request: Pick<AccessRequest, "id" | "raw" | "cors">,
+): Record<string, string> | undefined {
   const cors = request.cors;
   if (cors?.["access-control-allow-origin"] === undefined) return undefined;
-  const { rule } = preflight.policy;
-  const route = preflight.match.route;
+  const { rule } = policy;
   const headers: Record<string, string> = {
     "x-request-id": request.id,
     vary: "Origin, Access-Control-Request-Method, Access-Control-Request-Headers",
     "access-control-allow-origin": cors["access-control-allow-origin"],
-    "access-control-allow-methods": rule.allowMethods ?? [...(route.methods ?? HTTP_METHODS)].join(", "),
+    "access-control-allow-methods": rule.allowMethods ?? [...(methods ?? HTTP_METHODS)].join(", "),
   };
   if (rule.credentials) headers["access-control-allow-credentials"] = "true";
   const asked = request.raw.headers["access-control-request-headers"];
@@ -79,9 +89,9 @@ export function addCorsHeaders(head: OutgoingHttpHeaders, cors: Record<string, s
 }
 
 /** The first cors policy of `route` whose match expressions hold for `request` (as `method`, for a preflight). */
-function applicableCors(
-  route: CompiledRoute,
-  request: Pick<GatewayRequest, "raw" | "path" | "query" | "method">,
+export function applicableCors(
+  route: Pick<AccessRoute, "cors">,
+  request: Pick<AccessRequest, "raw" | "path" | "query" | "method">,
   method = request.method,
 ): CompiledCors | undefined {
   const policies = route.cors;

@@ -12,7 +12,7 @@ import { isManagementPath } from "../http/request-target.js";
 import { DEFAULT_IPV6_PREFIX_LENGTH } from "../lib/address-prefix.js";
 import { clientAddress } from "./client-address.js";
 import { forwardRefusal, pathRefusal } from "./forwarding.js";
-import type { GatewayRequest } from "./gateway-request.js";
+import type { AccessRequest, AccessRoute, GatewayRequest } from "./gateway-request.js";
 import type { GatewaySnapshot } from "./gateway-snapshot.js";
 import { extractKey } from "./key-extraction.js";
 import { type ApplicablePolicies, applicablePolicies } from "./policy-plan.js";
@@ -118,12 +118,23 @@ export class GatewayDecider {
     return { kind: "refused", error: new KeygateError("err:user:bad_request:method_not_allowed", detail, { headers }) };
   }
 
-  /** Runs the policies of the route that took `request`: allowed, or denied with the reason. */
+  /**
+   * Runs the policies of the route that took `request`: allowed, or denied with the reason. What would make it
+   * unforwardable (a declared body over the route's limit, a rewrite to a refused path) is refused first.
+   */
   async decide(request: GatewayRequest, route: CompiledRoute): Promise<Decision> {
     // The client as the trusted proxies in front of keygate report it (`gateway.trustProxy`).
     const ip = () => clientAddress(request.remoteAddress, request.raw.headers["x-forwarded-for"], request.snapshot.trust);
     const early = forwardRefusal(route, request);
     if (early) return { kind: "deny", error: early };
+    return this.access(request, route, ip);
+  }
+
+  /**
+   * The access phase: a route's policies run for a request, whichever door it came through (the gateway's, or a
+   * Fastify route's under the plugin), to allowed or denied. `ip` gives the client's address as that door trusts it.
+   */
+  async access(request: AccessRequest, route: AccessRoute, ip: () => string): Promise<Decision> {
     const applicable = applicablePolicies(route, request, ip);
     if (applicable.capture) request.capture = applicable.capture;
     // An openapi policy's check of the body (read whole) comes before any refusal of a later policy.
@@ -134,7 +145,8 @@ export class GatewayDecider {
     const key = keyauth && extractKey(keyauth.keySources, request.raw.headers, request.query);
     if (keyauth && key === undefined) return missingKeyDenial(keyauth, route.name);
 
-    const workspaceId = await this.workspaceOfRoute(route);
+    // Known already for nearly every request: then no promise is awaited for it.
+    const workspaceId = this.knownWorkspaceOfRoute(route) ?? (await this.workspaceOfRoute(route));
     if (workspaceId === undefined) {
       this.log.warn({ route: route.name, apiId: route.workspaceApiId }, "the route's API does not exist; every request is refused");
       return keyauth
@@ -147,8 +159,8 @@ export class GatewayDecider {
 
   /** The key verified on the one verification path, the route's rate limits joining its atomic step. */
   private async verified(
-    request: GatewayRequest,
-    route: CompiledRoute,
+    request: AccessRequest,
+    route: AccessRoute,
     workspaceId: string,
     keyauth: CompiledKeyauth,
     key: string,
@@ -156,6 +168,7 @@ export class GatewayDecider {
     ip: () => string,
   ): Promise<Decision> {
     const asked = keyauthVerifyRequest(keyauth, request.id, workspaceId, key, ip);
+    if (route.tags) asked.tags = route.tags;
     const ratelimits = applicable.ratelimits;
     if (ratelimits.length > 0) {
       asked.extraLimits = (view: KeyView) => this.resolveLimits(workspaceId, ratelimits, request, ip, view);
@@ -172,7 +185,7 @@ export class GatewayDecider {
 
   /** A request without a key: the route's rate limits, all or nothing (a public route). */
   private async counted(
-    request: GatewayRequest,
+    request: AccessRequest,
     workspaceId: string,
     ratelimits: readonly CompiledRatelimit[],
     ip: () => string,
@@ -190,7 +203,7 @@ export class GatewayDecider {
   private resolveLimits(
     workspaceId: string,
     ratelimits: readonly CompiledRatelimit[],
-    request: GatewayRequest,
+    request: AccessRequest,
     ip: () => string,
     view: KeyView,
   ): Promise<NamespaceLimitCheck[]> {
@@ -199,10 +212,16 @@ export class GatewayDecider {
   }
 
   /** The workspace a route serves: a stored route's own, a configuration route's API's (undefined: it does not exist). */
-  private async workspaceOfRoute(route: CompiledRoute): Promise<string | undefined> {
+  private async workspaceOfRoute(route: AccessRoute): Promise<string | undefined> {
     if (route.definition.workspaceId !== undefined) return route.definition.workspaceId;
     if (route.workspaceApiId === undefined) return undefined;
     return (await this.workspaceOf(route.workspaceApiId)) ?? undefined;
+  }
+
+  /** The workspace a route serves when no lookup is needed for it (a stored route's own, or an API's seen before). */
+  private knownWorkspaceOfRoute(route: AccessRoute): string | undefined {
+    if (route.definition.workspaceId !== undefined) return route.definition.workspaceId;
+    return route.workspaceApiId === undefined ? undefined : this.workspaces.get(route.workspaceApiId);
   }
 
   /** The workspace of an API when this decider has looked it up before. */

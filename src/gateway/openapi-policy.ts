@@ -2,10 +2,9 @@ import type { Operation } from "openapi-backend";
 import { KeygateError, type ValidationIssue } from "../errors/keygate-error.js";
 import { samePath } from "../http/request-target.js";
 import { bodyTooLarge } from "./forwarding.js";
-import type { GatewayRequest } from "./gateway-request.js";
+import type { AccessRequest, AccessRoute } from "./gateway-request.js";
 import type { OpenApiDocument, RequestParts } from "./openapi-documents.js";
-import { hasBody, readBody } from "./request-body.js";
-import type { CompiledRoute } from "./route-table.js";
+import { type BodyRead, hasBody, readBody } from "./request-body.js";
 
 /** The largest request body an openapi policy reads to validate it; a larger one is refused (413). */
 export const OPENAPI_BODY_LIMIT = 1024 * 1024;
@@ -28,7 +27,7 @@ interface RequestBodyObject {
  * validated now, and so is the body's media type; a JSON body the operation has a schema for is read (at most
  * OPENAPI_BODY_LIMIT bytes) and validated by the returned step's `body`, and is then forwarded from the buffer.
  */
-export function openApiStep(document: OpenApiDocument, route: CompiledRoute, request: GatewayRequest): OpenApiStep {
+export function openApiStep(document: OpenApiDocument, route: Pick<AccessRoute, "keySources">, request: AccessRequest): OpenApiStep {
   const path = samePath(request.path);
   const matched = document.match(request.method, path);
   if (matched.kind === "refused") return { refusal: requestInvalid([matched.issue]) };
@@ -69,11 +68,15 @@ async function validateBody(
   document: OpenApiDocument,
   operation: Operation,
   parts: RequestParts,
-  request: GatewayRequest,
+  request: AccessRequest,
   required: boolean,
 ): Promise<KeygateError | undefined> {
   const routeLimit = request.route?.bodyLimit;
-  const read = await readBody(request.raw, routeLimit !== undefined && routeLimit < OPENAPI_BODY_LIMIT ? routeLimit : OPENAPI_BODY_LIMIT);
+  // Read already where the door parsed it before the policies ran (a Fastify route under the plugin).
+  const read: BodyRead =
+    request.body !== undefined
+      ? { kind: "read", body: request.body }
+      : await readBody(request.raw, routeLimit !== undefined && routeLimit < OPENAPI_BODY_LIMIT ? routeLimit : OPENAPI_BODY_LIMIT);
   if (read.kind === "gone") {
     return new KeygateError("err:user:bad_request:client_closed_request", "The client went away before its request body was read.");
   }
@@ -114,7 +117,7 @@ function requestInvalid(issues: ValidationIssue[]): KeygateError {
  * The query string the document judges: a key sent in a query parameter (a keyauth policy's location) is keygate's,
  * never forwarded, so it is left out unless the operation declares that parameter itself.
  */
-function validatedQuery(route: CompiledRoute, operation: Operation, query: string): string {
+function validatedQuery(route: Pick<AccessRoute, "keySources">, operation: Operation, query: string): string {
   if (query === "" || !route.keySources.some((source) => source.kind === "query")) return query;
   const declared = new Set<string>();
   for (const parameter of operation.parameters ?? []) {

@@ -169,7 +169,7 @@ export class PlainForwarding {
 
   /**
    * Sends the request on to `to` after `from` failed it or answered a status to retry; `delivered`: `from` had the
-   * whole request (it answered, or undici wrote it all), so a client gone meanwhile gets no credits back.
+   * whole request (it answered, or undici had it all), so a client gone meanwhile gets no credits back.
    */
   private retried(forwarding: Forwarding, from: PoolTarget, to: PoolTarget, why: string, delivered: boolean): void {
     const { request, route } = forwarding;
@@ -262,7 +262,7 @@ export class PlainForwarding {
 
   /**
    * The client closed its connection before its answer began. Credits come back unless the whole request was
-   * `delivered` to the upstream (written by undici): one it had may have been acted on.
+   * `delivered` to the upstream (it had it whole: `UpstreamAbort.sent`): one it had may have been acted on.
    */
   private clientLeft(request: GatewayRequest, response: ServerResponse, decision: Allowed, delivered: boolean): void {
     this.options.log.info(

@@ -3,9 +3,8 @@ import type { CompiledKeyauth, CompiledRatelimit } from "../domain/routes/policy
 import { KeygateError } from "../errors/keygate-error.js";
 import { samePath } from "../http/request-target.js";
 import type { LoggingPolicy } from "../storage/route-records.js";
-import type { GatewayRequest } from "./gateway-request.js";
+import type { AccessRequest, AccessRoute } from "./gateway-request.js";
 import { openApiStep } from "./openapi-policy.js";
-import type { CompiledRoute } from "./route-table.js";
 
 /** What a route's policies come to for one request, before anything is asked of a store. */
 export interface ApplicablePolicies {
@@ -28,7 +27,7 @@ export interface ApplicablePolicies {
  * The policies of `route` that apply to `request`: each one enabled whose match expressions all hold, in order,
  * up to the first refusal. `ip` gives the client address, worked out only when a firewall asks.
  */
-export function applicablePolicies(route: CompiledRoute, request: GatewayRequest, ip: () => string): ApplicablePolicies {
+export function applicablePolicies(route: AccessRoute, request: AccessRequest, ip: () => string): ApplicablePolicies {
   const ratelimits: CompiledRatelimit[] = [];
   const applicable: ApplicablePolicies = { ratelimits };
   let matched: MatchedRequest | undefined;
@@ -88,10 +87,7 @@ export function applicablePolicies(route: CompiledRoute, request: GatewayRequest
  * The parts of a request match expressions read; the query string is parsed only when one asks for a parameter.
  * `method` stands in for the request's (a CORS preflight is matched as the request it asks about).
  */
-export function matchedRequest(
-  request: Pick<GatewayRequest, "raw" | "path" | "query" | "method">,
-  method = request.method,
-): MatchedRequest {
+export function matchedRequest(request: Pick<AccessRequest, "raw" | "path" | "query" | "method">, method = request.method): MatchedRequest {
   let query: URLSearchParams | undefined;
   const headers = request.raw.headers;
   return {

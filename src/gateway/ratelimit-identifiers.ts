@@ -2,7 +2,7 @@ import type { LimitRequest } from "../domain/ratelimit/ratelimit-service.js";
 import type { CompiledRatelimit, IdentifierSource } from "../domain/routes/policy-compiler.js";
 import type { KeyView } from "../domain/verification/key-view.js";
 import { rateLimitedAddress } from "../lib/address-prefix.js";
-import type { GatewayRequest } from "./gateway-request.js";
+import type { AccessRequest } from "./gateway-request.js";
 import { principalValue } from "./principal.js";
 
 /**
@@ -11,7 +11,7 @@ import { principalValue } from "./principal.js";
  */
 export function limitRequest(
   policy: CompiledRatelimit,
-  request: GatewayRequest,
+  request: AccessRequest,
   ip: () => string,
   view: KeyView | undefined,
   ipv6PrefixLength: number,
@@ -32,7 +32,7 @@ export function limitRequest(
  * What one identifier source reads from this request. A key without an identity is its own subject; what cannot be
  * read (no such header, no key, no such principal field) counts in one shared bucket, "-", rather than in none.
  */
-function identifierValue(source: IdentifierSource, request: GatewayRequest, ip: () => string, view: KeyView | undefined): string {
+function identifierValue(source: IdentifierSource, request: AccessRequest, ip: () => string, view: KeyView | undefined): string {
   switch (source.kind) {
     case "remoteIp":
       return ip();

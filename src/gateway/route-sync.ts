@@ -1,4 +1,5 @@
 import type { FastifyBaseLogger } from "fastify";
+import type { InvalidationBus } from "../cache/invalidation-bus.js";
 import type { RouteStore, StoredRouteTable } from "../storage/route-interfaces.js";
 import type { RouteRecord } from "../storage/route-records.js";
 import type { CurrentGatewaySnapshot } from "./gateway-snapshot.js";
@@ -119,4 +120,22 @@ export class RouteSync {
 /** Whether a route has an enabled openapi policy. */
 function validatesRequests(route: RouteRecord): boolean {
   return route.policies.some((policy) => policy.enabled && policy.openapi !== undefined);
+}
+
+/**
+ * A RouteSync that takes up every change announced on `invalidations` (after a gap in its messages, the table is read
+ * again) besides its version checks: a server's, and the Fastify plugin's for the stored routes its routes follow.
+ */
+export function routeSyncFollowing(
+  snapshot: CurrentGatewaySnapshot,
+  store: RouteStore,
+  invalidations: Pick<InvalidationBus, "listen">,
+  log: FastifyBaseLogger,
+): RouteSync {
+  const sync = new RouteSync({ snapshot, store, log });
+  invalidations.listen((message) => {
+    if (message.kind === "routes") sync.announced(message.version);
+    else if (message.kind === "everything") sync.announced();
+  });
+  return sync;
 }

@@ -1,6 +1,6 @@
 import { EventEmitter } from "node:events";
 import type { IncomingHttpHeaders } from "node:http";
-import type { Readable, Writable } from "node:stream";
+import type { Duplex, Readable, Writable } from "node:stream";
 import { Agent, type Dispatcher } from "undici";
 import type { UpstreamErrorKind } from "../http/metrics.js";
 import type { BodyCapture } from "./body-capture.js";
@@ -26,89 +26,105 @@ export interface UpstreamCall {
 }
 
 /**
- * Aborts an upstream call. Every forwarded request makes one, and undici takes an EventEmitter as a call's signal
- * as readily as an AbortSignal: an emitter costs a small fraction of an AbortController.
+ * Aborts an upstream call, and tells what undici did with it. Every forwarded request makes one, and undici takes an
+ * EventEmitter as a call's signal as readily as an AbortSignal: an emitter costs a small fraction of an
+ * AbortController.
  */
 export class UpstreamAbort extends EventEmitter {
-  /** Whether undici has written the whole request: from then on the upstream may act on it, even if aborted. */
-  sent = false;
   /**
-   * Whether undici had a connection for the call and was about to write it: before then nothing of the request, its
-   * body included, left keygate, so it may be sent to another target.
+   * Whether undici had a connection for the call and was about to write it (undici's documented `onRequestStart`):
+   * before then nothing of the request, its body included, left keygate, so it may be sent to another target.
    */
   connected = false;
+  /** The body undici was given for the call, as dispatched. */
+  private body: unknown = null;
   /** Where the answer's body is captured as undici hands it on; set only for a request whose event records it. */
   declare answerBody?: BodyCapture;
+
+  /**
+   * Whether undici has the whole request: from then on the upstream may act on it, even if aborted. A request
+   * without a body, or with one held whole, is written at once when undici starts it on a connection; a streamed
+   * body is had whole once undici has pulled its last byte (the stream ended: Node's `readableEnded`). Worked out
+   * from keygate's own body and undici's documented handler API (test/gateway/upstream-delivery.test.ts).
+   */
+  get sent(): boolean {
+    if (!this.connected) return false;
+    return !isStream(this.body) || this.body.readableEnded;
+  }
 
   abort(): void {
     this.emit("abort");
   }
+
+  /** Called by the dispatcher's interceptor (markCalls) with the body undici is given. */
+  dispatched(body: unknown): void {
+    this.body = body;
+  }
+}
+
+function isStream(body: unknown): body is Readable {
+  return typeof body === "object" && body !== null && typeof (body as Readable).pipe === "function";
 }
 
 /**
- * Passes every callback of undici's handler for a call through, and marks the call's UpstreamAbort when the whole
- * request has been written.
+ * A call's handler in undici's documented handler API (onRequestStart, onResponseStart, ...): passes every callback
+ * through, marks the call's UpstreamAbort connected when undici starts it on a connection, and shows each chunk of
+ * the answer's body to its capture (when the request's event records it) once handed on.
  */
-class SentMarker implements Dispatcher.DispatchHandler {
+class CallMarker implements Dispatcher.DispatchHandler {
   private readonly handler: Dispatcher.DispatchHandler;
   private readonly call: UpstreamAbort;
+  private readonly capture: BodyCapture | undefined;
 
   constructor(handler: Dispatcher.DispatchHandler, call: UpstreamAbort) {
     this.handler = handler;
     this.call = call;
+    this.capture = call.answerBody;
   }
 
-  onRequestSent(): void {
-    this.call.sent = true;
+  onRequestStart(controller: Dispatcher.DispatchController, context: unknown): void {
+    this.handler.onRequestStart?.(controller, context);
+    // A call aborted as it starts (its client gone meanwhile) is not written.
+    this.call.connected = !controller.aborted;
   }
 
-  onConnect(abort: (error?: Error) => void): void {
-    this.call.connected = true;
-    this.handler.onConnect?.(abort);
+  onRequestUpgrade(controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders, socket: Duplex): void {
+    this.handler.onRequestUpgrade?.(controller, statusCode, headers, socket);
   }
 
-  onHeaders(statusCode: number, headers: Buffer[], resume: () => void, statusText: string): boolean {
-    return this.handler.onHeaders?.(statusCode, headers, resume, statusText) ?? true;
+  onResponseStart(
+    controller: Dispatcher.DispatchController,
+    statusCode: number,
+    headers: IncomingHttpHeaders,
+    statusMessage?: string,
+  ): void {
+    this.handler.onResponseStart?.(controller, statusCode, headers, statusMessage);
   }
 
-  onData(chunk: Buffer): boolean {
-    return this.handler.onData?.(chunk) ?? true;
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    this.handler.onResponseData?.(controller, chunk);
+    this.capture?.add(chunk);
   }
 
-  onComplete(trailers: string[] | null): void {
-    this.handler.onComplete?.(trailers);
+  onResponseEnd(controller: Dispatcher.DispatchController, trailers: IncomingHttpHeaders): void {
+    this.handler.onResponseEnd?.(controller, trailers);
   }
 
-  onError(error: Error): void {
-    this.handler.onError?.(error);
-  }
-}
-
-/** A SentMarker that also shows each chunk of the answer's body to its capture, once handed on. */
-class CapturingMarker extends SentMarker {
-  private readonly capture: BodyCapture;
-
-  constructor(handler: Dispatcher.DispatchHandler, call: UpstreamAbort, capture: BodyCapture) {
-    super(handler, call);
-    this.capture = capture;
-  }
-
-  override onData(chunk: Buffer): boolean {
-    const more = super.onData(chunk);
-    this.capture.add(chunk);
-    return more;
+  onResponseError(controller: Dispatcher.DispatchController, error: Error): void {
+    this.handler.onResponseError?.(controller, error);
   }
 }
 
-/** undici's Agent, its calls' handlers wrapped in a SentMarker (a CapturingMarker when the answer's body is captured). */
-class MarkingAgent extends Agent {
-  override dispatch(options: Agent.DispatchOptions, handler: Dispatcher.DispatchHandler): boolean {
-    const { signal } = options as { signal?: unknown };
-    if (!(signal instanceof UpstreamAbort)) return super.dispatch(options, handler);
-    const capture = signal.answerBody;
-    return super.dispatch(options, capture ? new CapturingMarker(handler, signal, capture) : new SentMarker(handler, signal));
-  }
-}
+/**
+ * The interceptor (undici's documented `compose()`) that marks every forwarded call: a call whose signal is an
+ * UpstreamAbort learns its body and gets a CallMarker; others (health probes) pass untouched.
+ */
+const markCalls: Dispatcher.DispatcherComposeInterceptor = (dispatch) => (options, handler) => {
+  const { signal } = options as { signal?: unknown };
+  if (!(signal instanceof UpstreamAbort)) return dispatch(options, handler);
+  signal.dispatched(options.body);
+  return dispatch(options, new CallMarker(handler, signal));
+};
 
 /**
  * The HTTP client to every upstream: one undici Agent, a pool of keep-alive connections per origin. A call
@@ -149,12 +165,12 @@ export class UpstreamClient {
 
 /**
  * A pool of keep-alive connections per origin; `connect` holds an upstream's own TLS settings (its CA, its client
- * certificate and key), given to every connection it opens. Its calls' handlers are marked (SentMarker).
+ * certificate and key), given to every connection it opens. Its calls are marked (markCalls).
  */
 export function upstreamAgent(connect?: Agent.Options["connect"]): Dispatcher {
   const options: Agent.Options = { connections: 128, pipelining: 1, keepAliveTimeout: 60_000 };
   if (connect !== undefined) options.connect = connect;
-  return new MarkingAgent(options);
+  return new Agent(options).compose(markCalls);
 }
 
 /** How a call failed, from undici's and the socket's error codes. */

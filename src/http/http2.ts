@@ -1,5 +1,6 @@
 import type { IncomingMessage, OutgoingHttpHeaders } from "node:http";
-import { constants, type Http2ServerRequest } from "node:http2";
+import { connect, constants, type Http2ServerRequest } from "node:http2";
+import { Duplex } from "node:stream";
 
 // Requests over HTTP/2 (server.tls) reach keygate as Node's compatibility objects, which the rest of keygate serves
 // as it serves HTTP/1.1 requests. Where the two protocols differ, the difference is handled here.
@@ -48,47 +49,38 @@ export function closeAfterAnswer(request: IncomingMessage): boolean {
   return false;
 }
 
+/** What Node answered for each field name asked so far: whether its HTTP/2 allows the field once only. */
+const allowedOnceByName = new Map<string, boolean>();
+/** Names remembered at most: an upstream could send endless names; one past these is asked again when it comes. */
+const MAX_REMEMBERED_NAMES = 1_000;
+
 /**
- * Fields an HTTP/2 answer must not have once (Node throws on a second value): the single-value fields of Node's
- * HTTP/2 implementation (lib/internal/http2/util.js).
+ * Whether Node's HTTP/2 allows a field once only (it throws on a second value: ERR_HTTP2_HEADER_SINGLE_VALUE).
+ * Node keeps that list to itself, so it is asked, once per name: a client session over a stream that goes nowhere
+ * (`createConnection`) checks the headers of a request as it is made, before anything is sent.
  */
-const SINGLE_VALUE: ReadonlySet<string> = new Set([
-  ":status",
-  "access-control-allow-credentials",
-  "access-control-max-age",
-  "access-control-request-method",
-  "age",
-  "authorization",
-  "content-encoding",
-  "content-language",
-  "content-length",
-  "content-location",
-  "content-md5",
-  "content-range",
-  "content-type",
-  "date",
-  "dnt",
-  "etag",
-  "expires",
-  "from",
-  "host",
-  "if-match",
-  "if-modified-since",
-  "if-none-match",
-  "if-range",
-  "if-unmodified-since",
-  "last-modified",
-  "location",
-  "max-forwards",
-  "proxy-authorization",
-  "range",
-  "referer",
-  "retry-after",
-  "tk",
-  "upgrade-insecure-requests",
-  "user-agent",
-  "x-content-type-options",
-]);
+export function allowedOnce(name: string): boolean {
+  let once = allowedOnceByName.get(name);
+  if (once === undefined) {
+    once = askNode(name);
+    if (allowedOnceByName.size < MAX_REMEMBERED_NAMES) allowedOnceByName.set(name, once);
+  }
+  return once;
+}
+
+function askNode(name: string): boolean {
+  const nowhere = new Duplex({ read() {}, write: (_chunk, _encoding, callback) => callback() });
+  const session = connect("http://keygate.invalid", { createConnection: () => nowhere });
+  session.on("error", () => {});
+  try {
+    session.request({ [name]: ["a", "b"] }).on("error", () => {});
+    return false;
+  } catch (error) {
+    return (error as { code?: string }).code === "ERR_HTTP2_HEADER_SINGLE_VALUE";
+  } finally {
+    session.destroy();
+  }
+}
 
 /**
  * Makes an answer's head one HTTP/2 can carry (in place): no `Connection` (keygate's own `Connection: close`;
@@ -99,7 +91,7 @@ export function fitForHttp2(head: OutgoingHttpHeaders): OutgoingHttpHeaders {
   delete head.connection;
   for (const name in head) {
     const value = head[name];
-    if (Array.isArray(value) && SINGLE_VALUE.has(name)) head[name] = value[0];
+    if (Array.isArray(value) && allowedOnce(name)) head[name] = value[0];
   }
   return head;
 }

@@ -1,7 +1,10 @@
-import type { FastifyPluginAsync, preHandlerAsyncHookHandler, RouteOptions } from "fastify";
+import type { FastifyInstance, FastifyPluginAsync, preHandlerAsyncHookHandler, RouteOptions } from "fastify";
 import fp from "fastify-plugin";
 import { type AnalyticsRuntime, disabledAnalytics, openAnalytics } from "../analytics/index.js";
 import { InvalidationBus } from "../cache/invalidation-bus.js";
+import { GatewayDecider } from "../gateway/decision.js";
+import { CurrentGatewaySnapshot, compileGatewaySnapshot } from "../gateway/gateway-snapshot.js";
+import { routeSyncFollowing } from "../gateway/route-sync.js";
 import { Metrics } from "../http/metrics.js";
 import { systemClock } from "../lib/clock.js";
 import { defined } from "../lib/defined.js";
@@ -10,7 +13,14 @@ import { openStores } from "../storage/index.js";
 import { compileRouteOptions, type KeygatePluginOptions, type KeygateRouteOptions, pluginConfig } from "./options.js";
 import { type KeygatePrincipal, RouteGuards } from "./route-guard.js";
 
-export type { KeygatePluginOptions, KeygateRedisOptions, KeygateRouteOptions } from "./options.js";
+export type {
+  KeygateKeyOptions,
+  KeygatePluginOptions,
+  KeygatePolicyOptions,
+  KeygateRedisOptions,
+  KeygateRouteOptions,
+  KeygateStoredRouteOptions,
+} from "./options.js";
 export type { KeygatePrincipal } from "./route-guard.js";
 
 /** What the plugin adds to the Fastify instance, as `app.keygate`. */
@@ -67,11 +77,20 @@ const keygatePlugin: FastifyPluginAsync<KeygatePluginOptions> = async (app, opti
     // Windows follow Redis's clock, as on the servers: every instance agrees on them.
     const services = createServices(stores, config, clock, { invalidations, analytics, observer: metrics });
     metrics.watchCaches(services.caches);
-    const guards = new RouteGuards(services, config.errors.docsUrl, app.log);
-    const preHandler = (route: KeygateRouteOptions, realm = route.apiId) => guards.guard(compileRouteOptions(route, realm), realm);
+    // The stored routes, followed as a server follows them, for routes that name one.
+    const snapshot = new CurrentGatewaySnapshot(compileGatewaySnapshot({ routes: [], gateway: config.gateway }));
+    const routeSync = routeSyncFollowing(snapshot, stores.routes, invalidations, app.log);
+    app.addHook("onClose", async () => routeSync.stop());
+    await routeSync.start();
+    const decider = new GatewayDecider(services, app.log, config.ratelimit.ipv6PrefixLength);
+    const guards = new RouteGuards({ decider, snapshot, docsUrl: config.errors.docsUrl, log: app.log });
+    const preHandler = (route: KeygateRouteOptions, realm = route.apiId ?? route.route ?? "keygate") =>
+      guards.guard(compileRouteOptions(route, realm));
     app.decorate("keygate", { preHandler, metrics: () => metrics.text(), services });
     app.decorateRequest("keygate", null);
-    app.addHook("onRoute", (route) => protect(route, preHandler));
+    app.addHook("onRoute", function (route) {
+      protect(this, route, guards);
+    });
   } catch (error) {
     // What was opened before the failure is closed with the app; this closes the rest.
     await analytics.close();
@@ -80,13 +99,23 @@ const keygatePlugin: FastifyPluginAsync<KeygatePluginOptions> = async (app, opti
   }
 };
 
-/** Puts the route's guard first among its preHandlers when it asks for one. */
-function protect(route: RouteOptions, preHandler: (options: KeygateRouteOptions, realm: string) => preHandlerAsyncHookHandler): void {
+/**
+ * Puts the route's guard first among its preHandlers when it asks for one. A route whose policies include a cors
+ * policy gets an OPTIONS route beside it that answers CORS preflights as the gateway does (unless it takes OPTIONS
+ * itself): Fastify routes a preflight by its own method, never to the route it asks about.
+ */
+function protect(app: FastifyInstance, route: RouteOptions, guards: RouteGuards): void {
   const options = route.config?.keygate;
+  // The OPTIONS route added below has no config.keygate: its own onRoute ends here.
   if (options === undefined) return;
-  const guard = preHandler(options, `${route.method} ${route.url}`);
+  const compiled = compileRouteOptions(options, `${route.method} ${route.url}`);
+  const guard = guards.guard(compiled);
   const own = route.preHandler;
   route.preHandler = own === undefined ? [guard] : Array.isArray(own) ? [guard, ...own] : [guard, own];
+  const methods = Array.isArray(route.method) ? route.method : [route.method];
+  if (compiled.kind !== "policies" || compiled.route.cors.length === 0 || methods.includes("OPTIONS")) return;
+  if (app.hasRoute({ method: "OPTIONS", url: route.url })) return;
+  app.route({ method: "OPTIONS", url: route.url, handler: guards.preflight(compiled.route, methods) });
 }
 
 /** `app.register(keygate, { redis, prefix })`: keygate's verification in this app (docs/plugin.md). */

@@ -1,12 +1,19 @@
+import { Ajv } from "ajv";
 import type { AnalyticsSettings } from "../analytics/index.js";
 import { ConfigError, validateConfig } from "../config/load.js";
 import type { KeygateConfig } from "../config/schema.js";
 import type { RedisConfig } from "../config/storage-schema.js";
-import { type CompiledKeyauth, compileKeyRequirement } from "../domain/routes/policy-compiler.js";
+import { type CompiledPolicy, compileKeyRequirement, compilePolicies } from "../domain/routes/policy-compiler.js";
 import type { Problems } from "../domain/routes/problems.js";
+import type { PolicyInput } from "../domain/routes/route-service.js";
+import { KeygateError } from "../errors/keygate-error.js";
 import { keyLocation } from "../gateway/config-routes.js";
+import type { AccessRoute } from "../gateway/gateway-request.js";
+import { POLICY_LIST, type PolicyBody } from "../gateway/policy-schema.js";
+import { toValidationIssues } from "../http/validation-issues.js";
 import type { Clock } from "../lib/clock.js";
 import { defined } from "../lib/defined.js";
+import { policiesFromWire } from "../routes/v2/keygate/route-wire.js";
 
 // The plugin's options, turned into the configuration a keygate server would have: the same schema, defaults and
 // checks (a Redis given two ways, a bad URL), so the plugin connects exactly as a server with that file would.
@@ -38,10 +45,15 @@ export interface KeygatePluginOptions {
 }
 
 /**
- * A route's protection, in its `config.keygate` (or given to `app.keygate.preHandler`): the fields of a configuration
- * file's gateway route that say what a key must be.
+ * A route's protection, in its `config.keygate` (or given to `app.keygate.preHandler`), in one of three forms: the
+ * fields of a configuration file's gateway route that say what a key must be (`apiId` and the fields beside it: the
+ * shorthand for one keyauth policy); a route's `policies`, as `keygate.createRoute` takes them; or the name or id of
+ * a stored `route` whose policies the app follows as they change.
  */
-export interface KeygateRouteOptions {
+export type KeygateRouteOptions = KeygateKeyOptions | KeygatePolicyOptions | KeygateStoredRouteOptions;
+
+/** The shorthand for one keyauth policy: the fields of a configuration file's gateway route. */
+export interface KeygateKeyOptions {
   /** The API whose keys this route accepts (its id, or its key space's); its workspace is the route's. */
   apiId: string;
   /**
@@ -57,14 +69,37 @@ export interface KeygateRouteOptions {
   credits?: { cost: number };
   /** Recorded with each verification for analytics. */
   tags?: string[];
+  policies?: never;
+  route?: never;
 }
 
-/** A route's options checked and compiled once, when the route is registered. */
-export interface CompiledRouteOptions {
-  apiId: string;
-  keyauth: CompiledKeyauth;
-  tags?: readonly string[];
+/** A route's policies, as `keygate.createRoute` takes them (keyauth, ratelimit, firewall, openapi, logging, cors). */
+export interface KeygatePolicyOptions {
+  policies: PolicyBody[];
+  /** The API whose workspace the route serves, when no keyauth policy names one. */
+  apiId?: string;
+  tags?: string[];
+  route?: never;
+  key?: never;
+  permissions?: never;
+  ratelimits?: never;
+  credits?: never;
 }
+
+/** A stored route (its name or id) whose policies this route runs, as they are when each request arrives. */
+export interface KeygateStoredRouteOptions {
+  route: string;
+  tags?: string[];
+  apiId?: never;
+  policies?: never;
+  key?: never;
+  permissions?: never;
+  ratelimits?: never;
+  credits?: never;
+}
+
+/** A route's options checked and compiled once, when the route is registered: policies to run, or a stored route's. */
+export type CompiledRouteOptions = { kind: "policies"; route: AccessRoute } | { kind: "stored"; route: string; tags?: readonly string[] };
 
 const SOURCE = "keygate plugin options";
 
@@ -91,32 +126,109 @@ export function pluginConfig(options: KeygatePluginOptions): KeygateConfig {
   );
 }
 
-/** A route's options compiled as the gateway compiles a keyauth policy; throws naming the route and the field. */
-export function compileRouteOptions(options: KeygateRouteOptions, route: string): CompiledRouteOptions {
+/**
+ * A route's options compiled as the gateway compiles a route's policies (the shorthand as one keyauth policy);
+ * throws a ConfigError naming the route (`realm`) and each field.
+ */
+export function compileRouteOptions(options: KeygateRouteOptions, realm: string): CompiledRouteOptions {
   const problems: Problems = [];
-  if (typeof options?.apiId !== "string" || options.apiId === "") problems.push({ at: "apiId", message: "must name an API" });
-  const keyauth =
-    problems.length === 0
-      ? compileKeyRequirement(
-          {
-            keyspaces: [options.apiId],
-            ...defined({
-              permissionQuery: options.permissions,
-              ratelimits: options.ratelimits,
-              credits: options.credits?.cost,
-            }),
-            locations: [keyLocation(options.key)],
-          },
-          route,
-          "",
-          problems,
-        )
-      : undefined;
-  if (keyauth === undefined || problems.length > 0) {
+  const compiled = compileForm(options ?? {}, realm, problems);
+  if (compiled === undefined || problems.length > 0) {
     const fields = problems.map((problem) => `${fieldName(problem.at)}: ${problem.message}`);
-    throw new ConfigError(`keygate options of route ${route}`, fields);
+    throw new ConfigError(`keygate options of route ${realm}`, fields.length > 0 ? fields : ["are not valid"]);
   }
-  return { apiId: options.apiId, keyauth, ...defined({ tags: options.tags }) };
+  return compiled;
+}
+
+const SHORTHAND_FIELDS = ["key", "permissions", "ratelimits", "credits"] as const;
+
+function compileForm(options: KeygateRouteOptions, realm: string, problems: Problems): CompiledRouteOptions | undefined {
+  const tags = options.tags;
+  const forms = [options.policies !== undefined, options.route !== undefined].filter(Boolean).length;
+  if (forms > 1) problems.push({ at: "route", message: "names a stored route: it takes no policies" });
+  if (options.policies !== undefined || options.route !== undefined) {
+    for (const field of SHORTHAND_FIELDS) {
+      if (options[field] !== undefined)
+        problems.push({ at: field, message: "is a field of the apiId shorthand: write it in a keyauth policy" });
+    }
+  }
+  if (options.route !== undefined) {
+    if (typeof options.route !== "string" || options.route === "") problems.push({ at: "route", message: "must name a stored route" });
+    if (options.apiId !== undefined) problems.push({ at: "apiId", message: "comes with the stored route" });
+    return problems.length > 0 ? undefined : { kind: "stored", route: options.route, ...defined({ tags }) };
+  }
+  if (options.policies !== undefined) return compilePolicyList(options, realm, problems);
+  if (typeof options.apiId !== "string" || options.apiId === "") {
+    problems.push({ at: "apiId", message: "must name an API (or give policies, or a stored route)" });
+    return undefined;
+  }
+  const keyauth = compileKeyRequirement(
+    {
+      keyspaces: [options.apiId],
+      ...defined({ permissionQuery: options.permissions, ratelimits: options.ratelimits, credits: options.credits?.cost }),
+      locations: [keyLocation(options.key)],
+    },
+    realm,
+    "",
+    problems,
+  );
+  if (keyauth === undefined) return undefined;
+  return { kind: "policies", route: accessRoute(realm, [keyauth], options.apiId, tags) };
+}
+
+const validatePolicies = new Ajv({ allErrors: true, allowUnionTypes: true, strict: false }).compile<PolicyBody[]>(POLICY_LIST);
+
+/** `policies` checked as keygate.createRoute checks them (their schema, then the gateway's compiler). */
+function compilePolicyList(options: KeygateRouteOptions, realm: string, problems: Problems): CompiledRouteOptions | undefined {
+  if (!validatePolicies(options.policies)) {
+    for (const issue of toValidationIssues(validatePolicies.errors ?? [], "policies"))
+      problems.push({ at: issue.location, message: issue.message });
+    return undefined;
+  }
+  let inputs: PolicyInput[];
+  try {
+    inputs = policiesFromWire(options.policies as PolicyBody[], "policies");
+  } catch (error) {
+    if (!(error instanceof KeygateError)) throw error;
+    for (const issue of error.errors ?? []) problems.push({ at: issue.location, message: issue.message });
+    return undefined;
+  }
+  // A policy's id names it in analytics; the name is unique within the route.
+  const policies = compilePolicies(
+    inputs.map((policy) => ({ ...policy, id: policy.name })),
+    realm,
+    "policies",
+    problems,
+  );
+  if (problems.length > 0) return undefined;
+  const firstKeyauth = policies.find((policy) => policy.kind === "keyauth");
+  const workspaceApiId = options.apiId ?? firstKeyauth?.keyspaces.values().next().value;
+  // Every request of a route whose workspace is unknown would be refused.
+  if (workspaceApiId === undefined) {
+    problems.push({ at: "apiId", message: "must name the API whose workspace the route serves when no keyauth policy does" });
+    return undefined;
+  }
+  return { kind: "policies", route: accessRoute(realm, policies, workspaceApiId, options.tags) };
+}
+
+/** The policies of a Fastify route, as the access phase reads a route; `realm` names it. */
+function accessRoute(
+  realm: string,
+  policies: CompiledPolicy[],
+  workspaceApiId: string | undefined,
+  tags: readonly string[] | undefined,
+): AccessRoute {
+  const route: AccessRoute = {
+    id: realm,
+    name: realm,
+    policies,
+    keySources: policies.flatMap((policy) => (policy.kind === "keyauth" ? policy.keySources : [])),
+    workspaceApiId,
+    definition: {},
+    cors: policies.filter((policy) => policy.kind === "cors"),
+    ...defined({ tags }),
+  };
+  return route;
 }
 
 /** The compiler names a policy's fields; the route options call its permission query `permissions`. */

@@ -3,6 +3,8 @@ import t from "tap";
 import { buildApp } from "../../src/app.js";
 import { ConfigError, validateConfig } from "../../src/config/load.js";
 import { KeygateError } from "../../src/errors/keygate-error.js";
+import { GatewayDecider } from "../../src/gateway/decision.js";
+import { CurrentGatewaySnapshot, compileGatewaySnapshot } from "../../src/gateway/gateway-snapshot.js";
 import keygate from "../../src/plugin/fastify.js";
 import { compileRouteOptions } from "../../src/plugin/options.js";
 import { RouteGuards } from "../../src/plugin/route-guard.js";
@@ -81,19 +83,22 @@ t.test("a store failure is answered in the envelope; anything else is left to th
   const app = Fastify({ logger: false });
   t.teardown(() => app.close());
   let failure: Error = new KeygateError("err:unkey:application:service_unavailable", "Redis does not answer.");
-  const guards = new RouteGuards(
-    {
-      apis: { workspaceOf: async () => "ws_test" },
-      verification: {
-        verify: async () => {
-          throw failure;
-        },
+  const services = {
+    apis: { workspaceOf: async () => "ws_test" },
+    ratelimit: { resolve: async () => [], check: async () => Promise.reject(failure) },
+    verification: {
+      verify: async () => {
+        throw failure;
       },
     },
-    "https://keygate.example.test",
-    app.log,
-  );
-  app.get("/", { preHandler: guards.guard(compileRouteOptions({ apiId: API }, "root"), "root") }, async () => "ok");
+  };
+  const guards = new RouteGuards({
+    decider: new GatewayDecider(services, app.log),
+    snapshot: new CurrentGatewaySnapshot(compileGatewaySnapshot({ routes: [], gateway: validateConfig({}).gateway })),
+    docsUrl: "https://keygate.example.test",
+    log: app.log,
+  });
+  app.get("/", { preHandler: guards.guard(compileRouteOptions({ apiId: API }, "root")) }, async () => "ok");
   const unavailable = await app.inject({ url: "/", headers: bearer("kg_anything") });
   t.equal(unavailable.statusCode, 500);
   t.equal(unavailable.json().error.detail, "Redis does not answer.");
