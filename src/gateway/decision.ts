@@ -18,7 +18,7 @@ import { extractKey } from "./key-extraction.js";
 import { type ApplicablePolicies, applicablePolicies } from "./policy-plan.js";
 import { ratelimitHeaders } from "./ratelimit-headers.js";
 import { limitRequest } from "./ratelimit-identifiers.js";
-import type { CompiledRoute } from "./route-table.js";
+import type { CompiledRoute, DecisionRoute } from "./route-table.js";
 
 /** Denials of verification as the gateway answers them: status through the catalogue code, and why. */
 const DENIALS: Record<Exclude<VerificationCode, "VALID">, { code: ErrorCode; detail: string }> = {
@@ -35,8 +35,8 @@ const DENIALS: Record<Exclude<VerificationCode, "VALID">, { code: ErrorCode; det
 };
 
 /** What a request's path and method come to with the routes in force. */
-export type RouteMatch =
-  | { kind: "route"; route: CompiledRoute }
+export type RouteMatch<R extends DecisionRoute = CompiledRoute> =
+  | { kind: "route"; route: R }
   /** No route takes the path: the management API's, or one no route's prefix covers. The application answers it. */
   | { kind: "none" }
   /** A percent escape does not decode: refused as a malformed URL, wherever it was going. */
@@ -111,23 +111,44 @@ export class GatewayDecider {
     }
     const route = snapshot.table.match(method, path);
     if (route) return { kind: "route", route };
-    const allowed = snapshot.table.methodsFor(path);
-    if (allowed.length === 0) return NO_ROUTE;
-    const detail = `${method} is not allowed on ${path}; use ${allowed.join(" or ")}.`;
-    const headers = { allow: allowed.join(", ") };
-    return { kind: "refused", error: new KeygateError("err:user:bad_request:method_not_allowed", detail, { headers }) };
+    return methodRefusal(snapshot.table.methodsFor(path), method, path) ?? NO_ROUTE;
   }
 
-  /** Runs the policies of the route that took `request`: allowed, or denied with the reason. */
-  async decide(request: GatewayRequest, route: CompiledRoute): Promise<Decision> {
+  /**
+   * The route the forward-auth door decides an original request with: as match, among every route (decision-only
+   * ones too), except that nothing is left to the application: a path no route takes is refused (404), never let
+   * through, and so is one that does not decode.
+   */
+  matchAtDoor(snapshot: GatewaySnapshot, method: string, path: string): RouteMatch<DecisionRoute> {
+    // The management API's paths are no route's: refused below as any path no route takes.
+    const management = isManagementPath(path);
+    const refusal = management ? undefined : pathRefusal(path);
+    if (refusal) {
+      const detail = `The original request's path has ${refusal === "undecodable" ? "a percent escape that does not decode" : "a dot segment ('.' or '..', also percent-encoded or between backslashes)"}; keygate does not let it through.`;
+      return { kind: "refused", error: new KeygateError("err:keygate:gateway:invalid_path", detail) };
+    }
+    const route = management ? undefined : snapshot.table.matchDecision(method, path);
+    if (route) return { kind: "route", route };
+    const refused = management ? undefined : methodRefusal(snapshot.table.methodsFor(path, true), method, path);
+    if (refused) return refused;
+    const detail = `No route takes ${path}: keygate does not let the request through.`;
+    return { kind: "refused", error: new KeygateError("err:keygate:gateway:no_route", detail) };
+  }
+
+  /**
+   * Runs the policies of the route that took `request`: allowed, or denied with the reason. At the forward-auth
+   * door nothing is forwarded and no body is read: the route's body limit, rewrite and an openapi policy's body check
+   * do not apply there.
+   */
+  async decide(request: GatewayRequest, route: DecisionRoute): Promise<Decision> {
     // The client as the trusted proxies in front of keygate report it (`gateway.trustProxy`).
     const ip = () => clientAddress(request.remoteAddress, request.raw.headers["x-forwarded-for"], request.snapshot.trust);
-    const early = forwardRefusal(route, request);
+    const early = request.forwardAuth ? undefined : forwardRefusal(route, request);
     if (early) return { kind: "deny", error: early };
     const applicable = applicablePolicies(route, request, ip);
     if (applicable.capture) request.capture = applicable.capture;
     // An openapi policy's check of the body (read whole) comes before any refusal of a later policy.
-    const bodyRefusal = applicable.openApiBody ? await applicable.openApiBody() : undefined;
+    const bodyRefusal = applicable.openApiBody && !request.forwardAuth ? await applicable.openApiBody() : undefined;
     if (bodyRefusal) return { kind: "deny", error: bodyRefusal };
     if (applicable.refusal) return { kind: "deny", error: applicable.refusal };
     const { keyauth } = applicable;
@@ -148,7 +169,7 @@ export class GatewayDecider {
   /** The key verified on the one verification path, the route's rate limits joining its atomic step. */
   private async verified(
     request: GatewayRequest,
-    route: CompiledRoute,
+    route: DecisionRoute,
     workspaceId: string,
     keyauth: CompiledKeyauth,
     key: string,
@@ -199,7 +220,7 @@ export class GatewayDecider {
   }
 
   /** The workspace a route serves: a stored route's own, a configuration route's API's (undefined: it does not exist). */
-  private async workspaceOfRoute(route: CompiledRoute): Promise<string | undefined> {
+  private async workspaceOfRoute(route: DecisionRoute): Promise<string | undefined> {
     if (route.definition.workspaceId !== undefined) return route.definition.workspaceId;
     if (route.workspaceApiId === undefined) return undefined;
     return (await this.workspaceOf(route.workspaceApiId)) ?? undefined;
@@ -221,6 +242,14 @@ export class GatewayDecider {
 }
 
 const NO_ROUTE: RouteMatch = { kind: "none" };
+
+/** 405 for a method no route takes on a path some route's prefix covers (`allowed`: their methods); else undefined. */
+function methodRefusal(allowed: readonly string[], method: string, path: string): { kind: "refused"; error: KeygateError } | undefined {
+  if (allowed.length === 0) return undefined;
+  const detail = `${method} is not allowed on ${path}; use ${allowed.join(" or ")}.`;
+  const headers = { allow: allowed.join(", ") };
+  return { kind: "refused", error: new KeygateError("err:user:bad_request:method_not_allowed", detail, { headers }) };
+}
 const UNDECODABLE: RouteMatch = { kind: "undecodable" };
 
 /** Where a key is looked for and what it must hold: a keyauth policy's, or a Fastify route's under the plugin. */

@@ -5,7 +5,7 @@ import { bodyTooLarge } from "./forwarding.js";
 import type { GatewayRequest } from "./gateway-request.js";
 import type { OpenApiDocument, RequestParts } from "./openapi-documents.js";
 import { hasBody, readBody } from "./request-body.js";
-import type { CompiledRoute } from "./route-table.js";
+import type { DecisionRoute } from "./route-table.js";
 
 /** The largest request body an openapi policy reads to validate it; a larger one is refused (413). */
 export const OPENAPI_BODY_LIMIT = 1024 * 1024;
@@ -28,7 +28,7 @@ interface RequestBodyObject {
  * validated now, and so is the body's media type; a JSON body the operation has a schema for is read (at most
  * OPENAPI_BODY_LIMIT bytes) and validated by the returned step's `body`, and is then forwarded from the buffer.
  */
-export function openApiStep(document: OpenApiDocument, route: CompiledRoute, request: GatewayRequest): OpenApiStep {
+export function openApiStep(document: OpenApiDocument, route: DecisionRoute, request: GatewayRequest): OpenApiStep {
   const path = samePath(request.path);
   const matched = document.match(request.method, path);
   if (matched.kind === "refused") return { refusal: requestInvalid([matched.issue]) };
@@ -114,7 +114,7 @@ function requestInvalid(issues: ValidationIssue[]): KeygateError {
  * The query string the document judges: a key sent in a query parameter (a keyauth policy's location) is keygate's,
  * never forwarded, so it is left out unless the operation declares that parameter itself.
  */
-function validatedQuery(route: CompiledRoute, operation: Operation, query: string): string {
+function validatedQuery(route: DecisionRoute, operation: Operation, query: string): string {
   if (query === "" || !route.keySources.some((source) => source.kind === "query")) return query;
   const declared = new Set<string>();
   for (const parameter of operation.parameters ?? []) {

@@ -5,7 +5,7 @@ import { samePath } from "../http/request-target.js";
 import type { LoggingPolicy } from "../storage/route-records.js";
 import type { GatewayRequest } from "./gateway-request.js";
 import { openApiStep } from "./openapi-policy.js";
-import type { CompiledRoute } from "./route-table.js";
+import type { DecisionRoute } from "./route-table.js";
 
 /** What a route's policies come to for one request, before anything is asked of a store. */
 export interface ApplicablePolicies {
@@ -28,7 +28,7 @@ export interface ApplicablePolicies {
  * The policies of `route` that apply to `request`: each one enabled whose match expressions all hold, in order,
  * up to the first refusal. `ip` gives the client address, worked out only when a firewall asks.
  */
-export function applicablePolicies(route: CompiledRoute, request: GatewayRequest, ip: () => string): ApplicablePolicies {
+export function applicablePolicies(route: DecisionRoute, request: GatewayRequest, ip: () => string): ApplicablePolicies {
   const ratelimits: CompiledRatelimit[] = [];
   const applicable: ApplicablePolicies = { ratelimits };
   let matched: MatchedRequest | undefined;
