@@ -1,11 +1,14 @@
 import type { AddressInfo } from "node:net";
 import t, { type Test } from "tap";
 import { ConfigError, validateConfig } from "../../src/config/load.js";
+import type { GatewayRequestEvent, VerificationEvent } from "../../src/domain/analytics/events.js";
 import { KeygateError } from "../../src/errors/keygate-error.js";
 import { originalRequest } from "../../src/gateway/forward-auth.js";
+import { recordingAnalytics } from "../helpers/analytics.js";
 import { LONGEST_WINDOW_MS } from "../helpers/clock.js";
 import { createKey } from "../helpers/fixtures.js";
 import { harness } from "../helpers/harness.js";
+import { parseScrape } from "../helpers/metrics.js";
 import { startUpstream } from "../helpers/upstream.js";
 
 // The forward-auth door asked directly, as a proxy would (docs/forward-auth.md); test/gateway/forward-auth-proxies.test.ts
@@ -84,9 +87,14 @@ t.test("a route without upstream is decision-only: nothing about forwarding may 
   t.equal(validateConfig({}).gateway.forwardAuth.path, DOOR, "the door's default path");
 });
 
-async function door(t: Test, gateway: Record<string, unknown> = {}) {
+async function door(
+  t: Test,
+  gateway: Record<string, unknown> = {},
+  events: { gatewayRequests?: GatewayRequestEvent[]; verifications?: VerificationEvent[] } = {},
+) {
   const upstream = await startUpstream(t);
   const h = await harness(t, {
+    analytics: recordingAnalytics(events),
     config: {
       apis: [{ id: API, name: "forward-auth", workspaceId: "ws_test" }],
       routes: [
@@ -215,4 +223,35 @@ t.test("Via naming keygate does not misfire at the door, and the door can be mov
   t.equal(response.status, 200, "a closed door's path is an ordinary path: here the route under /_keygate forwards it");
   await response.arrayBuffer();
   t.equal(closed.upstream.seen.at(-1)?.url, DOOR);
+});
+
+t.test("the door's decisions are gateway requests in analytics and in the metrics, under face forward_auth", async (t) => {
+  const gatewayRequests: GatewayRequestEvent[] = [];
+  const verifications: VerificationEvent[] = [];
+  const { h, ask } = await door(t, {}, { gatewayRequests, verifications });
+  const { key, keyId } = await createKey(h, API, { permissions: ["orders.read"] });
+  const headers = { "x-forwarded-uri": "/orders/5?page=1", "x-forwarded-method": "PUT", "x-forwarded-host": "api.example.com" };
+  t.equal((await ask({ ...headers, authorization: `Bearer ${key}` })).status, 200);
+  t.equal((await ask(headers)).status, 401);
+  const [allowed, refused] = gatewayRequests;
+  t.match(allowed, {
+    route: "orders",
+    method: "PUT",
+    host: "api.example.com",
+    path: "/orders/5",
+    queryString: "page=1",
+    responseStatus: 200,
+    keyId,
+    outcome: "VALID",
+    upstreamLatencyMs: 0,
+    workspaceId: "ws_test",
+  });
+  t.match(refused, { route: "orders", path: "/orders/5", responseStatus: 401, keyId: "", outcome: "" });
+  t.equal(verifications.length, 1, "the key's verification, as the inline gateway's");
+  t.match(verifications[0], { keyId, outcome: "VALID" });
+
+  const scrape = parseScrape((await h.app.inject({ method: "GET", url: "/metrics" })).body);
+  t.equal(scrape.value("keygate_http_requests_total", { face: "forward_auth", route: "orders", status: "200" }), 1);
+  t.equal(scrape.value("keygate_http_requests_total", { face: "forward_auth", route: "orders", status: "401" }), 1);
+  t.equal(scrape.value("keygate_http_requests_total", { face: "gateway", route: "orders", status: "200" }), 0);
 });
