@@ -255,3 +255,12 @@ t.test("the door's decisions are gateway requests in analytics and in the metric
   t.equal(scrape.value("keygate_http_requests_total", { face: "forward_auth", route: "orders", status: "401" }), 1);
   t.equal(scrape.value("keygate_http_requests_total", { face: "gateway", route: "orders", status: "200" }), 0);
 });
+
+t.test("a route made through the API may not take a decision-only route's name, nor its prefix for its methods", async (t) => {
+  const { h, upstream } = await door(t);
+  const create = (fields: Record<string, unknown>) =>
+    h.call("keygate.createRoute", { match: { prefix: "/decided" }, upstream: upstream.url, policies: [], ...fields });
+  t.equal((await create({ name: "decided", match: { prefix: "/elsewhere" } })).status, 409, "its name");
+  t.equal((await create({ name: "shadow" })).status, 409, "its prefix, for a method it takes");
+  t.equal((await create({ name: "writer", match: { prefix: "/decided", methods: ["POST"] } })).status, 200, "another method");
+});
