@@ -48,19 +48,29 @@ function addressed(text: string, keygate: string, api: string): string {
 export async function startNginx(t: Teardown, addresses: { keygate: string; api: string }): Promise<RunningProxy> {
   const directory = temporaryDirectory(t, "keygate-nginx-");
   const port = await freePort();
+  const file = join(directory, "nginx.conf");
+  writeFileSync(file, nginxConfiguration(directory, port, addresses));
+  return started(t, NGINX, ["-p", directory, "-c", file, "-e", join(directory, "error.log")], {}, port, join(directory, "error.log"));
+}
+
+/**
+ * A whole nginx configuration (one worker, in the foreground) around the nginx recipe, listening on `port`, its pid,
+ * logs and temporary files in `directory`. The forward-auth benchmark runs it too.
+ */
+export function nginxConfiguration(directory: string, port: number, addresses: { keygate: string; api: string }): string {
   const site = addressed(recipe("nginx"), addresses.keygate, addresses.api).replace(/listen 8000;/, `listen ${LOOPBACK}:${port};`);
   const temp = (name: string) => {
-    mkdirSync(join(directory, name));
+    mkdirSync(join(directory, name), { recursive: true });
     return join(directory, name);
   };
-  const config = [
+  return [
     "daemon off;",
     "worker_processes 1;",
     // As root (CI), nginx's workers would otherwise run as nobody, who cannot write the temporary directory.
     ...(process.getuid?.() === 0 ? ["user root;"] : []),
     `pid ${join(directory, "nginx.pid")};`,
     `error_log ${join(directory, "error.log")} warn;`,
-    "events { worker_connections 256; }",
+    "events { worker_connections 1024; }",
     "http {",
     "    access_log off;",
     `    client_body_temp_path ${temp("client_body")};`,
@@ -72,9 +82,6 @@ export async function startNginx(t: Teardown, addresses: { keygate: string; api:
     "}",
     "",
   ].join("\n");
-  const file = join(directory, "nginx.conf");
-  writeFileSync(file, config);
-  return started(t, NGINX, ["-p", directory, "-c", file, "-e", join(directory, "error.log")], {}, port, join(directory, "error.log"));
 }
 
 /** Caddy running the Caddy recipe, listening on a free port. */
