@@ -8,6 +8,7 @@ import type { ValidVerification, Verification, VerificationCode } from "../domai
 import type { VerificationService } from "../domain/verification/verification-service.js";
 import { ERROR_CATALOGUE, type ErrorCode } from "../errors/catalogue.js";
 import { KeygateError } from "../errors/keygate-error.js";
+import { malformedUrlError } from "../http/error-handler.js";
 import { isManagementPath } from "../http/request-target.js";
 import { DEFAULT_IPV6_PREFIX_LENGTH } from "../lib/address-prefix.js";
 import { clientAddress } from "./client-address.js";
@@ -123,8 +124,11 @@ export class GatewayDecider {
     // The management API's paths are no route's: refused below as any path no route takes.
     const management = isManagementPath(path);
     const refusal = management ? undefined : pathRefusal(path);
+    // As the inline gateway's: a URL that does not decode is malformed_url, a dot segment invalid_path.
+    if (refusal === "undecodable") return { kind: "refused", error: malformedUrlError() };
     if (refusal) {
-      const detail = `The original request's path has ${refusal === "undecodable" ? "a percent escape that does not decode" : "a dot segment ('.' or '..', also percent-encoded or between backslashes)"}; keygate does not let it through.`;
+      const detail =
+        "The original request's path has a dot segment ('.' or '..', also percent-encoded or between backslashes); keygate does not let it through.";
       return { kind: "refused", error: new KeygateError("err:keygate:gateway:invalid_path", detail) };
     }
     const route = management ? undefined : snapshot.table.matchDecision(method, path);
