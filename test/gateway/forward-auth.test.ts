@@ -1,5 +1,6 @@
 import type { AddressInfo } from "node:net";
 import t, { type Test } from "tap";
+import { parse } from "yaml";
 import { ConfigError, validateConfig } from "../../src/config/load.js";
 import type { GatewayRequestEvent, VerificationEvent } from "../../src/domain/analytics/events.js";
 import { KeygateError } from "../../src/errors/keygate-error.js";
@@ -9,6 +10,7 @@ import { LONGEST_WINDOW_MS } from "../helpers/clock.js";
 import { createKey } from "../helpers/fixtures.js";
 import { harness } from "../helpers/harness.js";
 import { parseScrape } from "../helpers/metrics.js";
+import { recipe } from "../helpers/proxies.js";
 import { startUpstream } from "../helpers/upstream.js";
 
 // The forward-auth door asked directly, as a proxy would (docs/forward-auth.md); test/gateway/forward-auth-proxies.test.ts
@@ -263,4 +265,18 @@ t.test("a route made through the API may not take a decision-only route's name, 
   t.equal((await create({ name: "decided", match: { prefix: "/elsewhere" } })).status, 409, "its name");
   t.equal((await create({ name: "shadow" })).status, 409, "its prefix, for a method it takes");
   t.equal((await create({ name: "writer", match: { prefix: "/decided", methods: ["POST"] } })).status, 200, "another method");
+});
+
+t.test("the Traefik recipe asks the door of the keygate recipe and copies the headers its route answers with", async (t) => {
+  const config = validateConfig(parse(recipe("keygate")));
+  const traefik = parse(recipe("traefik")).http;
+  const middleware = traefik.middlewares.keygate.forwardAuth;
+  t.equal(new URL(middleware.address).pathname, config.gateway.forwardAuth.path, "the door's path");
+  const prefix = /PathPrefix\(`([^`]+)`\)/.exec(traefik.routers.orders.rule)?.[1] ?? "";
+  const route = config.routes.find((candidate) => prefix.startsWith(candidate.match.prefix));
+  t.ok(route, `a route takes ${prefix}`);
+  t.equal(route?.upstream, undefined, "decision-only: Traefik forwards");
+  const answered = Object.values(route?.forward ?? {}).map((header) => header.toLowerCase());
+  for (const header of middleware.authResponseHeaders as string[]) t.ok(answered.includes(header.toLowerCase()), `${header} is answered`);
+  t.same(traefik.routers.orders.middlewares, ["keygate"]);
 });

@@ -29,7 +29,7 @@ export interface RunningProxy {
 }
 
 /** The recipe of docs/forward-auth.md marked `<!-- recipe: name -->`: the code block after the marker. */
-export function recipe(name: "nginx" | "caddy"): string {
+export function recipe(name: "nginx" | "caddy" | "traefik" | "keygate"): string {
   const text = readFileSync(new URL("../../../docs/forward-auth.md", import.meta.url), "utf8");
   const marker = text.indexOf(`<!-- recipe: ${name} -->`);
   if (marker === -1) throw new Error(`docs/forward-auth.md has no recipe '${name}'`);
