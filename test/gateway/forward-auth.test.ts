@@ -280,3 +280,21 @@ t.test("the Traefik recipe asks the door of the keygate recipe and copies the he
   for (const header of middleware.authResponseHeaders as string[]) t.ok(answered.includes(header.toLowerCase()), `${header} is answered`);
   t.same(traefik.routers.orders.middlewares, ["keygate"]);
 });
+
+t.test("a route made through the API is decided at the door without a connection to its upstream", async (t) => {
+  // An upstream on the operator's network the allowance lets routes of the API reach: the door never connects to it.
+  const { h, ask } = await door(t, { apiRoutes: { allowedUpstreams: ["10.255.0.0/16"] } });
+  const created = await h.call("keygate.createRoute", {
+    name: "stored",
+    match: { prefix: "/stored" },
+    upstream: "http://10.255.255.1:9",
+    policies: [{ name: "keys", enabled: true, keyauth: { keyspaces: [API], permissionQuery: "orders.read" } }],
+    forward: { keyId: "x-keygate-key-id" },
+  });
+  t.equal(created.status, 200, JSON.stringify(created.body));
+  const { key, keyId } = await createKey(h, API, { permissions: ["orders.read"] });
+  const allowed = await ask({ "x-original-uri": "/stored/1", authorization: `Bearer ${key}` });
+  t.equal(allowed.status, 200, "decided; nothing was sent upstream");
+  t.equal(allowed.headers.get("x-keygate-key-id"), keyId);
+  t.equal((await ask({ "x-original-uri": "/stored/1" })).status, 401);
+});
