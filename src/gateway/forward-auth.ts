@@ -25,14 +25,16 @@ const TARGET_HEADERS = ["x-original-uri", "x-original-url", "x-forwarded-uri"] a
 const METHOD_HEADERS = ["x-original-method", "x-forwarded-method"] as const;
 
 /**
- * Reads the original request from a forward-auth request's headers; `doorMethod` (the auth request's own) stands in
- * for a method no header names (nginx's auth_request keeps the client's). Every header present must name the same
+ * Reads the original request from a forward-auth request's headers, or from `appended`, the target after the door's
+ * path (Envoy); `doorMethod` (the auth request's own) stands in for a method no header names (nginx's auth_request
+ * and Envoy keep the client's). Every header present (and `appended`) must name the same
  * target (and method): a proxy sets its own and passes the client's others on, so a client that adds another
  * convention's header cannot make keygate decide a different request than the one the proxy forwards.
  */
-export function originalRequest(headers: IncomingHttpHeaders, doorMethod: string): OriginalRequest | KeygateError {
-  let url: string | undefined;
-  let named: string | undefined;
+export function originalRequest(headers: IncomingHttpHeaders, doorMethod: string, appended?: string): OriginalRequest | KeygateError {
+  // Envoy's ext_authz in HTTP mode appends the original target to the door's path (its `path_prefix`).
+  let url = appended;
+  let named = appended === undefined ? undefined : "door's path";
   let host = single(headers["x-forwarded-host"]);
   for (const name of TARGET_HEADERS) {
     const value = single(headers[name]);
@@ -45,13 +47,13 @@ export function originalRequest(headers: IncomingHttpHeaders, doorMethod: string
       );
     }
     if (absolute) host ??= absolute[1];
-    if (url !== undefined && target !== url) return unknownOriginal(`The ${named} and ${name} headers name different requests.`);
+    if (url !== undefined && target !== url) return unknownOriginal(`The ${named} and the ${name} header name different requests.`);
     url = target;
     named = name;
   }
   if (url === undefined) {
     return unknownOriginal(
-      "The forward-auth request does not say which request it asks about: send X-Original-URI (nginx) or X-Forwarded-Uri (Traefik, Caddy).",
+      "The forward-auth request does not say which request it asks about: send X-Original-URI (nginx) or X-Forwarded-Uri (Traefik, Caddy), or append it to the door's path (Envoy).",
     );
   }
   let method: string | undefined;

@@ -99,9 +99,14 @@ export class Gateway {
     const target = splitTarget(raw.url ?? "/");
     const snapshot = this.options.snapshot.current;
     const door = snapshot.settings.forwardAuth;
-    if (door.enabled && target.path === door.path) {
-      this.askedAtTheDoor(raw, response, snapshot);
-      return true;
+    if (door.enabled && target.path.startsWith(door.path)) {
+      // The door's path, or a target appended to it (Envoy's path_prefix): `/_keygate/auth/orders/1`.
+      const length = door.path.length;
+      const appended = target.path.length === length ? undefined : target.path.charCodeAt(length) === 47 ? length : -1;
+      if (appended !== -1) {
+        this.askedAtTheDoor(raw, response, snapshot, appended === undefined ? undefined : (raw.url ?? "/").slice(appended));
+        return true;
+      }
     }
     if (this.options.servedByApplication(target.path)) return false;
     // A CORS preflight belongs to the route that takes the method it asks about, when that route answers it.
@@ -134,8 +139,8 @@ export class Gateway {
    * are spent at the decision, for good: there is no upstream answer to give them back on. Via is not checked: the
    * door forwards nothing, so no loop can pass through it.
    */
-  private askedAtTheDoor(raw: IncomingMessage, response: ServerResponse, snapshot: GatewaySnapshot): void {
-    const original = originalRequest(raw.headers, raw.method ?? "GET");
+  private askedAtTheDoor(raw: IncomingMessage, response: ServerResponse, snapshot: GatewaySnapshot, appended: string | undefined): void {
+    const original = originalRequest(raw.headers, raw.method ?? "GET", appended);
     const known = !(original instanceof KeygateError);
     const match = known ? this.decider.matchAtDoor(snapshot, original.method, original.path) : undefined;
     const request = this.arrived(

@@ -51,6 +51,15 @@ t.test("the original request is read from nginx's, ingress-nginx's or the X-Forw
     "GET",
     "both conventions, agreeing",
   );
+  t.same(
+    originalRequest({ authorization: "Bearer k" }, "PATCH", "/orders/1?x=1"),
+    { method: "PATCH", url: "/orders/1?x=1", path: "/orders/1", query: "x=1", host: undefined },
+    "Envoy's form: the target appended to the door's path, the method the auth request's",
+  );
+  t.match(
+    (originalRequest({ "x-forwarded-uri": "/public" }, "GET", "/orders/1") as KeygateError).message,
+    /door's path and the x-forwarded-uri header name different requests/,
+  );
   const refusal = (headers: Record<string, string>) => {
     const result = originalRequest(headers, "GET");
     return result instanceof KeygateError ? `${result.code}: ${result.message}` : "accepted";
@@ -169,6 +178,21 @@ t.test("the door decides the original request on its route, and forwards nothing
   t.equal(limited.headers.get("content-type"), "application/problem+json; charset=utf-8");
 
   t.equal(upstream.seen.length, 0, "the door forwarded nothing, not even to the route under /_keygate that covers its path");
+});
+
+t.test("Envoy's form, the original target appended to the door's path, is decided as the headers' form is", async (t) => {
+  const { h, upstream, base, ask } = await door(t);
+  const { key, keyId } = await createKey(h, API, { permissions: ["orders.read"] });
+  const allowed = await ask({ authorization: `Bearer ${key}` }, "GET", `${DOOR}/orders/1?page=2`);
+  t.equal(allowed.status, 200);
+  t.equal(allowed.headers.get("x-keygate-key-id"), keyId);
+  t.equal((await ask({}, "GET", `${DOOR}/orders/1`)).status, 401);
+  t.equal((await ask({ authorization: `Bearer ${key}` }, "GET", `${DOOR}/nothing`)).status, 404);
+  t.equal(upstream.seen.length, 0, "the door forwarded nothing");
+  const beside = await fetch(`${base}${DOOR}x/1`);
+  await beside.arrayBuffer();
+  t.equal(beside.status, 200, "a path that only begins like the door's is no door: the route under /_keygate forwards it");
+  t.equal(upstream.seen.at(-1)?.url, `${DOOR}x/1`);
 });
 
 t.test("a path no route takes, a method no route takes, a dot segment and a missing original URI are refused", async (t) => {
