@@ -322,3 +322,33 @@ t.test("a route made through the API is decided at the door without a connection
   t.equal(allowed.headers.get("x-keygate-key-id"), keyId);
   t.equal((await ask({ "x-original-uri": "/stored/1" })).status, 401);
 });
+
+t.test("an openapi policy checks the original's path, query and headers at the door, never a body", async (t) => {
+  const { h, ask } = await door(t);
+  const created = await h.call("keygate.createRoute", {
+    name: "documented",
+    match: { prefix: "/documented" },
+    upstream: "http://127.0.0.1:9",
+    policies: [{ name: "validate", enabled: true, openapi: {} }],
+  });
+  t.equal(created.status, 200);
+  const document = {
+    openapi: "3.1.0",
+    info: { title: "documented", version: "1" },
+    paths: {
+      "/documented/items/{id}": {
+        post: {
+          parameters: [{ name: "id", in: "path", required: true, schema: { type: "integer" } }],
+          requestBody: { required: true, content: { "application/json": { schema: { type: "object", required: ["name"] } } } },
+          responses: { "200": { description: "ok" } },
+        },
+      },
+    },
+  };
+  t.equal((await h.call("keygate.setRouteOpenApi", { route: "documented", document: JSON.stringify(document) })).status, 200);
+  const asked = (path: string) => ask({ "x-original-uri": path, "x-original-method": "POST" }, "GET");
+  t.equal((await asked("/documented/items/7")).status, 200, "no body to see (nginx sends none): not a missing body");
+  const invalid = await asked("/documented/items/seven");
+  t.equal(invalid.status, 400, "a path parameter that does not match");
+  t.equal(invalid.body.error.errors[0].location, "path.id");
+});
