@@ -16,6 +16,27 @@ export interface OriginalRequest extends RequestTarget {
   host: string | undefined;
 }
 
+/** A request to the forward-auth door: `appended` is the original target after the door's path (Envoy's form). */
+export interface DoorRequest {
+  appended?: string;
+}
+
+const AT_THE_DOOR: DoorRequest = {};
+
+/**
+ * Whether a request is the forward-auth door's (`door`: `gateway.forwardAuth`): its path is the door's, or one below
+ * it, where Envoy's ext_authz (its `path_prefix`) appends the original target, the rest of `url`. A path that only
+ * begins like the door's (`/_keygate/authz`) is not. undefined: not the door's.
+ */
+export function doorRequest(door: { enabled: boolean; path: string }, path: string, url: string): DoorRequest | undefined {
+  if (!door.enabled || !path.startsWith(door.path)) return undefined;
+  const length = door.path.length;
+  if (path.length === length) return AT_THE_DOOR;
+  return path.charCodeAt(length) === SLASH ? { appended: url.slice(length) } : undefined;
+}
+
+const SLASH = 0x2f;
+
 /**
  * The headers that name the original target, by proxy: nginx's convention (`auth_request` with
  * `proxy_set_header X-Original-URI $request_uri`), ingress-nginx's (`X-Original-URL`, an absolute URL), and

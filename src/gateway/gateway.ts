@@ -17,7 +17,7 @@ import { newId } from "../lib/ids.js";
 import { BodyCapture } from "./body-capture.js";
 import { noteCors, type Preflight, preflightHeaders, preflightOf } from "./cors.js";
 import { type Allowed, type Decision, type DecisionServices, GatewayDecider, type RouteMatch } from "./decision.js";
-import { allowedHeaders, type OriginalRequest, originalRequest } from "./forward-auth.js";
+import { allowedHeaders, doorRequest, type OriginalRequest, originalRequest } from "./forward-auth.js";
 import { upstreamHeaders, upstreamPath } from "./forwarding.js";
 import type { GatewayRequest } from "./gateway-request.js";
 import type { CurrentGatewaySnapshot, GatewaySnapshot } from "./gateway-snapshot.js";
@@ -92,21 +92,16 @@ export class Gateway {
   }
 
   /**
-   * A plain request: taken when a route takes it (or refuses it), and then answered in full; false leaves it to the
-   * application (/v2, the application's own paths, paths no route takes, and URLs that do not decode).
+   * A plain request: taken when it is the forward-auth door's or a route takes it (or refuses it), and then answered
+   * in full; false leaves it to the application (/v2, the application's own paths, paths no route takes, and URLs that do not decode).
    */
   handle(raw: IncomingMessage, response: ServerResponse): boolean {
     const target = splitTarget(raw.url ?? "/");
     const snapshot = this.options.snapshot.current;
-    const door = snapshot.settings.forwardAuth;
-    if (door.enabled && target.path.startsWith(door.path)) {
-      // The door's path, or a target appended to it (Envoy's path_prefix): `/_keygate/auth/orders/1`.
-      const length = door.path.length;
-      const appended = target.path.length === length ? undefined : target.path.charCodeAt(length) === 47 ? length : -1;
-      if (appended !== -1) {
-        this.askedAtTheDoor(raw, response, snapshot, appended === undefined ? undefined : (raw.url ?? "/").slice(appended));
-        return true;
-      }
+    const asked = doorRequest(snapshot.settings.forwardAuth, target.path, raw.url ?? "/");
+    if (asked) {
+      this.askedAtTheDoor(raw, response, snapshot, asked.appended);
+      return true;
     }
     if (this.options.servedByApplication(target.path)) return false;
     // A CORS preflight belongs to the route that takes the method it asks about, when that route answers it.
