@@ -89,6 +89,7 @@ export async function buildApp(config: KeygateConfig, options: BuildOptions = {}
     invalidations: runtime.invalidations,
     analytics: runtime.analytics,
     configRoutes: () => snapshot.current.table.routes.filter((route) => route.definition.source === "config"),
+    decisionOnlyRoutes: () => snapshot.current.table.decisionOnly,
     upstreamHealth: (routeId) => gateway?.pools.health(routeId),
     apiUpstreams,
     // A change written here is in force on this instance before its procedure answers.

@@ -168,7 +168,7 @@ function redactionFollowing(snapshot: CurrentGatewaySnapshot): (line: string) =>
   return (line) => {
     const table = snapshot.current.table;
     if (table !== learntFrom) {
-      redaction.learn(table.routes.flatMap((route) => route.keySources));
+      redaction.learn([...table.routes, ...table.decisionOnly].flatMap((route) => route.keySources));
       learntFrom = table;
     }
     return redaction.redact(line);

@@ -155,6 +155,7 @@ function memoryStorageLine(analytics: KeygateConfig["analytics"]): string {
 
 /** A route's upstream in the start-up line: its URL, or its targets' (a pool), credentials masked. */
 function upstreamText(upstream: KeygateConfig["routes"][number]["upstream"]): string {
+  if (upstream === undefined) return "decision only (forward auth)";
   const urls = typeof upstream === "string" ? [upstream] : upstream.targets.map((target) => target.url);
   return urls.map((url) => (url.includes("@") ? redactUrl(url) : url)).join(" | ");
 }

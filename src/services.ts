@@ -25,7 +25,7 @@ import { Limiter } from "./domain/ratelimit/limiter.js";
 import { RatelimitService } from "./domain/ratelimit/ratelimit-service.js";
 import { RbacService } from "./domain/rbac/rbac-service.js";
 import { RootKeyService } from "./domain/root-keys/root-key-service.js";
-import type { CompiledRoute } from "./domain/routes/route-compiler.js";
+import type { CompiledRoute, DecisionRoute } from "./domain/routes/route-compiler.js";
 import { type RouteChangeNotifier, RouteService } from "./domain/routes/route-service.js";
 import type { UpstreamTargetHealth } from "./domain/routes/route-views.js";
 import { UsageService } from "./domain/usage/usage-service.js";
@@ -98,6 +98,8 @@ export interface ServiceOptions {
   observer?: Observer;
   /** The gateway's routes from the configuration file, compiled; none without a gateway (the CLI). */
   configRoutes?: () => readonly CompiledRoute[];
+  /** Its decision-only routes (no upstream: the forward-auth door's), which stored routes may not clash with either. */
+  decisionOnlyRoutes?: () => readonly DecisionRoute[];
   /** Told once a change of the stored routes is written; the invalidation bus alone by default. */
   routeNotifier?: RouteChangeNotifier;
   /** The state of a route's upstream targets on this process (the gateway's pools); shown by getRoute. */
@@ -194,7 +196,7 @@ export function createServices(stores: Stores, config: KeygateConfig, clock: Clo
     routes: new RouteService({
       store: stores.routes,
       configRoutes: options.configRoutes ?? (() => []),
-      ...defined({ upstreamHealth: options.upstreamHealth }),
+      ...defined({ upstreamHealth: options.upstreamHealth, decisionOnlyRoutes: options.decisionOnlyRoutes }),
       isApiOf: (workspaceId, id) => apis.isLiveApiOrKeySpace(workspaceId, id),
       openApiProblems: openApiDocumentProblems,
       notifier: options.routeNotifier ?? invalidations,

@@ -1,5 +1,6 @@
 import { trustProxyProblems } from "../gateway/client-address.js";
 import { RouteTable, RouteTableError } from "../gateway/route-table.js";
+import { isManagementPath } from "../http/request-target.js";
 import { hashKey } from "../lib/hash.js";
 import { ipEntryProblem } from "../lib/ip-allowlist.js";
 import { allowanceEntryProblem } from "../lib/private-addresses.js";
@@ -70,6 +71,9 @@ export function checkConsistency(config: KeygateConfig): string[] {
   }
   problems.push(...redisProblems(config.storage.redis));
   problems.push(...trustProxyProblems(config.gateway.trustProxy));
+  if (isManagementPath(config.gateway.forwardAuth.path)) {
+    problems.push(`gateway.forwardAuth.path: '${config.gateway.forwardAuth.path}' is the management API's (/v2)`);
+  }
   config.gateway.apiRoutes.allowedUpstreams.forEach((entry, index) => {
     const problem = allowanceEntryProblem(entry);
     if (problem !== undefined) problems.push(`gateway.apiRoutes.allowedUpstreams[${index}]: '${entry}' ${problem}`);

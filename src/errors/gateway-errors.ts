@@ -13,6 +13,12 @@ export const GATEWAY_ERRORS = {
     meaning:
       "The request does not match the route's OpenAPI document (an openapi policy): `errors[]` names each failing place (`path.id`, `query.limit`, `header.x-tenant`, `body.items[0].name`).",
   },
+  "err:keygate:gateway:original_request_unknown": {
+    status: 400,
+    title: BAD_REQUEST,
+    meaning:
+      "A request to the forward-auth door does not say which request it asks about (X-Original-URI, X-Original-URL or X-Forwarded-Uri), or its headers name two different ones; the proxy's configuration is to blame.",
+  },
   "err:keygate:gateway:missing_key": {
     status: 401,
     title: "Unauthorized",
@@ -40,6 +46,11 @@ export const GATEWAY_ERRORS = {
     status: 403,
     title: "Forbidden",
     meaning: "The API key lacks the permissions the route's permission query needs.",
+  },
+  "err:keygate:gateway:no_route": {
+    status: 404,
+    title: "Not Found",
+    meaning: "No route takes the path of the request the forward-auth door is asked about: it is refused, never let through.",
   },
   "err:keygate:gateway:rate_limited": {
     status: 429,

@@ -1,4 +1,4 @@
-import type { RouteDefinition } from "../domain/routes/route-compiler.js";
+import type { DecisionOnlyDefinition, RouteDefinition } from "../domain/routes/route-compiler.js";
 import type { KeyLocation, PolicyRecord, RatelimitIdentifier } from "../storage/route-records.js";
 import type { RouteConfig } from "./route-config.js";
 
@@ -7,7 +7,7 @@ import type { RouteConfig } from "./route-config.js";
  * credits become one keyauth policy, each namespace limit a rate limit policy counting in that namespace, and
  * `analytics.headers` a logging policy, `cors` a cors policy (first); a route without `apiId` has no keyauth policy (a public route). Ids are fixed by the route's name.
  */
-export function configRouteDefinition(config: RouteConfig): RouteDefinition {
+export function configRouteDefinition(config: RouteConfig): RouteDefinition | DecisionOnlyDefinition {
   const policies: PolicyRecord[] = [];
   const id = (name: string) => `config_policy_${config.name}_${name}`;
   // First, so that its headers are on every answer, a refusal of a later policy included.
@@ -37,14 +37,15 @@ export function configRouteDefinition(config: RouteConfig): RouteDefinition {
   if (config.analytics?.headers) {
     policies.push({ id: id("analytics"), name: "analytics", enabled: true, logging: { requestHeaders: true, responseHeaders: true } });
   }
-  const definition: RouteDefinition = {
+  const definition: DecisionOnlyDefinition & Pick<Partial<RouteDefinition>, "upstream"> = {
     source: "config",
     id: `config_route_${config.name}`,
     name: config.name,
     match: config.match,
-    upstream: config.upstream,
     policies,
   };
+  // Without an upstream, a decision-only route (the forward-auth door's alone).
+  if (config.upstream !== undefined) definition.upstream = config.upstream;
   if (config.forward !== undefined) definition.forward = config.forward;
   if (config.timeoutMs !== undefined) definition.timeoutMs = config.timeoutMs;
   if (config.workspaceId !== undefined) definition.workspaceId = config.workspaceId;

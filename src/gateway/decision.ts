@@ -8,6 +8,7 @@ import type { ValidVerification, Verification, VerificationCode } from "../domai
 import type { VerificationService } from "../domain/verification/verification-service.js";
 import { ERROR_CATALOGUE, type ErrorCode } from "../errors/catalogue.js";
 import { KeygateError } from "../errors/keygate-error.js";
+import { malformedUrlError } from "../http/error-handler.js";
 import { isManagementPath } from "../http/request-target.js";
 import { DEFAULT_IPV6_PREFIX_LENGTH } from "../lib/address-prefix.js";
 import { clientAddress } from "./client-address.js";
@@ -18,7 +19,7 @@ import { extractKey } from "./key-extraction.js";
 import { type ApplicablePolicies, applicablePolicies } from "./policy-plan.js";
 import { ratelimitHeaders } from "./ratelimit-headers.js";
 import { limitRequest } from "./ratelimit-identifiers.js";
-import type { CompiledRoute } from "./route-table.js";
+import type { CompiledRoute, DecisionRoute } from "./route-table.js";
 
 /** Denials of verification as the gateway answers them: status through the catalogue code, and why. */
 const DENIALS: Record<Exclude<VerificationCode, "VALID">, { code: ErrorCode; detail: string }> = {
@@ -35,8 +36,8 @@ const DENIALS: Record<Exclude<VerificationCode, "VALID">, { code: ErrorCode; det
 };
 
 /** What a request's path and method come to with the routes in force. */
-export type RouteMatch =
-  | { kind: "route"; route: CompiledRoute }
+export type RouteMatch<R extends DecisionRoute = CompiledRoute> =
+  | { kind: "route"; route: R }
   /** No route takes the path: the management API's, or one no route's prefix covers. The application answers it. */
   | { kind: "none" }
   /** A percent escape does not decode: refused as a malformed URL, wherever it was going. */
@@ -111,21 +112,42 @@ export class GatewayDecider {
     }
     const route = snapshot.table.match(method, path);
     if (route) return { kind: "route", route };
-    const allowed = snapshot.table.methodsFor(path);
-    if (allowed.length === 0) return NO_ROUTE;
-    const detail = `${method} is not allowed on ${path}; use ${allowed.join(" or ")}.`;
-    const headers = { allow: allowed.join(", ") };
-    return { kind: "refused", error: new KeygateError("err:user:bad_request:method_not_allowed", detail, { headers }) };
+    return methodRefusal(snapshot.table.methodsFor(path), method, path) ?? NO_ROUTE;
   }
 
   /**
-   * Runs the policies of the route that took `request`: allowed, or denied with the reason. What would make it
-   * unforwardable (a declared body over the route's limit, a rewrite to a refused path) is refused first.
+   * The route the forward-auth door decides an original request with: as match, among every route (decision-only
+   * ones too), except that nothing is left to the application: a path no route takes is refused (404), never let
+   * through, and so is one that does not decode.
    */
-  async decide(request: GatewayRequest, route: CompiledRoute): Promise<Decision> {
+  matchAtDoor(snapshot: GatewaySnapshot, method: string, path: string): RouteMatch<DecisionRoute> {
+    // The management API's paths are no route's: refused below as any path no route takes.
+    const management = isManagementPath(path);
+    const refusal = management ? undefined : pathRefusal(path);
+    // As the inline gateway's: a URL that does not decode is malformed_url, a dot segment invalid_path.
+    if (refusal === "undecodable") return { kind: "refused", error: malformedUrlError() };
+    if (refusal) {
+      const detail =
+        "The original request's path has a dot segment ('.' or '..', also percent-encoded or between backslashes); keygate does not let it through.";
+      return { kind: "refused", error: new KeygateError("err:keygate:gateway:invalid_path", detail) };
+    }
+    const route = management ? undefined : snapshot.table.matchDecision(method, path);
+    if (route) return { kind: "route", route };
+    const refused = management ? undefined : methodRefusal(snapshot.table.methodsFor(path, true), method, path);
+    if (refused) return refused;
+    const detail = `No route takes ${path}: keygate does not let the request through.`;
+    return { kind: "refused", error: new KeygateError("err:keygate:gateway:no_route", detail) };
+  }
+
+  /**
+   * Runs the policies of the route that took `request`: allowed, or denied with the reason. At the forward-auth
+   * door nothing is forwarded and no body is read: the route's body limit, rewrite and an openapi policy's body check
+   * do not apply there.
+   */
+  async decide(request: GatewayRequest, route: DecisionRoute): Promise<Decision> {
     // The client as the trusted proxies in front of keygate report it (`gateway.trustProxy`).
     const ip = () => clientAddress(request.remoteAddress, request.raw.headers["x-forwarded-for"], request.snapshot.trust);
-    const early = forwardRefusal(route, request);
+    const early = request.forwardAuth ? undefined : forwardRefusal(route, request);
     if (early) return { kind: "deny", error: early };
     return this.access(request, route, ip);
   }
@@ -138,7 +160,7 @@ export class GatewayDecider {
     const applicable = applicablePolicies(route, request, ip);
     if (applicable.capture) request.capture = applicable.capture;
     // An openapi policy's check of the body (read whole) comes before any refusal of a later policy.
-    const bodyRefusal = applicable.openApiBody ? await applicable.openApiBody() : undefined;
+    const bodyRefusal = applicable.openApiBody && !request.forwardAuth ? await applicable.openApiBody() : undefined;
     if (bodyRefusal) return { kind: "deny", error: bodyRefusal };
     if (applicable.refusal) return { kind: "deny", error: applicable.refusal };
     const { keyauth } = applicable;
@@ -240,6 +262,14 @@ export class GatewayDecider {
 }
 
 const NO_ROUTE: RouteMatch = { kind: "none" };
+
+/** 405 for a method no route takes on a path some route's prefix covers (`allowed`: their methods); else undefined. */
+function methodRefusal(allowed: readonly string[], method: string, path: string): { kind: "refused"; error: KeygateError } | undefined {
+  if (allowed.length === 0) return undefined;
+  const detail = `${method} is not allowed on ${path}; use ${allowed.join(" or ")}.`;
+  const headers = { allow: allowed.join(", ") };
+  return { kind: "refused", error: new KeygateError("err:user:bad_request:method_not_allowed", detail, { headers }) };
+}
 const UNDECODABLE: RouteMatch = { kind: "undecodable" };
 
 /** Where a key is looked for and what it must hold: a keyauth policy's, or a Fastify route's under the plugin. */

@@ -1,12 +1,13 @@
-import type { IncomingHttpHeaders } from "node:http";
+import type { IncomingHttpHeaders, OutgoingHttpHeaders } from "node:http";
 import { rewritePath } from "../domain/routes/path-rewrite.js";
 import { KeygateError } from "../errors/keygate-error.js";
 import type { RequestTarget } from "../http/request-target.js";
+import type { RouteForward } from "../storage/route-records.js";
 import type { GatewayRequest } from "./gateway-request.js";
 import { endToEndHeaders } from "./hop-by-hop.js";
 import { addVia } from "./loop-detection.js";
 import { principalHeader, type VerifiedKey } from "./principal.js";
-import type { CompiledRoute } from "./route-table.js";
+import type { CompiledRoute, DecisionRoute } from "./route-table.js";
 
 /**
  * The path and query a request is sent upstream with: the route's upstream path, then the request path (without the
@@ -29,7 +30,7 @@ export function upstreamPath(route: CompiledRoute, { path, query, forwardPath }:
  * the route's bodyLimit (413), or a path the route's rewrite turned into one with a dot segment (400). A rewritten
  * path is noted on the request for upstreamPath.
  */
-export function forwardRefusal(route: CompiledRoute, request: GatewayRequest): KeygateError | undefined {
+export function forwardRefusal(route: DecisionRoute, request: GatewayRequest): KeygateError | undefined {
   const limit = route.bodyLimit;
   const declared = request.raw.headers["content-length"];
   if (limit !== undefined && declared !== undefined && Number(declared) > limit) return bodyTooLarge(limit);
@@ -83,6 +84,23 @@ export function pathRefusal(path: string): PathProblem | undefined {
 }
 
 /**
+ * Sets the route's `forward` headers (lower-case names) for a verified key: its id, identity, external id and
+ * principal; nothing without a key.
+ */
+export function addIdentityHeaders(
+  headers: IncomingHttpHeaders | OutgoingHttpHeaders,
+  forward: RouteForward,
+  verification: VerifiedKey | undefined,
+): void {
+  const key = verification?.key;
+  if (!key) return;
+  if (forward.keyId) headers[forward.keyId.toLowerCase()] = key.keyId;
+  if (forward.identity && key.identity) headers[forward.identity.toLowerCase()] = key.identity.id;
+  if (forward.externalId && key.identity) headers[forward.externalId.toLowerCase()] = key.identity.externalId;
+  if (forward.principal) headers[forward.principal.toLowerCase()] = principalHeader(verification);
+}
+
+/**
  * The headers the upstream gets: the client's end-to-end headers (hop-by-hop ones stop here), without the key and
  * without any header the route forwards itself (a client cannot forge `x-keygate-key-id`), plus the identity
  * headers (for a verified key), X-Forwarded-For/Proto/Host and keygate's Via entry (`client.via`). X-Forwarded-For gets the address keygate's connection came from
@@ -100,13 +118,7 @@ export function upstreamHeaders(
   for (const source of route.keySources) if (source.kind === "header") delete headers[source.header];
   const forward = route.forward;
   for (const header of Object.values(forward)) delete headers[header.toLowerCase()];
-  const key = verification?.key;
-  if (key) {
-    if (forward.keyId) headers[forward.keyId.toLowerCase()] = key.keyId;
-    if (forward.identity && key.identity) headers[forward.identity.toLowerCase()] = key.identity.id;
-    if (forward.externalId && key.identity) headers[forward.externalId.toLowerCase()] = key.identity.externalId;
-    if (forward.principal) headers[forward.principal.toLowerCase()] = principalHeader(verification);
-  }
+  addIdentityHeaders(headers, forward, verification);
 
   const prior = headers["x-forwarded-for"];
   const entries = [Array.isArray(prior) ? prior.join(", ") : prior, client.peer].filter((entry) => entry !== undefined && entry !== "");

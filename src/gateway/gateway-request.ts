@@ -5,7 +5,7 @@ import type { RequestTarget } from "../http/request-target.js";
 import type { LoggingPolicy } from "../storage/route-records.js";
 import type { BodyCapture } from "./body-capture.js";
 import type { GatewaySnapshot } from "./gateway-snapshot.js";
-import type { CompiledRoute } from "./route-table.js";
+import type { CompiledRoute, DecisionRoute } from "./route-table.js";
 import type { UpstreamAbort } from "./upstream-client.js";
 
 /** The head of an answer as keygate wrote it: an object (a plain request) or lines (an answer written on a socket). */
@@ -53,6 +53,11 @@ export interface AccessRequest extends RequestTarget {
   body?: Buffer;
   /** The CORS headers of every answer to it, when a cors policy of its route applies (cors.ts). */
   cors?: Record<string, string>;
+  /**
+   * Asked at the forward-auth door: then `method`, `url`, `path` and `query` are the original request's (as its
+   * proxy's headers name it), `host` too when they name it, and nothing is forwarded.
+   */
+  forwardAuth?: true;
 }
 
 /**
@@ -70,8 +75,10 @@ export interface GatewayRequest extends AccessRequest {
   readonly startedAt: number;
   /** The routes and settings it is served with, read once when it arrived: a reload never changes it midway. */
   readonly snapshot: GatewaySnapshot;
+  /** The original request's host, at the forward-auth door (the auth request's own Host is its proxy's choice). */
+  host?: string;
   /** The route that took it; absent for a request refused before any route could take it. */
-  route?: CompiledRoute;
+  route?: DecisionRoute;
   /** Its route's workspace, once looked up. */
   workspaceId?: string;
   /** The API of its verified key. */

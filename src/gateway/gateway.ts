@@ -17,13 +17,14 @@ import { newId } from "../lib/ids.js";
 import { BodyCapture } from "./body-capture.js";
 import { noteCors, type Preflight, preflightHeaders, preflightOf } from "./cors.js";
 import { type Allowed, type Decision, type DecisionServices, GatewayDecider, type RouteMatch } from "./decision.js";
+import { allowedHeaders, doorRequest, type OriginalRequest, originalRequest } from "./forward-auth.js";
 import { upstreamHeaders, upstreamPath } from "./forwarding.js";
 import type { GatewayRequest } from "./gateway-request.js";
 import type { CurrentGatewaySnapshot, GatewaySnapshot } from "./gateway-snapshot.js";
 import { loopRefusal, viaEntry } from "./loop-detection.js";
 import { bodyStillArriving, PlainForwarding } from "./plain-forwarding.js";
 import { GatewayRequestEvents, noteDecision } from "./request-events.js";
-import type { CompiledRoute } from "./route-table.js";
+import type { CompiledRoute, DecisionRoute } from "./route-table.js";
 import { noHealthyUpstream, refundCredits, upstreamFailure } from "./upstream-failure.js";
 import type { ApiUpstreamGuard } from "./upstream-guard.js";
 import { UpstreamPools } from "./upstream-pools.js";
@@ -91,13 +92,18 @@ export class Gateway {
   }
 
   /**
-   * A plain request: taken when a route takes it (or refuses it), and then answered in full; false leaves it to the
-   * application (/v2, the application's own paths, paths no route takes, and URLs that do not decode).
+   * A plain request: taken when it is the forward-auth door's or a route takes it (or refuses it), and then answered
+   * in full; false leaves it to the application (/v2, the application's own paths, paths no route takes, and URLs that do not decode).
    */
   handle(raw: IncomingMessage, response: ServerResponse): boolean {
     const target = splitTarget(raw.url ?? "/");
-    if (this.options.servedByApplication(target.path)) return false;
     const snapshot = this.options.snapshot.current;
+    const asked = doorRequest(snapshot.settings.forwardAuth, target.path, raw.url ?? "/");
+    if (asked) {
+      this.askedAtTheDoor(raw, response, snapshot, asked.appended);
+      return true;
+    }
+    if (this.options.servedByApplication(target.path)) return false;
     // A CORS preflight belongs to the route that takes the method it asks about, when that route answers it.
     const preflight = preflightOf(raw, target, (method) => this.decider.match(snapshot, method, target.path));
     const match = preflight?.match ?? this.decider.match(snapshot, raw.method ?? "GET", target.path);
@@ -119,6 +125,44 @@ export class Gateway {
         .catch((error: unknown) => this.unexpected(request, response, error));
     }
     return true;
+  }
+
+  /**
+   * A request to the forward-auth door: a proxy asks about the request its headers name (forward-auth.ts), decided
+   * on the route its path matches as the inline gateway decides one, and answered 200 with the route's identity
+   * headers and the RateLimit headers, or refused in the envelope; nothing is forwarded and no body is read. Credits
+   * are spent at the decision, for good: there is no upstream answer to give them back on. Via is not checked: the
+   * door forwards nothing, so no loop can pass through it.
+   */
+  private askedAtTheDoor(raw: IncomingMessage, response: ServerResponse, snapshot: GatewaySnapshot, appended: string | undefined): void {
+    const original = originalRequest(raw.headers, raw.method ?? "GET", appended);
+    const known = !(original instanceof KeygateError);
+    const match = known ? this.decider.matchAtDoor(snapshot, original.method, original.path) : undefined;
+    const request = this.arrived(
+      raw,
+      known ? original : splitTarget(raw.url ?? "/"),
+      snapshot,
+      match ?? NOT_ASKED,
+      known ? original : undefined,
+    );
+    request.forwardAuth = true;
+    if (known && original.host !== undefined) request.host = original.host;
+    whenAnswerCloses(raw, response, () => this.answered(request, response));
+    const answerError = (error: KeygateError) => this.answerError(request, response, error);
+    const refusal =
+      refusalAtTheDoor(raw, this.closing) ?? (known ? undefined : original) ?? (match?.kind === "refused" ? match.error : undefined);
+    if (refusal) this.refuse(request, refusal, answerError);
+    if (refusal || match?.kind !== "route") return;
+    const route = match.route;
+    void this.decide(request, route)
+      .then((decision) => {
+        if (decision.kind === "deny") return answerError(decision.error);
+        const headers = allowedHeaders(route, decision, request.id);
+        this.closeIfDue(raw, headers);
+        [request.status, request.head] = [200, headers];
+        response.writeHead(200, headers).end();
+      })
+      .catch((error: unknown) => this.unexpected(request, response, error));
   }
 
   /**
@@ -232,14 +276,23 @@ export class Gateway {
     await this.pools.close();
   }
 
-  /** A request the gateway took, as it arrived; `match` names its route when one takes it. */
-  private arrived(raw: IncomingMessage, target: RequestTarget, snapshot: GatewayRequest["snapshot"], match: RouteMatch): GatewayRequest {
+  /**
+   * A request the gateway took, as it arrived; `match` names its route when one takes it. `original`: the request a
+   * proxy asks the forward-auth door about, which stands in for the auth request's own method and target.
+   */
+  private arrived(
+    raw: IncomingMessage,
+    target: RequestTarget,
+    snapshot: GatewayRequest["snapshot"],
+    match: RouteMatch<DecisionRoute>,
+    original?: Pick<OriginalRequest, "method" | "url">,
+  ): GatewayRequest {
     // Written out, not spread: an object literal that adds properties after a spread costs microseconds.
     const request: GatewayRequest = {
       id: newId("req"),
       raw,
-      method: raw.method ?? "GET",
-      url: raw.url ?? "/",
+      method: original?.method ?? raw.method ?? "GET",
+      url: original?.url ?? raw.url ?? "/",
       path: target.path,
       query: target.query,
       remoteAddress: raw.socket.remoteAddress,
@@ -261,7 +314,7 @@ export class Gateway {
    * Verifies a request `route` took. Never rejects: a failure (a store that does not answer, say) is a denial with
    * its catalogue error, logged when it is a 5xx; anything unexpected a logged 500.
    */
-  private async decide(request: GatewayRequest, route: CompiledRoute): Promise<Decision> {
+  private async decide(request: GatewayRequest, route: DecisionRoute): Promise<Decision> {
     let decision: Decision;
     try {
       decision = await this.decider.decide(request, route);
@@ -338,7 +391,7 @@ export class Gateway {
     if (!telemetry.enabled) return;
     telemetry.answered(
       {
-        face: "gateway",
+        face: request.forwardAuth ? "forward_auth" : "gateway",
         route: request.route?.name ?? "unmatched",
         method: request.method,
         url: request.url,
@@ -352,3 +405,6 @@ export class Gateway {
     );
   }
 }
+
+/** The forward-auth door's stand-in match for a request that does not say what it asks about. */
+const NOT_ASKED: RouteMatch<DecisionRoute> = { kind: "none" };

@@ -25,7 +25,8 @@ interface RequestBodyObject {
  * Validates a request against its route's OpenAPI document: the method and the path (as the client sent it, escaped
  * unreserved characters decoded, as routes match it) select the operation; its path, query and header parameters are
  * validated now, and so is the body's media type; a JSON body the operation has a schema for is read (at most
- * OPENAPI_BODY_LIMIT bytes) and validated by the returned step's `body`, and is then forwarded from the buffer.
+ * OPENAPI_BODY_LIMIT bytes) and validated by the returned step's `body`, and is then forwarded from the buffer. At the
+ * forward-auth door only the path, query and header parameters are.
  */
 export function openApiStep(document: OpenApiDocument, route: Pick<AccessRoute, "keySources">, request: AccessRequest): OpenApiStep {
   const path = samePath(request.path);
@@ -40,6 +41,9 @@ export function openApiStep(document: OpenApiDocument, route: Pick<AccessRoute, 
     headers: raw.headers,
   };
   const issues = document.validate(operation, parts);
+  // The forward-auth door reads no body, and the auth request's is not the original's (nginx sends none): the body,
+  // its media type and whether there is one are left unchecked there.
+  if (request.forwardAuth) return issues.length > 0 ? { refusal: requestInvalid(issues) } : undefined;
   const described = operation.requestBody as RequestBodyObject | undefined;
   // An upgrade's bytes after its head belong to the protocol it switches to: it has no body to validate.
   const withBody = hasBody(raw) && (raw as { upgrade?: boolean }).upgrade !== true;

@@ -6,7 +6,7 @@ import type { Clock } from "../lib/clock.js";
 import { clientAddress } from "./client-address.js";
 import type { Decision } from "./decision.js";
 import type { AnswerHeaders, GatewayRequest } from "./gateway-request.js";
-import type { CompiledRoute } from "./route-table.js";
+import type { DecisionRoute } from "./route-table.js";
 
 /** What stands in for a key, and for the values of the secret headers, in an event. */
 export const REDACTED = "REDACTED";
@@ -58,7 +58,7 @@ export class GatewayRequestEvents {
    * Records a request `route` took, once answered: its answer's status and head as written (no status: the client
    * went away before any answer, recorded as 499). Call once per request.
    */
-  record(request: GatewayRequest, route: CompiledRoute): void {
+  record(request: GatewayRequest, route: DecisionRoute): void {
     const event = this.event(request, route, performance.now());
     const apiId = route.workspaceApiId;
     const known = request.workspaceId ?? route.definition.workspaceId ?? (apiId && this.workspaces.knownWorkspace(apiId));
@@ -78,7 +78,7 @@ export class GatewayRequestEvents {
     );
   }
 
-  private event(request: GatewayRequest, route: CompiledRoute, now: number): GatewayRequestEvent {
+  private event(request: GatewayRequest, route: DecisionRoute, now: number): GatewayRequestEvent {
     const { raw } = request;
     const keyHeaders = keyHeaderNames(route);
     const totalLatencyMs = now - request.startedAt;
@@ -92,8 +92,8 @@ export class GatewayRequestEvents {
       apiId: request.apiId ?? route.workspaceApiId ?? "",
       route: route.name,
       method: request.method,
-      // An HTTP/2 request names its host in :authority.
-      host: headerText(raw, "host", keyHeaders) || (requestAuthority(raw) ?? ""),
+      // An HTTP/2 request names its host in :authority; the forward-auth door's, the original request's.
+      host: request.host ?? (headerText(raw, "host", keyHeaders) || (requestAuthority(raw) ?? "")),
       path: request.path,
       queryString: redactedQuery(request.query, route.keySources),
       responseStatus: request.status ?? 499,
@@ -113,7 +113,7 @@ export class GatewayRequestEvents {
 }
 
 /** The names of the headers a route reads keys from (lower case). */
-function keyHeaderNames(route: CompiledRoute): ReadonlySet<string> {
+function keyHeaderNames(route: DecisionRoute): ReadonlySet<string> {
   const names = new Set<string>();
   for (const source of route.keySources) if (source.kind === "header") names.add(source.header);
   return names;

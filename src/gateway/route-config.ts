@@ -143,7 +143,11 @@ export const RouteSchema = Strict({
     prefix: RoutePrefixSchema,
     methods: Type.Optional(Type.Array(StringEnum(ROUTE_METHODS), { minItems: 1, uniqueItems: true })),
   }),
-  upstream: RouteUpstreamOrPoolSchema,
+  /**
+   * Where allowed requests go. Without one the route is decision-only: only the forward-auth door decides its requests
+   * (the proxy in front of keygate forwards them), and nothing about forwarding may be set (docs/forward-auth.md).
+   */
+  upstream: Type.Optional(RouteUpstreamOrPoolSchema),
   /** Keys of other APIs are refused. Without it the route is public: it takes requests without a key. */
   apiId: Type.Optional(Type.String({ minLength: 3, maxLength: 255, pattern: ID_PATTERN })),
   /** A public route's workspace (its namespace limits, analytics and dashboard); a route with `apiId` has its API's. */
@@ -200,6 +204,23 @@ export const GatewaySettingsSchema = Strict(
          * loopback, private, link-local or reserved: the operator's network is closed to them otherwise.
          */
         allowedUpstreams: Type.Array(Type.String({ minLength: 1, maxLength: 253 }), { maxItems: 1_000, default: [] }),
+      },
+      { default: {} },
+    ),
+    /**
+     * The forward-auth door: a proxy in front of the API (nginx auth_request, Traefik ForwardAuth, Caddy forward_auth)
+     * asks keygate there about each request, and forwards it when keygate answers 200 (docs/forward-auth.md).
+     */
+    forwardAuth: Strict(
+      {
+        enabled: Type.Boolean({ default: true }),
+        /** The door's path on the gateway's port; it takes precedence over any route's prefix. */
+        path: Type.String({
+          minLength: 2,
+          maxLength: 1024,
+          default: "/_keygate/auth",
+          pattern: describedPattern("^/[^?#\\s]*$", "be a path starting with /, without '?', '#' or spaces"),
+        }),
       },
       { default: {} },
     ),

@@ -1,13 +1,21 @@
 import { PermissionQuerySyntaxError, parsePermissionQuery } from "../domain/permissions/query.js";
 import { costWithinLimit } from "../domain/routes/policy-compiler.js";
 import type { Problem } from "../domain/routes/problems.js";
-import { type CompiledRoute, compileRoute, type RouteCompileRules, type RouteDefinition } from "../domain/routes/route-compiler.js";
+import {
+  type CompiledRoute,
+  compileDecisionOnlyRoute,
+  compileRoute,
+  type DecisionOnlyRoute,
+  type DecisionRoute,
+  type RouteCompileRules,
+  type RouteDefinition,
+} from "../domain/routes/route-compiler.js";
 import { isManagementPath, samePath } from "../http/request-target.js";
 import { configRouteDefinition } from "./config-routes.js";
 import type { RouteConfig } from "./route-config.js";
 import { readUpstreamTlsFile } from "./upstream-tls.js";
 
-export type { CompiledRoute } from "../domain/routes/route-compiler.js";
+export type { CompiledRoute, DecisionOnlyRoute, DecisionRoute } from "../domain/routes/route-compiler.js";
 
 /** How the gateway compiles routes: prefixes compared as requests are, /v2 reserved, upstream TLS files read. */
 export const ROUTE_RULES: RouteCompileRules = { reserved: isManagementPath, samePath, readTlsFile: readUpstreamTlsFile };
@@ -20,12 +28,19 @@ export interface SkippedRoute {
 
 /** Routes compiled for matching, longest prefix first: those of the configuration file, then the stored ones. */
 export class RouteTable {
+  /** The routes keygate forwards (the inline gateway's). */
   readonly routes: readonly CompiledRoute[];
+  /** The configuration's routes without an upstream, which only the forward-auth door decides. */
+  readonly decisionOnly: readonly DecisionOnlyRoute[];
+  /** Both, longest prefix first: what the forward-auth door matches. */
+  private readonly decided: readonly DecisionRoute[];
   /** Stored routes that could not join the table. */
   readonly skipped: readonly SkippedRoute[];
 
-  private constructor(routes: CompiledRoute[], skipped: SkippedRoute[]) {
+  private constructor(routes: CompiledRoute[], decisionOnly: DecisionOnlyRoute[], skipped: SkippedRoute[]) {
     this.routes = routes;
+    this.decisionOnly = decisionOnly;
+    this.decided = decisionOnly.length === 0 ? routes : [...routes, ...decisionOnly].sort(longestPrefixFirst);
     this.skipped = skipped;
   }
 
@@ -37,34 +52,50 @@ export class RouteTable {
   static compile(configs: readonly RouteConfig[], stored: readonly RouteDefinition[] = []): RouteTable {
     const problems: Problem[] = [];
     const compiled: CompiledRoute[] = [];
+    const decisionOnly: DecisionOnlyRoute[] = [];
+    // Each route with its index in the file, for the clash check.
+    const fileRoutes: DecisionRoute[] = [];
+    const fileIndex: number[] = [];
     configs.forEach((config, index) => {
       const at = `routes[${index}]`;
       const before = problems.length;
       problems.push(...configRouteProblems(config, at));
       if (problems.length > before) return;
-      const route = compileRoute(configRouteDefinition(config), at, ROUTE_RULES, problems);
-      if (route) compiled.push(route);
+      const definition = configRouteDefinition(config);
+      const route =
+        "upstream" in definition
+          ? compileRoute(definition, at, ROUTE_RULES, problems)
+          : compileDecisionOnlyRoute(definition, at, ROUTE_RULES, problems);
+      if (route === undefined) return;
+      if (route.decisionOnly) decisionOnly.push(route);
+      else compiled.push(route);
+      fileRoutes.push(route);
+      fileIndex.push(index);
     });
-    problems.push(...clashes(compiled, (index) => `routes[${index}]`));
+    problems.push(...clashes(fileRoutes, (position) => `routes[${fileIndex[position]}]`));
     if (problems.length > 0) throw new RouteTableError(problems.map(({ at, message }) => `${at}: ${message}`));
 
     const skipped: SkippedRoute[] = [];
     for (const definition of stored) {
       const routeProblems: Problem[] = [];
       const route = compileRoute(definition, "", ROUTE_RULES, routeProblems);
-      if (route) routeProblems.push(...clashWith(route, compiled));
+      if (route) routeProblems.push(...clashWith(route, compiled), ...clashWith(route, decisionOnly));
       if (route && routeProblems.length === 0) compiled.push(route);
       else skipped.push({ route: definition, problems: routeProblems });
     }
-    compiled.sort((a, b) => b.prefix.length - a.prefix.length);
-    return new RouteTable(compiled, skipped);
+    compiled.sort(longestPrefixFirst);
+    decisionOnly.sort(longestPrefixFirst);
+    return new RouteTable(compiled, decisionOnly, skipped);
   }
 
-  /** Methods some route takes for this path (for a 405's Allow); empty when no route's prefix matches it. */
-  methodsFor(path: string): string[] {
+  /**
+   * Methods some route takes for this path (for a 405's Allow); empty when no route's prefix matches it. `door`:
+   * the forward-auth door's routes (decision-only ones too), else the inline gateway's.
+   */
+  methodsFor(path: string, door = false): string[] {
     const methods = new Set<string>();
     const same = samePath(path);
-    for (const route of this.routes) {
+    for (const route of door ? this.decided : this.routes) {
       if (!prefixMatches(route.prefix, same)) continue;
       for (const method of route.methods ?? []) methods.add(method);
     }
@@ -76,14 +107,27 @@ export class RouteTable {
    * path is compared with its escaped unreserved characters decoded (see samePath).
    */
   match(method: string, path: string): CompiledRoute | undefined {
-    const same = samePath(path);
-    for (const route of this.routes) {
-      if (!prefixMatches(route.prefix, same)) continue;
-      if (route.methods && !route.methods.has(method)) continue;
-      return route;
-    }
-    return undefined;
+    return matchIn(this.routes, method, path);
   }
+
+  /** The route the forward-auth door decides a request with: as match, among every route, decision-only ones too. */
+  matchDecision(method: string, path: string): DecisionRoute | undefined {
+    return matchIn(this.decided, method, path);
+  }
+}
+
+function matchIn<R extends DecisionRoute>(routes: readonly R[], method: string, path: string): R | undefined {
+  const same = samePath(path);
+  for (const route of routes) {
+    if (!prefixMatches(route.prefix, same)) continue;
+    if (route.methods && !route.methods.has(method)) continue;
+    return route;
+  }
+  return undefined;
+}
+
+function longestPrefixFirst(a: DecisionRoute, b: DecisionRoute): number {
+  return b.prefix.length - a.prefix.length;
 }
 
 export class RouteTableError extends Error {
@@ -115,6 +159,13 @@ function configRouteProblems(config: RouteConfig, at: string): Problem[] {
     if (error) problems.push({ at: `${at}.permissions`, message: error });
   }
   problems.push(...publicRouteProblems(config, at));
+  if (config.upstream === undefined) {
+    // A decision-only route: keygate forwards nothing of it, so nothing about forwarding would ever apply.
+    for (const field of ["stripPrefix", "rewrite", "host", "bodyLimit", "timeoutMs"] as const) {
+      if (config[field] !== undefined)
+        problems.push({ at: `${at}.${field}`, message: "is about forwarding; a route without upstream is decision-only (forward auth)" });
+    }
+  }
   for (const [index, limit] of (config.namespaceLimits ?? []).entries())
     costWithinLimit(limit, `${at}.namespaceLimits[${index}]`, problems);
   const limitNames = new Set<string>();
@@ -165,7 +216,7 @@ function permissionQueryError(text: string): string | undefined {
 }
 
 /** Routes of the same name, or of the same prefix sharing a method (which one answers would be arbitrary). */
-function clashes(routes: readonly CompiledRoute[], at: (index: number) => string): Problem[] {
+function clashes(routes: readonly DecisionRoute[], at: (index: number) => string): Problem[] {
   const problems: Problem[] = [];
   const names = new Map<string, number>();
   routes.forEach((route, index) => {
@@ -175,8 +226,8 @@ function clashes(routes: readonly CompiledRoute[], at: (index: number) => string
   });
   for (let i = 0; i < routes.length; i++) {
     for (let j = i + 1; j < routes.length; j++) {
-      const a = routes[i] as CompiledRoute;
-      const b = routes[j] as CompiledRoute;
+      const a = routes[i] as DecisionRoute;
+      const b = routes[j] as DecisionRoute;
       if (sharesRequests(a, b)) {
         problems.push({
           at: `${at(j)}.match`,
@@ -189,7 +240,7 @@ function clashes(routes: readonly CompiledRoute[], at: (index: number) => string
 }
 
 /** Why `route` cannot join `routes`: a name taken, or a prefix and method taken. */
-export function clashWith(route: CompiledRoute, routes: readonly CompiledRoute[]): Problem[] {
+export function clashWith(route: DecisionRoute, routes: readonly DecisionRoute[]): Problem[] {
   const problems: Problem[] = [];
   for (const other of routes) {
     if (other.id === route.id) continue;
@@ -204,6 +255,6 @@ export function clashWith(route: CompiledRoute, routes: readonly CompiledRoute[]
   return problems;
 }
 
-function sharesRequests(a: CompiledRoute, b: CompiledRoute): boolean {
+function sharesRequests(a: DecisionRoute, b: DecisionRoute): boolean {
   return a.prefix === b.prefix && (!a.methods || !b.methods || [...a.methods].some((method) => b.methods?.has(method)));
 }

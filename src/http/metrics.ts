@@ -7,8 +7,8 @@ import type { VerificationCode } from "../domain/verification/codes.js";
 import type { Stores } from "../storage/interfaces.js";
 import { BoundCounter, BoundHistogram } from "./bound-series.js";
 
-/** Which face of keygate served a request. */
-export type Face = "v2" | "gateway" | "other";
+/** Which face of keygate served a request (`forward_auth`: the gateway's forward-auth door, asked by a proxy). */
+export type Face = "v2" | "gateway" | "forward_auth" | "other";
 
 /** Why an upstream gave no answer (`no_healthy_target`: no call was made, every target of its pool being out). */
 export type UpstreamErrorKind = "unreachable" | "timeout" | "reset" | "no_healthy_target";
@@ -58,7 +58,7 @@ export class Metrics implements Observer, UpstreamObserver {
   // The series counted on the request path are bound (bound-series.ts); the rest are prom-client's own.
   private readonly httpRequests = new BoundCounter({
     name: "keygate_http_requests_total",
-    help: "HTTP requests answered, by face (v2, gateway, other), procedure or route, and status code.",
+    help: "HTTP requests answered, by face (v2, gateway, forward_auth, other), procedure or route, and status code.",
     labelNames: ["face", "route", "status"],
     registry: this.registry,
   });

@@ -6,17 +6,24 @@ import { type CapturedLog, captureLog, LEVELS } from "../helpers/log.js";
 import { type RawResponse, sendUntilClosed } from "../helpers/raw-http.js";
 import { startUpstream, type Upstream } from "../helpers/upstream.js";
 
-// keygate has three doors: /v2 (Fastify), a plain request a gateway route takes, and a WebSocket upgrade. Each
+// keygate has three doors: /v2 (Fastify), a plain request a gateway route takes (and the forward-auth door, which
+// takes one without forwarding it), and a WebSocket upgrade. Each
 // refusal made before a request is served must look the same through each of them: status, code and envelope,
 // the request id in the header and the body, and one line in the log under that id (docs/architecture.md#edge-duties).
 
 const API = "api_edge_parity";
 
-type Door = "v2" | "plain" | "upgrade";
-const DOORS: readonly Door[] = ["v2", "plain", "upgrade"];
+type Door = "v2" | "plain" | "forward-auth" | "upgrade";
+const DOORS: readonly Door[] = ["v2", "plain", "forward-auth", "upgrade"];
 
-/** The raw request through `door`, to `path` (the door's own when absent), with `headers` (Host included or not). */
+/**
+ * The raw request through `door`, to `path` (the door's own when absent), with `headers` (Host included or not). At
+ * the forward-auth door, `path` is the original request's, named by X-Original-URI.
+ */
 function requestThrough(door: Door, headers: string[], path?: string): string {
+  if (door === "forward-auth") {
+    return `GET /_keygate/auth HTTP/1.1\r\n${[...headers, `X-Original-URI: ${path ?? "/svc/orders"}`, "Connection: close"].join("\r\n")}\r\n\r\n`;
+  }
   const target = path ?? (door === "v2" ? "/v2/liveness" : "/svc/orders");
   const upgrade =
     door === "upgrade"

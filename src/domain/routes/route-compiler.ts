@@ -14,20 +14,25 @@ export interface RouteDefinition extends Omit<RouteRecord, "createdAt" | "update
   workspaceId?: string;
 }
 
-/** A route ready to serve: its definition, parsed once. Immutable; a change builds a new table. */
-export interface CompiledRoute {
-  readonly definition: RouteDefinition;
+/**
+ * A route of the configuration file without an upstream: decision-only, the forward-auth door alone decides its
+ * requests (the proxy in front of keygate forwards them; docs/forward-auth.md).
+ */
+export type DecisionOnlyDefinition = Omit<RouteDefinition, "upstream">;
+
+/**
+ * What deciding a request needs of a route, whether keygate forwards its requests or only decides them (the
+ * forward-auth door): everything but its upstream. Immutable; a change builds a new table.
+ */
+export interface DecisionRoute {
+  readonly definition: RouteDefinition | DecisionOnlyDefinition;
+  /** true: a route without an upstream, which only the forward-auth door decides. */
+  readonly decisionOnly: boolean;
   readonly id: string;
   readonly name: string;
   /** Without a trailing slash ("" for "/"), escaped unreserved characters decoded (see samePath). */
   readonly prefix: string;
   readonly methods: ReadonlySet<string> | undefined;
-  /** The upstream's first target (the only one of a single URL). */
-  readonly upstream: URL;
-  /** Every target, how they are balanced, their health checks, retries and TLS. */
-  readonly pool: CompiledUpstream;
-  /** The upstream's path without trailing slashes ("" for none): request paths are appended to it. */
-  readonly upstreamBase: string;
   /** The enabled policies, in order. */
   readonly policies: readonly CompiledPolicy[];
   /** Every place a key may come in, across its keyauth policies: never forwarded, never recorded. */
@@ -43,6 +48,24 @@ export interface CompiledRoute {
   readonly bodyLimit: number | undefined;
   /** The enabled cors policies, in order: the first that applies to a request decides. */
   readonly cors: readonly CompiledCors[];
+}
+
+/** A route ready to serve: decided, then forwarded to its upstream. */
+export interface CompiledRoute extends DecisionRoute {
+  readonly definition: RouteDefinition;
+  readonly decisionOnly: false;
+  /** The upstream's first target (the only one of a single URL). */
+  readonly upstream: URL;
+  /** Every target, how they are balanced, their health checks, retries and TLS. */
+  readonly pool: CompiledUpstream;
+  /** The upstream's path without trailing slashes ("" for none): request paths are appended to it. */
+  readonly upstreamBase: string;
+}
+
+/** A route without an upstream: its requests are decided at the forward-auth door, never forwarded by keygate. */
+export interface DecisionOnlyRoute extends DecisionRoute {
+  readonly definition: DecisionOnlyDefinition;
+  readonly decisionOnly: true;
 }
 
 /** Normalises a path prefix the way requests are compared with it; see samePath. */
@@ -68,14 +91,38 @@ export function compileRoute(
 ): CompiledRoute | undefined {
   const before = problems.length;
   const field = (name: string) => (at === "" ? name : `${at}.${name}`);
+  const pool = compileUpstream(definition.upstream, field("upstream"), rules.readTlsFile, problems);
+  const upstream = pool?.targets[0]?.url;
+  const decided = compileDecision(definition, at, rules, problems);
+  if (problems.length > before || !decided || !upstream || !pool) return undefined;
+  return { ...decided, definition, decisionOnly: false, upstream, pool, upstreamBase: upstream.pathname.replace(/\/+$/, "") };
+}
+
+/** Compiles a decision-only route (no upstream) as compileRoute does the rest of one. */
+export function compileDecisionOnlyRoute(
+  definition: DecisionOnlyDefinition,
+  at: string,
+  rules: RouteCompileRules,
+  problems: Problems,
+): DecisionOnlyRoute | undefined {
+  const decided = compileDecision(definition, at, rules, problems);
+  return decided && { ...decided, definition, decisionOnly: true };
+}
+
+/** What every route compiles to but its upstream; undefined when it has problems. */
+function compileDecision(
+  definition: DecisionOnlyDefinition,
+  at: string,
+  rules: RouteCompileRules,
+  problems: Problems,
+): Omit<DecisionRoute, "definition" | "decisionOnly"> | undefined {
+  const before = problems.length;
+  const field = (name: string) => (at === "" ? name : `${at}.${name}`);
   const prefix = rules.samePath(definition.match.prefix.replace(/\/+$/, ""));
-  // The schema has made sure the prefix starts with '/' and the upstream is an http(s) URL with a host.
+  // The schema has made sure the prefix starts with '/' (and an upstream is an http(s) URL with a host).
   if (rules.reserved(prefix))
     problems.push({ at: field("match.prefix"), message: `'${definition.match.prefix}' is reserved for the management API (/v2)` });
   if (/[?#]/.test(definition.match.prefix)) problems.push({ at: field("match.prefix"), message: "must be a path, without '?' or '#'" });
-
-  const pool = compileUpstream(definition.upstream, field("upstream"), rules.readTlsFile, problems);
-  const upstream = pool?.targets[0]?.url;
 
   const policies = compilePolicies(definition.policies, definition.name, field("policies"), problems);
   const keySources = policies.flatMap((policy) => (policy.kind === "keyauth" ? policy.keySources : []));
@@ -88,17 +135,13 @@ export function compileRoute(
     }
   }
   const pathRewrite = compilePathRewrite(prefix, definition.stripPrefix, definition.rewrite, field, problems);
-  if (problems.length > before || !upstream || !pool) return undefined;
+  if (problems.length > before) return undefined;
   const firstKeyauth = definition.policies.find((policy) => policy.keyauth !== undefined)?.keyauth;
   return {
-    definition,
     id: definition.id,
     name: definition.name,
     prefix,
     methods: definition.match.methods ? new Set<HttpMethod>(definition.match.methods) : undefined,
-    upstream,
-    pool,
-    upstreamBase: upstream.pathname.replace(/\/+$/, ""),
     policies,
     keySources,
     workspaceApiId: firstKeyauth?.keyspaces[0],

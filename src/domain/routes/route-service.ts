@@ -9,7 +9,7 @@ import type { Caller } from "../caller.js";
 import { requireGateway } from "../root-keys/permissions.js";
 import { compilePolicies, POLICY_KINDS } from "./policy-compiler.js";
 import type { Problem, Problems } from "./problems.js";
-import { type CompiledRoute, compileRoute, type RouteCompileRules } from "./route-compiler.js";
+import { type CompiledRoute, compileRoute, type DecisionRoute, type RouteCompileRules } from "./route-compiler.js";
 import { configView, type RouteView, storedView, type UpstreamTargetHealth, withHealth } from "./route-views.js";
 import {
   clashIn,
@@ -44,6 +44,8 @@ export interface RouteServiceOptions {
   store: RouteStore;
   /** The routes of the configuration file in force, compiled: they are listed, read-only, and no route may clash with them. */
   configRoutes: () => readonly CompiledRoute[];
+  /** Its decision-only routes (no upstream, the forward-auth door's): not listed, but no route may clash with them. */
+  decisionOnlyRoutes?: () => readonly DecisionRoute[];
   /** Whether an API id or key space id names a live API of the workspace. */
   isApiOf: (workspaceId: string, apiOrKeySpaceId: string) => Promise<boolean>;
   /** What is wrong with an OpenAPI document's text (empty when it can validate requests). */
@@ -230,7 +232,9 @@ export class RouteService {
   ): Promise<R> {
     const version = await this.options.store.update((table) => {
       const routes = next(table);
-      const clash = clashIn(routes, this.options.configRoutes(), this.options.rules);
+      const config = this.options.configRoutes();
+      const decisionOnly = this.options.decisionOnlyRoutes?.() ?? [];
+      const clash = clashIn(routes, decisionOnly.length === 0 ? config : [...config, ...decisionOnly], this.options.rules);
       if (clash) throw clash;
       return openApi ? { result: table.version + 1, routes, openApi } : { result: table.version + 1, routes };
     });

@@ -4,7 +4,7 @@ import type { StoredRouteTable } from "../../storage/route-interfaces.js";
 import type { PolicyRecord, RouteRecord } from "../../storage/route-records.js";
 import type { AuditAction, AuditEvent } from "../audit/audit-trail.js";
 import { changesOf } from "../audit/audit-trail.js";
-import type { CompiledRoute, RouteCompileRules, RouteDefinition } from "./route-compiler.js";
+import type { DecisionRoute, RouteCompileRules, RouteDefinition } from "./route-compiler.js";
 import type { PolicyInput } from "./route-service.js";
 
 // What a write does to the stored route table: policies given ids, a route swapped for its new version, and the
@@ -47,7 +47,7 @@ export function definitionOf(route: RouteRecord): RouteDefinition {
 /** A clash among the stored routes, or with the configuration file's: the first found, as a 409. */
 export function clashIn(
   routes: readonly RouteRecord[],
-  config: readonly CompiledRoute[],
+  config: readonly DecisionRoute[],
   rules: RouteCompileRules,
 ): KeygateError | undefined {
   const seen: { name: string; prefix: string; methods: ReadonlySet<string> | undefined }[] = config.map((route) => ({
