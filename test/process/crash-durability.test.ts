@@ -1,4 +1,6 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createServer as createHttpServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -174,3 +176,82 @@ t.test("on memory stores with the embedded engine: every answered write's audit 
   await everyEntryOnce(t, second, "key.create", "key", keyIds);
   await second.stop();
 });
+
+/** An upstream answering 200 to each request, counting what reached it. */
+async function countingUpstream(t: Test): Promise<{ url: string; arrived(): number }> {
+  let arrived = 0;
+  const server = createHttpServer((_request, response) => {
+    arrived++;
+    response.end("served");
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  t.teardown(() => {
+    server.closeAllConnections();
+    server.close();
+  });
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, arrived: () => arrived };
+}
+
+t.test(
+  "under gateway load with credits, a kill -9 charges each answered request once and nothing beyond the requests it cut",
+  async (t) => {
+    const redis = await privateRedis(t, { persistent: true, port: await privatePort() });
+    const upstream = await countingUpstream(t);
+    const route = `routes:\n  - { name: metered, match: { prefix: /svc }, upstream: "${upstream.url}", apiId: ${API}, credits: { cost: 1 } }\n`;
+    const env = {
+      KEYGATE_CONFIG: configFile(t, `storage:\n  redis: { url: "${redis.url}" }\n${route}`),
+      KEYGATE_ANALYTICS_PATH: analyticsDirectory(t),
+    };
+    const BALANCE = 100_000;
+    const first = await startServer(t, env, 60_000);
+    const { key, keyId } = await ok(first, "keys.createKey", { apiId: API, credits: { remaining: BALANCE } });
+    const remaining = async (server: RunningServer) => (await ok(server, "keys.getKey", { keyId })).credits.remaining as number;
+
+    let answered = 0;
+    let cut = 0;
+    let running = true;
+    let killed = false;
+    const client = async () => {
+      while (running) {
+        try {
+          const response = await fetch(`${first.baseUrl}/svc/item`, { headers: { authorization: `Bearer ${key}` } });
+          await response.arrayBuffer();
+          if (response.status !== 200) throw new Error(`answered ${response.status}`);
+          answered++;
+        } catch (error) {
+          if (!killed) throw error;
+          cut++;
+        }
+      }
+    };
+    // A first phase, ended before the kill: spent credits equal the answers, as the refund tests hold.
+    const stopAfter = async (count: number) => {
+      const clients = Array.from({ length: CONCURRENCY * 2 }, client);
+      await waitFor(`${count} answers`, 60_000, () => (answered >= count ? true : undefined));
+      return clients;
+    };
+    running = true;
+    let clients = await stopAfter(200);
+    running = false;
+    await Promise.all(clients);
+    t.equal(BALANCE - (await remaining(first)), answered, "before the kill: credits spent = requests answered");
+
+    running = true;
+    clients = await stopAfter(answered + 300);
+    killed = true;
+    first.child.kill("SIGKILL");
+    await new Promise((resolve) => first.child.once("exit", resolve));
+    running = false;
+    await Promise.all(clients);
+
+    const second = await startServer(t, env, 60_000);
+    const spent = BALANCE - (await remaining(second));
+    t.comment(
+      `answered ${answered}, cut by the kill ${cut}, credits spent ${spent}, requests that reached the upstream ${upstream.arrived()}`,
+    );
+    t.ok(spent >= answered, "every answered request stays charged after the kill (its spend was on Redis before its answer)");
+    t.ok(spent <= answered + cut, "and nothing is charged beyond the requests the kill cut (no spend twice, none lost and redone)");
+    t.ok(upstream.arrived() >= answered, "every answered request reached the upstream");
+    await second.stop();
+  },
+);
