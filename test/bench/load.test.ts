@@ -1,5 +1,5 @@
 import t from "tap";
-import { parseH2loadOutput, parseWrkOutput, sliceCount } from "../../bench/side-by-side/load.js";
+import { parseH2loadOutput, parseWrkOutput, sliceCount, wrkScript } from "../../bench/side-by-side/generator-io.js";
 
 const WRK_OUTPUT = `Running 2s test @ http://127.0.0.1:36693/
   1 threads and 10 connections
@@ -49,4 +49,18 @@ t.test("h2load's report and log become a slice: latency percentiles from the log
   t.same(parseH2loadOutput(H2LOAD_OUTPUT.replace("2.00s", "250ms"), "").seconds, 0.25, "whatever h2load's unit");
   t.ok(Number.isNaN(parseH2loadOutput(H2LOAD_OUTPUT, "").p50), "no latency without a log");
   t.throws(() => parseH2loadOutput("connect error: Connection refused\n", ""), /Connection refused/);
+});
+
+t.test("wrk's script sends the target's request: method, headers, a fixed body, or bodies numbered or drawn per request", async (t) => {
+  const fixed = wrkScript({ method: "POST", headers: { "content-type": "application/json" }, body: '{"key":"a\\"b"}' }, 0);
+  t.equal(
+    fixed,
+    ['wrk.method = "POST"', 'wrk.headers["content-type"] = "application/json"', 'wrk.body = "{\\"key\\":\\"a\\\\\\"b\\"}"'].join("\n"),
+  );
+  t.equal(wrkScript({}, 0), 'wrk.method = "GET"', "a GET without headers or body");
+  const numbered = wrkScript({ body: { numbered: '{"n":{n}}' } }, 41);
+  t.match(numbered, /^local n = 41$/m, "numbers go on from where the run is");
+  t.match(numbered, /^local parts = \{ "\{\\"n\\":", "\}" \}$/m, "the body split at {n}");
+  t.match(numbered, /table\.concat\(parts, tostring\(n\)\)/);
+  t.match(wrkScript({ body: { drawn: "k{n}", from: 1000 } }, 0), /math\.random\(0, 999\)/, "drawn from 0 to from - 1");
 });

@@ -88,16 +88,6 @@ export class Batch {
     return this;
   }
 
-  sadd(key: string, member: string): this {
-    this.writes.push(["sadd", this.position(key), member]);
-    return this;
-  }
-
-  srem(key: string, member: string): this {
-    this.writes.push(["srem", this.position(key), member]);
-    return this;
-  }
-
   hset(key: string, field: string, value: string): this {
     this.writes.push(["hset", this.position(key), field, value]);
     return this;

@@ -5,8 +5,7 @@
 -- ARGV[1]: JSON { c: [[keyIndex, check, arg?, arg?]], w: [[op, keyIndex, arg?, arg?]] }
 --   checks: "absent", "present", "equals" (value); on one field of a hash: "fieldAbsent" (field), "fieldEquals"
 --   (field, value).
---   ops: "set" (value), "del", "zadd" (member, score 0), "zrem" (member), "sadd" (member), "srem" (member),
---   "hset" (field, value), "hdel" (field).
+--   ops: "set" (value), "del", "zadd" (member, score 0), "zrem" (member), "hset" (field, value), "hdel" (field).
 -- Returns 0 when applied, else the 1-based index of the first check that failed (nothing is written then).
 local spec = cjson.decode(ARGV[1])
 for i, check in ipairs(spec.c) do
@@ -30,8 +29,6 @@ for _, write in ipairs(spec.w) do
   elseif op == "del" then redis.call("DEL", key)
   elseif op == "zadd" then redis.call("ZADD", key, 0, write[3])
   elseif op == "zrem" then redis.call("ZREM", key, write[3])
-  elseif op == "sadd" then redis.call("SADD", key, write[3])
-  elseif op == "srem" then redis.call("SREM", key, write[3])
   elseif op == "hset" then redis.call("HSET", key, write[3], write[4])
   elseif op == "hdel" then redis.call("HDEL", key, write[3])
   end
