@@ -3,9 +3,10 @@ import { OutboxAuditLog } from "../../src/analytics/audit-log.js";
 import { disabledAnalytics } from "../../src/analytics/index.js";
 import type { Scheduler } from "../../src/analytics/pipeline.js";
 import type { AnalyticsQueryEngine } from "../../src/domain/analytics/query-engine.js";
-import { type AuditEntry, auditId } from "../../src/domain/audit/audit-trail.js";
+import type { AuditEntry } from "../../src/domain/audit/audit-trail.js";
 import type { AuditOutbox, AuditOutboxItem } from "../../src/storage/audit-outbox-interfaces.js";
 import { assertError } from "../helpers/assertions.js";
+import { auditEntry } from "../helpers/audit-entries.js";
 import { harness, WORKSPACE } from "../helpers/harness.js";
 
 /**
@@ -13,22 +14,6 @@ import { harness, WORKSPACE } from "../helpers/harness.js";
  * share one append (group commit), a failed append rejects settled() and keeps the entries for the next, and the
  * pump removes an entry from the outbox only once the engine has it.
  */
-
-function entry(n: number): AuditEntry {
-  return {
-    id: auditId(1_000 + n),
-    time: 1_000 + n,
-    workspaceId: WORKSPACE,
-    actor: { type: "root_key", id: "key_x", name: "" },
-    action: "api.create",
-    description: `entry ${n}`,
-    resources: [{ type: "api", id: `api_${n}` }],
-    changes: [],
-    requestId: `req_${n}`,
-    clientAddress: "127.0.0.1",
-    userAgent: "",
-  };
-}
 
 /** An outbox in memory whose appends wait for `release()` while `held`, and fail while `down`. */
 class TestOutbox implements AuditOutbox {
@@ -77,10 +62,10 @@ t.test("concurrent writes share one append, and each is settled once its entry i
   const outbox = new TestOutbox();
   const log = outboxLog(outbox);
   outbox.held = true;
-  log.record(entry(1));
+  log.record(auditEntry(1));
   const first = log.settled();
-  log.record(entry(2));
-  log.record(entry(3));
+  log.record(auditEntry(2));
+  log.record(auditEntry(3));
   const later = log.settled();
   let settled = false;
   void later.then(() => {
@@ -103,11 +88,11 @@ t.test("a failed append rejects settled() with 503 and keeps the entries for the
   const outbox = new TestOutbox();
   const log = outboxLog(outbox);
   outbox.down = true;
-  log.record(entry(1));
+  log.record(auditEntry(1));
   await t.rejects(log.settled(), { code: "err:keygate:data:audit_log_unavailable", message: /was made/ });
-  log.record(entry(2));
+  log.record(auditEntry(2));
   await t.rejects(log.settled(), { code: "err:keygate:data:audit_log_unavailable" });
-  log.record(entry(3));
+  log.record(auditEntry(3));
   await t.rejects(log.admit(), { code: "err:keygate:data:audit_log_unavailable" }, "a write is refused while maxUnsent wait");
   outbox.down = false;
   await log.settled();
@@ -123,7 +108,7 @@ t.test("the pump writes entries to the engine, then removes them; a failed write
     if (!engineUp) throw new Error("engine down");
     written.push(...entries.map((each) => each.description));
   });
-  for (const n of [1, 2, 3]) log.record(entry(n));
+  for (const n of [1, 2, 3]) log.record(auditEntry(n));
   await t.rejects(log.flush(), /engine down/);
   t.equal(outbox.items.length, 3, "kept in the outbox");
   engineUp = true;
@@ -131,7 +116,7 @@ t.test("the pump writes entries to the engine, then removes them; a failed write
   t.same(written, ["entry 1", "entry 2", "entry 3"], "in batches of batchSize, oldest first");
   t.equal(outbox.items.length, 0, "removed once written");
   t.match(log.describe(), /audit_logs_v1 in the analytics engine; in a test/);
-  log.record(entry(4));
+  log.record(auditEntry(4));
   await log.close();
   t.same(written.at(-1), "entry 4", "closing appends and moves what is left");
 });
@@ -185,7 +170,7 @@ t.test("the timer moves entries to the engine and says once that it fails, and o
     // The outbox and the engine here are promises only: every step of a pass has run once the event loop turns.
     await new Promise((resolve) => setImmediate(resolve));
   };
-  log.record(entry(1));
+  log.record(auditEntry(1));
   await log.settled();
   await tick();
   await tick();

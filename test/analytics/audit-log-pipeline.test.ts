@@ -7,6 +7,7 @@ import { AUDIT_LOGS } from "../../src/analytics/rows.js";
 import type { AnalyticsQueryEngine } from "../../src/domain/analytics/query-engine.js";
 import { type AuditEntry, auditId, changesOf, removed, UNAUDITED } from "../../src/domain/audit/audit-trail.js";
 import { assertError } from "../helpers/assertions.js";
+import { auditEntry } from "../helpers/audit-entries.js";
 import { ManualClock } from "../helpers/clock.js";
 import { harness, WORKSPACE } from "../helpers/harness.js";
 
@@ -17,23 +18,6 @@ import { harness, WORKSPACE } from "../helpers/harness.js";
  */
 
 const noTimers: Scheduler = { every: () => () => {}, soon: (task) => void setImmediate(task) };
-
-function entry(n: number, overrides: Partial<AuditEntry> = {}): AuditEntry {
-  return {
-    id: auditId(1_000 + n),
-    time: 1_000 + n,
-    workspaceId: WORKSPACE,
-    actor: { type: "root_key", id: "key_x", name: "" },
-    action: "api.create",
-    description: `entry ${n}`,
-    resources: [{ type: "api", id: `api_${n}` }],
-    changes: [],
-    requestId: `req_${n}`,
-    clientAddress: "127.0.0.1",
-    userAgent: "",
-    ...overrides,
-  };
-}
 
 /** An audit pipeline over a fake engine that takes writes only while `up`. */
 function auditPipeline(maxEvents: number) {
@@ -60,7 +44,7 @@ t.test("a full audit pipeline keeps every entry, refuses admission while the eng
   const { pipeline, state } = auditPipeline(2);
   const log = new PipelineAuditLog(pipeline, engine);
   await log.admit();
-  for (const n of [1, 2, 3]) log.record(entry(n));
+  for (const n of [1, 2, 3]) log.record(auditEntry(n));
   t.match(pipeline.stats(), { buffered: 3, dropped: { bufferFull: 0, writeFailed: 0 } }, "kept beyond maxEvents");
   await t.rejects(log.admit(), { code: "err:keygate:data:audit_log_unavailable" });
   for (let attempt = 0; attempt < 15; attempt++) await pipeline.flush();
@@ -73,7 +57,7 @@ t.test("a full audit pipeline keeps every entry, refuses admission while the eng
     ["entry 1", "entry 2", "entry 3"],
     "admission waited for the flush, which wrote everything",
   );
-  log.record(entry(4));
+  log.record(auditEntry(4));
   await pipeline.close();
   t.same(state.written.at(-1)?.description, "entry 4", "closing writes what is held");
   t.match(log.describe(), /audit_logs_v1/);
@@ -83,7 +67,7 @@ t.test("a write whose entry cannot be kept is refused before anything changes", 
   const { pipeline, state } = auditPipeline(1);
   const log = new PipelineAuditLog(pipeline, engine);
   const h = await harness(t, { analytics: { ...disabledAnalytics(), audit: log } });
-  log.record(entry(1));
+  log.record(auditEntry(1));
   const refused = await h.call("apis.createApi", { name: "unaudited" });
   assertError(t, refused, "err:keygate:data:audit_log_unavailable");
   t.same(await h.app.stores.apis.list(WORKSPACE), [], "the API was not created");
@@ -103,7 +87,7 @@ t.test("a write whose entry cannot be kept is refused before anything changes", 
 t.test("with analytics off the log is in memory, the most recent entries, bounded", async (t) => {
   const log = new MemoryAuditLog(3);
   await log.admit();
-  for (const n of [1, 2, 3, 4, 5]) log.record(entry(n));
+  for (const n of [1, 2, 3, 4, 5]) log.record(auditEntry(n));
   const listed = await log.list({ workspaceId: WORKSPACE, limit: 10 });
   t.same(
     listed.map((e) => e.description),
