@@ -7,6 +7,7 @@ import { OPENAPI_BODY_LIMIT } from "../../src/gateway/openapi-policy.js";
 import { assertInvalidAt } from "../helpers/assertions.js";
 import { createKey, getKey } from "../helpers/fixtures.js";
 import { type Harness, harness } from "../helpers/harness.js";
+import { readAnswer } from "../helpers/http-client.js";
 import { startUpstream, type Upstream } from "../helpers/upstream.js";
 
 const API = "api_openapi_policy";
@@ -99,14 +100,7 @@ async function gateway(t: Test): Promise<Gateway> {
         ...(options.body !== undefined ? { body: options.body } : {}),
         ...(streamed ? { duplex: "half" } : {}),
       } as RequestInit);
-      const text = await response.text();
-      let body: unknown = text;
-      try {
-        body = JSON.parse(text);
-      } catch {
-        // not JSON: keep the text
-      }
-      return { status: response.status, headers: response.headers, body };
+      return readAnswer(response);
     },
   };
 }

@@ -3,6 +3,7 @@ import t, { type Test } from "tap";
 import { LONGEST_WINDOW_MS } from "../helpers/clock.js";
 import { createKey } from "../helpers/fixtures.js";
 import { type Harness, harness, STORAGE_KINDS, type StorageKind } from "../helpers/harness.js";
+import { readAnswer } from "../helpers/http-client.js";
 import { startUpstream, type Upstream } from "../helpers/upstream.js";
 
 const API = "api_gateway_main";
@@ -49,14 +50,7 @@ async function gateway(
         headers: { ...(options.key ? { authorization: `Bearer ${options.key}` } : {}), ...options.headers },
         ...(options.body !== undefined ? { body: options.body } : {}),
       });
-      const text = await response.text();
-      let body: unknown = text;
-      try {
-        body = JSON.parse(text);
-      } catch {
-        // not JSON: keep the text
-      }
-      return { status: response.status, headers: response.headers, body };
+      return readAnswer(response);
     },
   };
 }

@@ -4,6 +4,7 @@ import t, { type Test } from "tap";
 import keygate from "../../src/plugin/fastify.js";
 import { createKey } from "../helpers/fixtures.js";
 import { type Harness, harness } from "../helpers/harness.js";
+import { readAnswer } from "../helpers/http-client.js";
 import { REDIS_URL } from "../helpers/redis.js";
 import { startUpstream, type Upstream } from "../helpers/upstream.js";
 import { waitFor } from "../helpers/wait.js";
@@ -30,14 +31,7 @@ interface Doors {
 
 async function fetchAnswer(url: string, init: RequestInit = {}): Promise<Answer> {
   const response = await fetch(url, init);
-  const text = await response.text();
-  let body: unknown = text;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    // not JSON: kept as text
-  }
-  return { status: response.status, headers: response.headers, body };
+  return readAnswer(response);
 }
 
 /**
