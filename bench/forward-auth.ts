@@ -22,25 +22,12 @@ import { callKeygate, startKeygate, treeCpuMicros } from "./side-by-side/keygate
 import { interleave, type Target } from "./side-by-side/load.js";
 import { nginxInstalled, startNginx } from "./side-by-side/nginx.js";
 import { describeRun, reservationsOption, runOptions } from "./side-by-side/options.js";
-import { benchmark, forkServing, stopAll } from "./side-by-side/processes.js";
+import { benchmark, forkServing, startAnswering, stopAll } from "./side-by-side/processes.js";
 import { deleteByPrefix, REDIS_URL } from "./side-by-side/redis.js";
 import { printRatio, printTargets } from "./side-by-side/report.js";
 
 const API_ID = "api_bench_forward_auth";
 const DOOR = "/_keygate/auth";
-
-/** A node:http server answering every request 200 with a small fixed JSON body (the upstream), or empty (the floor). */
-async function startAnswering(body: string) {
-  const server = createServer((request, response) => {
-    request.resume();
-    response.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(body) }).end(body);
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  return {
-    served: { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` },
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
-  };
-}
 
 /** keygate with one route to the upstream, and nginx (the recipe, one worker) asking its door in front of it. */
 async function startKeygateBehindNginx() {

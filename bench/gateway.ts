@@ -29,7 +29,7 @@ import {
   workersOption,
 } from "./side-by-side/options.js";
 import { createPoolRoute, poolOption } from "./side-by-side/pool-route.js";
-import { benchmark, forkServing, stopAll } from "./side-by-side/processes.js";
+import { benchmark, forkServing, startAnswering, stopAll } from "./side-by-side/processes.js";
 import { deleteByPrefix, REDIS_URL } from "./side-by-side/redis.js";
 import { printRatio, printTargets } from "./side-by-side/report.js";
 import { BENCH_TLS } from "./side-by-side/tls.js";
@@ -38,18 +38,7 @@ const API_ID = "api_bench_gateway";
 const POLICIES_ORIGIN = "https://shop.example";
 
 /** The upstream: a plain node:http server answering every request with a small fixed JSON body. */
-async function startUpstream() {
-  const body = JSON.stringify({ orders: [{ id: 1, total: 42 }] });
-  const server = createServer((request, response) => {
-    request.resume();
-    response.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(body) }).end(body);
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  return {
-    served: { upstream: `http://127.0.0.1:${(server.address() as AddressInfo).port}` },
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
-  };
-}
+const startUpstream = () => startAnswering(JSON.stringify({ orders: [{ id: 1, total: 42 }] }));
 
 /** The bare @fastify/http-proxy, in a process of its own. */
 async function startBareProxy() {
@@ -136,7 +125,7 @@ function upstreamUrl(): string {
 async function drive(): Promise<void> {
   const options = await runOptions();
   const upstreamChild = await forkServing(import.meta.url, "upstream");
-  const { upstream } = upstreamChild.served as { upstream: string };
+  const { url: upstream } = upstreamChild.served as { url: string };
   process.env.BENCH_UPSTREAM = upstream;
   const bareChild = await forkServing(import.meta.url, "bare-proxy");
   const floorChild = await forkServing(import.meta.url, "node-floor");
@@ -185,7 +174,7 @@ async function drive(): Promise<void> {
   const secondChild = poolOption() ? await forkServing(import.meta.url, "upstream") : undefined;
   const pool: Target | undefined = secondChild && {
     label: "keygate, pool of two targets",
-    url: `${await createPoolRoute(keygate, API_ID, [upstream, (secondChild.served as { upstream: string }).upstream])}/orders/7`,
+    url: `${await createPoolRoute(keygate, API_ID, [upstream, (secondChild.served as { url: string }).url])}/orders/7`,
     servedBy: keygateChild,
     headers: { authorization: `Bearer ${key}` },
   };

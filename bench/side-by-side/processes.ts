@@ -4,6 +4,8 @@
  * what it serves, and answers the driver's questions about the CPU time it used.
  */
 import { type ChildProcess, fork } from "node:child_process";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
 
 /** What a serving child reports once it listens (its URLs and whatever else the driver needs). */
@@ -102,4 +104,17 @@ export async function forkServing(moduleUrl: string, role: string): Promise<Chil
 /** Stops every child, the ones serving proxies before the upstreams behind them (give them in that order). */
 export async function stopAll(...children: Child[]): Promise<void> {
   for (const child of children) await child.stop();
+}
+
+/** A node:http server answering every request 200 with `body` as JSON, served at `url`: an upstream, or a floor. */
+export async function startAnswering(body: string): Promise<{ served: Served; close(): Promise<void> }> {
+  const server = createServer((request, response) => {
+    request.resume();
+    response.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(body) }).end(body);
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    served: { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` },
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
 }
