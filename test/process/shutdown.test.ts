@@ -67,6 +67,13 @@ async function keygate(t: Test, upstream: string, yaml: string, env: Record<stri
   return startServer(t, { KEYGATE_CONFIG: path, ...env }, 30_000);
 }
 
+/** keygate with two workers on Redis (workers share their stores there), closing within `shutdownTimeoutMs`. */
+function keygateWithWorkers(t: Test, upstream: string, shutdownTimeoutMs: number): Promise<RunningServer> {
+  const prefix = uniquePrefix(t, "shutdown");
+  const redis = `storage:\n  redis: { url: "${REDIS_URL}", prefix: "${prefix}" }`;
+  return keygate(t, upstream, `server: { workers: 2, shutdownTimeoutMs: ${shutdownTimeoutMs} }\n${redis}`);
+}
+
 const exited = (server: RunningServer) =>
   new Promise<number | null>((resolve) => {
     if (server.child.exitCode !== null) resolve(server.child.exitCode);
@@ -168,12 +175,7 @@ t.test("a rejection nothing handled is logged with its cause and counted, and ke
 
 t.test("with workers, SIGTERM to the primary lets every worker finish its requests in flight", async (t) => {
   const upstream = await heldUpstream(t);
-  const prefix = uniquePrefix(t, "shutdown");
-  const server = await keygate(
-    t,
-    upstream.url,
-    `server: { workers: 2, shutdownTimeoutMs: 20000 }\nstorage:\n  redis: { url: "${REDIS_URL}", prefix: "${prefix}" }`,
-  );
+  const server = await keygateWithWorkers(t, upstream.url, 20_000);
   const requests = Array.from({ length: 20 }, (_, index) => fetch(`${server.baseUrl}/svc/${index}`).then((response) => response.status));
   await waitFor("every request has reached the upstream", 20_000, () => (upstream.arrived() === 20 ? true : undefined));
   const exit = exited(server);
@@ -187,12 +189,7 @@ t.test("with workers, SIGTERM to the primary lets every worker finish its reques
 
 t.test("with workers, a second SIGTERM to the primary is passed on: every worker exits at once, and so does the primary", async (t) => {
   const upstream = await heldUpstream(t);
-  const prefix = uniquePrefix(t, "shutdown-second");
-  const server = await keygate(
-    t,
-    upstream.url,
-    `server: { workers: 2, shutdownTimeoutMs: 600000 }\nstorage:\n  redis: { url: "${REDIS_URL}", prefix: "${prefix}" }`,
-  );
+  const server = await keygateWithWorkers(t, upstream.url, 600_000);
   const stuck = Array.from({ length: 4 }, (_, index) =>
     fetch(`${server.baseUrl}/svc/${index}`).then(
       () => "answered",
